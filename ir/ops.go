@@ -1,0 +1,87 @@
+package ir
+
+// Op names an HLIL operator. The comment on each constant is its canonical schema: inputs, then
+// attributes, all of which are always present after the front end (no defaults are left implicit).
+// Spatial attributes have one entry per spatial dimension (k = rank-2 for NC... layouts); pads are
+// [begin_0, ..., begin_{k-1}, end_0, ..., end_{k-1}] as in ONNX.
+type Op string
+
+const (
+	// Conv: X[N,C,spatial...], W[M,C/group,kernel...], optional B[M].
+	// Attrs: group int, kernel_shape ints, strides ints, pads ints (2k), dilations ints.
+	// auto_pad is resolved into pads by the front end.
+	Conv Op = "Conv"
+	// Gemm: A, B (2-D), optional C (unidirectionally broadcast to [M,N]).
+	// Attrs: alpha float, beta float, transA int, transB int.
+	Gemm Op = "Gemm"
+	// MatMul: A, B with numpy matmul semantics (1-D promotion, batch broadcasting).
+	MatMul Op = "MatMul"
+	// Add, Sub, Mul, Div: two inputs with multidirectional (numpy) broadcasting.
+	Add Op = "Add"
+	Sub Op = "Sub"
+	Mul Op = "Mul"
+	Div Op = "Div"
+	// Sum: one or more inputs with multidirectional broadcasting.
+	Sum Op = "Sum"
+	// Relu: one input.
+	Relu Op = "Relu"
+	// LeakyRelu: one input. Attrs: alpha float.
+	LeakyRelu Op = "LeakyRelu"
+	// Clip: one input. Attrs: min float, max float (±Inf when unbounded).
+	Clip Op = "Clip"
+	// Sigmoid: one input (float reference only; no fixed-point lowering).
+	Sigmoid Op = "Sigmoid"
+	// MaxPool: X. Attrs: kernel_shape, strides, pads (2k), dilations ints; ceil_mode int.
+	MaxPool Op = "MaxPool"
+	// AveragePool: X. Attrs: kernel_shape, strides, pads (2k), dilations ints; ceil_mode int,
+	// count_include_pad int.
+	AveragePool Op = "AveragePool"
+	// GlobalAveragePool, GlobalMaxPool: X[N,C,spatial...] -> [N,C,1,...,1].
+	GlobalAveragePool Op = "GlobalAveragePool"
+	GlobalMaxPool     Op = "GlobalMaxPool"
+	// BatchNormalization (inference form): X, scale, B, mean, var (each [C]). Attrs: epsilon float.
+	BatchNormalization Op = "BatchNormalization"
+	// LRN: X. Attrs: size int, alpha float, beta float, bias float (float reference only).
+	LRN Op = "LRN"
+	// Flatten: X. Attrs: axis int (non-negative) -> [prod(dims[:axis]), prod(dims[axis:])].
+	Flatten Op = "Flatten"
+	// Reshape: X. Attrs: shape ints (the full static output shape, no 0 or -1).
+	Reshape Op = "Reshape"
+	// Transpose: X. Attrs: perm ints.
+	Transpose Op = "Transpose"
+	// Concat: one or more inputs. Attrs: axis int (non-negative).
+	Concat Op = "Concat"
+	// Pad: X. Attrs: mode string (constant|reflect|edge|wrap), pads ints (2*rank, may be negative),
+	// value float.
+	Pad Op = "Pad"
+	// Squeeze: X. Attrs: axes ints (non-negative, sorted).
+	Squeeze Op = "Squeeze"
+	// Unsqueeze: X. Attrs: axes ints (non-negative in the output rank, sorted).
+	Unsqueeze Op = "Unsqueeze"
+	// Identity: X. Dropout in inference is imported as Identity.
+	Identity Op = "Identity"
+	// Softmax: X. Attrs: axis int (non-negative); softmax along that one axis (opset-13 meaning;
+	// the front end lowers the older coerce-to-2-D form to Flatten/Softmax/Reshape).
+	Softmax Op = "Softmax"
+	// ArgMax: X -> Int64. Attrs: axis int (non-negative), keepdims int, select_last_index int.
+	ArgMax Op = "ArgMax"
+)
+
+// AllOps returns every HLIL operator, in the order used by error messages and reports.
+func AllOps() []Op {
+	return []Op{
+		Conv, Gemm, MatMul, Add, Sub, Mul, Div, Sum, Relu, LeakyRelu, Clip, Sigmoid,
+		MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, LRN,
+		Flatten, Reshape, Transpose, Concat, Pad, Squeeze, Unsqueeze, Identity, Softmax, ArgMax,
+	}
+}
+
+// IsOp reports whether op is an HLIL operator.
+func IsOp(op Op) bool {
+	for _, o := range AllOps() {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
