@@ -122,4 +122,6 @@ func IntsAttr(v []int) Attr {
 }
 
 // FloatsAttr makes a floats attribute.
-func FloatsAttr(v []float32) Attr { return Attr{Kind: AttrFloats, Floats: append([]float32(nil), v...)} }
+func FloatsAttr(v []float32) Attr {
+	return Attr{Kind: AttrFloats, Floats: append([]float32(nil), v...)}
+}
