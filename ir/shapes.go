@@ -1,0 +1,668 @@
+package ir
+
+import (
+	"fmt"
+	"math"
+)
+
+// InferShapes checks every node of g in order and records the type and static shape of each node
+// output in g.Values (graph inputs must carry their shapes already). The first error names the
+// offending node.
+func (g *Graph) InferShapes() error {
+	if g.Values == nil {
+		g.Values = map[string]*Value{}
+	}
+	for i := range g.Inputs {
+		in := g.Inputs[i]
+		if _, dup := g.Consts[in.Name]; dup {
+			return fmt.Errorf("graph input %q is also a constant", in.Name)
+		}
+		for _, d := range in.Shape {
+			if d <= 0 {
+				return fmt.Errorf("graph input %q has non-static shape %v", in.Name, in.Shape)
+			}
+		}
+		v := in
+		v.Shape = in.Shape.Clone()
+		g.Values[in.Name] = &v
+	}
+	for _, n := range g.Nodes {
+		if err := InferNode(g, n); err != nil {
+			return err
+		}
+	}
+	for _, o := range g.Outputs {
+		if _, ok := g.ShapeOf(o); !ok {
+			return fmt.Errorf("graph output %q is never produced", o)
+		}
+	}
+	return nil
+}
+
+// InferNode infers the outputs of one node from the shapes of its inputs (in g.Values or
+// g.Consts), checks its attributes, and records the outputs in g.Values.
+func InferNode(g *Graph, n *Node) error {
+	in := make([]Shape, len(n.Inputs))
+	for i, name := range n.Inputs {
+		s, ok := g.ShapeOf(name)
+		if !ok {
+			return fmt.Errorf("%s: input %q is not defined before use", n, name)
+		}
+		if v, ok := g.Values[name]; ok && v.DType != Float32 {
+			return fmt.Errorf("%s: input %q has type %s, want f32", n, name, v.DType)
+		}
+		in[i] = s
+	}
+	out, dt, err := inferOp(n, in)
+	if err != nil {
+		return fmt.Errorf("%s: %w", n, err)
+	}
+	if len(n.Outputs) != 1 {
+		return fmt.Errorf("%s: has %d outputs, want 1", n, len(n.Outputs))
+	}
+	name := n.Outputs[0]
+	if _, ok := g.Consts[name]; ok {
+		return fmt.Errorf("%s: output %q redefines a constant", n, name)
+	}
+	for _, d := range out {
+		if d < 0 {
+			return fmt.Errorf("%s: negative output dimension in %v", n, out)
+		}
+	}
+	g.Values[name] = &Value{Name: name, DType: dt, Shape: out}
+	return nil
+}
+
+func arity(in []Shape, lo, hi int) error {
+	if len(in) < lo || len(in) > hi {
+		if lo == hi {
+			return fmt.Errorf("has %d inputs, want %d", len(in), lo)
+		}
+		return fmt.Errorf("has %d inputs, want %d to %d", len(in), lo, hi)
+	}
+	return nil
+}
+
+func inferOp(n *Node, in []Shape) (Shape, DType, error) {
+	a := n.Attrs
+	switch n.Op {
+	case Relu, Sigmoid, Identity:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		return in[0].Clone(), Float32, nil
+	case LeakyRelu:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		_, err := a.Float("alpha")
+		return in[0].Clone(), Float32, err
+	case Clip:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		lo, err := a.Float("min")
+		if err != nil {
+			return nil, 0, err
+		}
+		hi, err := a.Float("max")
+		if err != nil {
+			return nil, 0, err
+		}
+		if math.IsNaN(float64(lo)) || math.IsNaN(float64(hi)) {
+			return nil, 0, fmt.Errorf("clip bounds are NaN")
+		}
+		return in[0].Clone(), Float32, nil
+	case LRN:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		size, err := a.Int("size")
+		if err != nil {
+			return nil, 0, err
+		}
+		if size < 1 {
+			return nil, 0, fmt.Errorf("size %d < 1", size)
+		}
+		for _, k := range []string{"alpha", "beta", "bias"} {
+			if _, err := a.Float(k); err != nil {
+				return nil, 0, err
+			}
+		}
+		if len(in[0]) < 3 {
+			return nil, 0, fmt.Errorf("input rank %d < 3", len(in[0]))
+		}
+		return in[0].Clone(), Float32, nil
+	case Add, Sub, Mul, Div:
+		if err := arity(in, 2, 2); err != nil {
+			return nil, 0, err
+		}
+		s, err := Broadcast(in...)
+		return s, Float32, err
+	case Sum:
+		if err := arity(in, 1, math.MaxInt); err != nil {
+			return nil, 0, err
+		}
+		s, err := Broadcast(in...)
+		return s, Float32, err
+	case MatMul:
+		if err := arity(in, 2, 2); err != nil {
+			return nil, 0, err
+		}
+		s, err := MatMulShape(in[0], in[1])
+		return s, Float32, err
+	case Gemm:
+		return inferGemm(a, in)
+	case Conv:
+		return inferConv(a, in)
+	case MaxPool, AveragePool:
+		return inferPool(n.Op, a, in)
+	case GlobalAveragePool, GlobalMaxPool:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		if len(in[0]) < 3 {
+			return nil, 0, fmt.Errorf("input rank %d < 3", len(in[0]))
+		}
+		out := in[0].Clone()
+		for i := 2; i < len(out); i++ {
+			out[i] = 1
+		}
+		return out, Float32, nil
+	case BatchNormalization:
+		if err := arity(in, 5, 5); err != nil {
+			return nil, 0, err
+		}
+		if len(in[0]) < 2 {
+			return nil, 0, fmt.Errorf("input rank %d < 2", len(in[0]))
+		}
+		c := in[0][1]
+		for i := 1; i < 5; i++ {
+			if in[i].Size() != c || len(in[i]) != 1 {
+				return nil, 0, fmt.Errorf("parameter %d has shape %v, want [%d]", i, in[i], c)
+			}
+		}
+		_, err := a.Float("epsilon")
+		return in[0].Clone(), Float32, err
+	case Flatten:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		axis, err := a.Int("axis")
+		if err != nil {
+			return nil, 0, err
+		}
+		if axis < 0 || axis > len(in[0]) {
+			return nil, 0, fmt.Errorf("axis %d out of range for rank %d", axis, len(in[0]))
+		}
+		return Shape{in[0][:axis].Size(), in[0][axis:].Size()}, Float32, nil
+	case Reshape:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		shape, err := a.Ints("shape")
+		if err != nil {
+			return nil, 0, err
+		}
+		out := Shape(shape)
+		for _, d := range out {
+			if d < 0 {
+				return nil, 0, fmt.Errorf("shape %v has a negative dimension", out)
+			}
+		}
+		if out.Size() != in[0].Size() {
+			return nil, 0, fmt.Errorf("cannot reshape %v (%d elements) to %v (%d elements)", in[0], in[0].Size(), out, out.Size())
+		}
+		return out.Clone(), Float32, nil
+	case Transpose:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		perm, err := a.Ints("perm")
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := checkPerm(perm, len(in[0])); err != nil {
+			return nil, 0, err
+		}
+		out := make(Shape, len(perm))
+		for i, p := range perm {
+			out[i] = in[0][p]
+		}
+		return out, Float32, nil
+	case Concat:
+		return inferConcat(a, in)
+	case Pad:
+		return inferPad(a, in)
+	case Squeeze:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		axes, err := a.Ints("axes")
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := checkAxes(axes, len(in[0])); err != nil {
+			return nil, 0, err
+		}
+		drop := map[int]bool{}
+		for _, ax := range axes {
+			if in[0][ax] != 1 {
+				return nil, 0, fmt.Errorf("cannot squeeze axis %d of size %d", ax, in[0][ax])
+			}
+			drop[ax] = true
+		}
+		out := Shape{}
+		for i, d := range in[0] {
+			if !drop[i] {
+				out = append(out, d)
+			}
+		}
+		return out, Float32, nil
+	case Unsqueeze:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		axes, err := a.Ints("axes")
+		if err != nil {
+			return nil, 0, err
+		}
+		rank := len(in[0]) + len(axes)
+		if err := checkAxes(axes, rank); err != nil {
+			return nil, 0, err
+		}
+		ins := map[int]bool{}
+		for _, ax := range axes {
+			ins[ax] = true
+		}
+		out := make(Shape, 0, rank)
+		j := 0
+		for i := 0; i < rank; i++ {
+			if ins[i] {
+				out = append(out, 1)
+			} else {
+				out = append(out, in[0][j])
+				j++
+			}
+		}
+		return out, Float32, nil
+	case Softmax:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		axis, err := a.Int("axis")
+		if err != nil {
+			return nil, 0, err
+		}
+		if axis < 0 || axis >= len(in[0]) {
+			return nil, 0, fmt.Errorf("axis %d out of range for rank %d", axis, len(in[0]))
+		}
+		return in[0].Clone(), Float32, nil
+	case ArgMax:
+		if err := arity(in, 1, 1); err != nil {
+			return nil, 0, err
+		}
+		axis, err := a.Int("axis")
+		if err != nil {
+			return nil, 0, err
+		}
+		keep, err := a.Int("keepdims")
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, err := a.Int("select_last_index"); err != nil {
+			return nil, 0, err
+		}
+		if axis < 0 || axis >= len(in[0]) {
+			return nil, 0, fmt.Errorf("axis %d out of range for rank %d", axis, len(in[0]))
+		}
+		if in[0][axis] == 0 {
+			return nil, 0, fmt.Errorf("argmax over an empty axis")
+		}
+		out := in[0].Clone()
+		if keep != 0 {
+			out[axis] = 1
+		} else {
+			out = append(out[:axis], out[axis+1:]...)
+		}
+		return out, Int64, nil
+	}
+	return nil, 0, fmt.Errorf("unknown operator %q", n.Op)
+}
+
+func checkPerm(perm []int, rank int) error {
+	if len(perm) != rank {
+		return fmt.Errorf("perm %v has %d entries for rank %d", perm, len(perm), rank)
+	}
+	seen := make([]bool, rank)
+	for _, p := range perm {
+		if p < 0 || p >= rank || seen[p] {
+			return fmt.Errorf("perm %v is not a permutation of 0..%d", perm, rank-1)
+		}
+		seen[p] = true
+	}
+	return nil
+}
+
+func checkAxes(axes []int, rank int) error {
+	for i, ax := range axes {
+		if ax < 0 || ax >= rank {
+			return fmt.Errorf("axis %d out of range for rank %d", ax, rank)
+		}
+		if i > 0 && axes[i-1] >= ax {
+			return fmt.Errorf("axes %v are not sorted and distinct", axes)
+		}
+	}
+	return nil
+}
+
+// Broadcast returns the multidirectional (numpy) broadcast of the given shapes.
+func Broadcast(shapes ...Shape) (Shape, error) {
+	rank := 0
+	for _, s := range shapes {
+		rank = max(rank, len(s))
+	}
+	out := make(Shape, rank)
+	for i := range out {
+		out[i] = 1
+	}
+	for _, s := range shapes {
+		off := rank - len(s)
+		for i, d := range s {
+			switch o := out[off+i]; {
+			case o == d || d == 1:
+			case o == 1:
+				out[off+i] = d
+			default:
+				return nil, fmt.Errorf("shapes %v are not broadcast-compatible", shapes)
+			}
+		}
+	}
+	return out, nil
+}
+
+// MatMulShape returns the result shape of numpy matmul(a, b).
+func MatMulShape(a, b Shape) (Shape, error) {
+	if len(a) == 0 || len(b) == 0 {
+		return nil, fmt.Errorf("matmul of a scalar")
+	}
+	a2, b2 := a, b
+	if len(a) == 1 {
+		a2 = Shape{1, a[0]}
+	}
+	if len(b) == 1 {
+		b2 = Shape{b[0], 1}
+	}
+	m, k := a2[len(a2)-2], a2[len(a2)-1]
+	k2, n := b2[len(b2)-2], b2[len(b2)-1]
+	if k != k2 {
+		return nil, fmt.Errorf("matmul inner dimensions differ: %v x %v", a, b)
+	}
+	batch, err := Broadcast(a2[:len(a2)-2], b2[:len(b2)-2])
+	if err != nil {
+		return nil, fmt.Errorf("matmul batch dimensions: %w", err)
+	}
+	out := append(batch, m, n)
+	if len(a) == 1 {
+		out = append(out[:len(out)-2], out[len(out)-1])
+	}
+	if len(b) == 1 {
+		out = out[:len(out)-1]
+	}
+	return out, nil
+}
+
+func inferGemm(a Attrs, in []Shape) (Shape, DType, error) {
+	if err := arity(in, 2, 3); err != nil {
+		return nil, 0, err
+	}
+	if _, err := a.Float("alpha"); err != nil {
+		return nil, 0, err
+	}
+	if _, err := a.Float("beta"); err != nil {
+		return nil, 0, err
+	}
+	ta, err := a.Int("transA")
+	if err != nil {
+		return nil, 0, err
+	}
+	tb, err := a.Int("transB")
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(in[0]) != 2 || len(in[1]) != 2 {
+		return nil, 0, fmt.Errorf("gemm operands must be 2-D, got %v and %v", in[0], in[1])
+	}
+	m, k := in[0][0], in[0][1]
+	if ta != 0 {
+		m, k = k, m
+	}
+	k2, n := in[1][0], in[1][1]
+	if tb != 0 {
+		k2, n = n, k2
+	}
+	if k != k2 {
+		return nil, 0, fmt.Errorf("gemm inner dimensions differ: %d vs %d", k, k2)
+	}
+	out := Shape{m, n}
+	if len(in) == 3 {
+		if b, err := Broadcast(in[2], out); err != nil || !b.Equal(out) {
+			return nil, 0, fmt.Errorf("gemm C of shape %v does not broadcast to %v", in[2], out)
+		}
+	}
+	return out, Float32, nil
+}
+
+// Window holds the spatial attributes shared by Conv and the pools.
+type Window struct {
+	Kernel    []int
+	Strides   []int
+	Pads      []int // begins then ends
+	Dilations []int
+	CeilMode  bool
+}
+
+// WindowAttrs reads and checks the window attributes of a Conv or pool node for k spatial
+// dimensions.
+func WindowAttrs(a Attrs, k int) (Window, error) {
+	var w Window
+	var err error
+	if w.Kernel, err = a.Ints("kernel_shape"); err != nil {
+		return w, err
+	}
+	if w.Strides, err = a.Ints("strides"); err != nil {
+		return w, err
+	}
+	if w.Pads, err = a.Ints("pads"); err != nil {
+		return w, err
+	}
+	if w.Dilations, err = a.Ints("dilations"); err != nil {
+		return w, err
+	}
+	if len(w.Kernel) != k || len(w.Strides) != k || len(w.Dilations) != k || len(w.Pads) != 2*k {
+		return w, fmt.Errorf("window attributes kernel_shape=%v strides=%v dilations=%v pads=%v do not fit %d spatial dimensions",
+			w.Kernel, w.Strides, w.Dilations, w.Pads, k)
+	}
+	for i := 0; i < k; i++ {
+		if w.Kernel[i] < 1 || w.Strides[i] < 1 || w.Dilations[i] < 1 {
+			return w, fmt.Errorf("kernel_shape %v, strides %v and dilations %v must be positive", w.Kernel, w.Strides, w.Dilations)
+		}
+		if w.Pads[i] < 0 || w.Pads[k+i] < 0 {
+			return w, fmt.Errorf("pads %v must be non-negative", w.Pads)
+		}
+	}
+	if _, ok := a["ceil_mode"]; ok {
+		c, err := a.Int("ceil_mode")
+		if err != nil {
+			return w, err
+		}
+		w.CeilMode = c != 0
+	}
+	return w, nil
+}
+
+// OutSize returns the output extent along spatial dimension i for an input extent of in.
+func (w Window) OutSize(i, in int) (int, error) {
+	k := len(w.Kernel)
+	span := w.Dilations[i]*(w.Kernel[i]-1) + 1
+	total := in + w.Pads[i] + w.Pads[k+i]
+	if total < span {
+		return 0, fmt.Errorf("window of extent %d is larger than the padded input %d", span, total)
+	}
+	out := (total-span)/w.Strides[i] + 1
+	if w.CeilMode && (total-span)%w.Strides[i] != 0 {
+		out++
+		// The last window must start inside the input or the leading padding.
+		if (out-1)*w.Strides[i] >= in+w.Pads[i] {
+			out--
+		}
+	}
+	return out, nil
+}
+
+func inferConv(a Attrs, in []Shape) (Shape, DType, error) {
+	if err := arity(in, 2, 3); err != nil {
+		return nil, 0, err
+	}
+	x, wt := in[0], in[1]
+	if len(x) < 3 || len(wt) != len(x) {
+		return nil, 0, fmt.Errorf("conv input %v and weight %v must have equal rank >= 3", x, wt)
+	}
+	k := len(x) - 2
+	w, err := WindowAttrs(a, k)
+	if err != nil {
+		return nil, 0, err
+	}
+	group, err := a.Int("group")
+	if err != nil {
+		return nil, 0, err
+	}
+	if group < 1 || x[1]%group != 0 || wt[0]%group != 0 {
+		return nil, 0, fmt.Errorf("group %d does not divide input channels %d and output channels %d", group, x[1], wt[0])
+	}
+	if wt[1] != x[1]/group {
+		return nil, 0, fmt.Errorf("weight %v has %d input channels per group, want %d", wt, wt[1], x[1]/group)
+	}
+	for i := 0; i < k; i++ {
+		if wt[2+i] != w.Kernel[i] {
+			return nil, 0, fmt.Errorf("kernel_shape %v does not match weight shape %v", w.Kernel, wt)
+		}
+	}
+	if len(in) == 3 && (len(in[2]) != 1 || in[2][0] != wt[0]) {
+		return nil, 0, fmt.Errorf("bias shape %v, want [%d]", in[2], wt[0])
+	}
+	out := Shape{x[0], wt[0]}
+	for i := 0; i < k; i++ {
+		o, err := w.OutSize(i, x[2+i])
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, o)
+	}
+	return out, Float32, nil
+}
+
+func inferPool(op Op, a Attrs, in []Shape) (Shape, DType, error) {
+	if err := arity(in, 1, 1); err != nil {
+		return nil, 0, err
+	}
+	x := in[0]
+	if len(x) < 3 {
+		return nil, 0, fmt.Errorf("pool input rank %d < 3", len(x))
+	}
+	k := len(x) - 2
+	w, err := WindowAttrs(a, k)
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, err := a.Int("ceil_mode"); err != nil {
+		return nil, 0, err
+	}
+	if op == AveragePool {
+		if _, err := a.Int("count_include_pad"); err != nil {
+			return nil, 0, err
+		}
+	}
+	for i := 0; i < k; i++ {
+		if w.Pads[i] >= w.Kernel[i]*w.Dilations[i] || w.Pads[k+i] >= w.Kernel[i]*w.Dilations[i] {
+			// A window made only of padding has no defined maximum or average.
+			return nil, 0, fmt.Errorf("pads %v must be smaller than the kernel %v", w.Pads, w.Kernel)
+		}
+	}
+	out := Shape{x[0], x[1]}
+	for i := 0; i < k; i++ {
+		o, err := w.OutSize(i, x[2+i])
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, o)
+	}
+	return out, Float32, nil
+}
+
+func inferConcat(a Attrs, in []Shape) (Shape, DType, error) {
+	if err := arity(in, 1, math.MaxInt); err != nil {
+		return nil, 0, err
+	}
+	axis, err := a.Int("axis")
+	if err != nil {
+		return nil, 0, err
+	}
+	r := len(in[0])
+	if axis < 0 || axis >= r {
+		return nil, 0, fmt.Errorf("axis %d out of range for rank %d", axis, r)
+	}
+	out := in[0].Clone()
+	for _, s := range in[1:] {
+		if len(s) != r {
+			return nil, 0, fmt.Errorf("inputs have ranks %d and %d", r, len(s))
+		}
+		for i := range s {
+			if i != axis && s[i] != out[i] {
+				return nil, 0, fmt.Errorf("input shapes %v and %v differ off axis %d", in[0], s, axis)
+			}
+		}
+		out[axis] += s[axis]
+	}
+	return out, Float32, nil
+}
+
+func inferPad(a Attrs, in []Shape) (Shape, DType, error) {
+	if err := arity(in, 1, 1); err != nil {
+		return nil, 0, err
+	}
+	mode, err := a.Str("mode")
+	if err != nil {
+		return nil, 0, err
+	}
+	switch mode {
+	case "constant", "reflect", "edge", "wrap":
+	default:
+		return nil, 0, fmt.Errorf("unknown pad mode %q", mode)
+	}
+	if _, err := a.Float("value"); err != nil {
+		return nil, 0, err
+	}
+	pads, err := a.Ints("pads")
+	if err != nil {
+		return nil, 0, err
+	}
+	r := len(in[0])
+	if len(pads) != 2*r {
+		return nil, 0, fmt.Errorf("pads %v has %d entries for rank %d", pads, len(pads), r)
+	}
+	out := make(Shape, r)
+	for i := range out {
+		out[i] = in[0][i] + pads[i] + pads[r+i]
+		if out[i] < 0 {
+			return nil, 0, fmt.Errorf("pads %v remove more than the %d elements of axis %d", pads, in[0][i], i)
+		}
+		if mode == "reflect" && (pads[i] >= in[0][i] || pads[r+i] >= in[0][i]) && (pads[i] > 0 || pads[r+i] > 0) {
+			return nil, 0, fmt.Errorf("reflect pads %v must be smaller than axis %d of size %d", pads, i, in[0][i])
+		}
+		if (mode == "edge" || mode == "wrap") && in[0][i] == 0 && (pads[i] > 0 || pads[r+i] > 0) {
+			return nil, 0, fmt.Errorf("%s padding of an empty axis %d", mode, i)
+		}
+	}
+	return out, Float32, nil
+}
