@@ -61,8 +61,14 @@ func (s Shape) Equal(t Shape) bool {
 	return true
 }
 
-// Clone returns a copy of s that shares no memory with it.
-func (s Shape) Clone() Shape { return append(Shape(nil), s...) }
+// Clone returns a copy of s that shares no memory with it. A scalar (empty, non-nil) shape stays
+// non-nil: a nil Shape means "unknown".
+func (s Shape) Clone() Shape {
+	if s == nil {
+		return nil
+	}
+	return append(Shape{}, s...)
+}
 
 func (s Shape) String() string {
 	parts := make([]string, len(s))
