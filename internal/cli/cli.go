@@ -1,0 +1,101 @@
+// Package cli holds the small pieces shared by the project's command-line tools: flag parsing that
+// accepts flags before and after positional arguments, and consistent error reporting.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// ErrUsage marks an error caused by how the command was invoked; main prints the usage hint and
+// exits with status 2.
+var ErrUsage = errors.New("usage")
+
+// Usagef returns a usage error with a message.
+func Usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// Parse parses args into fs, allowing flags to appear after positional arguments
+// (`athosc model.onnx -o out.sciir`). A lone "--" ends flag parsing. It returns the positional
+// arguments. -h/--help prints fs's usage and returns flag.ErrHelp.
+func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(os.Stdout)
+				fs.Usage()
+				return nil, err
+			}
+			return nil, Usagef("%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// Exit reports err for the named program and exits: 0 for nil and for --help, 2 for usage errors,
+// 1 otherwise. Errors are printed on one line, never as a stack trace.
+func Exit(prog string, err error) {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, ErrUsage):
+		msg := strings.TrimPrefix(err.Error(), ErrUsage.Error()+": ")
+		fmt.Fprintf(os.Stderr, "%s: %s\nRun '%s --help' for usage.\n", prog, msg, prog)
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+		os.Exit(1)
+	}
+}
+
+// Command is one subcommand of a multi-command tool.
+type Command struct {
+	Name    string
+	Summary string
+	Run     func(args []string) error
+}
+
+// Dispatch runs the subcommand named by args[0]. When args[0] is not a known command and
+// fallback is non-nil, fallback runs with all of args (e.g. `athosc model.onnx ...` compiles).
+func Dispatch(prog, intro string, cmds []Command, fallback func([]string) error, args []string) error {
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, "%s\n\nCommands:\n", intro)
+		for _, c := range cmds {
+			fmt.Fprintf(w, "  %-10s %s\n", c.Name, c.Summary)
+		}
+		fmt.Fprintf(w, "\nRun '%s COMMAND --help' for the flags of a command.\n", prog)
+	}
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return Usagef("no command given")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(os.Stdout)
+		return flag.ErrHelp
+	}
+	for _, c := range cmds {
+		if c.Name == args[0] {
+			return c.Run(args[1:])
+		}
+	}
+	if fallback != nil && !strings.HasPrefix(args[0], "-") {
+		return fallback(args)
+	}
+	return Usagef("unknown command %q", args[0])
+}
