@@ -218,6 +218,10 @@ func runCase(dir string, tol tolerance) caseResult {
 			}
 			return res
 		}
+		if err := ir.CheckTextRoundTrip(g); err != nil {
+			res.status, res.reason = "fail", fmt.Sprintf("HLIL text round trip: %v", err)
+			return res
+		}
 		feed := map[string]*ir.Tensor{}
 		for name, t := range values {
 			if frozen[name] {
