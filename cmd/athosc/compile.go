@@ -1,0 +1,450 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/frontend/onnx"
+	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/passes"
+)
+
+const compileUsage = `usage: athosc [compile] MODEL.onnx [flags]
+
+Compiles an ONNX classifier to a fixed-point secure-inference program (.sciir). With --validate,
+the ring bitwidth l and scale s are chosen by running the cleartext fixed-point VM on the
+validation inputs. -o FILE.sciir also writes FILE.client.sciir, the client's copy without weights.
+
+Validation folders: (a) NNNNN.npy inputs plus an optional labels.txt ("file label" per line);
+(b) one subfolder per class of PNG/JPEG images, preprocessed as the image flags say (recorded in
+the program so that the client preprocesses the same way).
+
+Flags:
+`
+
+// compileConfig is the parsed command line of athosc compile.
+type compileConfig struct {
+	model, out, validate, backend string
+	bits, scale, headroom, jobs   int
+	batch, limit                  int
+	scales                        []int
+	noPeephole                    bool
+	quiet                         bool
+	prep                          *codegen.Preprocess
+	imageFlags                    imageFlags
+}
+
+type imageFlags struct {
+	size, layout, mean, std, resize string
+	pixelScale                      float64
+}
+
+// runCompile implements `athosc compile MODEL.onnx ...` and `athosc MODEL.onnx ...`.
+func runCompile(args []string) error {
+	cfg, err := parseCompile(args)
+	if err != nil {
+		return err
+	}
+	return compile(cfg, os.Stdout, os.Stderr)
+}
+
+func parseCompile(args []string) (*compileConfig, error) {
+	fs := flag.NewFlagSet("athosc compile", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), compileUsage)
+		fs.PrintDefaults()
+	}
+	c := &compileConfig{}
+	fs.StringVar(&c.out, "o", "", "output program `FILE` (default: the model's base name + .sciir in the current directory)")
+	fs.StringVar(&c.validate, "validate", "", "validation `DIR` for autotuning l and s")
+	fs.IntVar(&c.bits, "bitwidth", 0, "pin the ring bitwidth `l` (1..64; 0 = choose)")
+	fs.IntVar(&c.scale, "scale", -1, "pin the fixed-point scale `s` (-1 = choose)")
+	fs.IntVar(&c.headroom, "headroom", 1, "bits kept free above the largest magnitude seen in validation")
+	scales := fs.String("scales", "6-16", "scales to sweep: a range `A-B` or a comma list")
+	fs.IntVar(&c.jobs, "jobs", 2, "validation inputs run in parallel")
+	fs.IntVar(&c.batch, "batch", 1, "batch size fixed for a symbolic batch dimension")
+	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
+	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
+	fs.StringVar(&c.backend, "backend", codegen.DefaultBackend, "default backend recorded in the program (sciot, scihe, clear)")
+	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
+	fs.StringVar(&c.imageFlags.size, "image-size", "", "images: resize to `WxH` (default: the model input's size)")
+	fs.StringVar(&c.imageFlags.layout, "layout", "NCHW", "images: input layout NCHW or NHWC")
+	fs.Float64Var(&c.imageFlags.pixelScale, "pixel-scale", 1.0/255, "images: multiply pixel values (0..255) by this first")
+	fs.StringVar(&c.imageFlags.mean, "mean", "", "images: per-channel `means` to subtract, comma-separated (default 0)")
+	fs.StringVar(&c.imageFlags.std, "std", "", "images: per-channel `stds` to divide by, comma-separated (default 1)")
+	fs.StringVar(&c.imageFlags.resize, "resize", "bilinear", "images: resize filter bilinear or nearest")
+	pos, err := cli.Parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != 1 {
+		return nil, cli.Usagef("compile takes one model file, got %d arguments", len(pos))
+	}
+	c.model = pos[0]
+	if c.scales, err = parseScales(*scales); err != nil {
+		return nil, cli.Usagef("--scales: %v", err)
+	}
+	switch {
+	case c.bits != 0 && (c.bits < 2 || c.bits > 64):
+		return nil, cli.Usagef("--bitwidth %d is not in 2..64", c.bits)
+	case c.scale < -1 || c.scale > ir.MaxFixedScale/2:
+		return nil, cli.Usagef("--scale %d is not in 0..%d", c.scale, ir.MaxFixedScale/2)
+	case c.headroom < 0 || c.headroom > 32:
+		return nil, cli.Usagef("--headroom %d is not in 0..32", c.headroom)
+	case c.jobs < 1:
+		return nil, cli.Usagef("--jobs must be at least 1")
+	case c.batch < 1:
+		return nil, cli.Usagef("--batch must be at least 1")
+	case c.limit < 0:
+		return nil, cli.Usagef("--limit must not be negative")
+	}
+	switch c.backend {
+	case "sciot", "scihe", "clear":
+	default:
+		return nil, cli.Usagef("--backend %q (want sciot, scihe or clear)", c.backend)
+	}
+	if c.out == "" {
+		c.out = strings.TrimSuffix(filepath.Base(c.model), filepath.Ext(c.model)) + ".sciir"
+	}
+	return c, nil
+}
+
+func parseScales(s string) ([]int, error) {
+	if a, b, ok := strings.Cut(s, "-"); ok {
+		lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+		hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+		if err1 != nil || err2 != nil || lo < 0 || hi < lo || hi > ir.MaxFixedScale/2 {
+			return nil, fmt.Errorf("bad range %q (want A-B with 0 <= A <= B <= %d)", s, ir.MaxFixedScale/2)
+		}
+		var out []int
+		for v := lo; v <= hi; v++ {
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 0 || v > ir.MaxFixedScale/2 {
+			return nil, fmt.Errorf("bad scale %q", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func parseFloats(s string, n int, def float64) ([]float64, error) {
+	out := make([]float64, n)
+	if s == "" {
+		for i := range out {
+			out[i] = def
+		}
+		return out, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) == 1 {
+		v, err := strconv.ParseFloat(strings.TrimSpace(parts[0]), 64)
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			out[i] = v
+		}
+		return out, nil
+	}
+	if len(parts) != n {
+		return nil, fmt.Errorf("%d values for %d channels", len(parts), n)
+	}
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// preprocessFor builds the image preprocessing from the flags and the model input's shape.
+func (c *compileConfig) preprocessFor(input ir.Value) (*codegen.Preprocess, error) {
+	f := c.imageFlags
+	p, err := codegen.DefaultPreprocess(input.Shape, f.layout)
+	if err != nil {
+		return nil, err
+	}
+	if f.size != "" {
+		w, h, ok := strings.Cut(strings.ToLower(f.size), "x")
+		wi, err1 := strconv.Atoi(w)
+		hi, err2 := strconv.Atoi(h)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, cli.Usagef("--image-size %q (want WxH)", f.size)
+		}
+		p.Width, p.Height = wi, hi
+	}
+	p.Scale = f.pixelScale
+	p.Resize = f.resize
+	if p.Mean, err = parseFloats(f.mean, p.Channels, 0); err != nil {
+		return nil, cli.Usagef("--mean: %v", err)
+	}
+	if p.Std, err = parseFloats(f.std, p.Channels, 1); err != nil {
+		return nil, cli.Usagef("--std: %v", err)
+	}
+	if err := p.Check(); err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	return p, nil
+}
+
+// clientPath derives the client copy's name: model.sciir -> model.client.sciir.
+func clientPath(out string) string {
+	return strings.TrimSuffix(out, ".sciir") + ".client.sciir"
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// isTerminal reports whether f is a character device (an interactive terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func compile(c *compileConfig, stdout, stderr io.Writer) error {
+	start := time.Now()
+	say := func(format string, args ...any) {
+		if !c.quiet {
+			fmt.Fprintf(stdout, format, args...)
+		}
+	}
+	g, err := onnx.Load(c.model, onnx.Options{Batch: c.batch})
+	if err != nil {
+		return err
+	}
+	sum, err := fileSHA256(c.model)
+	if err != nil {
+		return fmt.Errorf("hash model: %w", err)
+	}
+	say("model %s (sha256 %s): %d nodes, %d constants\n", c.model, sum[:16], len(g.Nodes), len(g.Consts))
+	for _, in := range g.Inputs {
+		say("  input  %s %v\n", in.Name, in.Shape)
+	}
+	for _, o := range g.Outputs {
+		s, _ := g.ShapeOf(o)
+		say("  output %s %v\n", o, s)
+	}
+	clean, log, err := passes.Clean(g, passes.CleanOptions{})
+	if err != nil {
+		return err
+	}
+	say("clean-up:\n")
+	if len(log) == 0 {
+		say("  nothing to do\n")
+	}
+	for _, l := range log {
+		say("  %s\n", l)
+	}
+	meta := codegen.Meta{Compiler: "athosc (cryptflow-go)", Source: filepath.Base(c.model), SourceSHA256: sum}
+	meta.Passes = append(meta.Passes, log...)
+
+	bits, scale := c.bits, c.scale
+	peephole := !c.noPeephole
+	if c.validate != "" {
+		if len(clean.Inputs) != 1 {
+			return fmt.Errorf("--validate needs a model with one input; %s has %d", c.model, len(clean.Inputs))
+		}
+		var prep *codegen.Preprocess
+		if len(clean.Inputs[0].Shape) == 4 {
+			if prep, err = c.preprocessFor(clean.Inputs[0]); err != nil {
+				return err
+			}
+		}
+		ds, err := passes.LoadValidation(c.validate, clean.Inputs[0], prep)
+		if err != nil {
+			return err
+		}
+		samples := ds.Samples
+		if c.limit > 0 && c.limit < len(samples) {
+			samples = samples[:c.limit]
+		}
+		say("validation: %d inputs (%s format, labelled=%v) from %s\n", len(samples), ds.Format, ds.Labelled, c.validate)
+		opts := passes.DefaultTuneOptions()
+		opts.Scales, opts.Bits, opts.Scale = c.scales, c.bits, c.scale
+		opts.Headroom, opts.Workers, opts.Peephole = c.headroom, c.jobs, peephole
+		bar := newProgressBar(stderr, isTerminalWriter(stderr) && !c.quiet)
+		opts.Progress = bar.update
+		res, err := passes.Autotune(clean, g, samples, opts)
+		bar.finish()
+		if err != nil {
+			return err
+		}
+		bits, scale = res.Bits, res.Scale
+		meta.Preprocess = ds.Preprocess
+		meta.Autotune = tuneMeta(res, c, filepath.Base(c.validate))
+		printTune(stdout, res, c.quiet)
+	} else {
+		if scale < 0 {
+			scale = 12
+		}
+		if bits == 0 {
+			bits = 64
+		}
+		say("no --validate: using l=%d s=%d without checking for overflow\n", bits, scale)
+	}
+
+	prog, err := passes.Lower(clean, passes.LowerOptions{Bits: bits, Scale: scale})
+	if err != nil {
+		return err
+	}
+	if peephole {
+		var rep passes.PeepholeReport
+		if prog, rep, err = passes.Peephole(prog); err != nil {
+			return err
+		}
+		say("peepholes:\n")
+		for _, l := range rep.Lines() {
+			say("  %s\n", l)
+			meta.Passes = append(meta.Passes, "peephole: "+strings.TrimSpace(l))
+		}
+	}
+	mem := codegen.AssignSlots(prog)
+	say("memory: tensor storage %s without reuse, %s with slot reuse (%d slots for %d tensors); peak live %s; weights %s as ring elements\n",
+		human(mem.NoReuse), human(mem.WithReuse), mem.Slots, mem.Tensors, human(mem.PeakLive), human(mem.WeightBytes))
+	f := &codegen.File{Program: prog, Backend: c.backend, Meta: meta}
+	cp := clientPath(c.out)
+	if err := codegen.WriteFile(c.out, f, true); err != nil {
+		return err
+	}
+	if err := codegen.WriteFile(cp, f, false); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%s) and %s (%s, no weights); program id %s\n",
+		c.out, fileSize(c.out), cp, fileSize(cp), f.IDString())
+	say("ring Z_2^%d, scale %d; compiled in %.1fs\n", bits, scale, time.Since(start).Seconds())
+	return nil
+}
+
+func tuneMeta(res *passes.TuneResult, c *compileConfig, dir string) *codegen.Autotune {
+	a := &codegen.Autotune{Validation: dir, Samples: res.Samples, Labelled: res.Labelled, Headroom: res.Headroom,
+		Bits: res.Bits, Scale: res.Scale, FloatAcc: res.FloatAccuracy}
+	var pinned []string
+	if c.bits != 0 {
+		pinned = append(pinned, "bitwidth")
+	}
+	if c.scale >= 0 {
+		pinned = append(pinned, "scale")
+	}
+	a.Pinned = strings.Join(pinned, ",")
+	for _, r := range res.Rows {
+		a.Rows = append(a.Rows, codegen.TuneRecord{Bits: r.Bits, Scale: r.Scale, Accuracy: r.Accuracy,
+			Agreement: r.Agreement, BitsUsed: r.BitsUsed, Overflow: r.Overflow})
+	}
+	return a
+}
+
+func pct(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100*v)
+}
+
+func printTune(w io.Writer, res *passes.TuneResult, quiet bool) {
+	if quiet {
+		return
+	}
+	fmt.Fprintf(w, "autotune (headroom %d bit(s)); float model accuracy %s\n", res.Headroom, pct(res.FloatAccuracy))
+	fmt.Fprintf(w, "  %8s %6s %9s %10s %10s  %s\n", "bitwidth", "scale", "accuracy", "agreement", "bits used", "widest tensor")
+	for _, r := range res.Rows {
+		mark := " "
+		if r.Scale == res.Scale {
+			mark = "*"
+		}
+		note := r.Widest
+		if r.Overflow {
+			note = "OVERFLOW  " + note
+		}
+		fmt.Fprintf(w, "%s %8d %6d %9s %10s %10d  %s\n", mark, r.Bits, r.Scale, pct(r.Accuracy), pct(r.Agreement), r.BitsUsed, note)
+	}
+	verified := "outputs in Z_2^%d identical to the 64-bit run"
+	if !res.Verified {
+		verified = "WARNING: outputs in Z_2^%d differ from the 64-bit run (overflow)"
+	}
+	fmt.Fprintf(w, "chose l=%d s=%d: accuracy %s, agreement %s; "+verified+"\n", res.Bits, res.Scale,
+		pct(res.Chosen.Accuracy), pct(res.Chosen.Agreement), res.Bits)
+}
+
+func fileSize(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "?"
+	}
+	return human(st.Size())
+}
+
+func human(b int64) string {
+	switch {
+	case b >= 10<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 10<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+func isTerminalWriter(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// progressBar draws a one-line bar on a terminal (and nothing elsewhere).
+type progressBar struct {
+	w       io.Writer
+	on      bool
+	last    int
+	started time.Time
+}
+
+func newProgressBar(w io.Writer, on bool) *progressBar {
+	return &progressBar{w: w, on: on, last: -1, started: time.Now()}
+}
+
+func (p *progressBar) update(done, total int) {
+	if !p.on || total == 0 {
+		return
+	}
+	const width = 40
+	pctDone := done * 100 / total
+	if pctDone == p.last {
+		return
+	}
+	p.last = pctDone
+	fill := done * width / total
+	fmt.Fprintf(p.w, "\rautotune [%s%s] %3d%% %d/%d  %.0fs", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		pctDone, done, total, time.Since(p.started).Seconds())
+}
+
+func (p *progressBar) finish() {
+	if p.on && p.last >= 0 {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 80))
+	}
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/internal/cli"
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+// smallModel returns the project's MNIST model and a validation folder made from its sample inputs.
+func smallModel(t *testing.T) (model, valDir string) {
+	t.Helper()
+	dir := filepath.Join(repoRoot(t), "testdata", "mnist-small")
+	model = filepath.Join(dir, "model.onnx")
+	valDir = filepath.Join(dir, "inputs")
+	if _, err := os.Stat(filepath.Join(valDir, "labels.txt")); err != nil {
+		t.Skipf("testdata/mnist-small/inputs not present: %v", err)
+	}
+	return model, valDir
+}
+
+func TestCompileWritesBothCopies(t *testing.T) {
+	model, val := smallModel(t)
+	out := filepath.Join(t.TempDir(), "mnist.sciir")
+	cfg, err := parseCompile([]string{model, "--validate", val, "-o", out, "--scales", "8,10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := compile(cfg, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	report := stdout.String()
+	for _, want := range []string{"folded 1 BatchNormalization", "autotune (headroom 1 bit(s))", "bitwidth",
+		"chose l=", "identical to the 64-bit run", "ReLU elements", "truncated elements", "with slot reuse",
+		"mnist.client.sciir", "program id"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("progress written to a non-terminal: %q", stderr.String())
+	}
+	full, err := codegen.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := codegen.ReadFile(strings.TrimSuffix(out, ".sciir") + ".client.sciir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.ID != client.ID || !full.Program.HasWeights() || client.Program.HasWeights() {
+		t.Error("full and client copies do not match")
+	}
+	a := full.Meta.Autotune
+	if a == nil || a.Samples != 8 || len(a.Rows) != 2 || full.Meta.SourceSHA256 == "" {
+		t.Errorf("metadata %+v", full.Meta)
+	}
+
+	// Pinned by hand, no validation.
+	out2 := filepath.Join(t.TempDir(), "pinned")
+	cfg, err = parseCompile([]string{model, "--bitwidth", "40", "--scale", "9", "-o", out2, "--no-peephole"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if err := compile(cfg, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	f, err := codegen.ReadFile(out2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Program.Bits != 40 || f.Program.Scale != 9 || !strings.Contains(stdout.String(), "without checking for overflow") {
+		t.Errorf("pinned: l=%d s=%d\n%s", f.Program.Bits, f.Program.Scale, stdout.String())
+	}
+	if _, err := os.Stat(out2 + ".client.sciir"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	model, _ := smallModel(t)
+	for _, args := range [][]string{
+		{},
+		{model, model},
+		{model, "--bitwidth", "70"},
+		{model, "--scale", "40"},
+		{model, "--scales", "9-3"},
+		{model, "--backend", "gpu"},
+		{model, "--headroom", "-1"},
+	} {
+		if _, err := parseCompile(args); !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("%q: error %v, want a usage error", args, err)
+		}
+	}
+	bad := t.TempDir()
+	os.WriteFile(filepath.Join(bad, "x.txt"), []byte("?"), 0o644)
+	cfg, err := parseCompile([]string{model, "--validate", bad, "-o", filepath.Join(t.TempDir(), "m.sciir")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = compile(cfg, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "accepted formats") {
+		t.Errorf("bad validation folder: %v", err)
+	}
+	cfg, _ = parseCompile([]string{filepath.Join(bad, "missing.onnx")})
+	if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+		t.Error("missing model compiled")
+	}
+}
+
+func TestDisasmCommand(t *testing.T) {
+	model, val := smallModel(t)
+	out := filepath.Join(t.TempDir(), "m.sciir")
+	cfg, err := parseCompile([]string{model, "--validate", val, "--scale", "8", "-o", out, "-q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runDisasm([]string{out}); err != nil {
+		t.Fatal(err)
+	}
+	trunc := filepath.Join(t.TempDir(), "t.sciir")
+	b, _ := os.ReadFile(out)
+	os.WriteFile(trunc, b[:len(b)/2], 0o644)
+	if err := runDisasm([]string{trunc}); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("truncated file: %v", err)
+	}
+	if err := runDisasm(nil); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("no file: %v", err)
+	}
+}
+
+func TestParseHelpers(t *testing.T) {
+	if s, err := parseScales("6-8"); err != nil || len(s) != 3 || s[2] != 8 {
+		t.Errorf("range: %v %v", s, err)
+	}
+	if s, err := parseScales("12, 7"); err != nil || len(s) != 2 || s[1] != 7 {
+		t.Errorf("list: %v %v", s, err)
+	}
+	if _, err := parseScales("x"); err == nil {
+		t.Error("bad list accepted")
+	}
+	if v, err := parseFloats("0.5", 3, 0); err != nil || v[2] != 0.5 {
+		t.Errorf("broadcast: %v %v", v, err)
+	}
+	if _, err := parseFloats("1,2", 3, 0); err == nil {
+		t.Error("wrong count accepted")
+	}
+	if clientPath("a/m.sciir") != "a/m.client.sciir" || clientPath("m.bin") != "m.bin.client.sciir" {
+		t.Error("clientPath")
+	}
+}

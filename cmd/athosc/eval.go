@@ -1,0 +1,161 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/cryptflow-go/cryptflow/frontend/onnx"
+	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/internal/npy"
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/interp"
+)
+
+const evalUsage = `usage: athosc eval MODEL.onnx --input X.npy [--output Y.npy] [flags]
+
+Runs the model with cryptflow-go's float32 reference interpreter (the "did we read the model
+right" check) and prints each output's shape and, for a classifier's [N, classes] output, the top
+classes. A model with several inputs takes --input NAME=FILE.npy once per input.
+
+Flags:
+`
+
+// multiFlag collects a repeated string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func runEval(args []string) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	var inputs multiFlag
+	fs.Var(&inputs, "input", "input `FILE.npy` (or NAME=FILE.npy; repeat for several inputs)")
+	output := fs.String("output", "", "write the (first) output to `FILE.npy` as float32")
+	batch := fs.Int("batch", 1, "fix a symbolic batch dimension to `N`")
+	top := fs.Int("top", 3, "print the top `K` classes of a classifier output")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), evalUsage); fs.PrintDefaults() }
+	pos, err := cli.Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return cli.Usagef("eval takes one model file, got %d arguments", len(pos))
+	}
+	if len(inputs) == 0 {
+		return cli.Usagef("eval needs --input FILE.npy")
+	}
+	if *batch < 1 {
+		return cli.Usagef("--batch must be at least 1")
+	}
+	g, err := onnx.Load(pos[0], onnx.Options{Batch: *batch})
+	if err != nil {
+		return err
+	}
+	feeds, err := readInputs(g, inputs)
+	if err != nil {
+		return err
+	}
+	outs, err := interp.Run(g, feeds)
+	if err != nil {
+		return fmt.Errorf("eval %s: %w", pos[0], err)
+	}
+	if *output != "" {
+		y := outs[g.Outputs[0]]
+		if err := npy.WriteFileFloat32(*output, y.Shape, y.Data); err != nil {
+			return err
+		}
+	}
+	for _, name := range g.Outputs {
+		printOutput(os.Stdout, name, outs[name], *top)
+	}
+	return nil
+}
+
+// readInputs maps --input flags to the graph's inputs: a bare FILE feeds the only input;
+// NAME=FILE names the input.
+func readInputs(g *ir.Graph, specs []string) (map[string]*ir.Tensor, error) {
+	feeds := map[string]*ir.Tensor{}
+	for _, spec := range specs {
+		name, file, named := strings.Cut(spec, "=")
+		if !named {
+			if len(g.Inputs) != 1 || len(specs) != 1 {
+				names := make([]string, len(g.Inputs))
+				for i, in := range g.Inputs {
+					names[i] = in.Name
+				}
+				return nil, cli.Usagef("the model has inputs %q: give each as --input NAME=FILE.npy", names)
+			}
+			name, file = g.Inputs[0].Name, spec
+		}
+		var want ir.Shape
+		for _, in := range g.Inputs {
+			if in.Name == name {
+				want = in.Shape
+			}
+		}
+		if want == nil {
+			return nil, cli.Usagef("the model has no input named %q", name)
+		}
+		t, err := readTensor(file, want)
+		if err != nil {
+			return nil, err
+		}
+		feeds[name] = t
+	}
+	return feeds, nil
+}
+
+// readTensor reads a .npy file as float32. An array with the right number of elements but another
+// shape (e.g. [28,28] for [1,1,28,28]) is accepted and reshaped.
+func readTensor(path string, want ir.Shape) (*ir.Tensor, error) {
+	a, err := npy.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := a.Float32()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) != want.Size() {
+		return nil, fmt.Errorf("%s: array of shape %v does not fit the model input %v", path, a.Shape, want)
+	}
+	return &ir.Tensor{Shape: want.Clone(), Data: data}, nil
+}
+
+func printOutput(w io.Writer, name string, t *ir.Tensor, top int) {
+	fmt.Fprintf(w, "%s: f32%v\n", name, t.Shape)
+	if len(t.Shape) != 2 || t.Shape[1] < 2 || top <= 0 {
+		return
+	}
+	classes := t.Shape[1]
+	for b := 0; b < t.Shape[0]; b++ {
+		row := t.Data[b*classes : (b+1)*classes]
+		idx := topK(row, top)
+		parts := make([]string, len(idx))
+		for i, c := range idx {
+			parts[i] = fmt.Sprintf("%d (%.4g)", c, row[c])
+		}
+		fmt.Fprintf(w, "  [%d] top: %s\n", b, strings.Join(parts, ", "))
+	}
+}
+
+// topK returns the indices of the k largest values, largest first; ties go to the lower index.
+func topK(row []float32, k int) []int {
+	k = min(k, len(row))
+	idx := make([]int, 0, k)
+	used := make([]bool, len(row))
+	for len(idx) < k {
+		best := -1
+		for i, v := range row {
+			if !used[i] && (best < 0 || v > row[best]) {
+				best = i
+			}
+		}
+		used[best] = true
+		idx = append(idx, best)
+	}
+	return idx
+}

@@ -1,0 +1,374 @@
+package codegen
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	mbits "math/bits"
+	"os"
+
+	"github.com/cryptflow-go/cryptflow/ir"
+)
+
+// Magic starts every .sciir file. The high first byte and the CR LF / ^Z / LF tail detect
+// transfers that mangle binary data (as in PNG).
+var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
+
+// Version is the file format version this package writes and reads.
+const Version = 1
+
+// Section tags, in the order they appear in a file. WDAT (the weights) is present only in party
+// 0's copy and is the only section excluded from the program ID.
+const (
+	tagHead = "HEAD"
+	tagTens = "TENS"
+	tagWgts = "WGTS"
+	tagInst = "INST"
+	tagInpt = "INPT"
+	tagOutp = "OUTP"
+	tagMeta = "META"
+	tagWdat = "WDAT"
+	tagEnd  = "END."
+)
+
+var sectionOrder = []string{tagHead, tagTens, tagWgts, tagInst, tagInpt, tagOutp, tagMeta, tagWdat, tagEnd}
+
+// Ring kinds in the header.
+const (
+	ringPow2  = 1
+	ringPrime = 2
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrFormat is wrapped by every error about a malformed program file.
+var ErrFormat = errors.New("malformed .sciir program file")
+
+// File is a decoded program file.
+type File struct {
+	Program *ir.FixedProgram
+	Backend string // the default backend ("sciot", "scihe", "clear")
+	Meta    Meta
+	ID      [32]byte // program ID: SHA-256 of everything but the weights section (set by Marshal and Unmarshal)
+}
+
+// IDString returns the program ID in hex.
+func (f *File) IDString() string { return hex.EncodeToString(f.ID[:]) }
+
+// DefaultBackend is written when File.Backend is empty.
+const DefaultBackend = "sciot"
+
+// Marshal encodes f into memory. With withWeights the weights section is included (party 0's
+// copy; every weight must have its data); without, the result is the client copy. f.ID is set.
+func Marshal(f *File, withWeights bool) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := Write(&buf, f, withWeights); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Write encodes f to w (see Marshal). The weights section is streamed, so a large model is never
+// held in memory twice.
+func Write(w io.Writer, f *File, withWeights bool) error {
+	p := f.Program
+	if p == nil {
+		return fmt.Errorf("write program: no program")
+	}
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("write program: %w", err)
+	}
+	if withWeights && !p.HasWeights() {
+		return fmt.Errorf("write program: the program has no weight data to write")
+	}
+	backend := f.Backend
+	if backend == "" {
+		backend = DefaultBackend
+	}
+	meta, err := json.Marshal(&f.Meta)
+	if err != nil {
+		return fmt.Errorf("write program metadata: %w", err)
+	}
+	var head bytes.Buffer
+	head.Write(Magic[:])
+	var ver [4]byte
+	binary.LittleEndian.PutUint16(ver[:], Version)
+	head.Write(ver[:])
+	add := func(tag string, payload []byte) {
+		head.Write(sectionHeader(tag, uint64(len(payload))))
+		head.Write(payload)
+		crc := crc32.Update(crc32.Checksum(sectionHeader(tag, uint64(len(payload))), castagnoli), castagnoli, payload)
+		head.Write(binary.LittleEndian.AppendUint32(nil, crc))
+	}
+	add(tagHead, encodeHead(p, backend))
+	add(tagTens, encodeTensors(p))
+	add(tagWgts, encodeWeightTable(p))
+	add(tagInst, encodeInstrs(p))
+	add(tagInpt, encodeIO(p, p.Inputs))
+	add(tagOutp, encodeIO(p, p.Outputs))
+	add(tagMeta, meta)
+	end := endSection()
+	// The ID covers everything but the weights, including the END section (the same in both copies).
+	id := sha256.New()
+	id.Write(head.Bytes())
+	id.Write(end)
+	copy(f.ID[:], id.Sum(nil))
+	if _, err := w.Write(head.Bytes()); err != nil {
+		return fmt.Errorf("write program: %w", err)
+	}
+	if withWeights {
+		if err := writeWeights(w, p, f.ID); err != nil {
+			return fmt.Errorf("write program weights: %w", err)
+		}
+	}
+	if _, err := w.Write(end); err != nil {
+		return fmt.Errorf("write program: %w", err)
+	}
+	return nil
+}
+
+func sectionHeader(tag string, n uint64) []byte {
+	return binary.LittleEndian.AppendUint64([]byte(tag), n)
+}
+
+func endSection() []byte {
+	h := sectionHeader(tagEnd, 0)
+	return binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
+}
+
+// WriteFile writes f to path (the full copy with weights, or the client copy).
+func WriteFile(path string, f *File, withWeights bool) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write program: %w", err)
+	}
+	bw := bufio.NewWriterSize(out, 1<<20)
+	err = Write(bw, f, withWeights)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := out.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write program: %w", cerr)
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}
+
+// ReadFile reads and decodes a program file.
+func ReadFile(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read program: %w", err)
+	}
+	f, err := Unmarshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// weightWidth is the number of bytes that hold every value of data in two's complement (1..8).
+func weightWidth(data []int64) int {
+	bits := 0
+	for _, v := range data {
+		if v < 0 {
+			v = ^v // -1 -> 0, -128 -> 127: the magnitude that needs the same bits
+		}
+		bits = max(bits, mbits.Len64(uint64(v)))
+	}
+	return (bits + 1 + 7) / 8 // plus the sign bit
+}
+
+// writeWeights streams the WDAT section: the program ID, then per weight its value count, its
+// byte width and the values as little-endian two's complement of that width.
+func writeWeights(w io.Writer, p *ir.FixedProgram, id [32]byte) error {
+	widths := make([]int, len(p.Weights))
+	n := uint64(32 + 4)
+	for i, wt := range p.Weights {
+		widths[i] = weightWidth(wt.Data)
+		n += 9 + uint64(len(wt.Data)*widths[i])
+	}
+	hdr := sectionHeader(tagWdat, n)
+	crc := crc32.Checksum(hdr, castagnoli)
+	put := func(b []byte) error {
+		crc = crc32.Update(crc, castagnoli, b)
+		_, err := w.Write(b)
+		return err
+	}
+	if _, err := w.Write(hdr); err != nil {
+		return err
+	}
+	if err := put(append(id[:0:0], id[:]...)); err != nil {
+		return err
+	}
+	if err := put(binary.LittleEndian.AppendUint32(nil, uint32(len(p.Weights)))); err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 1<<16)
+	for i, wt := range p.Weights {
+		buf = binary.LittleEndian.AppendUint64(buf[:0], uint64(len(wt.Data)))
+		buf = append(buf, byte(widths[i]))
+		for _, v := range wt.Data {
+			u := uint64(v)
+			for b := 0; b < widths[i]; b++ {
+				buf = append(buf, byte(u>>(8*b)))
+			}
+			if len(buf) >= 1<<16-8 {
+				if err := put(buf); err != nil {
+					return err
+				}
+				buf = buf[:0]
+			}
+		}
+		if err := put(buf); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, crc))
+	return err
+}
+
+// writer helpers -------------------------------------------------------------------------------
+
+type enc struct{ b []byte }
+
+func (e *enc) u8(v int)  { e.b = append(e.b, byte(v)) }
+func (e *enc) u16(v int) { e.b = binary.LittleEndian.AppendUint16(e.b, uint16(v)) }
+func (e *enc) u32(v int) { e.b = binary.LittleEndian.AppendUint32(e.b, uint32(v)) }
+func (e *enc) i32(v int) { e.b = binary.LittleEndian.AppendUint32(e.b, uint32(int32(v))) }
+func (e *enc) u64(v uint64) {
+	e.b = binary.LittleEndian.AppendUint64(e.b, v)
+}
+func (e *enc) str(s string) {
+	if len(s) > math.MaxUint16 {
+		s = s[:math.MaxUint16]
+	}
+	e.u16(len(s))
+	e.b = append(e.b, s...)
+}
+func (e *enc) shape(s ir.Shape) {
+	e.u8(len(s))
+	for _, d := range s {
+		e.u32(d)
+	}
+}
+func (e *enc) ints32(v []int) {
+	for _, x := range v {
+		e.u32(x)
+	}
+}
+
+func encodeHead(p *ir.FixedProgram, backend string) []byte {
+	var e enc
+	e.u8(ringPow2)
+	e.u64(uint64(p.Bits))
+	e.u8(p.Scale)
+	e.str(backend)
+	return e.b
+}
+
+func encodeTensors(p *ir.FixedProgram) []byte {
+	var e enc
+	e.u32(len(p.Tensors))
+	for _, t := range p.Tensors {
+		e.str(t.Name)
+		e.shape(t.Shape)
+		e.u8(t.Scale)
+		e.i32(t.Slot)
+	}
+	return e.b
+}
+
+func encodeWeightTable(p *ir.FixedProgram) []byte {
+	var e enc
+	e.u32(len(p.Weights))
+	for _, w := range p.Weights {
+		e.str(w.Name)
+		e.shape(w.Shape)
+		e.u8(w.Scale)
+	}
+	return e.b
+}
+
+func encodeWindow(e *enc, w ir.Window) {
+	k := len(w.Kernel)
+	e.u8(k)
+	e.ints32(w.Kernel)
+	e.ints32(w.Strides)
+	e.ints32(w.Pads)
+	e.ints32(w.Dilations)
+	if w.CeilMode {
+		e.u8(1)
+	} else {
+		e.u8(0)
+	}
+}
+
+func encodeInstrs(p *ir.FixedProgram) []byte {
+	var e enc
+	e.u32(len(p.Instrs))
+	for _, in := range p.Instrs {
+		e.u8(int(in.Op))
+		e.i32(in.Out)
+		e.u16(len(in.In))
+		e.ints32(in.In)
+		e.i32(in.Weight)
+		e.str(in.Source)
+		switch in.Op {
+		case ir.FxInput, ir.FxOutput:
+			e.u32(in.Index)
+		case ir.FxScaleUp:
+			e.u8(in.Shift)
+		case ir.FxTrunc:
+			e.u8(in.Shift)
+			if in.NonNeg {
+				e.u8(1)
+			} else {
+				e.u8(0)
+			}
+		case ir.FxConv:
+			e.u32(in.Group)
+			encodeWindow(&e, in.Win)
+		case ir.FxMaxPool, ir.FxSumPool:
+			encodeWindow(&e, in.Win)
+		case ir.FxDiv:
+			e.u32(len(in.Divisors))
+			e.ints32(in.Divisors)
+		case ir.FxArgMax, ir.FxConcat:
+			e.u8(in.Axis)
+		case ir.FxTranspose:
+			e.u8(len(in.Perm))
+			for _, a := range in.Perm {
+				e.u8(a)
+			}
+		case ir.FxPad:
+			e.u8(int(in.PadMode))
+			e.u8(len(in.Pads))
+			e.ints32(in.Pads)
+			e.u64(uint64(in.PadValue))
+		}
+	}
+	return e.b
+}
+
+func encodeIO(p *ir.FixedProgram, ios []ir.FixedIO) []byte {
+	var e enc
+	e.u32(len(ios))
+	for _, io := range ios {
+		e.str(io.Name)
+		e.u32(io.Tensor)
+		e.u8(io.Party)
+		e.u8(p.Tensors[io.Tensor].Scale)
+	}
+	return e.b
+}

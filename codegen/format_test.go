@@ -1,0 +1,375 @@
+package codegen
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/ir"
+)
+
+// testProgram builds a small program that uses every immediate encoding of the file format.
+func testProgram(t testing.TB) *ir.FixedProgram {
+	p := &ir.FixedProgram{Bits: 37, Scale: 6}
+	add := func(in *ir.Instr, shape ...ir.Shape) int {
+		t.Helper()
+		if !in.Op.UsesWeight() {
+			in.Weight = -1
+		}
+		if len(shape) > 0 {
+			sc := p.Tensors[in.In[0]].Scale
+			if in.Op == ir.FxArgMax {
+				sc = 0
+			}
+			in.Out = p.AddTensor("t", shape[0], sc)
+		} else {
+			s, sc, err := p.InferInstr(in)
+			if err != nil {
+				t.Fatalf("%s: %v", in.Op, err)
+			}
+			in.Out = p.AddTensor("t", s, sc)
+		}
+		in.Source = "node " + in.Op.String()
+		p.Instrs = append(p.Instrs, in)
+		return in.Out
+	}
+	x := p.AddTensor("x", ir.Shape{1, 2, 6, 6}, 6)
+	p.Inputs = []ir.FixedIO{{Name: "image", Tensor: x, Party: 1}}
+	p.Instrs = append(p.Instrs, &ir.Instr{Op: ir.FxInput, Out: x, Weight: -1})
+	w := p.AddWeight("conv.w", ir.Shape{4, 1, 3, 3}, 6, seq(36, -17))
+	c := add(&ir.Instr{Op: ir.FxConv, In: []int{x}, Weight: w, Group: 2,
+		Win: ir.Window{Kernel: []int{3, 3}, Strides: []int{1, 1}, Pads: []int{1, 1, 1, 1}, Dilations: []int{1, 1}}})
+	b := p.AddWeight("conv.b", ir.Shape{4, 1, 1}, 12, []int64{1 << 40, -(1 << 40), 3, -3})
+	c = add(&ir.Instr{Op: ir.FxAddConst, In: []int{c}, Weight: b})
+	m := add(&ir.Instr{Op: ir.FxMaxPool, In: []int{c},
+		Win: ir.Window{Kernel: []int{2, 2}, Strides: []int{2, 2}, Pads: []int{0, 0, 1, 1}, Dilations: []int{1, 1}, CeilMode: true}})
+	r := add(&ir.Instr{Op: ir.FxReLU, In: []int{m}})
+	tr := add(&ir.Instr{Op: ir.FxTrunc, In: []int{r}, Shift: 6, NonNeg: true})
+	pd := add(&ir.Instr{Op: ir.FxPad, In: []int{tr}, Pads: []int{0, 0, 1, 1, 0, 0, 1, 1}, PadMode: ir.PadConstant, PadValue: -9})
+	s := add(&ir.Instr{Op: ir.FxSumPool, In: []int{pd},
+		Win: ir.Window{Kernel: []int{2, 2}, Strides: []int{2, 2}, Pads: []int{0, 0, 0, 0}, Dilations: []int{1, 1}}})
+	d := add(&ir.Instr{Op: ir.FxDiv, In: []int{s}, Divisors: []int{4, 3, 2, 1}})
+	tp := add(&ir.Instr{Op: ir.FxTranspose, In: []int{d}, Perm: []int{0, 2, 3, 1}})
+	fl := add(&ir.Instr{Op: ir.FxReshape, In: []int{tp}}, ir.Shape{16, 1})
+	mw := p.AddWeight("fc.w", ir.Shape{3, 16}, 6, seq(48, 5))
+	mm := add(&ir.Instr{Op: ir.FxMatMul, In: []int{fl}, Weight: mw})
+	up := add(&ir.Instr{Op: ir.FxScaleUp, In: []int{fl}, Shift: 6})
+	_ = up
+	mc := p.AddWeight("scale", ir.Shape{}, 6, []int64{-64})
+	mu := add(&ir.Instr{Op: ir.FxMulConst, In: []int{mm}, Weight: mc})
+	sb := add(&ir.Instr{Op: ir.FxSub, In: []int{mu, mu}})
+	ad := add(&ir.Instr{Op: ir.FxAdd, In: []int{mu, sb}})
+	cc := add(&ir.Instr{Op: ir.FxConcat, In: []int{ad, mu}, Axis: 0})
+	am := add(&ir.Instr{Op: ir.FxArgMax, In: []int{cc}, Axis: 0}, ir.Shape{1})
+	p.Outputs = []ir.FixedIO{{Name: "logits", Tensor: cc, Party: 1}, {Name: "class", Tensor: am, Party: 0}}
+	p.Instrs = append(p.Instrs,
+		&ir.Instr{Op: ir.FxOutput, Out: -1, In: []int{cc}, Weight: -1, Index: 0},
+		&ir.Instr{Op: ir.FxOutput, Out: -1, In: []int{am}, Weight: -1, Index: 1})
+	p.Compact()
+	AssignSlots(p)
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func seq(n int, step int64) []int64 {
+	v := make([]int64, n)
+	for i := range v {
+		v[i] = int64(i)*step - 1000*step
+	}
+	return v
+}
+
+func testFile(t testing.TB) *File {
+	return &File{Program: testProgram(t), Backend: "sciot", Meta: Meta{
+		Compiler: "test", Source: "m.onnx", SourceSHA256: strings.Repeat("ab", 32),
+		Preprocess: &Preprocess{Width: 6, Height: 6, Channels: 1, Layout: "NCHW", Scale: 1.0 / 255,
+			Mean: []float64{0.5}, Std: []float64{0.25}, Resize: "bilinear"},
+		Autotune: &Autotune{Samples: 10, Labelled: true, Headroom: 1, Bits: 37, Scale: 6, FloatAcc: 0.9,
+			Rows: []TuneRecord{{Bits: 37, Scale: 6, Accuracy: 0.9, Agreement: 1, BitsUsed: 36}}},
+		Passes: []string{"folded 1 BatchNormalization"},
+	}}
+}
+
+func TestRoundTrip(t *testing.T) {
+	f := testFile(t)
+	full, err := Marshal(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.ID
+	got, err := Unmarshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != id {
+		t.Errorf("ID after reading %x, written %x", got.ID, id)
+	}
+	var a, b bytes.Buffer
+	if err := got.Program.WriteText(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Program.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("program changed in the round trip:\n%s\nwant\n%s", a.String(), b.String())
+	}
+	for i, w := range got.Program.Weights {
+		if !reflect.DeepEqual(w.Data, f.Program.Weights[i].Data) || !w.Shape.Equal(f.Program.Weights[i].Shape) {
+			t.Errorf("weight %d changed", i)
+		}
+	}
+	for i, in := range got.Program.Instrs {
+		if in.Source != f.Program.Instrs[i].Source || in.NonNeg != f.Program.Instrs[i].NonNeg {
+			t.Errorf("instruction %d changed", i)
+		}
+	}
+	if !reflect.DeepEqual(got.Meta, f.Meta) || got.Backend != "sciot" {
+		t.Errorf("metadata changed: %+v", got.Meta)
+	}
+	// Writing again gives the same bytes (the format is deterministic).
+	again, err := Marshal(got, true)
+	if err != nil || !bytes.Equal(again, full) {
+		t.Errorf("re-encoding differs (err %v)", err)
+	}
+}
+
+func TestClientCopy(t *testing.T) {
+	f := testFile(t)
+	full, err := Marshal(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := Marshal(f, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Unmarshal(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ID != f.ID {
+		t.Errorf("client copy has ID %x, full copy %x", c.ID, f.ID)
+	}
+	if c.Program.HasWeights() {
+		t.Error("client copy has weights")
+	}
+	// The client copy is the full file without the weights section.
+	if !bytes.Equal(client[:len(client)-16], full[:len(client)-16]) {
+		t.Error("client copy is not a prefix of the full copy up to the END section")
+	}
+	// No weight tensor's encoding (as stored in the full copy) occurs in the client copy.
+	for _, w := range f.Program.Weights {
+		width := weightWidth(w.Data)
+		var enc []byte
+		for _, v := range w.Data {
+			enc = binary.LittleEndian.AppendUint64(enc, uint64(v))[:len(enc)+width]
+		}
+		if !bytes.Contains(full, enc) {
+			t.Fatalf("weight %s not found in the full copy: test is broken", w.Name)
+		}
+		if bytes.Contains(client, enc) {
+			t.Errorf("weight %s occurs in the client copy", w.Name)
+		}
+	}
+	if _, err := Marshal(&File{Program: c.Program}, true); err == nil {
+		t.Error("writing a weightless program with weights succeeded")
+	}
+}
+
+// rechecksum recomputes every section's CRC after a test edits a payload.
+func rechecksum(b []byte) []byte {
+	b = bytes.Clone(b)
+	off := 12
+	for off+16 <= len(b) {
+		n := int(binary.LittleEndian.Uint64(b[off+4:]))
+		end := off + 12 + n
+		if end+4 > len(b) {
+			break
+		}
+		binary.LittleEndian.PutUint32(b[end:], crc32.Checksum(b[off:end], castagnoli))
+		off = end + 4
+	}
+	return b
+}
+
+func TestReadErrors(t *testing.T) {
+	f := testFile(t)
+	full, err := Marshal(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, b []byte, want string) {
+		t.Helper()
+		_, err := Unmarshal(b)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			return
+		}
+		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %q, want one mentioning %q", name, err, want)
+		}
+	}
+	check("empty", nil, "bad signature")
+	check("onnx", []byte("\x08\x07\x12\x04onnx"), "bad signature")
+	mangled := bytes.Clone(full)
+	mangled[4] = '\n'
+	check("text mode", mangled, "text mode")
+	v2 := bytes.Clone(full)
+	v2[8] = 2
+	check("version", v2, "unsupported format version 2")
+	flip := bytes.Clone(full)
+	flip[len(flip)-100] ^= 0x40 // inside the weights
+	check("bit flip", flip, "corrupted")
+	check("truncated", full[:len(full)-3], "truncated")
+	check("missing end", full[:len(full)-16], "END section is missing")
+	check("trailing", append(bytes.Clone(full), 0), "after the END")
+
+	// Every truncation is an error, never a panic.
+	for n := 0; n < len(full); n++ {
+		if _, err := Unmarshal(full[:n]); err == nil {
+			t.Fatalf("truncation to %d bytes accepted", n)
+		}
+	}
+
+	// An unknown opcode (with valid checksums).
+	inst := bytes.Index(full, []byte(tagInst))
+	bad := bytes.Clone(full)
+	bad[inst+12+4] = 200 // first instruction's opcode
+	check("unknown opcode", rechecksum(bad), "unknown opcode 200")
+
+	// An unknown ring kind, and Z_n.
+	head := bytes.Index(full, []byte(tagHead))
+	bad = bytes.Clone(full)
+	bad[head+12] = ringPrime
+	check("prime ring", rechecksum(bad), "not supported")
+
+	// Weights of another program.
+	other := testFile(t)
+	other.Meta.Source = "other.onnx"
+	ofull, err := Marshal(other, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, _ := Marshal(f, false)
+	wdat := bytes.Index(ofull, []byte(tagWdat))
+	spliced := append(bytes.Clone(client[:len(client)-16]), ofull[wdat:]...)
+	check("spliced weights", spliced, "belong to another program")
+
+	// A semantically invalid program with valid checksums: the input's scale disagrees.
+	inpt := bytes.Index(full, []byte(tagInpt))
+	bad = bytes.Clone(full)
+	bad[inpt+12+4+2+len("image")+4+1] = 9
+	check("io scale", rechecksum(bad), "scale")
+}
+
+func TestWeightWidth(t *testing.T) {
+	for _, c := range []struct {
+		v    []int64
+		want int
+	}{
+		{nil, 1}, {[]int64{0}, 1}, {[]int64{127, -128}, 1}, {[]int64{128}, 2}, {[]int64{-129}, 2},
+		{[]int64{1 << 40}, 6}, {[]int64{math.MaxInt64}, 8}, {[]int64{math.MinInt64, 3}, 8},
+	} {
+		if got := weightWidth(c.v); got != c.want {
+			t.Errorf("weightWidth(%v) = %d, want %d", c.v, got, c.want)
+		}
+	}
+	// Extreme values survive the round trip.
+	f := testFile(t)
+	f.Program.Weights[1].Data = []int64{math.MinInt64, math.MaxInt64, -1, 0}
+	b, err := Marshal(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g.Program.Weights[1].Data, f.Program.Weights[1].Data) {
+		t.Errorf("extreme weights read back as %v", g.Program.Weights[1].Data)
+	}
+}
+
+func TestDisasm(t *testing.T) {
+	f := testFile(t)
+	for _, withWeights := range []bool{true, false} {
+		b, err := Marshal(f, withWeights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := Disasm(&out, b); err != nil {
+			t.Fatal(err)
+		}
+		s := out.String()
+		for _, want := range []string{f.IDString(), "HEAD", "ring Z_2^37  scale 6", "conv %0, w0 group=2",
+			"trunc %4 by 6 nonneg", "constant pads=0,0,1,1,0,0,1,1 value=-9", "div %7 by 4,3,2,1",
+			"argmax %16 axis=0", "-> out1", "autotune on 10 samples", "preprocess 6x6"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("disasm (weights %v) lacks %q:\n%s", withWeights, want, s)
+			}
+		}
+		if strings.Contains(s, "client copy") == withWeights {
+			t.Errorf("disasm does not say which copy it is")
+		}
+	}
+	if err := Disasm(&bytes.Buffer{}, []byte("nope")); err == nil {
+		t.Error("disasm of garbage succeeded")
+	}
+}
+
+func TestAssignSlots(t *testing.T) {
+	p := testProgram(t)
+	mem := AssignSlots(p)
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if mem.Slots >= mem.Tensors || mem.WithReuse >= mem.NoReuse {
+		t.Errorf("no reuse: %+v", mem)
+	}
+	if mem.PeakLive > mem.WithReuse || mem.PeakLive == 0 {
+		t.Errorf("peak live %d, storage %d", mem.PeakLive, mem.WithReuse)
+	}
+	// Without slots every tensor has its own storage.
+	for i := range p.Tensors {
+		p.Tensors[i].Slot = -1
+	}
+	if m := MeasureMemory(p); m.WithReuse != m.NoReuse || m.Slots != m.Tensors {
+		t.Errorf("unassigned: %+v", m)
+	}
+}
+
+func TestWriteFile(t *testing.T) {
+	f := testFile(t)
+	path := filepath.Join(t.TempDir(), "m.sciir")
+	if err := WriteFile(path, f, true); err != nil {
+		t.Fatal(err)
+	}
+	g, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.ID != f.ID || !g.Program.HasWeights() {
+		t.Error("file round trip")
+	}
+	if _, err := ReadFile(path + ".missing"); err == nil {
+		t.Error("missing file read")
+	}
+	os.WriteFile(path, []byte("garbage"), 0o644)
+	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("garbage file: %v", err)
+	}
+	if err := WriteFile(filepath.Join(t.TempDir(), "no", "dir.sciir"), f, true); err == nil {
+		t.Error("write into a missing directory succeeded")
+	}
+}

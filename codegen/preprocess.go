@@ -1,0 +1,134 @@
+package codegen
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	_ "image/jpeg" // register JPEG decoding for Preprocess.LoadFile
+	_ "image/png"  // register PNG decoding for Preprocess.LoadFile
+	"math"
+	"os"
+)
+
+// DefaultPreprocess returns the preprocessing for a model input of the given shape ([1,C,H,W] for
+// NCHW or [1,H,W,C] for NHWC, C = 1 or 3): resize bilinearly to the input's size, scale pixels to
+// 0..1, mean 0 and std 1 per channel.
+func DefaultPreprocess(shape []int, layout string) (*Preprocess, error) {
+	if len(shape) != 4 || shape[0] != 1 {
+		return nil, fmt.Errorf("preprocess: model input shape %v is not an image batch of one ([1,C,H,W] or [1,H,W,C])", shape)
+	}
+	p := &Preprocess{Layout: layout, Scale: 1.0 / 255, Resize: "bilinear"}
+	switch layout {
+	case "NCHW":
+		p.Channels, p.Height, p.Width = shape[1], shape[2], shape[3]
+	case "NHWC":
+		p.Height, p.Width, p.Channels = shape[1], shape[2], shape[3]
+	default:
+		return nil, fmt.Errorf("preprocess: layout %q (want NCHW or NHWC)", layout)
+	}
+	p.Mean = make([]float64, p.Channels)
+	p.Std = make([]float64, p.Channels)
+	for i := range p.Std {
+		p.Std[i] = 1
+	}
+	return p, p.Check()
+}
+
+// Shape is the model input shape the preprocessing produces.
+func (p *Preprocess) Shape() []int {
+	if p.Layout == "NHWC" {
+		return []int{1, p.Height, p.Width, p.Channels}
+	}
+	return []int{1, p.Channels, p.Height, p.Width}
+}
+
+// LoadFile decodes a PNG or JPEG image and preprocesses it.
+func (p *Preprocess) LoadFile(path string) ([]float32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, _, err := image.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("decode image %s: %w", path, err)
+	}
+	x, err := p.Apply(img)
+	if err != nil {
+		return nil, fmt.Errorf("preprocess %s: %w", path, err)
+	}
+	return x, nil
+}
+
+// Apply turns an image into the model input: convert to grey (ITU-R 601 luma, as image/color
+// does) or RGB, resize to Width x Height (bilinear with half-pixel centres, or nearest), then per
+// channel (pixel*Scale - Mean[c]) / Std[c], laid out as Layout.
+func (p *Preprocess) Apply(img image.Image) ([]float32, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	b := img.Bounds()
+	sw, sh := b.Dx(), b.Dy()
+	if sw < 1 || sh < 1 {
+		return nil, fmt.Errorf("empty image")
+	}
+	if sw*sh > 1<<26 {
+		return nil, fmt.Errorf("image of %dx%d pixels is too large", sw, sh)
+	}
+	c := p.Channels
+	// Source planes as 0..255 floats.
+	src := make([]float64, c*sw*sh)
+	for y := 0; y < sh; y++ {
+		for x := 0; x < sw; x++ {
+			px := img.At(b.Min.X+x, b.Min.Y+y)
+			if c == 1 {
+				g := color.GrayModel.Convert(px).(color.Gray)
+				src[y*sw+x] = float64(g.Y)
+				continue
+			}
+			r, gg, bb, _ := px.RGBA()
+			src[0*sw*sh+y*sw+x] = float64(r >> 8)
+			src[1*sw*sh+y*sw+x] = float64(gg >> 8)
+			src[2*sw*sh+y*sw+x] = float64(bb >> 8)
+		}
+	}
+	W, H := p.Width, p.Height
+	out := make([]float32, c*W*H)
+	for ch := 0; ch < c; ch++ {
+		plane := src[ch*sw*sh : (ch+1)*sw*sh]
+		for y := 0; y < H; y++ {
+			for x := 0; x < W; x++ {
+				v := sample(plane, sw, sh, x, y, W, H, p.Resize == "nearest")
+				f := float32((v*p.Scale - p.Mean[ch]) / p.Std[ch])
+				if p.Layout == "NHWC" {
+					out[(y*W+x)*c+ch] = f
+				} else {
+					out[ch*W*H+y*W+x] = f
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// sample reads the source plane at the position that output pixel (x, y) of a W x H image maps to.
+func sample(plane []float64, sw, sh, x, y, W, H int, nearest bool) float64 {
+	if sw == W && sh == H {
+		return plane[y*sw+x]
+	}
+	fx := (float64(x)+0.5)*float64(sw)/float64(W) - 0.5
+	fy := (float64(y)+0.5)*float64(sh)/float64(H) - 0.5
+	if nearest {
+		ix := min(max(int(math.Floor(fx+0.5)), 0), sw-1)
+		iy := min(max(int(math.Floor(fy+0.5)), 0), sh-1)
+		return plane[iy*sw+ix]
+	}
+	fx = min(max(fx, 0), float64(sw-1))
+	fy = min(max(fy, 0), float64(sh-1))
+	x0, y0 := int(fx), int(fy)
+	x1, y1 := min(x0+1, sw-1), min(y0+1, sh-1)
+	ax, ay := fx-float64(x0), fy-float64(y0)
+	top := plane[y0*sw+x0]*(1-ax) + plane[y0*sw+x1]*ax
+	bot := plane[y1*sw+x0]*(1-ax) + plane[y1*sw+x1]*ax
+	return top*(1-ay) + bot*ay
+}

@@ -1,0 +1,319 @@
+package ir
+
+// The fixed-point IR (this file and the other fixed*.go files): the form a model takes after
+// float-to-fixed conversion. It is a flat list of instructions over numbered tensors; every tensor
+// has a static shape and a fixed-point scale, and lives in a slot (storage reused by liveness).
+// Peepholes, liveness and code generation work on it; the VM executes it. docs/fixed-point.md
+// describes the semantics of each opcode, docs/sciir.md its file encoding.
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Opcode is a fixed-point IR instruction code. The numeric values are part of the .sciir file
+// format: never renumber them.
+type Opcode uint8
+
+// The opcodes. "local" operations are done by the VM on each party's share tensor; the others are
+// calls into the backend (secure protocols, or plain arithmetic for the cleartext backend).
+const (
+	// FxInput: Out <- program input Index (owned by Inputs[Index].Party). Backend.Input.
+	FxInput Opcode = 1
+	// FxOutput: reveal In[0] as program output Index to Outputs[Index].Party. Backend.Reveal.
+	FxOutput Opcode = 2
+	// FxMatMul: Out[M,N] = W[M,K] x In[0][K,N] with W = Weights[Weight] (party 0's). Backend.MatMul.
+	FxMatMul Opcode = 3
+	// FxConv: Out[N,M,out...] = conv(In[0][N,C,in...], W[M,C/Group,kernel...]) with window Win,
+	// 1 or 2 spatial dimensions; the VM lowers it to im2col (local) and one Backend.MatMul per group.
+	FxConv Opcode = 4
+	// FxAddConst: Out = In[0] + broadcast(W); party 0 adds the constant (local).
+	FxAddConst Opcode = 5
+	// FxMulConst: Out = In[0] * broadcast(W), elementwise by party 0's constant. Backend.MulConst.
+	FxMulConst Opcode = 6
+	// FxAdd, FxSub: Out = In[0] +/- In[1] with numpy broadcasting (local).
+	FxAdd Opcode = 7
+	FxSub Opcode = 8
+	// FxScaleUp: Out = In[0] * 2^Shift (local).
+	FxScaleUp Opcode = 9
+	// FxTrunc: Out = floor(signed(In[0]) / 2^Shift); NonNeg records that the input is known to be
+	// non-negative. Backend.Trunc.
+	FxTrunc Opcode = 10
+	// FxReLU: Out = max(In[0], 0). Backend.ReLU.
+	FxReLU Opcode = 11
+	// FxMaxPool: window maximum (window Win, padding ignored). The VM gathers windows into rows;
+	// Backend.MaxRows.
+	FxMaxPool Opcode = 12
+	// FxSumPool: window sum with zero padding (local); followed by FxDiv for average pooling.
+	FxSumPool Opcode = 13
+	// FxDiv: Out[i] = floor(signed(In[0][i]) / Divisors[i mod len(Divisors)]). Backend.Div, called
+	// once per distinct divisor.
+	FxDiv Opcode = 14
+	// FxArgMax: index of the largest element along Axis (ties: lowest index); Out has scale 0.
+	// Backend.ArgMaxRows.
+	FxArgMax Opcode = 15
+	// FxReshape: Out = In[0] with Out's shape (local). Flatten, Squeeze and Unsqueeze lower to it.
+	FxReshape Opcode = 16
+	// FxTranspose: Out = In[0] with axes permuted by Perm (local).
+	FxTranspose Opcode = 17
+	// FxConcat: Out = concatenation of In along Axis (local).
+	FxConcat Opcode = 18
+	// FxPad: Out = In[0] padded by Pads (begins then ends, non-negative) in mode PadMode; constant
+	// padding uses PadValue (an encoded ring value, added by party 0).
+	FxPad Opcode = 19
+)
+
+var opcodeNames = map[Opcode]string{
+	FxInput: "input", FxOutput: "output", FxMatMul: "matmul", FxConv: "conv", FxAddConst: "addconst",
+	FxMulConst: "mulconst", FxAdd: "add", FxSub: "sub", FxScaleUp: "scaleup", FxTrunc: "trunc",
+	FxReLU: "relu", FxMaxPool: "maxpool", FxSumPool: "sumpool", FxDiv: "div", FxArgMax: "argmax",
+	FxReshape: "reshape", FxTranspose: "transpose", FxConcat: "concat", FxPad: "pad",
+}
+
+func (o Opcode) String() string {
+	if s, ok := opcodeNames[o]; ok {
+		return s
+	}
+	return fmt.Sprintf("opcode(%d)", uint8(o))
+}
+
+// Valid reports whether o is a known opcode.
+func (o Opcode) Valid() bool { _, ok := opcodeNames[o]; return ok }
+
+// UsesWeight reports whether instructions with this opcode read a weight tensor.
+func (o Opcode) UsesWeight() bool {
+	switch o {
+	case FxMatMul, FxConv, FxAddConst, FxMulConst:
+		return true
+	}
+	return false
+}
+
+// PadMode is the padding mode of FxPad.
+type PadMode uint8
+
+// The pad modes (file format values).
+const (
+	PadConstant PadMode = 0
+	PadReflect  PadMode = 1
+	PadEdge     PadMode = 2
+	PadWrap     PadMode = 3
+)
+
+var padModeNames = []string{"constant", "reflect", "edge", "wrap"}
+
+func (m PadMode) String() string {
+	if int(m) < len(padModeNames) {
+		return padModeNames[m]
+	}
+	return fmt.Sprintf("padmode(%d)", uint8(m))
+}
+
+// ParsePadMode maps an HLIL Pad mode attribute to a PadMode.
+func ParsePadMode(s string) (PadMode, error) {
+	for i, n := range padModeNames {
+		if n == s {
+			return PadMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown pad mode %q", s)
+}
+
+// Instr is one fixed-point instruction. Which fields are meaningful depends on Op (see the
+// opcode constants); the rest are zero (Weight is -1 when unused).
+type Instr struct {
+	Op     Opcode
+	Out    int   // the tensor produced (-1 for FxOutput)
+	In     []int // the tensors read
+	Weight int   // index into FixedProgram.Weights, or -1
+
+	Index    int     // FxInput/FxOutput: index into Inputs/Outputs
+	Shift    int     // FxScaleUp, FxTrunc
+	NonNeg   bool    // FxTrunc: the input is known to be non-negative
+	Axis     int     // FxArgMax, FxConcat
+	Group    int     // FxConv
+	Win      Window  // FxConv, FxMaxPool, FxSumPool (CeilMode is already resolved into Out's shape)
+	Perm     []int   // FxTranspose
+	Pads     []int   // FxPad: begins then ends, one pair per axis
+	PadMode  PadMode // FxPad
+	PadValue int64   // FxPad with PadConstant: the signed encoded value
+	Divisors []int   // FxDiv
+	Source   string  // the HLIL node this instruction came from (for reports and errors)
+}
+
+// Clone returns a deep copy of the instruction.
+func (in *Instr) Clone() *Instr {
+	c := *in
+	c.In = slices.Clone(in.In)
+	c.Perm = slices.Clone(in.Perm)
+	c.Pads = slices.Clone(in.Pads)
+	c.Divisors = slices.Clone(in.Divisors)
+	c.Win = Window{Kernel: slices.Clone(in.Win.Kernel), Strides: slices.Clone(in.Win.Strides),
+		Pads: slices.Clone(in.Win.Pads), Dilations: slices.Clone(in.Win.Dilations), CeilMode: in.Win.CeilMode}
+	return &c
+}
+
+// FixedTensor is a tensor of the fixed-point program: a runtime value (an input, an intermediate or
+// an output) in the ring, with a public shape and scale.
+type FixedTensor struct {
+	Name  string // the HLIL value it comes from, or a derived name; for reports only
+	Shape Shape
+	Scale int // fixed-point scale: the tensor holds encode(x, Scale)
+	Slot  int // storage slot assigned by liveness; -1 when unassigned
+}
+
+// FixedWeight is a constant of the program known only to party 0 (weights, biases, BatchNorm
+// factors), as signed integers at Scale. Data is nil in a client copy.
+type FixedWeight struct {
+	Name  string
+	Shape Shape
+	Scale int
+	Data  []int64
+}
+
+// FixedIO is a program input or output.
+type FixedIO struct {
+	Name   string // the model's input or output name
+	Tensor int    // the tensor it defines or reveals
+	Party  int    // the input's owner, or the party the output is revealed to
+}
+
+// FixedProgram is a fixed-point program over Z_{2^Bits} (the only ring kind so far).
+type FixedProgram struct {
+	Bits    int // ring bitwidth l
+	Scale   int // the program's scale s (weights and activations between layers)
+	Tensors []FixedTensor
+	Weights []FixedWeight
+	Instrs  []*Instr
+	Inputs  []FixedIO
+	Outputs []FixedIO
+}
+
+// HasWeights reports whether every weight carries its data (false for a client copy).
+func (p *FixedProgram) HasWeights() bool {
+	for i := range p.Weights {
+		if p.Weights[i].Data == nil && p.Weights[i].Shape.Size() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Clone returns a deep copy of the program (weight data is shared: it is never modified).
+func (p *FixedProgram) Clone() *FixedProgram {
+	c := &FixedProgram{Bits: p.Bits, Scale: p.Scale}
+	c.Tensors = make([]FixedTensor, len(p.Tensors))
+	for i, t := range p.Tensors {
+		t.Shape = t.Shape.Clone()
+		c.Tensors[i] = t
+	}
+	c.Weights = make([]FixedWeight, len(p.Weights))
+	for i, w := range p.Weights {
+		w.Shape = w.Shape.Clone()
+		c.Weights[i] = w
+	}
+	c.Instrs = make([]*Instr, len(p.Instrs))
+	for i, in := range p.Instrs {
+		c.Instrs[i] = in.Clone()
+	}
+	c.Inputs = slices.Clone(p.Inputs)
+	c.Outputs = slices.Clone(p.Outputs)
+	return c
+}
+
+// StripWeights returns a copy of the program without weight data (the client's view).
+func (p *FixedProgram) StripWeights() *FixedProgram {
+	c := p.Clone()
+	for i := range c.Weights {
+		c.Weights[i].Data = nil
+	}
+	return c
+}
+
+// AddTensor appends a tensor (slot unassigned) and returns its id.
+func (p *FixedProgram) AddTensor(name string, shape Shape, scale int) int {
+	p.Tensors = append(p.Tensors, FixedTensor{Name: name, Shape: shape.Clone(), Scale: scale, Slot: -1})
+	return len(p.Tensors) - 1
+}
+
+// AddWeight appends a weight and returns its index.
+func (p *FixedProgram) AddWeight(name string, shape Shape, scale int, data []int64) int {
+	p.Weights = append(p.Weights, FixedWeight{Name: name, Shape: shape.Clone(), Scale: scale, Data: data})
+	return len(p.Weights) - 1
+}
+
+// Uses returns, for every tensor, the indices of the instructions that read it, in order.
+func (p *FixedProgram) Uses() [][]int {
+	uses := make([][]int, len(p.Tensors))
+	for i, in := range p.Instrs {
+		for _, t := range in.In {
+			if t >= 0 && t < len(uses) {
+				uses[t] = append(uses[t], i)
+			}
+		}
+	}
+	return uses
+}
+
+// Defs returns, for every tensor, the index of the instruction that produces it (-1 if none).
+func (p *FixedProgram) Defs() []int {
+	defs := make([]int, len(p.Tensors))
+	for i := range defs {
+		defs[i] = -1
+	}
+	for i, in := range p.Instrs {
+		if in.Op != FxOutput && in.Out >= 0 && in.Out < len(defs) {
+			defs[in.Out] = i
+		}
+	}
+	return defs
+}
+
+// Compact drops tensors and weights that no instruction references and renumbers the rest:
+// tensors in the order instructions define them, weights in their original order. Passes call it
+// after rewriting.
+func (p *FixedProgram) Compact() {
+	tmap := make([]int, len(p.Tensors))
+	wmap := make([]int, len(p.Weights))
+	for i := range tmap {
+		tmap[i] = -1
+	}
+	for i := range wmap {
+		wmap[i] = -1
+	}
+	var ts []FixedTensor
+	for _, in := range p.Instrs {
+		if in.Op != FxOutput && tmap[in.Out] < 0 {
+			tmap[in.Out] = len(ts)
+			ts = append(ts, p.Tensors[in.Out])
+		}
+		if in.Weight >= 0 {
+			wmap[in.Weight] = 0
+		}
+	}
+	var ws []FixedWeight
+	for i, w := range p.Weights {
+		if wmap[i] == 0 {
+			wmap[i] = len(ws)
+			ws = append(ws, w)
+		}
+	}
+	for _, in := range p.Instrs {
+		if in.Op != FxOutput {
+			in.Out = tmap[in.Out]
+		}
+		for j, t := range in.In {
+			in.In[j] = tmap[t]
+		}
+		if in.Weight >= 0 {
+			in.Weight = wmap[in.Weight]
+		}
+	}
+	for i := range p.Inputs {
+		p.Inputs[i].Tensor = tmap[p.Inputs[i].Tensor]
+	}
+	for i := range p.Outputs {
+		p.Outputs[i].Tensor = tmap[p.Outputs[i].Tensor]
+	}
+	p.Tensors, p.Weights = ts, ws
+}

@@ -1,0 +1,482 @@
+package ir
+
+import (
+	"fmt"
+	"slices"
+)
+
+// MaxFixedElems bounds the number of elements of any tensor or weight of a fixed-point program, so
+// that a corrupted program file cannot make the VM allocate without limit.
+const MaxFixedElems = 1 << 28
+
+// MaxFixedRank bounds the rank of every tensor and weight of a fixed-point program.
+const MaxFixedRank = 16
+
+// MaxFixedScale bounds every scale of a fixed-point program.
+const MaxFixedScale = 62
+
+// checkedShapeSize returns the element count of s, rejecting negative dimensions and sizes above
+// MaxFixedElems.
+func checkedShapeSize(s Shape) (int, error) {
+	if len(s) > MaxFixedRank {
+		return 0, fmt.Errorf("shape %v has rank %d > %d", s, len(s), MaxFixedRank)
+	}
+	n := 1
+	for _, d := range s {
+		if d < 0 {
+			return 0, fmt.Errorf("shape %v has a negative dimension", s)
+		}
+		if d != 0 && n > MaxFixedElems/d {
+			return 0, fmt.Errorf("shape %v has more than %d elements", s, MaxFixedElems)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// Validate checks that p is a well-formed program: every id in range, every tensor defined once
+// before use, shapes and scales consistent with each instruction's semantics, inputs and outputs
+// matched to their instructions, weight data of the right size (or absent), and, when slots are
+// assigned, no two simultaneously live tensors sharing a slot. The VM runs only validated programs;
+// the program-file reader calls Validate on everything it decodes.
+func (p *FixedProgram) Validate() error {
+	if p.Bits < 1 || p.Bits > 64 {
+		return fmt.Errorf("ring bitwidth %d is not in 1..64", p.Bits)
+	}
+	if p.Scale < 0 || p.Scale > MaxFixedScale {
+		return fmt.Errorf("scale %d is not in 0..%d", p.Scale, MaxFixedScale)
+	}
+	for i, t := range p.Tensors {
+		if _, err := checkedShapeSize(t.Shape); err != nil {
+			return fmt.Errorf("tensor %d (%s): %w", i, t.Name, err)
+		}
+		if t.Scale < 0 || t.Scale > MaxFixedScale {
+			return fmt.Errorf("tensor %d (%s): scale %d is not in 0..%d", i, t.Name, t.Scale, MaxFixedScale)
+		}
+	}
+	for i, w := range p.Weights {
+		n, err := checkedShapeSize(w.Shape)
+		if err != nil {
+			return fmt.Errorf("weight %d (%s): %w", i, w.Name, err)
+		}
+		if w.Scale < 0 || w.Scale > MaxFixedScale {
+			return fmt.Errorf("weight %d (%s): scale %d is not in 0..%d", i, w.Name, w.Scale, MaxFixedScale)
+		}
+		if w.Data != nil && len(w.Data) != n {
+			return fmt.Errorf("weight %d (%s): %d values for shape %v", i, w.Name, len(w.Data), w.Shape)
+		}
+	}
+	defined := make([]bool, len(p.Tensors))
+	inputSeen := make([]bool, len(p.Inputs))
+	outputSeen := make([]bool, len(p.Outputs))
+	for i, in := range p.Instrs {
+		if in == nil {
+			return fmt.Errorf("instruction %d is nil", i)
+		}
+		if err := p.checkInstr(in, defined, inputSeen, outputSeen); err != nil {
+			return fmt.Errorf("instruction %d (%s%s): %w", i, in.Op, sourceSuffix(in), err)
+		}
+		if in.Op != FxOutput {
+			defined[in.Out] = true
+		}
+	}
+	for i, io := range p.Inputs {
+		if !inputSeen[i] {
+			return fmt.Errorf("input %d (%q) has no input instruction", i, io.Name)
+		}
+	}
+	for i, io := range p.Outputs {
+		if !outputSeen[i] {
+			return fmt.Errorf("output %d (%q) has no output instruction", i, io.Name)
+		}
+	}
+	return p.checkSlots()
+}
+
+func sourceSuffix(in *Instr) string {
+	if in.Source == "" {
+		return ""
+	}
+	return " from " + in.Source
+}
+
+func (p *FixedProgram) checkInstr(in *Instr, defined, inputSeen, outputSeen []bool) error {
+	if !in.Op.Valid() {
+		return fmt.Errorf("unknown opcode %d", uint8(in.Op))
+	}
+	for _, t := range in.In {
+		if t < 0 || t >= len(p.Tensors) {
+			return fmt.Errorf("operand tensor %d out of range (%d tensors)", t, len(p.Tensors))
+		}
+		if !defined[t] {
+			return fmt.Errorf("operand tensor %d (%s) is read before it is defined", t, p.Tensors[t].Name)
+		}
+	}
+	if in.Op == FxOutput {
+		if in.Out != -1 {
+			return fmt.Errorf("output instruction defines tensor %d", in.Out)
+		}
+	} else {
+		if in.Out < 0 || in.Out >= len(p.Tensors) {
+			return fmt.Errorf("result tensor %d out of range (%d tensors)", in.Out, len(p.Tensors))
+		}
+		if defined[in.Out] {
+			return fmt.Errorf("tensor %d (%s) is defined twice", in.Out, p.Tensors[in.Out].Name)
+		}
+	}
+	if in.Op.UsesWeight() {
+		if in.Weight < 0 || in.Weight >= len(p.Weights) {
+			return fmt.Errorf("weight %d out of range (%d weights)", in.Weight, len(p.Weights))
+		}
+	} else if in.Weight != -1 {
+		return fmt.Errorf("has weight %d but %s takes none", in.Weight, in.Op)
+	}
+	switch in.Op {
+	case FxInput:
+		if len(in.In) != 0 {
+			return fmt.Errorf("has %d operands, want 0", len(in.In))
+		}
+		if in.Index < 0 || in.Index >= len(p.Inputs) || inputSeen[in.Index] {
+			return fmt.Errorf("input index %d is out of range or used twice", in.Index)
+		}
+		io := p.Inputs[in.Index]
+		if io.Tensor != in.Out {
+			return fmt.Errorf("input %d (%q) is tensor %d, instruction defines %d", in.Index, io.Name, io.Tensor, in.Out)
+		}
+		if io.Party != 0 && io.Party != 1 {
+			return fmt.Errorf("input %q owned by party %d", io.Name, io.Party)
+		}
+		inputSeen[in.Index] = true
+		return nil
+	case FxOutput:
+		if len(in.In) != 1 {
+			return fmt.Errorf("has %d operands, want 1", len(in.In))
+		}
+		if in.Index < 0 || in.Index >= len(p.Outputs) || outputSeen[in.Index] {
+			return fmt.Errorf("output index %d is out of range or used twice", in.Index)
+		}
+		io := p.Outputs[in.Index]
+		if io.Tensor != in.In[0] {
+			return fmt.Errorf("output %d (%q) is tensor %d, instruction reveals %d", in.Index, io.Name, io.Tensor, in.In[0])
+		}
+		if io.Party != 0 && io.Party != 1 {
+			return fmt.Errorf("output %q revealed to party %d", io.Name, io.Party)
+		}
+		outputSeen[in.Index] = true
+		return nil
+	}
+	shape, scale, err := p.InferInstr(in)
+	if err != nil {
+		return err
+	}
+	out := p.Tensors[in.Out]
+	if !shape.Equal(out.Shape) {
+		return fmt.Errorf("result tensor %d (%s) has shape %v, the operation gives %v", in.Out, out.Name, out.Shape, shape)
+	}
+	if scale != out.Scale {
+		return fmt.Errorf("result tensor %d (%s) has scale %d, the operation gives %d", in.Out, out.Name, out.Scale, scale)
+	}
+	return nil
+}
+
+// InferInstr returns the shape and scale of the result of instruction in (not FxInput or FxOutput)
+// from its operands, checking the operation's constraints. Operand and weight ids must be in range.
+func (p *FixedProgram) InferInstr(in *Instr) (Shape, int, error) {
+	arity := func(lo, hi int) error {
+		if len(in.In) < lo || len(in.In) > hi {
+			return fmt.Errorf("has %d operands, want %d..%d", len(in.In), lo, hi)
+		}
+		return nil
+	}
+	nIn := map[Opcode]int{FxAdd: 2, FxSub: 2}
+	if in.Op != FxConcat {
+		want := 1
+		if n, ok := nIn[in.Op]; ok {
+			want = n
+		}
+		if err := arity(want, want); err != nil {
+			return nil, 0, err
+		}
+	} else if err := arity(1, 1<<16-1); err != nil {
+		return nil, 0, err
+	}
+	x := p.Tensors[in.In[0]]
+	var w *FixedWeight
+	if in.Op.UsesWeight() {
+		w = &p.Weights[in.Weight]
+	}
+	switch in.Op {
+	case FxMatMul:
+		if len(w.Shape) != 2 || len(x.Shape) != 2 || w.Shape[1] != x.Shape[0] {
+			return nil, 0, fmt.Errorf("matmul of weight %v and operand %v", w.Shape, x.Shape)
+		}
+		return Shape{w.Shape[0], x.Shape[1]}, x.Scale + w.Scale, checkScale(x.Scale + w.Scale)
+	case FxConv:
+		s, err := fixedConvShape(in, x.Shape, w.Shape)
+		return s, x.Scale + w.Scale, firstErr(err, checkScale(x.Scale+w.Scale))
+	case FxAddConst, FxMulConst:
+		b, err := Broadcast(x.Shape, w.Shape)
+		if err != nil || !b.Equal(x.Shape) {
+			return nil, 0, fmt.Errorf("constant of shape %v does not broadcast to %v", w.Shape, x.Shape)
+		}
+		if in.Op == FxAddConst {
+			if w.Scale != x.Scale {
+				return nil, 0, fmt.Errorf("constant at scale %d added to operand at scale %d", w.Scale, x.Scale)
+			}
+			return x.Shape.Clone(), x.Scale, nil
+		}
+		return x.Shape.Clone(), x.Scale + w.Scale, checkScale(x.Scale + w.Scale)
+	case FxAdd, FxSub:
+		y := p.Tensors[in.In[1]]
+		if x.Scale != y.Scale {
+			return nil, 0, fmt.Errorf("operands at scales %d and %d", x.Scale, y.Scale)
+		}
+		b, err := Broadcast(x.Shape, y.Shape)
+		return b, x.Scale, err
+	case FxScaleUp:
+		if in.Shift < 0 || in.Shift > MaxFixedScale {
+			return nil, 0, fmt.Errorf("shift %d is not in 0..%d", in.Shift, MaxFixedScale)
+		}
+		return x.Shape.Clone(), x.Scale + in.Shift, checkScale(x.Scale + in.Shift)
+	case FxTrunc:
+		if in.Shift < 0 || in.Shift > x.Scale {
+			return nil, 0, fmt.Errorf("shift %d is not in 0..%d (the operand's scale)", in.Shift, x.Scale)
+		}
+		return x.Shape.Clone(), x.Scale - in.Shift, nil
+	case FxReLU:
+		return x.Shape.Clone(), x.Scale, nil
+	case FxMaxPool, FxSumPool:
+		s, err := fixedPoolShape(in, x.Shape)
+		return s, x.Scale, err
+	case FxDiv:
+		n := x.Shape.Size()
+		if len(in.Divisors) == 0 || n%len(in.Divisors) != 0 {
+			return nil, 0, fmt.Errorf("%d divisors for %d elements", len(in.Divisors), n)
+		}
+		for _, d := range in.Divisors {
+			if d < 1 {
+				return nil, 0, fmt.Errorf("divisor %d < 1", d)
+			}
+		}
+		return x.Shape.Clone(), x.Scale, nil
+	case FxArgMax:
+		if in.Axis < 0 || in.Axis >= len(x.Shape) || x.Shape[in.Axis] == 0 {
+			return nil, 0, fmt.Errorf("axis %d of shape %v", in.Axis, x.Shape)
+		}
+		keep := x.Shape.Clone()
+		keep[in.Axis] = 1
+		out := p.Tensors[in.Out].Shape
+		if out.Equal(keep) {
+			return keep, 0, nil
+		}
+		drop := slices.Delete(x.Shape.Clone(), in.Axis, in.Axis+1)
+		return drop, 0, nil
+	case FxReshape:
+		out := p.Tensors[in.Out].Shape
+		if out.Size() != x.Shape.Size() {
+			return nil, 0, fmt.Errorf("cannot reshape %v to %v", x.Shape, out)
+		}
+		return out.Clone(), x.Scale, nil
+	case FxTranspose:
+		if err := checkPerm(in.Perm, len(x.Shape)); err != nil {
+			return nil, 0, err
+		}
+		out := make(Shape, len(x.Shape))
+		for i, a := range in.Perm {
+			out[i] = x.Shape[a]
+		}
+		return out, x.Scale, nil
+	case FxConcat:
+		if in.Axis < 0 || in.Axis >= len(x.Shape) {
+			return nil, 0, fmt.Errorf("axis %d of shape %v", in.Axis, x.Shape)
+		}
+		out := x.Shape.Clone()
+		for _, t := range in.In[1:] {
+			y := p.Tensors[t]
+			if y.Scale != x.Scale {
+				return nil, 0, fmt.Errorf("operands at scales %d and %d", x.Scale, y.Scale)
+			}
+			if len(y.Shape) != len(out) {
+				return nil, 0, fmt.Errorf("operands of ranks %d and %d", len(out), len(y.Shape))
+			}
+			for a := range out {
+				if a != in.Axis && y.Shape[a] != out[a] {
+					return nil, 0, fmt.Errorf("operand shapes %v and %v differ off axis %d", x.Shape, y.Shape, in.Axis)
+				}
+			}
+			out[in.Axis] += y.Shape[in.Axis]
+		}
+		_, err := checkedShapeSize(out)
+		return out, x.Scale, err
+	case FxPad:
+		r := len(x.Shape)
+		if len(in.Pads) != 2*r {
+			return nil, 0, fmt.Errorf("%d pads for rank %d", len(in.Pads), r)
+		}
+		if int(in.PadMode) >= len(padModeNames) {
+			return nil, 0, fmt.Errorf("unknown pad mode %d", in.PadMode)
+		}
+		out := make(Shape, r)
+		for a := 0; a < r; a++ {
+			b, e, n := in.Pads[a], in.Pads[r+a], x.Shape[a]
+			if b < 0 || e < 0 || b > MaxFixedElems || e > MaxFixedElems {
+				return nil, 0, fmt.Errorf("pads %v must be non-negative and bounded", in.Pads)
+			}
+			if (b > 0 || e > 0) && in.PadMode != PadConstant && n == 0 {
+				return nil, 0, fmt.Errorf("%s padding of an empty axis %d", in.PadMode, a)
+			}
+			if in.PadMode == PadReflect && (b >= n || e >= n) && (b > 0 || e > 0) {
+				return nil, 0, fmt.Errorf("reflect pads %v must be smaller than axis %d of size %d", in.Pads, a, n)
+			}
+			out[a] = n + b + e
+		}
+		_, err := checkedShapeSize(out)
+		return out, x.Scale, err
+	}
+	return nil, 0, fmt.Errorf("opcode %s has no result shape", in.Op)
+}
+
+func checkScale(s int) error {
+	if s > MaxFixedScale {
+		return fmt.Errorf("result scale %d exceeds %d", s, MaxFixedScale)
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// checkFixedWindow checks a window for k spatial dimensions.
+func checkFixedWindow(w Window, k int) error {
+	if len(w.Kernel) != k || len(w.Strides) != k || len(w.Dilations) != k || len(w.Pads) != 2*k {
+		return fmt.Errorf("window kernel=%v strides=%v dilations=%v pads=%v does not fit %d spatial dimensions",
+			w.Kernel, w.Strides, w.Dilations, w.Pads, k)
+	}
+	for i := 0; i < k; i++ {
+		if w.Kernel[i] < 1 || w.Strides[i] < 1 || w.Dilations[i] < 1 ||
+			w.Kernel[i] > 1<<16 || w.Strides[i] > 1<<16 || w.Dilations[i] > 1<<16 {
+			return fmt.Errorf("window kernel=%v strides=%v dilations=%v must be in 1..65536", w.Kernel, w.Strides, w.Dilations)
+		}
+		if w.Pads[i] < 0 || w.Pads[k+i] < 0 || w.Pads[i] > 1<<16 || w.Pads[k+i] > 1<<16 {
+			return fmt.Errorf("window pads %v must be in 0..65536", w.Pads)
+		}
+	}
+	return nil
+}
+
+func windowOut(w Window, spatial Shape) (Shape, error) {
+	out := make(Shape, len(spatial))
+	for i, n := range spatial {
+		o, err := w.OutSize(i, n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = o
+	}
+	return out, nil
+}
+
+func fixedConvShape(in *Instr, x, wt Shape) (Shape, error) {
+	if len(x) < 3 || len(x) > 4 || len(wt) != len(x) {
+		return nil, fmt.Errorf("conv of operand %v and weight %v: want equal ranks 3 or 4", x, wt)
+	}
+	k := len(x) - 2
+	if err := checkFixedWindow(in.Win, k); err != nil {
+		return nil, err
+	}
+	g := in.Group
+	if g < 1 || x[1]%g != 0 || wt[0]%g != 0 || wt[1] != x[1]/g {
+		return nil, fmt.Errorf("group %d does not fit operand %v and weight %v", g, x, wt)
+	}
+	for i := 0; i < k; i++ {
+		if wt[2+i] != in.Win.Kernel[i] {
+			return nil, fmt.Errorf("kernel %v does not match weight %v", in.Win.Kernel, wt)
+		}
+	}
+	sp, err := windowOut(in.Win, x[2:])
+	if err != nil {
+		return nil, err
+	}
+	out := append(Shape{x[0], wt[0]}, sp...)
+	_, err = checkedShapeSize(out)
+	return out, err
+}
+
+func fixedPoolShape(in *Instr, x Shape) (Shape, error) {
+	if len(x) < 3 || len(x) > 4 {
+		return nil, fmt.Errorf("pool of operand %v: want rank 3 or 4", x)
+	}
+	k := len(x) - 2
+	if err := checkFixedWindow(in.Win, k); err != nil {
+		return nil, err
+	}
+	sp, err := windowOut(in.Win, x[2:])
+	if err != nil {
+		return nil, err
+	}
+	out := append(Shape{x[0], x[1]}, sp...)
+	_, err = checkedShapeSize(out)
+	return out, err
+}
+
+// LiveRanges returns, for every tensor, the index of the instruction that defines it and of the
+// last instruction that reads it (the definition itself when nothing reads it). Tensors that no
+// instruction defines get (-1, -1).
+func (p *FixedProgram) LiveRanges() (def, last []int) {
+	def = p.Defs()
+	last = slices.Clone(def)
+	for i, in := range p.Instrs {
+		for _, t := range in.In {
+			if t >= 0 && t < len(last) && i > last[t] {
+				last[t] = i
+			}
+		}
+	}
+	return def, last
+}
+
+// checkSlots verifies a slot assignment: all tensors assigned or none; no instruction writes a slot
+// it reads; tensors sharing a slot have disjoint live ranges.
+func (p *FixedProgram) checkSlots() error {
+	assigned := 0
+	for _, t := range p.Tensors {
+		if t.Slot >= 0 {
+			assigned++
+		} else if t.Slot != -1 {
+			return fmt.Errorf("tensor %s has slot %d", t.Name, t.Slot)
+		}
+		if t.Slot >= len(p.Tensors) {
+			return fmt.Errorf("tensor %s has slot %d, more than the %d tensors", t.Name, t.Slot, len(p.Tensors))
+		}
+	}
+	if assigned == 0 {
+		return nil
+	}
+	if assigned != len(p.Tensors) {
+		return fmt.Errorf("%d of %d tensors have slots: assign all or none", assigned, len(p.Tensors))
+	}
+	_, last := p.LiveRanges()
+	// owner[slot] is the tensor currently occupying the slot.
+	owner := make([]int, len(p.Tensors))
+	for i := range owner {
+		owner[i] = -1
+	}
+	for i, in := range p.Instrs {
+		if in.Op == FxOutput {
+			continue
+		}
+		s := p.Tensors[in.Out].Slot
+		if o := owner[s]; o >= 0 && last[o] >= i {
+			return fmt.Errorf("instruction %d (%s) writes tensor %d into slot %d while tensor %d still lives there",
+				i, in.Op, in.Out, s, o)
+		}
+		owner[s] = in.Out
+	}
+	return nil
+}

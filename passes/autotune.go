@@ -1,0 +1,488 @@
+package passes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/interp"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/vm"
+)
+
+// TuneOptions controls Autotune.
+type TuneOptions struct {
+	// Scales are the candidate scales (default DefaultScales). Ignored when Scale is pinned.
+	Scales []int
+	// Bits pins the bitwidth l (0: choose the smallest that does not overflow).
+	Bits int
+	// Scale pins the scale s (-1: choose the one with the best accuracy).
+	Scale int
+	// Headroom is the number of bits kept free above the largest magnitude seen on the
+	// validation data (0..32; DefaultTuneOptions uses 1).
+	Headroom int
+	// Workers run the validation inputs in parallel (default 2).
+	Workers int
+	// Peephole tunes the peephole-optimised program (what the compiler emits).
+	Peephole bool
+	// Progress, when set, is called as validation inputs complete (done of total, over the whole
+	// sweep), from any goroutine but never concurrently.
+	Progress func(done, total int)
+}
+
+// DefaultScales is the default scale sweep.
+var DefaultScales = []int{6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+
+// DefaultTuneOptions returns the defaults: sweep DefaultScales, choose l, headroom 1, 2 workers,
+// peepholes on.
+func DefaultTuneOptions() TuneOptions {
+	return TuneOptions{Scale: -1, Headroom: 1, Workers: 2, Peephole: true}
+}
+
+// TuneRow is one row of the autotune table: the program at Scale in the smallest ring that holds
+// every value seen (Bits = BitsUsed + headroom, or the pinned bitwidth).
+type TuneRow struct {
+	Bits, Scale int
+	Accuracy    float64 // top-1 accuracy on the labelled samples (-1 without labels)
+	Agreement   float64 // fraction of samples whose top-1 equals the float model's
+	BitsUsed    int     // bits of the largest magnitude over all tensors and weights, plus sign
+	Widest      string  // the tensor (or weight) with the largest magnitude
+	Overflow    bool    // BitsUsed + headroom exceeds the (pinned or maximal) bitwidth
+}
+
+// TuneResult is the autotuner's choice with the table it was made from.
+type TuneResult struct {
+	Bits, Scale   int
+	Rows          []TuneRow
+	Chosen        TuneRow // the row chosen, re-measured in the chosen ring
+	Samples       int
+	Labelled      bool
+	FloatAccuracy float64 // -1 without labels
+	Headroom      int
+	// Verified reports that running the chosen program in Z_{2^Bits} gave outputs identical to the
+	// 64-bit run (so the chosen ring does not overflow on the validation data).
+	Verified bool
+}
+
+// Build makes the fixed-point program for a bitwidth and scale (lowering, then peepholes when
+// enabled).
+func Build(g *ir.Graph, bits, scale int, peephole bool) (*ir.FixedProgram, error) {
+	p, err := Lower(g, LowerOptions{Bits: bits, Scale: scale})
+	if err != nil {
+		return nil, err
+	}
+	if peephole {
+		if p, _, err = Peephole(p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Autotune picks the ring bitwidth l and scale s for the cleaned graph g on the validation samples.
+// For each candidate scale it runs the cleartext fixed-point VM on every sample in Z_{2^64},
+// tracking the largest magnitude each tensor reaches; the smallest ring without overflow then has
+// l = bits used + headroom, and because nothing wraps, its results equal the 64-bit run's, so one
+// run per scale measures every (l, s) pair. Among scales that fit, it picks the best accuracy
+// (agreement with the float model ref when the samples have no labels); ties go to the smaller
+// bitwidth, then the smaller scale. A final run in the chosen ring verifies the choice.
+//
+// ref is the float model used for agreement (usually the graph before clean-up).
+func Autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions) (*TuneResult, error) {
+	if len(samples) == 0 {
+		return nil, fmt.Errorf("autotune: no validation samples")
+	}
+	if len(g.Inputs) != 1 || len(g.Outputs) < 1 {
+		return nil, fmt.Errorf("autotune: the model has %d inputs and %d outputs (want one input)", len(g.Inputs), len(g.Outputs))
+	}
+	if opts.Workers < 1 {
+		opts.Workers = 2
+	}
+	if opts.Headroom < 0 || opts.Headroom > 32 {
+		return nil, fmt.Errorf("autotune: headroom %d bits is not in 0..32", opts.Headroom)
+	}
+	if opts.Bits != 0 && (opts.Bits < 2 || opts.Bits > 64) {
+		return nil, fmt.Errorf("autotune: bitwidth %d is not in 2..64", opts.Bits)
+	}
+	scales := opts.Scales
+	if len(scales) == 0 {
+		scales = DefaultScales
+	}
+	if opts.Scale >= 0 {
+		scales = []int{opts.Scale}
+	}
+	in := g.Inputs[0]
+	n := in.Shape.Size()
+	labelled := true
+	for i, s := range samples {
+		if len(s.Input) != n {
+			return nil, fmt.Errorf("autotune: sample %d (%s) has %d values, the input %q has %d", i, s.Name, len(s.Input), in.Name, n)
+		}
+		labelled = labelled && s.Label >= 0
+	}
+	res := &TuneResult{Samples: len(samples), Labelled: labelled, FloatAccuracy: -1, Headroom: opts.Headroom}
+	prog := &progress{fn: opts.Progress, total: len(samples) * (len(scales) + 2)}
+
+	floatTop, err := floatPredictions(ref, samples, opts.Workers, prog)
+	if err != nil {
+		return nil, err
+	}
+	if labelled {
+		res.FloatAccuracy = accuracy(floatTop, samples)
+	}
+	limit := 64
+	if opts.Bits != 0 {
+		limit = opts.Bits
+	}
+	type scaleRun struct {
+		row  TuneRow
+		outs [][]int64
+	}
+	var runs []scaleRun
+	for _, s := range scales {
+		p, err := Build(g, 64, s, opts.Peephole)
+		if err != nil {
+			return nil, fmt.Errorf("autotune at scale %d: %w", s, err)
+		}
+		run, err := runClear(p, samples, opts.Workers, true, prog)
+		if err != nil {
+			return nil, fmt.Errorf("autotune at scale %d: %w", s, err)
+		}
+		row := TuneRow{Scale: s, Agreement: agreement(run.top, floatTop), Accuracy: -1}
+		if labelled {
+			row.Accuracy = accuracy(run.top, samples)
+		}
+		row.BitsUsed, row.Widest = bitsUsed(p, run.maxAbs)
+		row.Bits = row.BitsUsed + opts.Headroom
+		if opts.Bits != 0 {
+			row.Bits = opts.Bits
+		}
+		row.Overflow = row.BitsUsed+opts.Headroom > limit
+		res.Rows = append(res.Rows, row)
+		runs = append(runs, scaleRun{row: row, outs: run.outs})
+	}
+	best := -1
+	for i, r := range runs {
+		if r.row.Overflow {
+			continue
+		}
+		if best < 0 || better(r.row, runs[best].row, labelled) {
+			best = i
+		}
+	}
+	if best < 0 {
+		if opts.Scale >= 0 && opts.Bits != 0 {
+			// Both pinned by hand: honour the request; the row says it overflows.
+			best = 0
+		} else {
+			need := math.MaxInt
+			for _, r := range runs {
+				need = min(need, r.row.BitsUsed+opts.Headroom)
+			}
+			return nil, fmt.Errorf("autotune: no scale fits a %d-bit ring with %d bit(s) of headroom (the smallest needs %d bits); lower the scale or the headroom", limit, opts.Headroom, need)
+		}
+	}
+	res.Bits, res.Scale = runs[best].row.Bits, runs[best].row.Scale
+	// Verify in the chosen ring.
+	p, err := Build(g, res.Bits, res.Scale, opts.Peephole)
+	if err != nil {
+		return nil, fmt.Errorf("autotune: %w", err)
+	}
+	run, err := runClear(p, samples, opts.Workers, false, prog)
+	if err != nil {
+		return nil, fmt.Errorf("autotune: verify l=%d s=%d: %w", res.Bits, res.Scale, err)
+	}
+	res.Chosen = runs[best].row
+	res.Chosen.Agreement = agreement(run.top, floatTop)
+	if labelled {
+		res.Chosen.Accuracy = accuracy(run.top, samples)
+	}
+	res.Verified = equalOutputs(run.outs, runs[best].outs)
+	return res, nil
+}
+
+// better reports whether row a beats row b: higher accuracy (agreement without labels), then
+// fewer bits, then a smaller scale.
+func better(a, b TuneRow, labelled bool) bool {
+	sa, sb := a.Agreement, b.Agreement
+	if labelled {
+		sa, sb = a.Accuracy, b.Accuracy
+	}
+	if sa != sb {
+		return sa > sb
+	}
+	if a.Bits != b.Bits {
+		return a.Bits < b.Bits
+	}
+	return a.Scale < b.Scale
+}
+
+func accuracy(top []int, samples []Sample) float64 {
+	ok := 0
+	for i, s := range samples {
+		if top[i] == s.Label {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(samples))
+}
+
+func agreement(a, b []int) float64 {
+	ok := 0
+	for i := range a {
+		if a[i] == b[i] {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(a))
+}
+
+func equalOutputs(a, b [][]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if a[i][j] != b[i][j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// bitsUsed returns the bits (with sign) of the largest magnitude over the tensors (maxAbs) and the
+// weights of p, and the name of the widest one.
+func bitsUsed(p *ir.FixedProgram, maxAbs []uint64) (int, string) {
+	best, name := 0, ""
+	for t, m := range maxAbs {
+		if b := bitsOfMagnitude(m); b > best {
+			best, name = b, p.Tensors[t].Name
+		}
+	}
+	for _, w := range p.Weights {
+		for _, v := range w.Data {
+			if b := ring.BitsFor(v); b > best {
+				best, name = b, "weight "+w.Name
+			}
+		}
+	}
+	for _, in := range p.Instrs {
+		if in.Op == ir.FxPad {
+			if b := ring.BitsFor(in.PadValue); b > best {
+				best, name = b, "pad value of "+in.Source
+			}
+		}
+	}
+	return best + 1, name
+}
+
+func bitsOfMagnitude(m uint64) int {
+	n := 0
+	for m != 0 {
+		n++
+		m >>= 1
+	}
+	return n
+}
+
+// progress serialises progress callbacks.
+type progress struct {
+	mu    sync.Mutex
+	fn    func(done, total int)
+	done  int
+	total int
+}
+
+func (p *progress) add(n int) {
+	if p == nil || p.fn == nil {
+		return
+	}
+	p.mu.Lock()
+	p.done += n
+	p.fn(p.done, p.total)
+	p.mu.Unlock()
+}
+
+// parallel runs work(worker, i) for i < n on the given number of workers; every worker first
+// calls setup(worker). The first error stops the run.
+func parallel(n, workers int, setup func(w int) error, work func(w, i int) error) error {
+	workers = max(1, min(workers, n))
+	var next atomic.Int64
+	errs := make([]error, workers)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			if err := setup(w); err != nil {
+				errs[w] = err
+				failed.Store(true)
+				return
+			}
+			for !failed.Load() {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := work(w, i); err != nil {
+					errs[w] = err
+					failed.Store(true)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// floatPredictions runs the float reference on every sample and returns the top-1 class.
+func floatPredictions(g *ir.Graph, samples []Sample, workers int, prog *progress) ([]int, error) {
+	top := make([]int, len(samples))
+	its := make([]*interp.Interpreter, workers)
+	in := g.Inputs[0]
+	out := g.Outputs[0]
+	isIndex := false
+	for _, n := range g.Nodes {
+		if n.Op == ir.ArgMax && n.Outputs[0] == out {
+			isIndex = true
+		}
+	}
+	err := parallel(len(samples), workers, func(w int) error {
+		it, err := interp.New(g)
+		its[w] = it
+		return err
+	}, func(w, i int) error {
+		res, err := its[w].Run(map[string]*ir.Tensor{in.Name: {Shape: in.Shape, Data: samples[i].Input}})
+		if err != nil {
+			return fmt.Errorf("float model on %s: %w", samples[i].Name, err)
+		}
+		if isIndex {
+			top[i] = int(res[out].Data[0])
+		} else {
+			top[i] = argmaxFloat(res[out].Data)
+		}
+		prog.add(1)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("autotune: %w", err)
+	}
+	return top, nil
+}
+
+func argmaxFloat(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+type clearRun struct {
+	top    []int
+	outs   [][]int64 // signed first output per sample
+	maxAbs []uint64  // per tensor
+}
+
+// runClear runs program p on the clear backend over all samples.
+func runClear(p *ir.FixedProgram, samples []Sample, workers int, track bool, prog *progress) (*clearRun, error) {
+	r, err := ring.New(p.Bits)
+	if err != nil {
+		return nil, err
+	}
+	be, err := vm.NewClear(r)
+	if err != nil {
+		return nil, err
+	}
+	run := &clearRun{top: make([]int, len(samples)), outs: make([][]int64, len(samples))}
+	workers = max(1, min(workers, len(samples)))
+	machines := make([]*vm.Machine, workers)
+	maxAbs := make([][]uint64, workers)
+	inputs := make([][]ring.Tensor, workers)
+	in := p.Tensors[p.Inputs[0].Tensor]
+	scale := in.Scale
+	// A program whose output is an ArgMax reveals the class itself.
+	isIndex := false
+	for _, ins := range p.Instrs {
+		if ins.Op == ir.FxArgMax && ins.Out == p.Outputs[0].Tensor {
+			isIndex = true
+		}
+	}
+	err = parallel(len(samples), workers, func(w int) error {
+		m, err := vm.New(p, be)
+		if err != nil {
+			return err
+		}
+		machines[w] = m
+		inputs[w] = []ring.Tensor{ring.NewTensor(in.Shape)}
+		if track {
+			mx := make([]uint64, len(p.Tensors))
+			maxAbs[w] = mx
+			m.Observe = func(t int, v ring.Tensor) {
+				cur := mx[t]
+				for _, e := range v.Data {
+					s := r.Signed(e)
+					a := uint64(s)
+					if s < 0 {
+						a = uint64(-s)
+					}
+					if a > cur {
+						cur = a
+					}
+				}
+				mx[t] = cur
+			}
+		}
+		return nil
+	}, func(w, i int) error {
+		x := inputs[w][0]
+		for j, v := range samples[i].Input {
+			e, err := r.Encode(float64(v), scale)
+			if err != nil {
+				return fmt.Errorf("input %s: %w", samples[i].Name, err)
+			}
+			x.Data[j] = e
+		}
+		outs, err := machines[w].Run(context.Background(), inputs[w])
+		if err != nil {
+			return fmt.Errorf("input %s: %w", samples[i].Name, err)
+		}
+		o := outs[0].Value.Data
+		signed := make([]int64, len(o))
+		for j, v := range o {
+			signed[j] = r.Signed(v)
+		}
+		run.outs[i] = signed
+		if isIndex {
+			run.top[i] = int(signed[0])
+		} else {
+			run.top[i] = vm.ArgMaxSigned(r, o)
+		}
+		prog.add(1)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if track {
+		run.maxAbs = make([]uint64, len(p.Tensors))
+		for _, mx := range maxAbs {
+			for t, v := range mx {
+				run.maxAbs[t] = max(run.maxAbs[t], v)
+			}
+		}
+	}
+	return run, nil
+}

@@ -1,0 +1,194 @@
+package passes
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/internal/npy"
+	"github.com/cryptflow-go/cryptflow/ir"
+)
+
+// Sample is one validation input and its class label (-1 when unknown).
+type Sample struct {
+	Name  string
+	Input []float32 // the model input's values, row-major in the input's shape
+	Label int
+}
+
+// Dataset is a loaded validation folder.
+type Dataset struct {
+	Samples    []Sample
+	Labelled   bool                // every sample has a label
+	Format     string              // "npy" or "images"
+	Preprocess *codegen.Preprocess // for "images": how each image became an input
+}
+
+// ErrValidationFormat is wrapped by the error for a folder in neither accepted format.
+var ErrValidationFormat = errors.New("unrecognised validation folder")
+
+// validationFormats describes the accepted folder layouts for error messages.
+const validationFormats = "accepted formats: (a) NNNNN.npy input tensors plus an optional labels.txt with `file label` per line; " +
+	"(b) one subfolder per class holding PNG or JPEG images (classes numbered in sorted folder-name order)"
+
+// LoadValidation reads a validation folder for a model input: (a) *.npy files, each holding one
+// input of the input's shape (or that shape without its leading batch dimension of 1), plus an
+// optional labels.txt; or (b) one subfolder per class of PNG/JPEG images, preprocessed by prep
+// (nil: codegen.DefaultPreprocess for the input's shape, NCHW). Anything else is an error saying
+// which formats are accepted.
+func LoadValidation(dir string, input ir.Value, prep *codegen.Preprocess) (*Dataset, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("validation folder: %w", err)
+	}
+	var npys, subdirs []string
+	for _, e := range entries {
+		switch {
+		case e.IsDir() && !strings.HasPrefix(e.Name(), "."):
+			subdirs = append(subdirs, e.Name())
+		case !e.IsDir() && strings.EqualFold(filepath.Ext(e.Name()), ".npy"):
+			npys = append(npys, e.Name())
+		}
+	}
+	slices.Sort(npys)
+	slices.Sort(subdirs)
+	switch {
+	case len(npys) > 0:
+		return loadNpyFolder(dir, npys, input)
+	case len(subdirs) > 0:
+		return loadImageFolder(dir, subdirs, input, prep)
+	}
+	return nil, fmt.Errorf("%w %s: no .npy files and no class subfolders; %s", ErrValidationFormat, dir, validationFormats)
+}
+
+func loadNpyFolder(dir string, files []string, input ir.Value) (*Dataset, error) {
+	labels, err := readLabels(filepath.Join(dir, "labels.txt"))
+	if err != nil {
+		return nil, err
+	}
+	ds := &Dataset{Format: "npy", Labelled: labels != nil}
+	want := input.Shape
+	for _, name := range files {
+		a, err := npy.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("validation input %s: %w", name, err)
+		}
+		shape := ir.Shape(a.Shape)
+		if !shape.Equal(want) && !(len(want) > 0 && want[0] == 1 && shape.Equal(want[1:])) {
+			return nil, fmt.Errorf("validation input %s has shape %v, the model input %q is %v", name, shape, input.Name, want)
+		}
+		x, err := a.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("validation input %s: %w", name, err)
+		}
+		s := Sample{Name: name, Input: x, Label: -1}
+		if labels != nil {
+			l, ok := labels[name]
+			if !ok {
+				return nil, fmt.Errorf("validation folder %s: labels.txt has no label for %s", dir, name)
+			}
+			s.Label = l
+		}
+		ds.Samples = append(ds.Samples, s)
+	}
+	if labels != nil && len(labels) != len(files) {
+		for name := range labels {
+			if !slices.Contains(files, name) {
+				return nil, fmt.Errorf("validation folder %s: labels.txt names %s, which is not a .npy file there", dir, name)
+			}
+		}
+	}
+	return ds, nil
+}
+
+// readLabels reads `file label` lines (blank lines and #-comments allowed); nil when absent.
+func readLabels(path string) (map[string]int, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("validation labels: %w", err)
+	}
+	defer f.Close()
+	labels := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		fields := strings.Fields(text)
+		if len(fields) != 2 {
+			return nil, fmt.Errorf("%s:%d: want `file label`, got %q", path, line, text)
+		}
+		l, err := strconv.Atoi(fields[1])
+		if err != nil || l < 0 {
+			return nil, fmt.Errorf("%s:%d: label %q is not a non-negative integer", path, line, fields[1])
+		}
+		if _, dup := labels[fields[0]]; dup {
+			return nil, fmt.Errorf("%s:%d: second label for %s", path, line, fields[0])
+		}
+		labels[fields[0]] = l
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("validation labels: %w", err)
+	}
+	return labels, nil
+}
+
+func isImage(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".png", ".jpg", ".jpeg":
+		return true
+	}
+	return false
+}
+
+func loadImageFolder(dir string, classes []string, input ir.Value, prep *codegen.Preprocess) (*Dataset, error) {
+	if prep == nil {
+		var err error
+		if prep, err = codegen.DefaultPreprocess(input.Shape, "NCHW"); err != nil {
+			return nil, fmt.Errorf("validation folder %s: %w", dir, err)
+		}
+	}
+	if err := prep.Check(); err != nil {
+		return nil, err
+	}
+	if got := ir.Shape(prep.Shape()); !got.Equal(input.Shape) {
+		return nil, fmt.Errorf("validation folder %s: preprocessing makes inputs of shape %v, the model input %q is %v",
+			dir, got, input.Name, input.Shape)
+	}
+	p := *prep
+	p.ClassDirs = classes
+	ds := &Dataset{Format: "images", Labelled: true, Preprocess: &p}
+	for label, class := range classes {
+		entries, err := os.ReadDir(filepath.Join(dir, class))
+		if err != nil {
+			return nil, fmt.Errorf("validation folder: %w", err)
+		}
+		n := 0
+		for _, e := range entries {
+			if e.IsDir() || !isImage(e.Name()) {
+				continue
+			}
+			path := filepath.Join(dir, class, e.Name())
+			x, err := p.LoadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("validation image: %w", err)
+			}
+			ds.Samples = append(ds.Samples, Sample{Name: filepath.Join(class, e.Name()), Input: x, Label: label})
+			n++
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%w %s: class subfolder %q holds no PNG or JPEG images; %s", ErrValidationFormat, dir, class, validationFormats)
+		}
+	}
+	return ds, nil
+}

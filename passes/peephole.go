@@ -1,0 +1,226 @@
+package passes
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cryptflow-go/cryptflow/ir"
+)
+
+// OpCounts counts the expensive non-linear work of a fixed-point program, in tensor elements.
+type OpCounts struct {
+	ReLU         int   // elements through ReLU
+	Comparisons  int   // pairwise comparisons in MaxPool and ArgMax windows
+	Trunc        int   // elements truncated
+	TruncNonNeg  int   // of which the input is known to be non-negative
+	Div          int   // elements divided (average pooling)
+	MACs         int64 // multiply-accumulates in MatMul and Conv
+	Instructions int
+}
+
+// Count tallies the non-linear work of p.
+func Count(p *ir.FixedProgram) OpCounts {
+	var c OpCounts
+	c.Instructions = len(p.Instrs)
+	for _, in := range p.Instrs {
+		if in.Op == ir.FxOutput || in.Op == ir.FxInput {
+			continue
+		}
+		out := p.Tensors[in.Out].Shape.Size()
+		switch in.Op {
+		case ir.FxReLU:
+			c.ReLU += out
+		case ir.FxMaxPool:
+			d := 1
+			for _, k := range in.Win.Kernel {
+				d *= k
+			}
+			c.Comparisons += out * (d - 1)
+		case ir.FxArgMax:
+			n := p.Tensors[in.In[0]].Shape.Size()
+			c.Comparisons += n - out
+		case ir.FxTrunc:
+			c.Trunc += out
+			if in.NonNeg {
+				c.TruncNonNeg += out
+			}
+		case ir.FxDiv:
+			c.Div += out
+		case ir.FxMatMul:
+			w := p.Weights[in.Weight].Shape
+			c.MACs += int64(out) * int64(w[1])
+		case ir.FxConv:
+			w := p.Weights[in.Weight].Shape
+			c.MACs += int64(out) * int64(w[1:].Size())
+		}
+	}
+	return c
+}
+
+// PeepholeReport says what Peephole changed.
+type PeepholeReport struct {
+	Before, After OpCounts
+	Swapped       int // MaxPool(ReLU(x)) rewritten as ReLU(MaxPool(x))
+	Hoisted       int // Trunc moved past a ReLU or MaxPool
+	Merged        int // Trunc(Trunc(x)) or Reshape(Reshape(x)) merged into one
+	MarkedNonNeg  int // Trunc instructions marked "input known non-negative"
+}
+
+// Lines renders the report for the compile report.
+func (r PeepholeReport) Lines() []string {
+	row := func(name string, a, b int) string {
+		return fmt.Sprintf("%-34s %10d -> %10d", name, a, b)
+	}
+	return []string{
+		fmt.Sprintf("rewrites: %d MaxPool/ReLU swaps, %d truncations hoisted, %d merged, %d marked non-negative",
+			r.Swapped, r.Hoisted, r.Merged, r.MarkedNonNeg),
+		row("ReLU elements", r.Before.ReLU, r.After.ReLU),
+		row("max comparisons (MaxPool, ArgMax)", r.Before.Comparisons, r.After.Comparisons),
+		row("truncated elements", r.Before.Trunc, r.After.Trunc),
+		row("  of which known non-negative", r.Before.TruncNonNeg, r.After.TruncNonNeg),
+	}
+}
+
+// Peephole returns an optimised copy of p (p is not modified). The rewrites are exact — the
+// optimised program computes bit-identical results (docs/fixed-point.md):
+//   - MaxPool(ReLU(x)) -> ReLU(MaxPool(x)): ReLU is monotone, so it commutes with max;
+//   - Trunc followed by ReLU or MaxPool is moved after it: truncation is monotone too, so
+//     ReLU(Trunc(x)) = Trunc(ReLU(x)) and MaxPool(Trunc(x)) = Trunc(MaxPool(x));
+//   - Trunc(Trunc(x, a), b) -> Trunc(x, a+b) (floor of floor), Reshape(Reshape(x)) -> Reshape(x);
+//   - every Trunc whose input is provably non-negative (a ReLU result, or computed from such
+//     values by pooling, data movement or scaling) is marked so, letting a secure backend use the
+//     cheaper truncation of CrypTFlow2 §6.2.
+//
+// Rewrites apply only when the intermediate value has no other reader and is not an output.
+func Peephole(p *ir.FixedProgram) (*ir.FixedProgram, PeepholeReport, error) {
+	q := p.Clone()
+	rep := PeepholeReport{Before: Count(p)}
+	for changed := true; changed; {
+		changed = false
+		uses := q.Uses()
+		outputs := map[int]bool{}
+		for _, o := range q.Outputs {
+			outputs[o.Tensor] = true
+		}
+		// sole returns the only reader of tensor t (an instruction index), or -1.
+		sole := func(t int) int {
+			if outputs[t] || len(uses[t]) != 1 {
+				return -1
+			}
+			return uses[t][0]
+		}
+		for i, in := range q.Instrs {
+			switch in.Op {
+			case ir.FxReLU:
+				j := sole(in.Out)
+				if j < 0 || q.Instrs[j].Op != ir.FxMaxPool {
+					continue
+				}
+				// i: r = ReLU(x); j: m = MaxPool(r)  =>  i: m' = MaxPool(x); j: m = ReLU(m').
+				mp := q.Instrs[j]
+				x := in.In[0]
+				mid := q.AddTensor(q.Tensors[mp.Out].Name+"_premax", q.Tensors[mp.Out].Shape, q.Tensors[x].Scale)
+				newPool := mp.Clone()
+				newPool.In, newPool.Out = []int{x}, mid
+				newRelu := in.Clone()
+				newRelu.In, newRelu.Out = []int{mid}, mp.Out
+				q.Instrs[i], q.Instrs[j] = newPool, newRelu
+				rep.Swapped++
+				changed = true
+			case ir.FxReshape:
+				// i: t = Reshape(x); j: u = Reshape(t)  =>  j: u = Reshape(x).
+				j := sole(in.Out)
+				if j < 0 || q.Instrs[j].Op != ir.FxReshape {
+					continue
+				}
+				merged := q.Instrs[j].Clone()
+				merged.In = []int{in.In[0]}
+				q.Instrs[j], q.Instrs[i] = merged, nil
+				rep.Merged++
+				changed = true
+			case ir.FxTrunc:
+				j := sole(in.Out)
+				if j < 0 {
+					continue
+				}
+				next := q.Instrs[j]
+				switch next.Op {
+				case ir.FxReLU, ir.FxMaxPool:
+					// i: t = Trunc(x); j: u = Op(t)  =>  i: u' = Op(x); j: u = Trunc(u').
+					x := in.In[0]
+					mid := q.AddTensor(q.Tensors[next.Out].Name+"_wide", q.Tensors[next.Out].Shape, q.Tensors[x].Scale)
+					newOp := next.Clone()
+					newOp.In, newOp.Out = []int{x}, mid
+					newTrunc := in.Clone()
+					newTrunc.In, newTrunc.Out = []int{mid}, next.Out
+					q.Instrs[i], q.Instrs[j] = newOp, newTrunc
+					rep.Hoisted++
+					changed = true
+				case ir.FxTrunc:
+					// i: t = Trunc(x, a); j: u = Trunc(t, b)  =>  j: u = Trunc(x, a+b).
+					merged := next.Clone()
+					merged.In = []int{in.In[0]}
+					merged.Shift += in.Shift
+					merged.NonNeg = merged.NonNeg || in.NonNeg
+					q.Instrs[j] = merged
+					q.Instrs[i] = nil
+					rep.Merged++
+					changed = true
+				}
+			}
+			if changed {
+				break // indices are stale: recompute uses
+			}
+		}
+		if changed {
+			q.Instrs = slices.DeleteFunc(q.Instrs, func(in *ir.Instr) bool { return in == nil })
+		}
+	}
+	rep.MarkedNonNeg = markNonNeg(q)
+	q.Compact()
+	if err := q.Validate(); err != nil {
+		return nil, rep, fmt.Errorf("peephole: internal error: %w", err)
+	}
+	rep.After = Count(q)
+	return q, rep, nil
+}
+
+// NonNegative returns, for every tensor of p, whether its values are provably non-negative:
+// ReLU results, and what pooling, division, truncation, scaling, data movement, concatenation and
+// addition compute from non-negative values (assuming, as the autotuner ensures, no overflow).
+func NonNegative(p *ir.FixedProgram) []bool {
+	nn := make([]bool, len(p.Tensors))
+	for _, in := range p.Instrs {
+		if in.Op == ir.FxOutput {
+			continue
+		}
+		all := len(in.In) > 0
+		for _, t := range in.In {
+			all = all && nn[t]
+		}
+		switch in.Op {
+		case ir.FxReLU, ir.FxArgMax:
+			nn[in.Out] = true
+		case ir.FxMaxPool, ir.FxSumPool, ir.FxDiv, ir.FxTrunc, ir.FxScaleUp, ir.FxReshape,
+			ir.FxTranspose, ir.FxConcat, ir.FxAdd:
+			nn[in.Out] = all
+		case ir.FxPad:
+			nn[in.Out] = all && (in.PadMode != ir.PadConstant || in.PadValue >= 0)
+		}
+	}
+	return nn
+}
+
+// markNonNeg sets NonNeg on every Trunc whose input is provably non-negative and returns how many
+// it marked.
+func markNonNeg(p *ir.FixedProgram) int {
+	nn := NonNegative(p)
+	n := 0
+	for _, in := range p.Instrs {
+		if in.Op == ir.FxTrunc && !in.NonNeg && nn[in.In[0]] {
+			in.NonNeg = true
+			n++
+		}
+	}
+	return n
+}

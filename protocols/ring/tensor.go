@@ -1,0 +1,121 @@
+package ring
+
+import "fmt"
+
+// Tensor is a row-major tensor of ring elements: a cleartext fixed-point value or one party's
+// share of it. Elements are kept reduced in the ring the tensor belongs to (the ring is not stored
+// in the tensor; the code that owns the tensor knows it).
+type Tensor struct {
+	Shape []int
+	Data  []uint64
+}
+
+// NewTensor returns a zero tensor of the given shape.
+func NewTensor(shape []int) Tensor {
+	return Tensor{Shape: append([]int(nil), shape...), Data: make([]uint64, Size(shape))}
+}
+
+// Size is the number of elements of a tensor of the given shape.
+func Size(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Len is the number of elements.
+func (t Tensor) Len() int { return len(t.Data) }
+
+// Check reports an error when the data length does not match the shape.
+func (t Tensor) Check() error {
+	n := 1
+	for _, d := range t.Shape {
+		if d < 0 {
+			return fmt.Errorf("tensor shape %v has a negative dimension", t.Shape)
+		}
+		n *= d
+	}
+	if n != len(t.Data) {
+		return fmt.Errorf("tensor of shape %v has %d elements, want %d", t.Shape, len(t.Data), n)
+	}
+	return nil
+}
+
+// Clone returns a deep copy.
+func (t Tensor) Clone() Tensor {
+	return Tensor{Shape: append([]int(nil), t.Shape...), Data: append([]uint64(nil), t.Data...)}
+}
+
+// EncodeTensor encodes float values at the given scale into a new tensor.
+func (r Ring) EncodeTensor(shape []int, x []float32, scale int) (Tensor, error) {
+	t := NewTensor(shape)
+	if len(x) != len(t.Data) {
+		return Tensor{}, fmt.Errorf("encode: %d values for shape %v", len(x), shape)
+	}
+	for i, v := range x {
+		e, err := r.Encode(float64(v), scale)
+		if err != nil {
+			return Tensor{}, fmt.Errorf("encode element %d: %w", i, err)
+		}
+		t.Data[i] = e
+	}
+	return t, nil
+}
+
+// DecodeTensor decodes ring elements at the given scale into float32 values.
+func (r Ring) DecodeTensor(t Tensor, scale int) []float32 {
+	out := make([]float32, len(t.Data))
+	for i, v := range t.Data {
+		out[i] = float32(r.Decode(v, scale))
+	}
+	return out
+}
+
+// AddVec sets dst[i] = a[i] + b[i] in the ring. The slices must have equal lengths; dst may alias
+// a or b.
+func (r Ring) AddVec(dst, a, b []uint64) {
+	m := r.mask
+	b = b[:len(a)]
+	dst = dst[:len(a)]
+	for i, x := range a {
+		dst[i] = (x + b[i]) & m
+	}
+}
+
+// SubVec sets dst[i] = a[i] - b[i] in the ring.
+func (r Ring) SubVec(dst, a, b []uint64) {
+	m := r.mask
+	b = b[:len(a)]
+	dst = dst[:len(a)]
+	for i, x := range a {
+		dst[i] = (x - b[i]) & m
+	}
+}
+
+// MulVec sets dst[i] = a[i] * b[i] in the ring.
+func (r Ring) MulVec(dst, a, b []uint64) {
+	m := r.mask
+	b = b[:len(a)]
+	dst = dst[:len(a)]
+	for i, x := range a {
+		dst[i] = (x * b[i]) & m
+	}
+}
+
+// ScaleVec sets dst[i] = a[i] * c in the ring.
+func (r Ring) ScaleVec(dst, a []uint64, c uint64) {
+	m := r.mask
+	dst = dst[:len(a)]
+	for i, x := range a {
+		dst[i] = (x * c) & m
+	}
+}
+
+// ReduceVec reduces every element of x in place.
+func (r Ring) ReduceVec(x []uint64) {
+	m := r.mask
+	for i := range x {
+		x[i] &= m
+	}
+}

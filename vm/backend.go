@@ -1,0 +1,56 @@
+// Package vm executes fixed-point programs (ir.FixedProgram, usually read from a .sciir file).
+//
+// The Machine walks the instruction stream over tensor slots. Operations that are local on
+// additive shares — additions, constants added by party 0, scaling by powers of two, data movement,
+// im2col, gathering pooling windows — it performs itself on the share tensors, identically for every
+// backend. Everything that needs the two parties to interact (or, for the cleartext backend, plain
+// fixed-point arithmetic) it hands to a Backend, one call per layer.
+//
+// Clear is the cleartext backend: one process holding full values. It is the reference the secure
+// backends must match bit for bit.
+package vm
+
+import (
+	"context"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+)
+
+// Backend performs the non-local operations of a fixed-point program on this party's share
+// tensors. Every method works on whole tensors (a layer at a time). dst arguments are allocated by
+// the VM with the right shape and never alias an operand; a method writes all of dst.Data.
+//
+// Shares are additive in Backend.Ring(): the value of a tensor is the sum of both parties' shares.
+// Party 0 (the server) holds the weights; party 1 (the client) gets nil weight pointers.
+type Backend interface {
+	// Party is 0 for the server (holds the weights), 1 for the client. The cleartext backend
+	// reports 0: it holds full values and the other party's share is implicitly zero, so local
+	// operations (constants added by party 0) work unchanged.
+	Party() int
+	// Ring is the ring the shares live in; it must match the program's.
+	Ring() ring.Ring
+	// Input turns x, which holds the input's value at party owner and zeros at the other party,
+	// into this party's share, in place.
+	Input(ctx context.Context, owner int, x ring.Tensor) error
+	// Reveal opens the shared tensor x to party to, in place, and reports whether x now holds the
+	// plaintext value at this party (always true for the cleartext backend).
+	Reveal(ctx context.Context, to int, x ring.Tensor) (bool, error)
+	// MatMul sets dst[m,n] = W[m,k] x X[k,n]: W (row-major [m,k]) is party 0's private weight
+	// matrix (nil at party 1); x (row-major [k,n]) is shared; dst is [m,n].
+	MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error
+	// MulConst sets dst = w * x elementwise; w (party 0's, same shape as x; nil at party 1) is
+	// private, x is shared.
+	MulConst(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor) error
+	// ReLU sets dst = max(x, 0) on signed values.
+	ReLU(ctx context.Context, dst, x ring.Tensor) error
+	// Trunc sets dst = floor(signed(x) / 2^k). knownNonNeg promises that every signed(x) >= 0, so
+	// a backend may use a cheaper protocol.
+	Trunc(ctx context.Context, dst, x ring.Tensor, k int, knownNonNeg bool) error
+	// Div sets dst = floor(signed(x) / d) for d >= 1.
+	Div(ctx context.Context, dst, x ring.Tensor, d int) error
+	// MaxRows sets dst[i] = max_j signed(x[i*d+j]) for i < rows (x is [rows,d], dst is [rows]).
+	MaxRows(ctx context.Context, dst, x ring.Tensor, rows, d int) error
+	// ArgMaxRows sets dst[i] to the index j of the largest signed x[i*d+j] (the lowest such j on
+	// ties), as a ring element.
+	ArgMaxRows(ctx context.Context, dst, x ring.Tensor, rows, d int) error
+}

@@ -1,0 +1,237 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+)
+
+// Clear is the cleartext fixed-point backend: it computes every operation on full values in one
+// process, exactly as the fixed-point semantics (docs/fixed-point.md) define it. It is safe for
+// concurrent use by several Machines.
+type Clear struct {
+	r ring.Ring
+}
+
+// NewClear returns the cleartext backend over r.
+func NewClear(r ring.Ring) (*Clear, error) {
+	if !r.Valid() {
+		return nil, fmt.Errorf("clear backend: invalid ring %v", r)
+	}
+	return &Clear{r: r}, nil
+}
+
+// Party is 0: the cleartext backend holds the weights and full values.
+func (c *Clear) Party() int { return 0 }
+
+// Ring returns the backend's ring.
+func (c *Clear) Ring() ring.Ring { return c.r }
+
+// Input leaves x unchanged: the value is its own share.
+func (c *Clear) Input(_ context.Context, owner int, x ring.Tensor) error {
+	if owner != 0 && owner != 1 {
+		return fmt.Errorf("input owned by party %d", owner)
+	}
+	return nil
+}
+
+// Reveal leaves x unchanged and reports that it holds the value.
+func (c *Clear) Reveal(_ context.Context, to int, x ring.Tensor) (bool, error) {
+	if to != 0 && to != 1 {
+		return false, fmt.Errorf("reveal to party %d", to)
+	}
+	return true, nil
+}
+
+func checkLen(what string, t ring.Tensor, n int) error {
+	if len(t.Data) != n {
+		return fmt.Errorf("%s has %d elements, want %d", what, len(t.Data), n)
+	}
+	return nil
+}
+
+// MatMul computes dst = W x X exactly in the ring (products and sums wrap).
+func (c *Clear) MatMul(_ context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+	if w == nil {
+		return fmt.Errorf("clear matmul: no weights")
+	}
+	if err := firstError(checkLen("matmul weight", *w, m*k), checkLen("matmul operand", x, k*n),
+		checkLen("matmul result", dst, m*n)); err != nil {
+		return err
+	}
+	MatMulRing(c.r, dst.Data, w.Data, m, k, n, x.Data)
+	return nil
+}
+
+// MatMulRing sets dst[m,n] = a[m,k] x b[k,n] in the ring r.
+func MatMulRing(r ring.Ring, dst, a []uint64, m, k, n int, b []uint64) {
+	mask := r.Mask()
+	if n < 4 {
+		// Matrix-vector products: dot products along rows of a.
+		for i := 0; i < m; i++ {
+			row := a[i*k : i*k+k]
+			for j := 0; j < n; j++ {
+				var s uint64
+				for t, av := range row {
+					s += av * b[t*n+j]
+				}
+				dst[i*n+j] = s & mask
+			}
+		}
+		return
+	}
+	for i := 0; i < m; i++ {
+		out := dst[i*n : i*n+n]
+		clear(out)
+		row := a[i*k : i*k+k]
+		t := 0
+		// Four rows of b per pass: one load and store of out per four products.
+		for ; t+4 <= k; t += 4 {
+			a0, a1, a2, a3 := row[t], row[t+1], row[t+2], row[t+3]
+			b0 := b[t*n : t*n+n]
+			b1 := b[(t+1)*n : (t+1)*n+n]
+			b2 := b[(t+2)*n : (t+2)*n+n]
+			b3 := b[(t+3)*n : (t+3)*n+n]
+			b1, b2, b3 = b1[:len(b0)], b2[:len(b0)], b3[:len(b0)]
+			o := out[:len(b0)]
+			for j, v := range b0 {
+				o[j] += a0*v + a1*b1[j] + a2*b2[j] + a3*b3[j]
+			}
+		}
+		for ; t < k; t++ {
+			av := row[t]
+			bs := b[t*n : t*n+n]
+			o := out[:len(bs)]
+			for j, v := range bs {
+				o[j] += av * v
+			}
+		}
+		for j := range out {
+			out[j] &= mask
+		}
+	}
+}
+
+// MulConst computes dst = w * x elementwise.
+func (c *Clear) MulConst(_ context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor) error {
+	if w == nil {
+		return fmt.Errorf("clear mulconst: no weights")
+	}
+	if err := firstError(checkLen("mulconst weight", *w, len(x.Data)), checkLen("mulconst result", dst, len(x.Data))); err != nil {
+		return err
+	}
+	c.r.MulVec(dst.Data, x.Data, w.Data)
+	return nil
+}
+
+// ReLU computes dst = max(signed(x), 0).
+func (c *Clear) ReLU(_ context.Context, dst, x ring.Tensor) error {
+	if err := checkLen("relu result", dst, len(x.Data)); err != nil {
+		return err
+	}
+	top := uint(c.r.Bits - 1)
+	d := dst.Data[:len(x.Data)]
+	for i, v := range x.Data {
+		// Branch-free: keep v when its sign bit is clear.
+		d[i] = v &^ -(v >> top & 1)
+	}
+	return nil
+}
+
+// Trunc computes dst = floor(signed(x) / 2^k).
+func (c *Clear) Trunc(_ context.Context, dst, x ring.Tensor, k int, _ bool) error {
+	if err := checkLen("trunc result", dst, len(x.Data)); err != nil {
+		return err
+	}
+	if k < 0 || k > 63 {
+		return fmt.Errorf("trunc by %d bits", k)
+	}
+	sh := uint(64 - c.r.Bits)
+	mask := c.r.Mask()
+	d := dst.Data[:len(x.Data)]
+	for i, v := range x.Data {
+		d[i] = uint64(int64(v<<sh)>>sh>>uint(k)) & mask
+	}
+	return nil
+}
+
+// Div computes dst = floor(signed(x) / d).
+func (c *Clear) Div(_ context.Context, dst, x ring.Tensor, d int) error {
+	if err := checkLen("div result", dst, len(x.Data)); err != nil {
+		return err
+	}
+	if d < 1 {
+		return fmt.Errorf("division by %d", d)
+	}
+	dd := int64(d)
+	for i, v := range x.Data {
+		dst.Data[i] = c.r.FromSigned(FloorDiv(c.r.Signed(v), dd))
+	}
+	return nil
+}
+
+// FloorDiv returns floor(a / d) for d > 0.
+func FloorDiv(a, d int64) int64 {
+	q := a / d
+	if a%d != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// MaxRows computes the signed maximum of each row.
+func (c *Clear) MaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) error {
+	if err := firstError(checkLen("maxpool operand", x, rows*d), checkLen("maxpool result", dst, rows)); err != nil {
+		return err
+	}
+	if d < 1 {
+		return fmt.Errorf("maximum over %d elements", d)
+	}
+	sh := uint(64 - c.r.Bits)
+	for i := 0; i < rows; i++ {
+		row := x.Data[i*d : i*d+d]
+		best := int64(row[0]<<sh) >> sh
+		for _, v := range row[1:] {
+			if s := int64(v<<sh) >> sh; s > best {
+				best = s
+			}
+		}
+		dst.Data[i] = c.r.FromSigned(best)
+	}
+	return nil
+}
+
+// ArgMaxRows computes the index of the first signed maximum of each row.
+func (c *Clear) ArgMaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) error {
+	if err := firstError(checkLen("argmax operand", x, rows*d), checkLen("argmax result", dst, rows)); err != nil {
+		return err
+	}
+	if d < 1 {
+		return fmt.Errorf("argmax over %d elements", d)
+	}
+	for i := 0; i < rows; i++ {
+		dst.Data[i] = c.r.Reduce(uint64(ArgMaxSigned(c.r, x.Data[i*d:i*d+d])))
+	}
+	return nil
+}
+
+// ArgMaxSigned returns the index of the first largest signed element of v (v must be non-empty).
+func ArgMaxSigned(r ring.Ring, v []uint64) int {
+	best, at := r.Signed(v[0]), 0
+	for j := 1; j < len(v); j++ {
+		if s := r.Signed(v[j]); s > best {
+			best, at = s, j
+		}
+	}
+	return at
+}
+
+func firstError(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
