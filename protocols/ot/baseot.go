@@ -1,0 +1,134 @@
+package ot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"filippo.io/edwards25519"
+
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+// numBase is the number of base OTs per direction (the IKNP width λ).
+const numBase = 128
+
+const pointSize = 32
+
+// baseOTs is the outcome of the base OTs at one party.
+type baseOTs struct {
+	// As base-OT receiver (so as extension sender): choice bits and keys.
+	choice []uint64 // numBase bits
+	keys   []prg.Seed
+	// As base-OT sender (so as extension receiver): both keys.
+	k0, k1 []prg.Seed
+}
+
+// runBaseOTs runs numBase Chou–Orlandi OTs in each direction at once: party
+// p is base sender towards the peer and base receiver from it. Each party
+// sends two flights (its sender point A, then its receiver points B_j).
+//
+// Sender: A = a·G. Receiver with choice c: B = b·G + c·A, key b·(8A).
+// Sender keys: k0 = a·(8B), k1 = a·(8B) − a·(8A), so k_c = 8abG. Points
+// from the peer are decoded (rejecting non-canonical encodings) and
+// multiplied by the cofactor 8, so small-order components cannot matter.
+// Keys are SHA-256(domain, sender party, index, A, B, shared point).
+func runBaseOTs(ctx context.Context, conn *transport.Conn, rng *prg.PRG, party int) (*baseOTs, error) {
+	a, err := randomScalar(rng)
+	if err != nil {
+		return nil, err
+	}
+	A := new(edwards25519.Point).ScalarBaseMult(a)
+	Abytes := A.Bytes()
+	if err := conn.Send(ctx, Abytes); err != nil {
+		return nil, fmt.Errorf("base OT: sending A: %w", err)
+	}
+	peerAbytes := make([]byte, pointSize)
+	if err := conn.Recv(ctx, peerAbytes); err != nil {
+		return nil, fmt.Errorf("base OT: receiving A: %w", err)
+	}
+	peerA, err := new(edwards25519.Point).SetBytes(peerAbytes)
+	if err != nil {
+		return nil, fmt.Errorf("base OT: peer's point A: %w", err)
+	}
+	peerA8 := new(edwards25519.Point).MultByCofactor(peerA)
+	if peerA8.Equal(edwards25519.NewIdentityPoint()) == 1 {
+		return nil, fmt.Errorf("base OT: peer's point A has small order")
+	}
+
+	// Receiver role: choose c_j and send B_j.
+	out := &baseOTs{
+		choice: make([]uint64, numBase/64),
+		keys:   make([]prg.Seed, numBase),
+		k0:     make([]prg.Seed, numBase),
+		k1:     make([]prg.Seed, numBase),
+	}
+	rng.Uint64s(out.choice)
+	Bs := make([]byte, numBase*pointSize)
+	var B, bG, bGA, K edwards25519.Point
+	for j := 0; j < numBase; j++ {
+		b, err := randomScalar(rng)
+		if err != nil {
+			return nil, err
+		}
+		bG.ScalarBaseMult(b)
+		bGA.Add(&bG, peerA)
+		B.Select(&bGA, &bG, int(Bit(out.choice, j)))
+		copy(Bs[j*pointSize:], B.Bytes())
+		K.ScalarMult(b, peerA8)
+		out.keys[j] = baseKey(1-party, j, peerAbytes, Bs[j*pointSize:(j+1)*pointSize], &K)
+	}
+	if err := conn.Send(ctx, Bs); err != nil {
+		return nil, fmt.Errorf("base OT: sending B: %w", err)
+	}
+
+	// Sender role: derive both keys from the peer's B_j.
+	peerBs := make([]byte, numBase*pointSize)
+	if err := conn.Recv(ctx, peerBs); err != nil {
+		return nil, fmt.Errorf("base OT: receiving B: %w", err)
+	}
+	A8 := new(edwards25519.Point).MultByCofactor(A)
+	aA8 := new(edwards25519.Point).ScalarMult(a, A8)
+	var P, K0, K1 edwards25519.Point
+	for j := 0; j < numBase; j++ {
+		enc := peerBs[j*pointSize : (j+1)*pointSize]
+		if _, err := P.SetBytes(enc); err != nil {
+			return nil, fmt.Errorf("base OT: peer's point B[%d]: %w", j, err)
+		}
+		P.MultByCofactor(&P)
+		K0.ScalarMult(a, &P)
+		K1.Subtract(&K0, aA8)
+		out.k0[j] = baseKey(party, j, Abytes, enc, &K0)
+		out.k1[j] = baseKey(party, j, Abytes, enc, &K1)
+	}
+	return out, nil
+}
+
+func randomScalar(rng *prg.PRG) (*edwards25519.Scalar, error) {
+	var buf [64]byte
+	rng.Fill(buf[:])
+	s, err := edwards25519.NewScalar().SetUniformBytes(buf[:])
+	if err != nil {
+		return nil, fmt.Errorf("base OT: scalar: %w", err)
+	}
+	return s, nil
+}
+
+func baseKey(senderParty, j int, A, B []byte, K *edwards25519.Point) prg.Seed {
+	h := sha256.New()
+	h.Write([]byte("cryptflow-go/ot/chou-orlandi/v1"))
+	var idx [3]byte
+	idx[0] = byte(senderParty)
+	binary.LittleEndian.PutUint16(idx[1:], uint16(j))
+	h.Write(idx[:])
+	h.Write(A)
+	h.Write(B)
+	h.Write(K.Bytes())
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	var s prg.Seed
+	copy(s[:], sum[:])
+	return s
+}

@@ -1,0 +1,667 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// HeaderSize is the number of bytes a frame adds to its payload on the wire.
+const HeaderSize = 4
+
+// DefaultTimeout bounds every read and write when Options.Timeout is zero.
+// It is long because a peer may compute for a while (e.g. a large linear
+// layer) between messages.
+const DefaultTimeout = 5 * time.Minute
+
+// DefaultMaxFrame is the largest incoming frame accepted when
+// Options.MaxFrame is zero.
+const DefaultMaxFrame = 1 << 30
+
+const (
+	abortMarker = 0xFFFFFFFF
+	maxReason   = 1 << 10
+	bufSize     = 256 << 10
+	queueLen    = 1024
+	freeLen     = 16
+)
+
+// Errors returned by a Conn; test for them with errors.Is.
+var (
+	ErrPeerClosed = errors.New("transport: peer closed the connection")
+	ErrTimeout    = errors.New("transport: timed out waiting for the peer")
+	ErrClosed     = errors.New("transport: connection closed")
+	ErrFrameSize  = errors.New("transport: unexpected frame size")
+)
+
+// AbortError is returned by receives after the peer called [Conn.Abort].
+type AbortError struct{ Reason string }
+
+func (e *AbortError) Error() string { return "transport: peer aborted: " + e.Reason }
+
+// NetModel describes an emulated link.
+type NetModel struct {
+	RTT       time.Duration // round-trip time; each frame is delayed by RTT/2
+	Bandwidth float64       // bytes per second; 0 means unlimited
+}
+
+// LAN is the LAN setting of the CrypTFlow2 evaluation: 377 MB/s, 0.3 ms RTT.
+func LAN() NetModel { return NetModel{RTT: 300 * time.Microsecond, Bandwidth: 377e6} }
+
+// WAN is the WAN setting of the CrypTFlow2 evaluation: 40 MB/s, 80 ms RTT.
+func WAN() NetModel { return NetModel{RTT: 80 * time.Millisecond, Bandwidth: 40e6} }
+
+// Options configures a Conn. The zero value is usable.
+type Options struct {
+	// Timeout bounds each wait for the peer (a receive, a socket write).
+	// Zero means DefaultTimeout; a negative value disables the bound.
+	Timeout time.Duration
+	// Net, when non-nil, emulates this link on incoming frames.
+	Net *NetModel
+	// MaxFrame is the largest frame accepted from the peer (and sent).
+	// Zero means DefaultMaxFrame.
+	MaxFrame int
+}
+
+// Stats counts one direction-aware slice of a connection's traffic.
+type Stats struct {
+	BytesSent, BytesRecv   int64 // wire bytes, frame headers included
+	FramesSent, FramesRecv int64
+	Rounds                 int64 // flights: maximal runs of consecutive sends
+}
+
+// PayloadSent is BytesSent without the frame headers.
+func (s Stats) PayloadSent() int64 { return s.BytesSent - HeaderSize*s.FramesSent }
+
+// PayloadRecv is BytesRecv without the frame headers.
+func (s Stats) PayloadRecv() int64 { return s.BytesRecv - HeaderSize*s.FramesRecv }
+
+// Add returns the field-wise sum of s and t.
+func (s Stats) Add(t Stats) Stats {
+	return Stats{s.BytesSent + t.BytesSent, s.BytesRecv + t.BytesRecv,
+		s.FramesSent + t.FramesSent, s.FramesRecv + t.FramesRecv, s.Rounds + t.Rounds}
+}
+
+// Sub returns the field-wise difference s − t.
+func (s Stats) Sub(t Stats) Stats {
+	return Stats{s.BytesSent - t.BytesSent, s.BytesRecv - t.BytesRecv,
+		s.FramesSent - t.FramesSent, s.FramesRecv - t.FramesRecv, s.Rounds - t.Rounds}
+}
+
+// PhaseStats is the traffic of one phase label.
+type PhaseStats struct {
+	Phase string
+	Stats
+}
+
+type frame struct {
+	buf []byte
+	at  time.Time // earliest delivery (network model); zero means now
+}
+
+// Conn is a framed full-duplex channel to the peer. See the package
+// documentation for its guarantees.
+type Conn struct {
+	nc      net.Conn
+	timeout time.Duration
+	model   *NetModel
+	maxFr   int
+
+	// Send side (guarded by wmu).
+	wmu   sync.Mutex
+	bw    *bufio.Writer
+	wctx  context.Context
+	werr  error
+	hdr   [HeaderSize]byte
+	spack []uint64
+
+	// Receive side (one goroutine at a time).
+	frames chan frame
+	free   chan []byte
+	rerr   error // set by readLoop before it closes frames
+	timer  *time.Timer
+	rpack  []uint64
+
+	done      chan struct{}
+	closeOnce sync.Once
+
+	// Statistics.
+	mu      sync.Mutex
+	phase   string
+	cur     *Stats
+	phases  map[string]*Stats
+	order   []string
+	total   Stats
+	sending bool
+}
+
+// NewConn wraps an established net.Conn. The Conn owns nc from now on.
+func NewConn(nc net.Conn, opt Options) *Conn {
+	c := &Conn{
+		nc:      nc,
+		timeout: opt.Timeout,
+		maxFr:   opt.MaxFrame,
+		frames:  make(chan frame, queueLen),
+		free:    make(chan []byte, freeLen),
+		done:    make(chan struct{}),
+		phases:  map[string]*Stats{},
+	}
+	if c.timeout == 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.maxFr <= 0 || c.maxFr >= abortMarker {
+		c.maxFr = DefaultMaxFrame
+	}
+	if opt.Net != nil {
+		m := *opt.Net
+		c.model = &m
+	}
+	c.bw = bufio.NewWriterSize(deadlineWriter{c}, bufSize)
+	c.timer = time.NewTimer(time.Hour)
+	c.timer.Stop()
+	c.setPhaseLocked("")
+	go c.readLoop()
+	return c
+}
+
+// Pipe returns the two ends of an in-memory connection (net.Pipe underneath,
+// with the same framing, deadlines and accounting as TCP).
+func Pipe(opt Options) (*Conn, *Conn) {
+	a, b := net.Pipe()
+	return NewConn(a, opt), NewConn(b, opt)
+}
+
+// Dial connects to a TCP address. A refused connection is retried every
+// 20 ms until ctx is done (so the listening party may start second); other
+// errors are returned at once.
+func Dial(ctx context.Context, addr string, opt Options) (*Conn, error) {
+	var d net.Dialer
+	for {
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return NewConn(nc, opt), nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("transport: dial %s: %w", addr, ctx.Err())
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("transport: dial %s: %w", addr, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Accept waits for one connection on ln; cancelling ctx interrupts the wait
+// (and closes ln if it has no deadline support).
+func Accept(ctx context.Context, ln net.Listener, opt Options) (*Conn, error) {
+	type deadliner interface{ SetDeadline(time.Time) error }
+	stop := context.AfterFunc(ctx, func() {
+		if d, ok := ln.(deadliner); ok {
+			_ = d.SetDeadline(time.Unix(1, 0))
+		} else {
+			_ = ln.Close()
+		}
+	})
+	nc, err := ln.Accept()
+	if !stop() {
+		if d, ok := ln.(deadliner); ok {
+			_ = d.SetDeadline(time.Time{})
+		}
+		if err == nil {
+			_ = nc.Close()
+		}
+		return nil, fmt.Errorf("transport: accept: %w", ctx.Err())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transport: accept: %w", err)
+	}
+	return NewConn(nc, opt), nil
+}
+
+// deadlineWriter sets the write deadline before every socket write and
+// honours the context of the send in progress.
+type deadlineWriter struct{ c *Conn }
+
+func (w deadlineWriter) Write(p []byte) (int, error) {
+	c := w.c
+	if c.timeout > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.timeout))
+	} else {
+		_ = c.nc.SetWriteDeadline(time.Time{})
+	}
+	if c.wctx != nil && c.wctx.Err() != nil {
+		return 0, c.wctx.Err()
+	}
+	return c.nc.Write(p)
+}
+
+// guard arranges for a blocked socket write to be interrupted when ctx is
+// cancelled. It returns a function that undoes the arrangement.
+func (c *Conn) guard(ctx context.Context) func() bool {
+	c.wctx = ctx
+	if ctx.Done() == nil {
+		return nil
+	}
+	return context.AfterFunc(ctx, func() { _ = c.nc.SetWriteDeadline(time.Unix(1, 0)) })
+}
+
+func (c *Conn) unguard(stop func() bool) {
+	if stop != nil {
+		stop()
+	}
+	c.wctx = nil
+}
+
+// writeFailed makes a write error sticky and maps it to a clear error.
+func (c *Conn) writeFailed(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		err = fmt.Errorf("transport: send: %w", ctx.Err())
+	case isClosedLocally(c):
+		err = ErrClosed
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			err = fmt.Errorf("transport: send blocked for %v: %w", c.timeout, ErrTimeout)
+		} else if errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			err = fmt.Errorf("transport: send: %w", ErrPeerClosed)
+		} else {
+			err = fmt.Errorf("transport: send: %w", err)
+		}
+	}
+	c.werr = err
+	return err
+}
+
+func isClosedLocally(c *Conn) bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Send queues p as one frame. The frame reaches the socket when the buffer
+// fills, on Flush, or before the next receive.
+func (c *Conn) Send(ctx context.Context, p []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("transport: send: %w", err)
+	}
+	if len(p) > c.maxFr {
+		return fmt.Errorf("transport: frame of %d bytes exceeds the %d-byte limit", len(p), c.maxFr)
+	}
+	binary.LittleEndian.PutUint32(c.hdr[:], uint32(len(p)))
+	var stop func() bool
+	if HeaderSize+len(p) > c.bw.Available() {
+		stop = c.guard(ctx)
+	}
+	_, err := c.bw.Write(c.hdr[:])
+	if err == nil {
+		_, err = c.bw.Write(p)
+	}
+	c.unguard(stop)
+	if err != nil {
+		return c.writeFailed(ctx, err)
+	}
+	c.count(true, HeaderSize+len(p))
+	return nil
+}
+
+// Flush writes all buffered frames to the socket.
+func (c *Conn) Flush(ctx context.Context) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.flushLocked(ctx)
+}
+
+func (c *Conn) flushLocked(ctx context.Context) error {
+	if c.werr != nil {
+		return c.werr
+	}
+	if c.bw.Buffered() == 0 {
+		return nil
+	}
+	stop := c.guard(ctx)
+	err := c.bw.Flush()
+	c.unguard(stop)
+	if err != nil {
+		return c.writeFailed(ctx, err)
+	}
+	return nil
+}
+
+// Abort sends an abort frame carrying reason and makes further sends fail.
+// The peer's next receive returns an *AbortError. Use it when a protocol
+// detects that the two parties disagree, so the peer fails fast instead of
+// waiting for a timeout.
+func (c *Conn) Abort(ctx context.Context, reason string) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	var h [6]byte
+	binary.LittleEndian.PutUint32(h[:4], abortMarker)
+	binary.LittleEndian.PutUint16(h[4:], uint16(len(reason)))
+	stop := c.guard(ctx)
+	_, err := c.bw.Write(h[:])
+	if err == nil {
+		_, err = c.bw.WriteString(reason)
+	}
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	c.unguard(stop)
+	if err != nil {
+		return c.writeFailed(ctx, err)
+	}
+	c.werr = errors.New("transport: connection aborted locally: " + reason)
+	return nil
+}
+
+// Recv flushes pending sends, then receives the next frame into dst. The
+// frame must have exactly len(dst) bytes; otherwise the frame is consumed
+// and an error wrapping ErrFrameSize is returned.
+func (c *Conn) Recv(ctx context.Context, dst []byte) error {
+	if err := c.Flush(ctx); err != nil {
+		return err
+	}
+	buf, err := c.next(ctx)
+	if err != nil {
+		return err
+	}
+	c.count(false, HeaderSize+len(buf))
+	if len(buf) != len(dst) {
+		n := len(buf)
+		c.recycle(buf)
+		return fmt.Errorf("transport: received a %d-byte frame, want %d bytes: %w", n, len(dst), ErrFrameSize)
+	}
+	copy(dst, buf)
+	c.recycle(buf)
+	return nil
+}
+
+// RecvFrame flushes pending sends, then returns the next frame, whatever its
+// length. The caller owns the returned slice.
+func (c *Conn) RecvFrame(ctx context.Context) ([]byte, error) {
+	if err := c.Flush(ctx); err != nil {
+		return nil, err
+	}
+	buf, err := c.next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.count(false, HeaderSize+len(buf))
+	return buf, nil
+}
+
+// next waits for the next incoming frame, honouring ctx, the timeout and the
+// network model.
+func (c *Conn) next(ctx context.Context) ([]byte, error) {
+	var f frame
+	var ok bool
+	select {
+	case f, ok = <-c.frames:
+	default:
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("transport: receive: %w", err)
+		}
+		var tc <-chan time.Time
+		if c.timeout > 0 {
+			c.timer.Reset(c.timeout)
+			tc = c.timer.C
+		}
+		select {
+		case f, ok = <-c.frames:
+		case <-ctx.Done():
+			c.timer.Stop()
+			return nil, fmt.Errorf("transport: receive: %w", ctx.Err())
+		case <-tc:
+			return nil, fmt.Errorf("transport: no message for %v: %w", c.timeout, ErrTimeout)
+		}
+		c.timer.Stop()
+	}
+	if !ok {
+		return nil, c.rerr
+	}
+	if !f.at.IsZero() {
+		if d := time.Until(f.at); d > 0 {
+			c.timer.Reset(d)
+			select {
+			case <-c.timer.C:
+			case <-ctx.Done():
+				c.timer.Stop()
+				c.recycle(f.buf)
+				return nil, fmt.Errorf("transport: receive: %w", ctx.Err())
+			}
+		}
+	}
+	return f.buf, nil
+}
+
+func (c *Conn) recycle(b []byte) {
+	select {
+	case c.free <- b:
+	default:
+	}
+}
+
+func (c *Conn) getBuf(n int) []byte {
+	select {
+	case b := <-c.free:
+		if cap(b) >= n {
+			return b[:n]
+		}
+	default:
+	}
+	return make([]byte, n)
+}
+
+// readLoop moves incoming frames from the socket to the frame queue until
+// the connection ends.
+func (c *Conn) readLoop() {
+	br := bufio.NewReaderSize(c.nc, bufSize)
+	var hdr [HeaderSize]byte
+	var linkFree time.Time
+	fail := func(err error) {
+		select {
+		case <-c.done:
+			err = ErrClosed
+		default:
+		}
+		c.rerr = err
+		close(c.frames)
+	}
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			switch {
+			case errors.Is(err, io.EOF):
+				fail(ErrPeerClosed)
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				fail(fmt.Errorf("transport: connection ended inside a frame header: %w", ErrPeerClosed))
+			default:
+				fail(fmt.Errorf("transport: read: %w", err))
+			}
+			return
+		}
+		n := binary.LittleEndian.Uint32(hdr[:])
+		if n == abortMarker {
+			var l [2]byte
+			reason := "(no reason received)"
+			if _, err := io.ReadFull(br, l[:]); err == nil {
+				r := make([]byte, min(int(binary.LittleEndian.Uint16(l[:])), maxReason))
+				if _, err := io.ReadFull(br, r); err == nil {
+					reason = string(r)
+				}
+			}
+			fail(&AbortError{Reason: reason})
+			return
+		}
+		if int64(n) > int64(c.maxFr) {
+			fail(fmt.Errorf("transport: incoming frame of %d bytes exceeds the %d-byte limit", n, c.maxFr))
+			return
+		}
+		buf := c.getBuf(int(n))
+		if _, err := io.ReadFull(br, buf); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				fail(fmt.Errorf("transport: connection ended inside a %d-byte frame: %w", n, ErrPeerClosed))
+			} else {
+				fail(fmt.Errorf("transport: read: %w", err))
+			}
+			return
+		}
+		var at time.Time
+		if m := c.model; m != nil {
+			now := time.Now()
+			start := now
+			if linkFree.After(now) {
+				start = linkFree
+			}
+			if m.Bandwidth > 0 {
+				start = start.Add(time.Duration(float64(HeaderSize+int(n)) / m.Bandwidth * float64(time.Second)))
+			}
+			linkFree = start
+			at = start.Add(m.RTT / 2)
+		}
+		select {
+		case c.frames <- frame{buf: buf, at: at}:
+		case <-c.done:
+			c.rerr = ErrClosed
+			close(c.frames)
+			return
+		}
+	}
+}
+
+// Close flushes what it can (unless a send is in progress) and closes the
+// connection; pending and later operations fail with ErrClosed. It is safe
+// to call more than once and from any goroutine.
+func (c *Conn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		if c.wmu.TryLock() {
+			if c.werr == nil && c.bw.Buffered() > 0 {
+				_ = c.bw.Flush()
+			}
+			c.werr = ErrClosed
+			c.wmu.Unlock()
+		}
+		close(c.done)
+		err = c.nc.Close()
+	})
+	return err
+}
+
+// LocalAddr and RemoteAddr report the underlying addresses.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
+// RemoteAddr reports the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// SetPhase makes label the phase charged by later traffic and returns the
+// previous label. The initial phase is "".
+func (c *Conn) SetPhase(label string) (prev string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev = c.phase
+	c.setPhaseLocked(label)
+	return prev
+}
+
+func (c *Conn) setPhaseLocked(label string) {
+	c.phase = label
+	s, ok := c.phases[label]
+	if !ok {
+		s = &Stats{}
+		c.phases[label] = s
+		c.order = append(c.order, label)
+	}
+	c.cur = s
+}
+
+// Phase returns the current phase label.
+func (c *Conn) Phase() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.phase
+}
+
+// Stats returns the totals over all phases.
+func (c *Conn) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total
+}
+
+// PhaseStats returns the traffic of one phase (zero if never used).
+func (c *Conn) PhaseStats(label string) Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.phases[label]; ok {
+		return *s
+	}
+	return Stats{}
+}
+
+// Phases returns the traffic of every phase used so far, in order of first
+// use (phases without traffic included).
+func (c *Conn) Phases() []PhaseStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]PhaseStats, 0, len(c.order))
+	for _, l := range c.order {
+		out = append(out, PhaseStats{Phase: l, Stats: *c.phases[l]})
+	}
+	return out
+}
+
+func (c *Conn) count(send bool, n int) {
+	c.mu.Lock()
+	if send {
+		if !c.sending {
+			c.cur.Rounds++
+			c.total.Rounds++
+			c.sending = true
+		}
+		c.cur.BytesSent += int64(n)
+		c.cur.FramesSent++
+		c.total.BytesSent += int64(n)
+		c.total.FramesSent++
+	} else {
+		c.sending = false
+		c.cur.BytesRecv += int64(n)
+		c.cur.FramesRecv++
+		c.total.BytesRecv += int64(n)
+		c.total.FramesRecv++
+	}
+	c.mu.Unlock()
+}
+
+// wordBytes views a word slice as its bytes in memory order.
+func wordBytes(w []uint64) []byte {
+	if len(w) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))
+}

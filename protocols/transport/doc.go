@@ -1,0 +1,41 @@
+// Package transport is the two-party channel under every protocol: a framed,
+// buffered, full-duplex connection over TCP (or an in-memory pipe for tests)
+// with per-phase communication accounting and an optional network model.
+//
+// # Wire format
+//
+// A message is a frame: a 4-byte little-endian length followed by that many
+// payload bytes. The length 0xFFFFFFFF announces an abort frame (2-byte length
+// and a UTF-8 reason); the peer's next receive then fails with an
+// [*AbortError]. Word slices travel as their in-memory bytes, so both parties
+// must be little-endian (the OT session checks this at start-up).
+//
+// # Behaviour
+//
+// Sends are buffered: frames are coalesced until [Conn.Flush], a receive, or
+// a full buffer. A background goroutine reads incoming frames as soon as they
+// arrive, so two parties may both send large messages before either receives
+// without deadlocking. Every receive waits at most [Options.Timeout] (and
+// every socket write likewise), and every call that touches the network takes
+// a context.Context whose cancellation interrupts it. A peer that closes
+// gives [ErrPeerClosed]; a stalled peer gives [ErrTimeout]; neither hangs.
+//
+// # Accounting
+//
+// A Conn counts, per phase label set with [Conn.SetPhase], the bytes and
+// frames it sent and received (including the 4-byte frame headers) and its
+// rounds. A round is a flight: a maximal run of consecutive sends, so a
+// protocol in which P0 sends, P1 answers and P0 reads has one round at each
+// party; the round count of a protocol is the sum over the two parties.
+//
+// # Network model
+//
+// With [Options.Net] set, every incoming frame is delivered no earlier than
+// RTT/2 after it has been fully serialised over a link of the given
+// bandwidth (frames queue behind each other on the link). This emulates the
+// papers' LAN and WAN settings ([LAN], [WAN]) on loopback.
+//
+// A Conn may be used by one goroutine sending and one goroutine receiving at
+// the same time; Close and the statistics accessors may be called from any
+// goroutine.
+package transport
