@@ -36,6 +36,7 @@ var errUsage = errors.New("usage error")
 func commands() []command {
 	return []command{
 		otCommand(),
+		nonlinearCommand(),
 	}
 }
 

@@ -1,0 +1,32 @@
+// Package nonlinear implements CrypTFlow2's nonlinear two-party protocols
+// over Z_{2^l} (2 ≤ l ≤ 64) on whole vectors of additive shares: Beaver bit
+// triples and AND, MUX, B2A, the millionaires' protocol with leaf width m,
+// DReLU and ReLU, faithful truncation (and its cheaper form for inputs known
+// to be non-negative), division by a public integer, and the row-wise
+// maximum and argmax used by MaxPool and ArgMax.
+//
+// Algorithm numbers refer to CrypTFlow2 (Rathee et al., CCS 2020);
+// docs/protocols.md gives each protocol's cost and the choices made here.
+//
+// # Shares
+//
+// Arithmetic shares are uint64 words below 2^l whose sum mod 2^l is the
+// value, read as a two's-complement signed integer. Boolean shares are packed
+// bit vectors in the layout of package ot: bit i of v is v[i/64]>>(i%64)&1,
+// and the shared bit is the XOR of the two parties' bits.
+//
+// # Sessions and streams
+//
+// A Session runs over one or more ot.Session streams (an OT session and its
+// forks, each on its own connection). Batches are split across the streams
+// and run concurrently; large batches are processed in chunks so memory stays
+// bounded. Both parties must call the same methods with the same lengths and
+// public parameters in the same order.
+//
+// # Security
+//
+// Semi-honest security with 128-bit computational security (λ = 128, from the
+// OT layer) and perfect statistical hiding of shares (no statistical
+// parameter is consumed). All randomness comes from crypto/rand-seeded
+// AES-CTR generators.
+package nonlinear

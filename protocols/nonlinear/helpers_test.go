@@ -1,0 +1,199 @@
+package nonlinear
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+var testOpt = transport.Options{Timeout: 20 * time.Second}
+
+// both runs f0 and f1 concurrently and returns their errors.
+func both(f0, f1 func() error) (error, error) {
+	var e0, e1 error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); e0 = f0() }()
+	go func() { defer wg.Done(); e1 = f1() }()
+	wg.Wait()
+	return e0, e1
+}
+
+func mustBoth(t testing.TB, f0, f1 func() error) {
+	t.Helper()
+	e0, e1 := both(f0, f1)
+	if e0 != nil || e1 != nil {
+		t.Fatalf("party 0: %v; party 1: %v", e0, e1)
+	}
+}
+
+// otPair holds the OT streams of both parties.
+type otPair struct {
+	o0, o1 []*ot.Session
+	c0, c1 []*transport.Conn
+}
+
+// newOTPair connects the parties with k streams over in-memory pipes.
+func newOTPair(t testing.TB, k int) *otPair {
+	t.Helper()
+	ctx := context.Background()
+	p := &otPair{}
+	for i := 0; i < k; i++ {
+		a, b := transport.Pipe(testOpt)
+		t.Cleanup(func() { a.Close(); b.Close() })
+		p.c0, p.c1 = append(p.c0, a), append(p.c1, b)
+	}
+	var s0, s1 *ot.Session
+	mustBoth(t, func() (err error) { s0, err = ot.NewSession(ctx, p.c0[0], 0); return },
+		func() (err error) { s1, err = ot.NewSession(ctx, p.c1[0], 1); return })
+	p.o0, p.o1 = []*ot.Session{s0}, []*ot.Session{s1}
+	for i := 1; i < k; i++ {
+		var f0, f1 *ot.Session
+		mustBoth(t, func() (err error) { f0, err = s0.Fork(ctx, p.c0[i]); return },
+			func() (err error) { f1, err = s1.Fork(ctx, p.c1[i]); return })
+		p.o0, p.o1 = append(p.o0, f0), append(p.o1, f1)
+	}
+	return p
+}
+
+// pair is a connected pair of nonlinear sessions.
+type pair struct {
+	r      ring.Ring
+	s0, s1 *Session
+	ots    *otPair
+}
+
+func newPair(t testing.TB, l int, opt Options, streams int) *pair {
+	t.Helper()
+	r := ring.Must(l)
+	p := &pair{r: r, ots: newOTPair(t, streams)}
+	ctx := context.Background()
+	mustBoth(t, func() (err error) { p.s0, err = New(ctx, r, opt, p.ots.o0...); return },
+		func() (err error) { p.s1, err = New(ctx, r, opt, p.ots.o1...); return })
+	return p
+}
+
+// stats returns the total traffic of both parties so far.
+func (p *pair) stats() transport.Stats {
+	var s transport.Stats
+	for _, c := range p.ots.c0 {
+		s = s.Add(c.Stats())
+	}
+	for _, c := range p.ots.c1 {
+		s = s.Add(c.Stats())
+	}
+	return s
+}
+
+// run runs f at both parties (party index passed) and fails on error.
+func (p *pair) run(t testing.TB, f func(s *Session, party int) error) {
+	t.Helper()
+	mustBoth(t, func() error { return f(p.s0, 0) }, func() error { return f(p.s1, 1) })
+}
+
+// measure runs f at both parties and returns the bits sent per element
+// (both directions) and the flights (sum over both parties and all streams).
+func (p *pair) measure(t testing.TB, n int, f func(s *Session, party int) error) (bitsPerElt float64, flights int64) {
+	t.Helper()
+	before := p.stats()
+	p.run(t, f)
+	d := p.stats().Sub(before)
+	return 8 * float64(d.BytesSent) / float64(n), d.Rounds
+}
+
+// share splits values into two random additive shares.
+func share(r ring.Ring, rng *rand.Rand, v []uint64) (x0, x1 []uint64) {
+	x0, x1 = make([]uint64, len(v)), make([]uint64, len(v))
+	for i, a := range v {
+		x0[i] = r.Reduce(rng.Uint64())
+		x1[i] = r.Sub(a, x0[i])
+	}
+	return
+}
+
+// shareWrapping splits values with share patterns that stress the
+// protocols' wrap-around cases: each element gets one of a few patterns
+// (random, party 0 share 0, party 0 share 2^(l−1) or 2^(l−1)−1 or −1, ...).
+func shareWrapping(r ring.Ring, rng *rand.Rand, v []uint64) (x0, x1 []uint64) {
+	x0, x1 = make([]uint64, len(v)), make([]uint64, len(v))
+	half := uint64(1) << (r.Bits - 1)
+	for i, a := range v {
+		var s uint64
+		switch i % 7 {
+		case 0:
+			s = r.Reduce(rng.Uint64())
+		case 1:
+			s = 0
+		case 2:
+			s = half
+		case 3:
+			s = half - 1
+		case 4:
+			s = r.Mask()
+		case 5:
+			s = a // party 1 holds 0
+		case 6:
+			s = r.Add(a, half) // both shares' signs differ from the value's
+		}
+		x0[i] = s
+		x1[i] = r.Sub(a, s)
+	}
+	return
+}
+
+func reconstruct(r ring.Ring, x0, x1 []uint64) []uint64 {
+	out := make([]uint64, len(x0))
+	for i := range out {
+		out[i] = r.Add(x0[i], x1[i])
+	}
+	return out
+}
+
+func reconstructBits(b0, b1 []uint64, n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = bitAt(b0, i) ^ bitAt(b1, i)
+	}
+	return out
+}
+
+// edgeValues returns the signed edge values of Z_2^l.
+func edgeValues(r ring.Ring) []uint64 {
+	half := int64(1) << (r.Bits - 2) // 2^(l−2) as int64 for l ≤ 64 safely
+	vals := []int64{0, 1, -1, 2, -2, r.MaxSigned(), r.MinSigned(), r.MaxSigned() - 1, r.MinSigned() + 1,
+		half, -half, half - 1, -half + 1}
+	out := make([]uint64, len(vals))
+	for i, v := range vals {
+		out[i] = r.FromSigned(v)
+	}
+	return out
+}
+
+// testValues returns n values: the edge values, then random ring elements,
+// then small random signed values.
+func testValues(r ring.Ring, rng *rand.Rand, n int) []uint64 {
+	v := edgeValues(r)
+	for len(v) < n {
+		switch len(v) % 3 {
+		case 0:
+			v = append(v, r.Reduce(rng.Uint64()))
+		case 1:
+			v = append(v, r.FromSigned(rng.Int64N(2001)-1000))
+		default:
+			sh := rng.IntN(r.Bits)
+			v = append(v, r.FromSigned(int64(rng.Uint64()>>1)>>(63-sh)*int64(1-2*rng.IntN(2))))
+		}
+	}
+	return v[:n]
+}
+
+var testRings = []int{8, 16, 32, 37, 41, 64}
+
+func name(format string, a ...any) string { return fmt.Sprintf(format, a...) }

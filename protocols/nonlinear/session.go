@@ -1,0 +1,310 @@
+package nonlinear
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+// DefaultM is the default leaf width of the millionaires' protocol (SCI's
+// default; m = 7 minimises communication for 32-bit inputs but costs about
+// three times the computation).
+const DefaultM = 4
+
+// MaxM is the largest leaf width (KK13 1-out-of-2^m OT with 2^m ≤ 256).
+const MaxM = 8
+
+// DefaultMinSplit is the smallest batch that Session splits across its OT
+// streams.
+const DefaultMinSplit = 4096
+
+// defaultBudget bounds the words of OT messages one stream builds at a
+// time (32 MiB); larger batches are processed in chunks.
+const defaultBudget = 1 << 22
+
+// Options configures a Session. The zero value selects the defaults.
+type Options struct {
+	// M is the millionaires' leaf width m (1..8); 0 means DefaultM. Both
+	// parties must use the same value (New checks this).
+	M int
+	// MinSplit is the smallest batch split across the OT streams; 0 means
+	// DefaultMinSplit. Splitting is a local choice, but both parties must
+	// make the same one (New checks this).
+	MinSplit int
+	// Budget bounds the OT message words a stream materialises at once
+	// (batches above it run in chunks, each a complete protocol run); 0
+	// means 2^22 words. Both parties must use the same value.
+	Budget int
+	// PaperTrunc makes Trunc (for inputs not known to be non-negative) run
+	// Alg. 5 exactly as published instead of the cheaper one-comparison
+	// protocol (see Trunc). Both parties must agree. For comparisons with
+	// the paper's numbers.
+	PaperTrunc bool
+}
+
+// Session runs CrypTFlow2's nonlinear protocols over Z_{2^l} between this
+// party and the peer, on one or more OT streams (see New). Its methods take
+// this party's shares and return this party's shares of the result. A
+// Session is not safe for concurrent use. After a method fails in the middle
+// of a protocol the two parties may be out of step: the Session then refuses
+// further work (Err reports why) and its connections have been aborted so
+// the peer fails at once instead of waiting for a timeout. Argument errors
+// found before anything is sent leave it usable.
+type Session struct {
+	r        ring.Ring
+	party    int
+	m        int
+	minSplit int
+	streams  []*stream
+	err      error
+}
+
+const (
+	helloMagic   = "CFNL"
+	helloVersion = 1
+	helloSize    = 32
+)
+
+// New starts a session over the given OT sessions (one per connection, all
+// with the same peer and party; typically an ot.Session and its forks). With
+// more than one stream, batches of at least Options.MinSplit elements are
+// split into equal parts that run concurrently, one goroutine per stream; the
+// roles of the two parties are mirrored on odd streams so both do the same
+// amount of OT-sender work. New exchanges a short hello on every stream to
+// check that both parties use the same ring, m, split threshold and number of
+// streams.
+func New(ctx context.Context, r ring.Ring, opt Options, streams ...*ot.Session) (*Session, error) {
+	if !r.Valid() || r.Bits < 2 {
+		return nil, fmt.Errorf("nonlinear: New: ring %v: need Z_2^l with 2 ≤ l ≤ 64", r)
+	}
+	if opt.M == 0 {
+		opt.M = DefaultM
+	}
+	if opt.M < 1 || opt.M > MaxM {
+		return nil, fmt.Errorf("nonlinear: New: millionaires' parameter m=%d outside 1..%d", opt.M, MaxM)
+	}
+	if opt.MinSplit == 0 {
+		opt.MinSplit = DefaultMinSplit
+	}
+	if opt.MinSplit < 2 {
+		return nil, fmt.Errorf("nonlinear: New: MinSplit=%d, want at least 2", opt.MinSplit)
+	}
+	if opt.Budget == 0 {
+		opt.Budget = defaultBudget
+	}
+	if opt.Budget < 1<<12 {
+		return nil, fmt.Errorf("nonlinear: New: Budget=%d words is below the minimum 4096", opt.Budget)
+	}
+	if len(streams) == 0 {
+		return nil, errors.New("nonlinear: New: no OT session")
+	}
+	if len(streams) > 255 {
+		return nil, fmt.Errorf("nonlinear: New: %d OT sessions, at most 255", len(streams))
+	}
+	party := -1
+	for i, o := range streams {
+		if o == nil {
+			return nil, fmt.Errorf("nonlinear: New: OT session %d is nil", i)
+		}
+		if err := o.Err(); err != nil {
+			return nil, fmt.Errorf("nonlinear: New: OT session %d is unusable: %w", i, err)
+		}
+		if party >= 0 && o.Party() != party {
+			return nil, fmt.Errorf("nonlinear: New: OT sessions disagree on this party (%d and %d)", party, o.Party())
+		}
+		party = o.Party()
+	}
+	s := &Session{r: r, party: party, m: opt.M, minSplit: opt.MinSplit}
+	for i, o := range streams {
+		rng, err := prg.NewRandom()
+		if err != nil {
+			return nil, fmt.Errorf("nonlinear: New: %w", err)
+		}
+		st := &stream{
+			idx: i, ot: o, conn: o.Conn(), party: party, rng: rng,
+			r: r, m: opt.M, budget: opt.Budget, alg5: opt.PaperTrunc,
+			// Mirror the roles on odd streams (see New's documentation).
+			last: i & 1,
+		}
+		if err := st.hello(ctx, len(streams), opt); err != nil {
+			return nil, err
+		}
+		s.streams = append(s.streams, st)
+	}
+	return s, nil
+}
+
+// hello exchanges and compares the session parameters on one stream.
+func (st *stream) hello(ctx context.Context, nstreams int, opt Options) error {
+	var msg [helloSize]byte
+	copy(msg[:4], helloMagic)
+	msg[4] = helloVersion
+	msg[5] = byte(st.party)
+	msg[6] = byte(st.r.Bits)
+	msg[7] = byte(opt.M)
+	msg[8] = byte(nstreams)
+	msg[9] = byte(st.idx)
+	if opt.PaperTrunc {
+		msg[10] = 1
+	}
+	binary.LittleEndian.PutUint64(msg[16:], uint64(opt.MinSplit))
+	binary.LittleEndian.PutUint64(msg[24:], uint64(opt.Budget))
+	if err := st.conn.Send(ctx, msg[:]); err != nil {
+		return fmt.Errorf("nonlinear: New: hello on stream %d: %w", st.idx, err)
+	}
+	var peer [helloSize]byte
+	if err := st.conn.Recv(ctx, peer[:]); err != nil {
+		return fmt.Errorf("nonlinear: New: hello on stream %d: %w", st.idx, err)
+	}
+	pSplit := binary.LittleEndian.Uint64(peer[16:])
+	pBudget := binary.LittleEndian.Uint64(peer[24:])
+	var problem string
+	switch {
+	case string(peer[:4]) != helloMagic:
+		problem = "the peer is not a nonlinear session"
+	case peer[4] != helloVersion:
+		problem = fmt.Sprintf("the peer speaks version %d, this party %d", peer[4], helloVersion)
+	case int(peer[5]) == st.party:
+		problem = fmt.Sprintf("both parties are party %d", st.party)
+	case int(peer[6]) != st.r.Bits:
+		problem = fmt.Sprintf("the peer uses Z_2^%d, this party Z_2^%d", peer[6], st.r.Bits)
+	case int(peer[7]) != opt.M:
+		problem = fmt.Sprintf("the peer uses m=%d, this party m=%d", peer[7], opt.M)
+	case int(peer[8]) != nstreams || int(peer[9]) != st.idx:
+		problem = fmt.Sprintf("the peer has %d streams and this is its stream %d; this party has %d and stream %d",
+			peer[8], peer[9], nstreams, st.idx)
+	case (peer[10] == 1) != opt.PaperTrunc:
+		problem = "the parties disagree on Options.PaperTrunc"
+	case pSplit != uint64(opt.MinSplit):
+		problem = fmt.Sprintf("the peer splits batches from %d elements, this party from %d", pSplit, opt.MinSplit)
+	case pBudget != uint64(opt.Budget):
+		problem = fmt.Sprintf("the peer's chunk budget is %d words, this party's %d", pBudget, opt.Budget)
+	}
+	if problem != "" {
+		return fmt.Errorf("nonlinear: New: stream %d: %s", st.idx, problem)
+	}
+	return nil
+}
+
+// Ring returns the ring of the shares.
+func (s *Session) Ring() ring.Ring { return s.r }
+
+// Party returns this party's index (0 or 1).
+func (s *Session) Party() int { return s.party }
+
+// M returns the millionaires' leaf width.
+func (s *Session) M() int { return s.m }
+
+// Streams returns the number of OT streams.
+func (s *Session) Streams() int { return len(s.streams) }
+
+// Conns returns the connections of the streams (for statistics).
+func (s *Session) Conns() []*transport.Conn {
+	out := make([]*transport.Conn, len(s.streams))
+	for i, st := range s.streams {
+		out[i] = st.conn
+	}
+	return out
+}
+
+// Err returns the error that made the session unusable, or nil.
+func (s *Session) Err() error { return s.err }
+
+func (s *Session) usable(op string) error {
+	if s.err != nil {
+		return fmt.Errorf("nonlinear: %s: session unusable after an earlier failure: %w", op, s.err)
+	}
+	return nil
+}
+
+// fail records err, aborts every stream's connection so the peer fails fast,
+// and returns err wrapped with op.
+func (s *Session) fail(ctx context.Context, op string, err error) error {
+	err = fmt.Errorf("nonlinear: %s: %w", op, err)
+	if s.err == nil {
+		s.err = err
+		for _, st := range s.streams {
+			_ = st.conn.Abort(context.WithoutCancel(ctx), "nonlinear: "+op+" failed at the peer")
+		}
+	}
+	return err
+}
+
+// parts splits n items into the parts run by the streams: equal contiguous
+// ranges, one per stream when n ≥ MinSplit, else one range. unit is the
+// granularity (ranges start at multiples of unit).
+func (s *Session) parts(n, unit int) [][2]int {
+	k := len(s.streams)
+	if n < s.minSplit || k == 1 {
+		return [][2]int{{0, n}}
+	}
+	units := n / unit
+	if units < k {
+		return [][2]int{{0, n}}
+	}
+	out := make([][2]int, 0, k)
+	start := 0
+	for i := 0; i < k; i++ {
+		end := start + (units*(i+1)/k-units*i/k)*unit
+		if i == k-1 {
+			end = n
+		}
+		out = append(out, [2]int{start, end})
+		start = end
+	}
+	return out
+}
+
+// run executes f on every part: part i runs on stream i, concurrently when
+// there are several. On the first failure the other parts are cancelled and
+// the session is failed.
+func (s *Session) run(ctx context.Context, op string, parts [][2]int, f func(ctx context.Context, st *stream, lo, hi int) error) error {
+	if len(parts) == 1 {
+		if err := f(ctx, s.streams[0], parts[0][0], parts[0][1]); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		return nil
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(cctx, s.streams[i], p[0], p[1]); err != nil {
+				errs[i] = fmt.Errorf("stream %d: %w", i, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// Report the root cause rather than a cancellation it triggered.
+	var first error
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			first = e
+			break
+		}
+	}
+	if first == nil {
+		for _, e := range errs {
+			if e != nil {
+				first = e
+				break
+			}
+		}
+	}
+	if first != nil {
+		return s.fail(ctx, op, first)
+	}
+	return nil
+}

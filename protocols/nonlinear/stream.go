@@ -1,0 +1,206 @@
+package nonlinear
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+// stream is one OT stream of a Session: an OT session, its connection and
+// the state of the flight schedule.
+//
+// Flight schedule. Every OT batch is two flights: the receiver sends its
+// extension matrix, the sender replies. A batch whose receiver is the party
+// that sent the previous flight adds only one flight, because its matrix
+// leaves together with that flight. The stream therefore tracks last, the
+// party that sent the most recent flight, and every batch takes last as its
+// receiver; the OT-based building blocks are written so that either party can
+// play either role. The exchange of masked bits in the AND tree is scheduled
+// the same way (see andPhase).
+type stream struct {
+	idx    int
+	ot     *ot.Session
+	conn   *transport.Conn
+	party  int
+	r      ring.Ring
+	m      int
+	budget int
+	rng    *prg.PRG
+	alg5   bool // truncate with Alg. 5 as published
+	last   int  // party that sent the most recent flight
+
+	sc scratch
+}
+
+// scratch holds buffers reused across calls.
+type scratch struct {
+	msgs, outs, frame, rx []uint64
+	choice                []uint8
+	cotX, cotR, cotY      []uint64
+}
+
+// other returns the other party's index.
+func (st *stream) other() int { return 1 - st.party }
+
+// randBits returns n fresh random bits, packed.
+func (st *stream) randBits(n int) []uint64 {
+	v := make([]uint64, bitWords(n))
+	st.rng.Uint64s(v)
+	clearTail(v, n)
+	return v
+}
+
+// randWords returns n fresh random words masked to b bits.
+func (st *stream) randWords(n, b int) []uint64 {
+	v := make([]uint64, n)
+	st.rng.Uint64s(v)
+	if b < 64 {
+		m := lowMask(b)
+		for i := range v {
+			v[i] &= m
+		}
+	}
+	return v
+}
+
+// otnReq is a set of 1-out-of-N OT instances of one kind (N, l) that can
+// run with this party as either sender or receiver.
+type otnReq interface {
+	kind() (N, l int)
+	size() int
+	// send fills msgs (size()·N words) with this party's sender messages.
+	send(msgs []uint64)
+	// choose fills c (size() bytes) with this party's receiver choices.
+	choose(c []uint8)
+	// receive consumes the receiver's outputs (size() words).
+	receive(out []uint64)
+}
+
+// runOTN runs the requests as one KK13 batch per kind (in order of first
+// appearance), alternating the receiver starting with st.last.
+func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
+	type kindKey struct{ N, l int }
+	var order []kindKey
+	groups := map[kindKey][]otnReq{}
+	for _, q := range reqs {
+		if q == nil || q.size() == 0 {
+			continue
+		}
+		N, l := q.kind()
+		k := kindKey{N, l}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], q)
+	}
+	for _, k := range order {
+		g := groups[k]
+		total := 0
+		for _, q := range g {
+			total += q.size()
+		}
+		if st.last == st.party {
+			// Receiver.
+			c := growBytes(&st.sc.choice, total)
+			out := grow(&st.sc.outs, total)
+			off := 0
+			for _, q := range g {
+				q.choose(c[off : off+q.size()])
+				off += q.size()
+			}
+			if err := st.ot.RecvOTN(ctx, k.N, k.l, c, out); err != nil {
+				return err
+			}
+			off = 0
+			for _, q := range g {
+				q.receive(out[off : off+q.size()])
+				off += q.size()
+			}
+		} else {
+			msgs := grow(&st.sc.msgs, total*k.N)
+			off := 0
+			for _, q := range g {
+				q.send(msgs[off*k.N : (off+q.size())*k.N])
+				off += q.size()
+			}
+			if err := st.ot.SendOTN(ctx, k.N, k.l, msgs); err != nil {
+				return err
+			}
+		}
+		st.last = 1 - st.last // the sender replied last
+	}
+	return nil
+}
+
+// cot runs one batch of n l-bit correlated OTs with receiver st.last: the
+// sender supplies correlations x and learns random r; the receiver supplies
+// packed choice bits b and learns r + b·x. As sender, senderX(x) fills x and
+// senderOut(r) gets r; as receiver, choice() gives the choice bits and
+// receiverOut(y) gets y. w is the number of words per instance (one choice
+// bit covers w correlations).
+func (st *stream) cot(ctx context.Context, n, w, l int,
+	senderX func(x []uint64), senderOut func(r []uint64),
+	choice func() []uint64, receiverOut func(y []uint64)) error {
+	if n == 0 {
+		return nil
+	}
+	if st.last == st.party {
+		y := grow(&st.sc.cotY, n*w)
+		var err error
+		if w == 1 {
+			err = st.ot.RecvCOT(ctx, l, choice(), y)
+		} else {
+			err = st.ot.RecvCOTWide(ctx, w, l, choice(), y)
+		}
+		if err != nil {
+			return err
+		}
+		receiverOut(y)
+	} else {
+		x := grow(&st.sc.cotX, n*w)
+		r := grow(&st.sc.cotR, n*w)
+		senderX(x)
+		var err error
+		if w == 1 {
+			err = st.ot.SendCOT(ctx, l, x, r)
+		} else {
+			err = st.ot.SendCOTWide(ctx, w, l, x, r)
+		}
+		if err != nil {
+			return err
+		}
+		senderOut(r)
+	}
+	st.last = 1 - st.last
+	return nil
+}
+
+// sendFlight sends one flight of the AND schedule.
+func (st *stream) sendFlight(ctx context.Context, b []byte) error {
+	if err := st.conn.Send(ctx, b); err != nil {
+		return fmt.Errorf("sending masked bits: %w", err)
+	}
+	// Flush at once: whatever follows (an OT matrix, the caller's next
+	// step) is not a receive that would flush it.
+	if err := st.conn.Flush(ctx); err != nil {
+		return fmt.Errorf("sending masked bits: %w", err)
+	}
+	st.last = st.party
+	return nil
+}
+
+// recvFlight receives a flight of nbits bits into a fresh view of st.sc.rx.
+func (st *stream) recvFlight(ctx context.Context, nbits int) ([]uint64, error) {
+	nw := bitWords(nbits)
+	buf := grow(&st.sc.rx, nw+1)
+	buf[nw-1], buf[nw] = 0, 0
+	if err := st.conn.Recv(ctx, wordBytes(buf)[:(nbits+7)/8]); err != nil {
+		return nil, fmt.Errorf("receiving masked bits: %w", err)
+	}
+	st.last = st.other()
+	return buf[:nw+1], nil
+}
