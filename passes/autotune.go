@@ -260,10 +260,25 @@ func equalOutputs(a, b [][]int64) bool {
 
 // bitsUsed returns the bits (with sign) of the largest magnitude over the tensors (maxAbs) and the
 // weights of p, and the name of the widest one.
+//
+// The inputs of maxpool and argmax count one bit more: the secure protocols compare x and y by the
+// sign of x − y in the ring, which is exact only while |x − y| < 2^(l−1).
 func bitsUsed(p *ir.FixedProgram, maxAbs []uint64) (int, string) {
+	compared := make([]bool, len(p.Tensors))
+	for _, in := range p.Instrs {
+		if in.Op == ir.FxMaxPool || in.Op == ir.FxArgMax {
+			for _, t := range in.In {
+				compared[t] = true
+			}
+		}
+	}
 	best, name := 0, ""
 	for t, m := range maxAbs {
-		if b := bitsOfMagnitude(m); b > best {
+		b := bitsOfMagnitude(m)
+		if compared[t] && m != 0 {
+			b++
+		}
+		if b > best {
 			best, name = b, p.Tensors[t].Name
 		}
 	}

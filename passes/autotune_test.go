@@ -135,3 +135,20 @@ func TestBetter(t *testing.T) {
 		}
 	}
 }
+
+// TestBitsUsedComparedInputs checks that tensors compared by maxpool/argmax need one bit more:
+// the secure comparison is exact only while differences stay below 2^(l-1).
+func TestBitsUsedComparedInputs(t *testing.T) {
+	p := &ir.FixedProgram{
+		Tensors: []ir.FixedTensor{{Name: "x", Shape: ir.Shape{1, 4}}, {Name: "y", Shape: ir.Shape{1}}, {Name: "z", Shape: ir.Shape{1, 4}}},
+		Instrs:  []*ir.Instr{{Op: ir.FxArgMax, In: []int{0}, Out: 1, Weight: -1, Axis: 1}},
+	}
+	// |x| < 2^7 needs 7 magnitude bits + 1 sign bit, and one more because x is compared.
+	if got, name := bitsUsed(p, []uint64{100, 3, 0}); got != 9 || name != "x" {
+		t.Fatalf("compared tensor: got %d bits (%s), want 9 (x)", got, name)
+	}
+	// The same magnitude in a tensor that is not compared needs 8.
+	if got, name := bitsUsed(p, []uint64{0, 3, 100}); got != 8 || name != "z" {
+		t.Fatalf("plain tensor: got %d bits (%s), want 8 (z)", got, name)
+	}
+}
