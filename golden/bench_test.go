@@ -1,0 +1,142 @@
+package golden
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/passes"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/sciot"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+// benchInference runs b.N secure inferences of prog on one session and reports the per-inference
+// time, traffic and flights split into linear and nonlinear layers (both parties together).
+func benchInference(b *testing.B, prog *program, x ring.Tensor, opt secureOptions) {
+	inputs := make([]ring.Tensor, b.N)
+	for i := range inputs {
+		inputs[i] = x
+	}
+	clear := runClear(b, prog.server, inputs[:1])
+	b.ResetTimer()
+	sec := runSecure(b, prog, inputs, opt)
+	b.StopTimer()
+	compareRuns(b, clear, &secureRun{client: sec.client[:1], server: sec.server[:1]})
+	n := float64(b.N)
+	p0, p1 := sec.prof[0], sec.prof[1]
+	cost := func(c0, c1 sciot.Cost) (secs, mbytes, flights float64) {
+		// Time: the slower party's (both run concurrently).
+		t := max(c0.Time, c1.Time)
+		return t.Seconds() / n, float64(c0.BytesSent+c1.BytesSent) / 1e6 / n, float64(c0.Rounds+c1.Rounds) / n
+	}
+	ls, lmb, lf := cost(p0.Linear, p1.Linear)
+	ns, nmb, nf := cost(p0.Nonlinear, p1.Nonlinear)
+	_, omb, of := cost(p0.Online(), p1.Online())
+	b.ReportMetric(ls, "linear-s")
+	b.ReportMetric(lmb, "linear-MB")
+	b.ReportMetric(lf, "linear-flights")
+	b.ReportMetric(ns, "nonlinear-s")
+	b.ReportMetric(nmb, "nonlinear-MB")
+	b.ReportMetric(nf, "nonlinear-flights")
+	b.ReportMetric(omb, "total-MB")
+	b.ReportMetric(of, "total-flights")
+	b.ReportMetric(float64(p0.Setup.BytesSent+p1.Setup.BytesSent)/1e6, "setup-MB")
+	var tot time.Duration
+	for _, d := range sec.runTime {
+		tot += d
+	}
+	b.Logf("l=%d s=%d, %d inferences, %v each; setup %v", prog.server.Bits, prog.server.Scale, b.N,
+		(tot / time.Duration(b.N)).Round(time.Millisecond), max(p0.Setup.Time, p1.Setup.Time).Round(time.Millisecond))
+}
+
+// benchCases are the settings the inference benchmarks run: the in-memory pipe with one and two
+// streams, and the LAN model of package transport, each with the linear layers in per-bit OT
+// batches (exact communication) or in one batch per chunk.
+var benchCases = []benchCase{
+	{"pipe", 1, false}, {"pipe", 2, false}, {"pipe", 1, true}, {"lan", 1, false}, {"lan", 1, true},
+}
+
+type benchCase struct {
+	net     string
+	streams int
+	one     bool
+}
+
+func (c benchCase) name() string {
+	s := fmt.Sprintf("%s_streams%d", c.net, c.streams)
+	if c.one {
+		s += "_onebatch"
+	}
+	return s
+}
+
+func netModel(name string) *transport.NetModel {
+	switch name {
+	case "lan":
+		m := transport.LAN()
+		return &m
+	case "wan":
+		m := transport.WAN()
+		return &m
+	}
+	return nil
+}
+
+// BenchmarkMNISTSmall is one secure inference of the project's MNIST model (testdata/mnist-small).
+func BenchmarkMNISTSmall(b *testing.B) {
+	dir := filepath.Join(repoRoot(b), "testdata", "mnist-small")
+	g := loadModel(b, filepath.Join(dir, "model.onnx"))
+	ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prog, _ := compileTuned(b, g, ds.Samples, -1)
+	x := encodeInputs(b, prog.server, inputsOf(ds.Samples[:1]))[0]
+	for _, tc := range benchCases {
+		b.Run(tc.name(), func(b *testing.B) {
+			benchInference(b, prog, x, secureOptions{streams: tc.streams, net: netModel(tc.net), oneBatch: tc.one})
+		})
+	}
+}
+
+// BenchmarkMiniONN is one secure inference of the MiniONN-shaped CIFAR-10 network (CrypTFlow2
+// Table 5) with random weights, at l = 41 (as in Table 5) and s = 12. It takes about a minute per
+// inference: run it explicitly (-bench MiniONN -benchtime 1x).
+func BenchmarkMiniONN(b *testing.B) {
+	g, err := MiniONN(1, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(2, 3))
+	var samples []passes.Sample
+	for i := 0; i < 4; i++ {
+		x := make([]float32, g.Inputs[0].Shape.Size())
+		for j := range x {
+			x[j] = float32(4*rng.Float64() - 2) // CIFAR pixels normalised to about ±2
+		}
+		samples = append(samples, passes.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
+	}
+	clean, _, err := passes.Clean(g, passes.CleanOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := passes.DefaultTuneOptions()
+	opts.Bits, opts.Scale = 41, 12
+	res, err := passes.Autotune(clean, g, samples, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Chosen.Overflow {
+		b.Fatalf("MiniONN overflows Z_2^41 at scale 12 (%d bits used)", res.Chosen.BitsUsed)
+	}
+	prog := compileGraph(b, clean, 41, 12)
+	x := encodeInputs(b, prog.server, inputsOf(samples[:1]))[0]
+	for _, tc := range benchCases {
+		b.Run(tc.name(), func(b *testing.B) {
+			benchInference(b, prog, x, secureOptions{streams: tc.streams, net: netModel(tc.net), oneBatch: tc.one})
+		})
+	}
+}

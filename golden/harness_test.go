@@ -1,0 +1,370 @@
+package golden
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/frontend/onnx"
+	"github.com/cryptflow-go/cryptflow/internal/mnist"
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/passes"
+	"github.com/cryptflow-go/cryptflow/protocols/linear"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/sciot"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/vm"
+)
+
+// repoRoot walks up from the test's directory to the folder holding go.mod.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// sharedTestdata returns ../shared/testdata relative to the repository root, or skips.
+func sharedTestdata(t testing.TB) string {
+	t.Helper()
+	d := filepath.Join(repoRoot(t), "..", "shared", "testdata")
+	if _, err := os.Stat(d); err != nil {
+		t.Skipf("shared test data not found at %s (it lives beside the repository as ../shared/testdata)", d)
+	}
+	return d
+}
+
+// program is a compiled model as the two parties hold it: the server's copy with weights and
+// the client's copy without, both decoded from their .sciir encodings.
+type program struct {
+	server, client *ir.FixedProgram
+	clientFile     []byte
+}
+
+// compileGraph lowers a cleaned graph for (bits, scale) with peepholes, assigns slots and round
+// trips the program through both .sciir copies.
+func compileGraph(t testing.TB, clean *ir.Graph, bits, scale int) *program {
+	t.Helper()
+	p, err := passes.Build(clean, bits, scale, true)
+	if err != nil {
+		t.Fatalf("build l=%d s=%d: %v", bits, scale, err)
+	}
+	codegen.AssignSlots(p)
+	f := &codegen.File{Program: p}
+	full, err := codegen.Marshal(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := codegen.Marshal(f, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := codegen.Unmarshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := codegen.Unmarshal(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.ID != fc.ID {
+		t.Fatal("server and client copies have different program IDs")
+	}
+	if fc.Program.HasWeights() {
+		t.Fatal("the client copy carries weights")
+	}
+	return &program{server: fs.Program, client: fc.Program, clientFile: cli}
+}
+
+// loadModel loads an ONNX model with batch 1.
+func loadModel(t testing.TB, path string) *ir.Graph {
+	t.Helper()
+	g, err := onnx.Load(path, onnx.Options{Batch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func compileTuned(t testing.TB, g *ir.Graph, samples []passes.Sample, scale int) (*program, *passes.TuneResult) {
+	t.Helper()
+	clean, _, err := passes.Clean(g, passes.CleanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := passes.DefaultTuneOptions()
+	opts.Scale = scale
+	res, err := passes.Autotune(clean, g, samples, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return compileGraph(t, clean, res.Bits, res.Scale), res
+}
+
+// encodeInputs encodes float inputs at the program input's scale.
+func encodeInputs(t testing.TB, p *ir.FixedProgram, xs [][]float32) []ring.Tensor {
+	t.Helper()
+	r := ring.Must(p.Bits)
+	in := p.Tensors[p.Inputs[0].Tensor]
+	out := make([]ring.Tensor, len(xs))
+	for i, x := range xs {
+		enc, err := r.EncodeTensor(in.Shape, x, in.Scale)
+		if err != nil {
+			t.Fatalf("input %d: %v", i, err)
+		}
+		out[i] = enc
+	}
+	return out
+}
+
+// runClear runs the cleartext backend on every input.
+func runClear(t testing.TB, p *ir.FixedProgram, inputs []ring.Tensor) [][]vm.Output {
+	t.Helper()
+	c, err := vm.NewClear(ring.Must(p.Bits))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := vm.New(p, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all [][]vm.Output
+	for i, x := range inputs {
+		outs, err := m.Run(context.Background(), []ring.Tensor{x})
+		if err != nil {
+			t.Fatalf("clear run %d: %v", i, err)
+		}
+		all = append(all, outs)
+	}
+	return all
+}
+
+// secureRun is the result of running a program securely on a sequence of inputs.
+type secureRun struct {
+	client, server [][]vm.Output
+	prof           [2]sciot.Profile // per party, whole session
+	runTime        []time.Duration  // wall-clock time of each inference (both parties done)
+}
+
+// secureOptions tune runSecure.
+type secureOptions struct {
+	streams  int
+	net      *transport.NetModel
+	observe  func(party, tensor int, v ring.Tensor) // Machine.Observe hook
+	oneBatch bool                                   // linear layers in one OT batch per chunk (linear.Options.OneBatch)
+	// wrap, when set, wraps each party's end of every connection (e.g. to record traffic).
+	wrap func(party int, c net.Conn) net.Conn
+}
+
+// runSecure runs the program on every input, one after the other on one SCI_OT session: party 0
+// from the server copy, party 1 (the client, owner of the input) from the client copy, over
+// in-memory pipes.
+func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions) *secureRun {
+	t.Helper()
+	if opt.streams == 0 {
+		opt.streams = 1
+	}
+	r := ring.Must(p.server.Bits)
+	topt := transport.Options{Timeout: 60 * time.Second, Net: opt.net}
+	var c0, c1 []*transport.Conn
+	for i := 0; i < opt.streams; i++ {
+		na, nb := net.Pipe()
+		if opt.wrap != nil {
+			na, nb = opt.wrap(0, na), opt.wrap(1, nb)
+		}
+		a, b := transport.NewConn(na, topt), transport.NewConn(nb, topt)
+		t.Cleanup(func() { a.Close(); b.Close() })
+		c0, c1 = append(c0, a), append(c1, b)
+	}
+	ctx := context.Background()
+	conns := [2][]*transport.Conn{c0, c1}
+	progs := [2]*ir.FixedProgram{p.server, p.client}
+	var machines [2]*vm.Machine
+	var backends [2]*sciot.Backend
+	res := &secureRun{}
+	setup := func(party int) error {
+		b, err := sciot.New(ctx, conns[party][0], party, r, sciot.Options{Streams: conns[party][1:],
+			Linear: linear.Options{OneBatch: opt.oneBatch}})
+		if err != nil {
+			return err
+		}
+		m, err := vm.New(progs[party], b)
+		if err != nil {
+			return err
+		}
+		if opt.observe != nil {
+			m.Observe = func(tensor int, v ring.Tensor) { opt.observe(party, tensor, v) }
+		}
+		backends[party], machines[party] = b, m
+		return nil
+	}
+	if e0, e1 := both(func() error { return setup(0) }, func() error { return setup(1) }); e0 != nil || e1 != nil {
+		t.Fatalf("setup: party 0: %v; party 1: %v", e0, e1)
+	}
+	in0 := []ring.Tensor{{Shape: inputs[0].Shape}} // the server does not own the input
+	for i, x := range inputs {
+		var o0, o1 []vm.Output
+		start := time.Now()
+		e0, e1 := both(func() (err error) { o0, err = machines[0].Run(ctx, in0); return },
+			func() (err error) { o1, err = machines[1].Run(ctx, []ring.Tensor{x}); return })
+		if e0 != nil || e1 != nil {
+			t.Fatalf("secure run %d: party 0: %v; party 1: %v", i, e0, e1)
+		}
+		res.runTime = append(res.runTime, time.Since(start))
+		res.server = append(res.server, o0)
+		res.client = append(res.client, o1)
+	}
+	res.prof = [2]sciot.Profile{backends[0].Profile(), backends[1].Profile()}
+	return res
+}
+
+func both(f0, f1 func() error) (error, error) {
+	var e0, e1 error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); e0 = f0() }()
+	go func() { defer wg.Done(); e1 = f1() }()
+	wg.Wait()
+	return e0, e1
+}
+
+// compareRuns requires the client's revealed outputs to equal the cleartext outputs bit for bit,
+// and the server to have learned no output.
+func compareRuns(t testing.TB, clear [][]vm.Output, sec *secureRun) {
+	t.Helper()
+	for i := range clear {
+		for j, want := range clear[i] {
+			got := sec.client[i][j]
+			if !got.Revealed {
+				t.Fatalf("input %d output %q: not revealed to the client", i, want.Name)
+			}
+			if got.Scale != want.Scale || !slices.Equal(got.Value.Shape, want.Value.Shape) {
+				t.Fatalf("input %d output %q: shape/scale %v/%d, clear %v/%d", i, want.Name,
+					got.Value.Shape, got.Scale, want.Value.Shape, want.Scale)
+			}
+			if !slices.Equal(got.Value.Data, want.Value.Data) {
+				t.Fatalf("input %d output %q: secure %v differs from clear %v", i, want.Name,
+					head(got.Value.Data), head(want.Value.Data))
+			}
+			if sec.server[i][j].Revealed {
+				t.Fatalf("input %d output %q revealed to the server", i, want.Name)
+			}
+		}
+	}
+}
+
+func head(v []uint64) []uint64 { return v[:min(len(v), 12)] }
+
+// argmaxSigned returns the index of the first largest signed value.
+func argmaxSigned(r ring.Ring, v []uint64) int {
+	best := 0
+	for i := range v {
+		if r.Signed(v[i]) > r.Signed(v[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+// mnistSamples reads t10k images [from, to) with labels; raw 0..255 or scaled to 0..1.
+func mnistSamples(t testing.TB, shared string, from, to int, unit bool) []passes.Sample {
+	t.Helper()
+	dir := filepath.Join(shared, "datasets", "mnist")
+	im, err := mnist.ReadImagesFile(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := mnist.ReadLabelsFile(filepath.Join(dir, "t10k-labels-idx1-ubyte.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []passes.Sample
+	for i := from; i < to; i++ {
+		px, err := im.Image(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := append([]float32(nil), px...)
+		if unit {
+			mnist.ScaleToUnit(x)
+		}
+		s = append(s, passes.Sample{Name: "t10k-" + strconv.Itoa(i), Input: x, Label: int(lb[i])})
+	}
+	return s
+}
+
+// cifarSamples reads the first n CIFAR-10 test images (HWC 0..255 CSV rows), normalised as the
+// OVAL models expect ((pixel/255 − mean)/0.225, NCHW).
+func cifarSamples(t testing.TB, shared string, n int) []passes.Sample {
+	t.Helper()
+	f, err := os.Open(filepath.Join(shared, "datasets", "cifar10", "cifar10_test_first100_eran.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mean := []float64{0.485, 0.456, 0.406}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	var s []passes.Sample
+	for sc.Scan() && len(s) < n {
+		fields := strings.Split(strings.TrimSpace(sc.Text()), ",")
+		if len(fields) != 3073 {
+			t.Fatalf("CIFAR row with %d fields", len(fields))
+		}
+		label, _ := strconv.Atoi(fields[0])
+		x := make([]float32, 3072)
+		for i, v := range fields[1:] {
+			p, _ := strconv.Atoi(v)
+			c, hw := i%3, i/3
+			x[c*1024+hw] = float32((float64(p)/255 - mean[c]) / 0.225)
+		}
+		s = append(s, passes.Sample{Name: "cifar-" + strconv.Itoa(len(s)), Input: x, Label: label})
+	}
+	return s
+}
+
+func inputsOf(s []passes.Sample) [][]float32 {
+	out := make([][]float32, len(s))
+	for i := range s {
+		out[i] = s[i].Input
+	}
+	return out
+}
+
+// logProfile reports the secure run's cost split by kind, summed over both parties.
+func logProfile(t testing.TB, name string, sec *secureRun, n int) {
+	t.Helper()
+	var tot time.Duration
+	for _, d := range sec.runTime {
+		tot += d
+	}
+	on := [2]sciot.Cost{sec.prof[0].Online(), sec.prof[1].Online()}
+	lin := sec.prof[0].Linear.Add(sec.prof[1].Linear)
+	nl := sec.prof[0].Nonlinear.Add(sec.prof[1].Nonlinear)
+	t.Logf("%s: %d secure inferences in %v (%v each); per inference: linear %.2f MB, nonlinear %.2f MB, total %.2f MB, flights %d",
+		name, n, tot.Round(time.Millisecond), (tot / time.Duration(n)).Round(time.Millisecond),
+		mb(lin.BytesSent)/float64(n), mb(nl.BytesSent)/float64(n), mb(on[0].BytesSent+on[1].BytesSent)/float64(n),
+		(on[0].Rounds+on[1].Rounds)/int64(n))
+}
+
+func mb(b int64) float64 { return float64(b) / 1e6 }

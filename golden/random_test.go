@@ -1,0 +1,69 @@
+package golden
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/passes"
+)
+
+// TestRandomCNNs compiles random small CNNs (random layer sequences, shapes, weights, batch,
+// bitwidth and scale) and requires the secure outputs to equal the cleartext ones bitwise.
+func TestRandomCNNs(t *testing.T) {
+	nets := 24
+	if testing.Short() {
+		nets = 5
+	}
+	covered := map[ir.Opcode]bool{}
+	for seed := uint64(1); seed <= uint64(nets); seed++ {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			g, err := RandomCNN(seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(seed, 99))
+			in := g.Inputs[0].Shape
+			var samples []passes.Sample
+			for i := 0; i < 3; i++ {
+				x := make([]float32, in.Size())
+				for j := range x {
+					x[j] = float32(2*rng.Float64() - 1)
+				}
+				samples = append(samples, passes.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
+			}
+			clean, _, err := passes.Clean(g, passes.CleanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := passes.DefaultTuneOptions()
+			opts.Scale = 3 + rng.IntN(9)
+			opts.Headroom = 1 + rng.IntN(3)
+			res, err := passes.Autotune(clean, g, samples, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bits := min(64, res.Bits+rng.IntN(6))
+			prog := compileGraph(t, clean, bits, res.Scale)
+			t.Logf("input %v, %d instructions, l=%d s=%d", in, len(prog.server.Instrs), bits, res.Scale)
+			inputs := encodeInputs(t, prog.server, inputsOf(samples))
+			clear := runClear(t, prog.server, inputs)
+			sec := runSecure(t, prog, inputs, secureOptions{streams: 1 + int(seed%2)})
+			compareRuns(t, clear, sec)
+			for _, in := range prog.server.Instrs {
+				covered[in.Op] = true
+			}
+		})
+	}
+	if testing.Short() {
+		return
+	}
+	// The random networks together must exercise every backend call and the local operations.
+	for _, op := range []ir.Opcode{ir.FxConv, ir.FxMatMul, ir.FxReLU, ir.FxTrunc, ir.FxMaxPool, ir.FxSumPool,
+		ir.FxDiv, ir.FxMulConst, ir.FxAddConst, ir.FxAdd, ir.FxConcat, ir.FxPad, ir.FxArgMax, ir.FxReshape} {
+		if !covered[op] {
+			t.Errorf("no random network used %s", op)
+		}
+	}
+}

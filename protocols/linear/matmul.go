@@ -1,0 +1,194 @@
+package linear
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
+)
+
+// Lambda is the computational security parameter of the OT layer (bits per OT instance sent by
+// the receiver).
+const Lambda = ot.Lambda
+
+// MatMulBits is the communication of MatMul for W m×k and X k×n over Z_{2^l}, in bits, both
+// directions together, without the per-batch constants of the OT layer (batch header,
+// acknowledgement, frame headers) and without the one-time base OTs: k·n·l correlated OTs of
+// m·(l+1)/2 bits on average, k·n·l·λ + k·n·m·l(l+1)/2.
+func MatMulBits(m, k, n, l int) int64 {
+	kn := int64(k) * int64(n)
+	return kn*int64(l)*Lambda + kn*int64(m)*int64(l*(l+1)/2)
+}
+
+// MulElemBits is the communication of MulElem on n elements: n·l·λ + n·l(l+1)/2 bits.
+func MulElemBits(n, l int) int64 { return MatMulBits(1, 1, n, l) }
+
+// MatMul sets dst (m×n, row-major) to this party's share of W·X, where W (m×k, row-major) is party
+// 0's private matrix and X (k×n, row-major) is shared: x is this party's share. Party 0 passes w;
+// party 1 passes nil. dst must not alias x. Communication: MatMulBits.
+func (s *Session) MatMul(ctx context.Context, dst, w []uint64, m, k, n int, x []uint64) error {
+	const op = "MatMul"
+	if err := s.usable(op); err != nil {
+		return err
+	}
+	if m < 0 || k < 0 || n < 0 {
+		return fmt.Errorf("linear: %s: negative dimension in %d×%d times %d×%d", op, m, k, k, n)
+	}
+	if err := s.checkOperands(op, dst, w, x, m*k, k*n, m*n); err != nil {
+		return err
+	}
+	if m*n == 0 {
+		return nil
+	}
+	if k == 0 {
+		clear(dst)
+		return nil
+	}
+	if s.party == 0 {
+		matMulLocal(dst, w, m, k, n, x)
+	} else {
+		clear(dst)
+	}
+	// Party 1's share of X, column-major, is the element order of the product.
+	var xT []uint64
+	if s.party == 1 {
+		xT = make([]uint64, k*n)
+		for r := 0; r < k; r++ {
+			row := x[r*n : r*n+n]
+			for c, v := range row {
+				xT[c*k+r] = v
+			}
+		}
+	}
+	// Row blocks of W of at most ot.MaxWidth rows (one OT instance carries a whole block column).
+	for r0 := 0; r0 < m; r0 += ot.MaxWidth {
+		mb := min(ot.MaxWidth, m-r0)
+		p := &product{E: k * n, M: mb, kv: k, kt: k, x: xT}
+		if s.party == 0 {
+			// V[r][j] = W[r0+j][r]: column r of the block, contiguous.
+			p.V = make([]uint64, k*mb)
+			for j := 0; j < mb; j++ {
+				row := w[(r0+j)*k : (r0+j)*k+k]
+				for r, v := range row {
+					p.V[r*mb+j] = v
+				}
+			}
+		}
+		acc, err := s.cross(ctx, op, p)
+		if err != nil {
+			return err
+		}
+		// acc is [n][mb]: add its transpose into rows r0.. of dst.
+		for j := 0; j < mb; j++ {
+			out := dst[(r0+j)*n : (r0+j)*n+n]
+			for c := range out {
+				out[c] += acc[c*mb+j]
+			}
+		}
+	}
+	s.r.ReduceVec(dst)
+	return nil
+}
+
+// MulElem sets dst to this party's share of w ⊙ x (elementwise), where w is party 0's private
+// vector (nil at party 1) and x is shared. dst may alias x. Communication: MulElemBits.
+func (s *Session) MulElem(ctx context.Context, dst, w, x []uint64) error {
+	const op = "MulElem"
+	if err := s.usable(op); err != nil {
+		return err
+	}
+	n := len(x)
+	if err := s.checkOperands(op, dst, w, x, n, n, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	p := &product{E: n, M: 1, kv: n, kt: 1}
+	if s.party == 0 {
+		p.V = w
+	} else {
+		p.x = x
+	}
+	acc, err := s.cross(ctx, op, p)
+	if err != nil {
+		return err
+	}
+	if s.party == 0 {
+		for i := range dst {
+			dst[i] = w[i]*x[i] + acc[i]
+		}
+	} else {
+		copy(dst, acc)
+	}
+	s.r.ReduceVec(dst)
+	return nil
+}
+
+// checkOperands validates the slice lengths: party 0 must pass nw weights, party 1 none.
+func (s *Session) checkOperands(op string, dst, w, x []uint64, nw, nx, nd int) error {
+	switch {
+	case s.party == 0 && len(w) != nw:
+		return fmt.Errorf("linear: %s: party 0 passed %d weights, want %d", op, len(w), nw)
+	case s.party == 1 && w != nil:
+		return fmt.Errorf("linear: %s: party 1 passed weights; only party 0 holds them", op)
+	case len(x) != nx:
+		return fmt.Errorf("linear: %s: operand has %d elements, want %d", op, len(x), nx)
+	case len(dst) != nd:
+		return fmt.Errorf("linear: %s: result has %d elements, want %d", op, len(dst), nd)
+	}
+	return nil
+}
+
+// cross runs product p over the streams and returns this party's share of its accumulator
+// (p.rows()·M words, not reduced).
+func (s *Session) cross(ctx context.Context, op string, p *product) ([]uint64, error) {
+	parts := s.parts(p.E)
+	accs := make([][]uint64, len(parts))
+	for i := range accs {
+		accs[i] = make([]uint64, p.rows()*p.M)
+	}
+	err := s.run(ctx, op, parts, func(ctx context.Context, i int, st *stream, lo, hi int) error {
+		return st.cross(ctx, p, lo, hi, accs[i])
+	})
+	if err != nil {
+		return nil, err
+	}
+	acc := accs[0]
+	for _, a := range accs[1:] {
+		for j, v := range a {
+			acc[j] += v
+		}
+	}
+	return acc, nil
+}
+
+// matMulLocal sets dst[m×n] = a[m×k]·b[k×n] modulo 2^64 (the caller reduces).
+func matMulLocal(dst, a []uint64, m, k, n int, b []uint64) {
+	for i := 0; i < m; i++ {
+		out := dst[i*n : i*n+n]
+		clear(out)
+		row := a[i*k : i*k+k]
+		t := 0
+		// Four rows of b per pass over out.
+		for ; t+4 <= k; t += 4 {
+			a0, a1, a2, a3 := row[t], row[t+1], row[t+2], row[t+3]
+			b0 := b[t*n : t*n+n]
+			b1 := b[(t+1)*n : (t+1)*n+n][:len(b0)]
+			b2 := b[(t+2)*n : (t+2)*n+n][:len(b0)]
+			b3 := b[(t+3)*n : (t+3)*n+n][:len(b0)]
+			o := out[:len(b0)]
+			for j, v := range b0 {
+				o[j] += a0*v + a1*b1[j] + a2*b2[j] + a3*b3[j]
+			}
+		}
+		for ; t < k; t++ {
+			av := row[t]
+			bs := b[t*n : t*n+n]
+			o := out[:len(bs)]
+			for j, v := range bs {
+				o[j] += av * v
+			}
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package linear
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+// DefaultBudget is the default bound on the correlation words one stream materialises at once
+// (2^20 words: 8 MiB per buffer; party 0 keeps two).
+const DefaultBudget = 1 << 20
+
+// DefaultMinSplit is the default smallest number of elements of X that a product splits across
+// the OT streams.
+const DefaultMinSplit = 2048
+
+// Options configures a Session. The zero value selects the defaults. Both parties must use the
+// same values (New checks this).
+type Options struct {
+	// Budget bounds the correlation words (elements times rows of W) a stream processes at a
+	// time; a larger product runs in chunks. 0 means DefaultBudget; at least 4096.
+	Budget int
+	// MinSplit is the smallest number of elements of X that is split across the streams; 0
+	// means DefaultMinSplit; at least 64.
+	MinSplit int
+	// OneBatch runs the l bit positions of a chunk as one batch of random OTs whose choice bits
+	// party 1 corrects with one flip bit per OT: 4 flights per chunk instead of 2l, for one
+	// extra bit per OT (k·n·l bits per product, 0.1% for 64×64×64 at l = 32). Use it on
+	// high-latency links. Without it, every bit position is one batch of correlated OTs of
+	// exactly l−i bits (2l flights per chunk, communication exactly MatMulBits).
+	OneBatch bool
+}
+
+// Session computes products of party 0's private matrices with shared matrices over Z_{2^l}.
+// Both parties must call the same methods with the same dimensions in the same order. A Session
+// is not safe for concurrent use. After a failure in the middle of a protocol the parties may be
+// out of step: the Session then refuses further work (Err reports why) and aborts its
+// connections so that the peer fails at once instead of waiting for a timeout.
+type Session struct {
+	r        ring.Ring
+	party    int
+	minSplit int
+	streams  []*stream
+	err      error
+}
+
+// stream is one OT stream with its reusable buffers.
+type stream struct {
+	idx      int
+	ot       *ot.Session
+	conn     *transport.Conn
+	party    int
+	l        int
+	budget   int
+	oneBatch bool
+	// Scratch, reused across calls.
+	m0, choice, corr []uint64
+	ob               [2]oneBatchBufs // the one-batch mode's chunks in flight
+}
+
+const (
+	helloMagic   = "CFLN"
+	helloVersion = 1
+	helloSize    = 32
+)
+
+// New starts a session over the given OT sessions (an ot.Session and, optionally, forks of it on
+// further connections to the same peer). It exchanges a short hello on every stream to check that
+// both parties use the same ring, options and number of streams. The OT sessions may be shared
+// with other protocols (e.g. package nonlinear) as long as calls do not overlap.
+func New(ctx context.Context, r ring.Ring, opt Options, streams ...*ot.Session) (*Session, error) {
+	if !r.Valid() {
+		return nil, fmt.Errorf("linear: New: invalid ring %v", r)
+	}
+	if opt.Budget == 0 {
+		opt.Budget = DefaultBudget
+	}
+	if opt.Budget < 4096 {
+		return nil, fmt.Errorf("linear: New: Budget=%d words is below the minimum 4096", opt.Budget)
+	}
+	if opt.MinSplit == 0 {
+		opt.MinSplit = DefaultMinSplit
+	}
+	if opt.MinSplit < 64 {
+		return nil, fmt.Errorf("linear: New: MinSplit=%d, want at least 64", opt.MinSplit)
+	}
+	if len(streams) == 0 {
+		return nil, errors.New("linear: New: no OT session")
+	}
+	if len(streams) > 255 {
+		return nil, fmt.Errorf("linear: New: %d OT sessions, at most 255", len(streams))
+	}
+	party := -1
+	for i, o := range streams {
+		if o == nil {
+			return nil, fmt.Errorf("linear: New: OT session %d is nil", i)
+		}
+		if err := o.Err(); err != nil {
+			return nil, fmt.Errorf("linear: New: OT session %d is unusable: %w", i, err)
+		}
+		if party >= 0 && o.Party() != party {
+			return nil, fmt.Errorf("linear: New: OT sessions disagree on this party (%d and %d)", party, o.Party())
+		}
+		party = o.Party()
+	}
+	s := &Session{r: r, party: party, minSplit: opt.MinSplit}
+	for i, o := range streams {
+		st := &stream{idx: i, ot: o, conn: o.Conn(), party: party, l: r.Bits, budget: opt.Budget, oneBatch: opt.OneBatch}
+		if err := st.hello(ctx, len(streams), opt); err != nil {
+			return nil, err
+		}
+		s.streams = append(s.streams, st)
+	}
+	return s, nil
+}
+
+func (st *stream) hello(ctx context.Context, nstreams int, opt Options) error {
+	var msg [helloSize]byte
+	copy(msg[:4], helloMagic)
+	msg[4] = helloVersion
+	msg[5] = byte(st.party)
+	msg[6] = byte(st.l)
+	msg[7] = byte(nstreams)
+	msg[8] = byte(st.idx)
+	if opt.OneBatch {
+		msg[9] = 1
+	}
+	binary.LittleEndian.PutUint64(msg[16:], uint64(opt.Budget))
+	binary.LittleEndian.PutUint64(msg[24:], uint64(opt.MinSplit))
+	if err := st.conn.Send(ctx, msg[:]); err != nil {
+		return fmt.Errorf("linear: New: hello on stream %d: %w", st.idx, err)
+	}
+	var peer [helloSize]byte
+	if err := st.conn.Recv(ctx, peer[:]); err != nil {
+		return fmt.Errorf("linear: New: hello on stream %d: %w", st.idx, err)
+	}
+	var problem string
+	switch {
+	case string(peer[:4]) != helloMagic:
+		problem = "the peer is not a linear-layer session"
+	case peer[4] != helloVersion:
+		problem = fmt.Sprintf("the peer speaks version %d, this party %d", peer[4], helloVersion)
+	case int(peer[5]) == st.party:
+		problem = fmt.Sprintf("both parties are party %d", st.party)
+	case int(peer[6]) != st.l:
+		problem = fmt.Sprintf("the peer uses Z_2^%d, this party Z_2^%d", peer[6], st.l)
+	case int(peer[7]) != nstreams || int(peer[8]) != st.idx:
+		problem = fmt.Sprintf("the peer has %d streams and this is its stream %d; this party has %d and stream %d",
+			peer[7], peer[8], nstreams, st.idx)
+	case peer[9] != msg[9]:
+		problem = "the parties disagree on Options.OneBatch"
+	case binary.LittleEndian.Uint64(peer[16:]) != uint64(opt.Budget):
+		problem = fmt.Sprintf("the peer's chunk budget is %d words, this party's %d",
+			binary.LittleEndian.Uint64(peer[16:]), opt.Budget)
+	case binary.LittleEndian.Uint64(peer[24:]) != uint64(opt.MinSplit):
+		problem = fmt.Sprintf("the peer splits products from %d elements, this party from %d",
+			binary.LittleEndian.Uint64(peer[24:]), opt.MinSplit)
+	}
+	if problem != "" {
+		return fmt.Errorf("linear: New: stream %d: %s", st.idx, problem)
+	}
+	return nil
+}
+
+// Ring returns the ring of the shares.
+func (s *Session) Ring() ring.Ring { return s.r }
+
+// Party returns this party's index (0 or 1).
+func (s *Session) Party() int { return s.party }
+
+// Streams returns the number of OT streams.
+func (s *Session) Streams() int { return len(s.streams) }
+
+// Err returns the error that made the session unusable, or nil.
+func (s *Session) Err() error { return s.err }
+
+func (s *Session) usable(op string) error {
+	if s.err != nil {
+		return fmt.Errorf("linear: %s: session unusable after an earlier failure: %w", op, s.err)
+	}
+	return nil
+}
+
+// fail records err, aborts every stream's connection so that the peer fails fast, and returns
+// err wrapped with op.
+func (s *Session) fail(ctx context.Context, op string, err error) error {
+	err = fmt.Errorf("linear: %s: %w", op, err)
+	if s.err == nil {
+		s.err = err
+		for _, st := range s.streams {
+			_ = st.conn.Abort(context.WithoutCancel(ctx), "linear: "+op+" failed at the peer")
+		}
+	}
+	return err
+}
+
+// parts splits n elements into one contiguous range per stream (multiples of 64 elements, so
+// that chunks stay word-aligned), or one range for small n.
+func (s *Session) parts(n int) [][2]int {
+	k := len(s.streams)
+	units := n / 64
+	if n < s.minSplit || k == 1 || units < k {
+		return [][2]int{{0, n}}
+	}
+	out := make([][2]int, 0, k)
+	start := 0
+	for i := 0; i < k; i++ {
+		end := units * (i + 1) / k * 64
+		if i == k-1 {
+			end = n
+		}
+		out = append(out, [2]int{start, end})
+		start = end
+	}
+	return out
+}
+
+// run executes f on every part, part i on stream i, concurrently when there are several. On the
+// first failure the other parts are cancelled and the session is failed.
+func (s *Session) run(ctx context.Context, op string, parts [][2]int, f func(ctx context.Context, i int, st *stream, lo, hi int) error) error {
+	if len(parts) == 1 {
+		if err := f(ctx, 0, s.streams[0], parts[0][0], parts[0][1]); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		return nil
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(cctx, i, s.streams[i], p[0], p[1]); err != nil {
+				errs[i] = fmt.Errorf("stream %d: %w", i, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var first error
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			first = e
+			break
+		}
+	}
+	if first == nil {
+		first = errors.Join(errs...)
+	}
+	if first != nil {
+		return s.fail(ctx, op, first)
+	}
+	return nil
+}

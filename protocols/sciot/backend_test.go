@@ -1,0 +1,287 @@
+package sciot_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/sciot"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/vm"
+)
+
+var _ vm.Backend = (*sciot.Backend)(nil)
+
+var testOpt = transport.Options{Timeout: 20 * time.Second}
+
+func both(f0, f1 func() error) (error, error) {
+	var e0, e1 error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); e0 = f0() }()
+	go func() { defer wg.Done(); e1 = f1() }()
+	wg.Wait()
+	return e0, e1
+}
+
+func mustBoth(t testing.TB, f0, f1 func() error) {
+	t.Helper()
+	if e0, e1 := both(f0, f1); e0 != nil || e1 != nil {
+		t.Fatalf("party 0: %v; party 1: %v", e0, e1)
+	}
+}
+
+type pair struct {
+	r      ring.Ring
+	b      [2]*sciot.Backend
+	c0, c1 []*transport.Conn
+}
+
+func newPair(t testing.TB, l, streams int) *pair {
+	t.Helper()
+	p := &pair{r: ring.Must(l)}
+	for i := 0; i < streams; i++ {
+		a, b := transport.Pipe(testOpt)
+		t.Cleanup(func() { a.Close(); b.Close() })
+		p.c0, p.c1 = append(p.c0, a), append(p.c1, b)
+	}
+	ctx := context.Background()
+	mustBoth(t, func() (err error) {
+		p.b[0], err = sciot.New(ctx, p.c0[0], 0, p.r, sciot.Options{Streams: p.c0[1:]})
+		return
+	}, func() (err error) {
+		p.b[1], err = sciot.New(ctx, p.c1[0], 1, p.r, sciot.Options{Streams: p.c1[1:]})
+		return
+	})
+	return p
+}
+
+// secure shares x (owned by party owner), applies op at both parties and reveals the result to
+// party 1.
+func (p *pair) secure(t *testing.T, owner int, x ring.Tensor, outShape []int,
+	op func(b *sciot.Backend, party int, dst, x ring.Tensor) error) ring.Tensor {
+	t.Helper()
+	ctx := context.Background()
+	var res ring.Tensor
+	run := func(party int) error {
+		b := p.b[party]
+		in := ring.NewTensor(x.Shape)
+		if party == owner {
+			copy(in.Data, x.Data)
+		}
+		if err := b.Input(ctx, owner, in); err != nil {
+			return err
+		}
+		dst := ring.NewTensor(outShape)
+		if err := op(b, party, dst, in); err != nil {
+			return err
+		}
+		ok, err := b.Reveal(ctx, 1, dst)
+		if err != nil {
+			return err
+		}
+		if ok != (party == 1) {
+			return fmt.Errorf("party %d: Reveal reported %v", party, ok)
+		}
+		if party == 1 {
+			res = dst
+		}
+		return nil
+	}
+	mustBoth(t, func() error { return run(0) }, func() error { return run(1) })
+	return res
+}
+
+func randTensor(r ring.Ring, rng *rand.Rand, shape []int, bits int) ring.Tensor {
+	t := ring.NewTensor(shape)
+	for i := range t.Data {
+		v := int64(rng.Uint64() >> (64 - bits))
+		if rng.IntN(2) == 0 {
+			v = -v
+		}
+		t.Data[i] = r.FromSigned(v)
+	}
+	// Edge values at the front.
+	edges := []int64{0, 1, -1, r.MaxSigned() >> (r.Bits - bits), -(r.MaxSigned() >> (r.Bits - bits))}
+	for i := 0; i < len(edges) && i < len(t.Data); i++ {
+		t.Data[i] = r.FromSigned(edges[i])
+	}
+	return t
+}
+
+func TestOpsMatchClear(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ctx := context.Background()
+	for _, l := range []int{16, 32, 41, 64} {
+		for _, streams := range []int{1, 2} {
+			t.Run(fmt.Sprintf("l%d_streams%d", l, streams), func(t *testing.T) {
+				p := newPair(t, l, streams)
+				c, err := vm.NewClear(p.r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				small := min(l-3, 20) // magnitudes that leave the protocols' preconditions intact
+				x := randTensor(p.r, rng, []int{6, 50}, small)
+				check := func(name string, outShape []int, op func(b vm.Backend, w *ring.Tensor, dst, x ring.Tensor) error, w *ring.Tensor) {
+					t.Helper()
+					want := ring.NewTensor(outShape)
+					if err := op(c, w, want, x); err != nil {
+						t.Fatalf("%s clear: %v", name, err)
+					}
+					for _, owner := range []int{0, 1} {
+						got := p.secure(t, owner, x, outShape, func(b *sciot.Backend, party int, dst, xs ring.Tensor) error {
+							ww := w
+							if party == 1 {
+								ww = nil
+							}
+							return op(b, ww, dst, xs)
+						})
+						if !slices.Equal(got.Data, want.Data) {
+							t.Fatalf("%s (input owner %d): secure result differs from clear", name, owner)
+						}
+					}
+				}
+				wm := randTensor(p.r, rng, []int{7, 6}, small)
+				check("matmul", []int{7, 50}, func(b vm.Backend, w *ring.Tensor, dst, x ring.Tensor) error {
+					return b.MatMul(ctx, dst, w, 7, 6, 50, x)
+				}, &wm)
+				wc := randTensor(p.r, rng, []int{6, 50}, small)
+				check("mulconst", []int{6, 50}, func(b vm.Backend, w *ring.Tensor, dst, x ring.Tensor) error {
+					return b.MulConst(ctx, dst, w, x)
+				}, &wc)
+				check("relu", []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
+					return b.ReLU(ctx, dst, x)
+				}, nil)
+				check("trunc", []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
+					return b.Trunc(ctx, dst, x, 5, false)
+				}, nil)
+				check("trunc-nonneg", []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
+					tmp := ring.NewTensor(x.Shape)
+					if err := b.ReLU(ctx, tmp, x); err != nil {
+						return err
+					}
+					return b.Trunc(ctx, dst, tmp, 7, true)
+				}, nil)
+				for _, d := range []int{1, 3, 4, 49} {
+					check(fmt.Sprintf("div%d", d), []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
+						return b.Div(ctx, dst, x, d)
+					}, nil)
+				}
+				check("maxrows", []int{30}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
+					return b.MaxRows(ctx, dst, x, 30, 10)
+				}, nil)
+				check("argmaxrows", []int{6}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
+					return b.ArgMaxRows(ctx, dst, x, 6, 50)
+				}, nil)
+			})
+		}
+	}
+}
+
+func TestRevealToServer(t *testing.T) {
+	p := newPair(t, 32, 1)
+	ctx := context.Background()
+	x := ring.Tensor{Shape: []int{3}, Data: []uint64{1, 2, p.r.FromSigned(-3)}}
+	var got ring.Tensor
+	// A fresh sharing revealed to the server.
+	mustBoth(t, func() error {
+		v := ring.NewTensor([]int{3})
+		if err := p.b[0].Input(ctx, 1, v); err != nil {
+			return err
+		}
+		ok, err := p.b[0].Reveal(ctx, 0, v)
+		if err == nil && !ok {
+			err = errors.New("server: not revealed")
+		}
+		got = v
+		return err
+	}, func() error {
+		v := x.Clone()
+		if err := p.b[1].Input(ctx, 1, v); err != nil {
+			return err
+		}
+		ok, err := p.b[1].Reveal(ctx, 0, v)
+		if err == nil && ok {
+			err = errors.New("client: revealed to the wrong party")
+		}
+		return err
+	})
+	if !slices.Equal(got.Data, x.Data) {
+		t.Fatalf("revealed %v, want %v", got.Data, x.Data)
+	}
+}
+
+func TestSharesLookRandom(t *testing.T) {
+	// The non-owner's share of an input is a fresh mask: two sharings of the same value differ,
+	// and neither equals the value.
+	p := newPair(t, 32, 1)
+	ctx := context.Background()
+	x := ring.Tensor{Shape: []int{64}, Data: make([]uint64, 64)}
+	for i := range x.Data {
+		x.Data[i] = uint64(i)
+	}
+	var s0 [2]ring.Tensor
+	for k := 0; k < 2; k++ {
+		mustBoth(t, func() error {
+			s0[k] = ring.NewTensor([]int{64})
+			return p.b[0].Input(ctx, 1, s0[k])
+		}, func() error { return p.b[1].Input(ctx, 1, x.Clone()) })
+	}
+	if slices.Equal(s0[0].Data, s0[1].Data) || slices.Equal(s0[0].Data, x.Data) {
+		t.Fatal("server shares repeat or equal the value")
+	}
+}
+
+func TestPeerDisconnect(t *testing.T) {
+	p := newPair(t, 32, 2)
+	ctx := context.Background()
+	x := ring.NewTensor([]int{4096})
+	if err := p.c1[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		dst := ring.NewTensor([]int{4096})
+		done <- p.b[0].ReLU(ctx, dst, x)
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("ReLU succeeded with a stream closed at the peer")
+		}
+		t.Logf("error: %v", err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("ReLU did not return after the peer closed")
+	}
+	if p.b[0].Err() == nil {
+		t.Fatal("backend usable after a failure")
+	}
+	err := p.b[0].MatMul(ctx, ring.NewTensor([]int{1}), &ring.Tensor{Shape: []int{1}, Data: []uint64{1}}, 1, 1, 1, ring.NewTensor([]int{1}))
+	if err == nil || !strings.Contains(err.Error(), "unusable") {
+		t.Fatalf("failed backend accepted work: %v", err)
+	}
+}
+
+func TestWeightsChecks(t *testing.T) {
+	p := newPair(t, 32, 1)
+	ctx := context.Background()
+	x := ring.NewTensor([]int{2})
+	e0, e1 := both(func() error { return p.b[0].MatMul(ctx, ring.NewTensor([]int{1}), nil, 1, 2, 1, x) },
+		func() error {
+			return p.b[1].MatMul(ctx, ring.NewTensor([]int{1}), nil, 1, 2, 1, x)
+		})
+	if e0 == nil || !strings.Contains(e0.Error(), "no weights") {
+		t.Fatalf("party 0 without weights: %v", e0)
+	}
+	// The failure aborts the session, so the peer fails too instead of waiting.
+	if e1 == nil {
+		t.Fatal("party 1 did not notice the failure")
+	}
+}
