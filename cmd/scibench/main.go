@@ -48,11 +48,13 @@ func main() {
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(errOut, cmds)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(out, cmds)
 		return 0
 	}
 	for _, c := range cmds {
