@@ -268,30 +268,75 @@ func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint
 // SendROT is the sender of n = len(m0) random 1-of-2 OTs: it gets two
 // random l-bit messages per instance in m0 and m1; the receiver gets a random
 // choice bit b_i and m_{b_i}[i]. Communication: λ bits per instance (from the
-// receiver) plus a per-batch acknowledgement.
+// receiver) plus a per-batch acknowledgement. [Session.SendROTChosen] is the
+// variant in which the receiver brings its own choice bits and the sender
+// sends nothing.
 func (s *Session) SendROT(ctx context.Context, l int, m0, m1 []uint64) error {
-	return s.sendROT(ctx, "SendROT", 1, l, m0, m1)
+	return s.sendROT(ctx, "SendROT", opROT, 1, l, m0, m1)
 }
 
 // RecvROT is the receiver of n = len(m) random OTs: it writes its random
 // choice bits, packed, into b (at least BitWords(n) words; bits past n are
 // cleared) and m[i] = m_{b_i}[i].
 func (s *Session) RecvROT(ctx context.Context, l int, b, m []uint64) error {
-	return s.recvROT(ctx, "RecvROT", 1, l, b, m)
+	return s.recvROT(ctx, "RecvROT", opROT, 1, l, b, m)
 }
 
 // SendROTWide is SendROT with w l-bit words per message (w=2, l=64 gives
 // 128-bit random OTs, e.g. for seeding other protocols).
 func (s *Session) SendROTWide(ctx context.Context, w, l int, m0, m1 []uint64) error {
-	return s.sendROT(ctx, "SendROTWide", w, l, m0, m1)
+	return s.sendROT(ctx, "SendROTWide", opROT, w, l, m0, m1)
 }
 
 // RecvROTWide is the receiver of SendROTWide: n = len(m)/w instances.
 func (s *Session) RecvROTWide(ctx context.Context, w, l int, b, m []uint64) error {
-	return s.recvROT(ctx, "RecvROTWide", w, l, b, m)
+	return s.recvROT(ctx, "RecvROTWide", opROT, w, l, b, m)
 }
 
-func (s *Session) sendROT(ctx context.Context, call string, w, l int, m0, m1 []uint64) error {
+// ---------------------------------------------------------------- random OT, receiver's choice
+
+// SendROTChosen is the sender of n = len(m0) random 1-of-2 OTs whose choice
+// bits the receiver chooses (the plain IKNP random OT): the sender gets two
+// random l-bit messages per instance in m0 and m1 (neither chosen by
+// anyone), and the receiver, with its own choice bits b, gets m_{b_i}[i]
+// (see RecvROTChosen). len(m1) must equal len(m0).
+//
+// The sender sends nothing: it only receives the receiver's batch header
+// and extension matrix, λ bits per instance, so a batch is one flight (the
+// receiver's). If the header does not match this call, the sender aborts
+// the connection and returns an error; the receiver, which waits for
+// nothing, sees the abort at its next receive.
+func (s *Session) SendROTChosen(ctx context.Context, l int, m0, m1 []uint64) error {
+	return s.sendROT(ctx, "SendROTChosen", opROTChosen, 1, l, m0, m1)
+}
+
+// RecvROTChosen is the receiver of n = len(m) random OTs with its own packed
+// choice bits b (at least BitWords(n) words; bits past n are ignored and
+// left as they are): m[i] = m_{b_i}[i] of SendROTChosen. It sends the batch
+// header and the extension matrix (λ bits per instance) and returns without
+// waiting for the sender, who sends no reply.
+func (s *Session) RecvROTChosen(ctx context.Context, l int, b, m []uint64) error {
+	return s.recvROT(ctx, "RecvROTChosen", opROTChosen, 1, l, b, m)
+}
+
+// SendROTChosenWide is SendROTChosen with w l-bit words per message
+// (n = len(m0)/w): instance i's messages are m0[i·w : (i+1)·w] and
+// m1[i·w : (i+1)·w]. Communication is still λ bits per instance, from the
+// receiver only, whatever w and l.
+func (s *Session) SendROTChosenWide(ctx context.Context, w, l int, m0, m1 []uint64) error {
+	return s.sendROT(ctx, "SendROTChosenWide", opROTChosen, w, l, m0, m1)
+}
+
+// RecvROTChosenWide is the receiver of SendROTChosenWide: n = len(m)/w
+// instances with choice bits b, m[i·w+k] = m_{b_i}[i·w+k].
+func (s *Session) RecvROTChosenWide(ctx context.Context, w, l int, b, m []uint64) error {
+	return s.recvROT(ctx, "RecvROTChosenWide", opROTChosen, w, l, b, m)
+}
+
+// sendROT is the sender of both random-OT kinds: op opROT (the receiver
+// draws its choice bits; the sender acknowledges) or opROTChosen (the
+// receiver brings its choice bits; no reply).
+func (s *Session) sendROT(ctx context.Context, call string, op uint8, w, l int, m0, m1 []uint64) error {
 	n, err := checkShape(call, w, l, len(m0))
 	if err == nil {
 		err = sameLen(call, "m0", "m1", m0, m1)
@@ -302,7 +347,7 @@ func (s *Session) sendROT(ctx context.Context, call string, w, l int, m0, m1 []u
 	if err != nil || n == 0 {
 		return err
 	}
-	h := header{op: opROT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.snd.ctr}
+	h := header{op: op, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.snd.ctr}
 	dom := s.domain(famIKNP, s.party)
 	sB := prg.Block{s.snd.s[0], s.snd.s[1]}
 	derive := func(i0, cnt int, q []prg.Block) {
@@ -313,13 +358,18 @@ func (s *Session) sendROT(ctx context.Context, call string, w, l int, m0, m1 []u
 	if err := s.iknpSend(ctx, h, derive); err != nil {
 		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
 	}
+	if op == opROTChosen {
+		return nil
+	}
 	if err := s.reply(ctx, h.ctr, nil, n, 0, l); err != nil {
 		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
 	}
 	return nil
 }
 
-func (s *Session) recvROT(ctx context.Context, call string, w, l int, b, m []uint64) error {
+// recvROT is the receiver of both random-OT kinds (see sendROT): for opROT
+// it first draws the choice bits into b.
+func (s *Session) recvROT(ctx context.Context, call string, op uint8, w, l int, b, m []uint64) error {
 	n, err := checkShape(call, w, l, len(m))
 	if err == nil {
 		err = checkChoice(call, b, n)
@@ -330,18 +380,23 @@ func (s *Session) recvROT(ctx context.Context, call string, w, l int, b, m []uin
 	if err != nil || n == 0 {
 		return err
 	}
-	nw := BitWords(n)
-	s.rng.Uint64s(b[:nw])
-	if n%64 != 0 {
-		b[nw-1] &= lowMask(n % 64)
+	if op == opROT {
+		nw := BitWords(n)
+		s.rng.Uint64s(b[:nw])
+		if n%64 != 0 {
+			b[nw-1] &= lowMask(n % 64)
+		}
 	}
-	h := header{op: opROT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.rcv.ctr}
+	h := header{op: op, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.rcv.ctr}
 	dom := s.domain(famIKNP, 1-s.party)
 	derive := func(i0, cnt int, rows []prg.Block) {
 		s.expandHash(m[i0*w:(i0+cnt)*w], rows[:cnt], prg.Block{}, h.ctr+uint64(i0), dom, w, l)
 	}
 	if err := s.iknpReceive(ctx, h, b, derive); err != nil {
 		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+	}
+	if op == opROTChosen {
+		return nil
 	}
 	if err := s.awaitReply(ctx, h.ctr, n, 0, l, nil); err != nil {
 		return s.fail(fmt.Errorf("ot: %s: %w", call, err))

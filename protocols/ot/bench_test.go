@@ -62,6 +62,18 @@ func BenchmarkCOT32TCP(b *testing.B) {
 		func() error { return s1.RecvCOT(ctx, 32, c, y) })
 }
 
+// BenchmarkCOT37x16TCP: vector COT of 16 words of 37 bits (the linear
+// layers' shape; 592 bits per instance, so each instance is cut from its own
+// five hash blocks).
+func BenchmarkCOT37x16TCP(b *testing.B) {
+	s0, s1 := tcpSessions(b)
+	ctx := context.Background()
+	const w = 16
+	x, r, y, c := make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, BitWords(benchN))
+	benchBatches(b, benchN, s0, s1, func() error { return s0.SendCOTWide(ctx, w, 37, x, r) },
+		func() error { return s1.RecvCOTWide(ctx, w, 37, c, y) })
+}
+
 func BenchmarkOT32TCP(b *testing.B) {
 	s0, s1 := tcpSessions(b)
 	ctx := context.Background()
@@ -76,6 +88,28 @@ func BenchmarkROT128TCP(b *testing.B) {
 	m0, m1, m, c := make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, BitWords(benchN))
 	benchBatches(b, benchN, s0, s1, func() error { return s0.SendROTWide(ctx, 2, 64, m0, m1) },
 		func() error { return s1.RecvROTWide(ctx, 2, 64, c, m) })
+}
+
+func BenchmarkROTChosen128TCP(b *testing.B) {
+	s0, s1 := tcpSessions(b)
+	ctx := context.Background()
+	m0, m1, m, c := make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, BitWords(benchN))
+	for i := range c {
+		c[i] = 0x5555555555555555
+	}
+	benchBatches(b, benchN, s0, s1, func() error { return s0.SendROTChosenWide(ctx, 2, 64, m0, m1) },
+		func() error { return s1.RecvROTChosenWide(ctx, 2, 64, c, m) })
+}
+
+// BenchmarkROTChosen37x8TCP: 8 words of 37 bits per instance (several hash
+// blocks cut at an odd width, as the linear layers' pads).
+func BenchmarkROTChosen37x8TCP(b *testing.B) {
+	s0, s1 := tcpSessions(b)
+	ctx := context.Background()
+	const w = 8
+	m0, m1, m, c := make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, BitWords(benchN))
+	benchBatches(b, benchN, s0, s1, func() error { return s0.SendROTChosenWide(ctx, w, 37, m0, m1) },
+		func() error { return s1.RecvROTChosenWide(ctx, w, 37, c, m) })
 }
 
 func BenchmarkOTN16x2TCP(b *testing.B) {

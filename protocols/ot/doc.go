@@ -3,6 +3,17 @@
 // OT) and Kolesnikov–Kumaresan 1-out-of-N OT, all with batched APIs on flat
 // slices.
 //
+// # Calls
+//
+// Each kind has a SendX for the OT sender and a RecvX for the receiver (the
+// 1-of-2 kinds also a Wide form with w words per instance):
+//
+//	COT        sender picks x, gets random r;  receiver picks b, gets r + b·x
+//	OT         sender picks m0, m1;            receiver picks b, gets m_b
+//	ROT        sender gets random m0, m1;      receiver gets random b and m_b
+//	ROTChosen  sender gets random m0, m1;      receiver picks b, gets m_b
+//	OTN        sender picks N messages;        receiver picks c < N, gets m_c
+//
 // # Sessions
 //
 // [NewSession] runs once per pair of parties and connection: a hello, 128
@@ -30,16 +41,20 @@
 // # Protocol and communication
 //
 // Each batch is two flights (one at each party, as counted by the
-// transport). The receiver sends a 24-byte batch header and the extension
-// matrix in frames of 8192 instances (128 bits per instance for IKNP, 256
-// for KK13), flushing each frame so that the sender hashes one chunk while
-// the receiver computes the next; the sender checks the header against its own call
-// (on a mismatch it aborts the connection so the peer fails at once), then
-// replies with an 8-byte acknowledgement and its masked messages, bit-packed
-// at l bits. Per instance, not counting the per-batch constants (header,
-// acknowledgement, 4-byte frame headers) and the one-time base OTs:
+// transport), except a ROTChosen batch, which is one flight. The receiver
+// sends a 24-byte batch header and the extension matrix in frames of 8192
+// instances (128 bits per instance for IKNP, 256 for KK13), flushing each
+// frame so that the sender hashes one chunk while the receiver computes the
+// next. The sender checks the header against its own call; on a mismatch
+// it aborts the connection, so the peer fails at once (for ROTChosen, at
+// its next receive). Then the sender replies with an 8-byte
+// acknowledgement and its masked messages, bit-packed at l bits — except
+// for ROTChosen, where the sender sends nothing at all. Per instance, not
+// counting the per-batch constants (header, acknowledgement, 4-byte frame
+// headers) and the one-time base OTs:
 //
 //	random OT (ROT_l)           λ            bits
+//	ROTChosen_l                 λ            bits      (no acknowledgement)
 //	correlated OT (COT_l)       λ + w·l      bits
 //	chosen 1-of-2 OT (OT_l)     λ + 2·w·l    bits
 //	1-of-N OT (KK13)            2λ + N·l     bits      λ = 128

@@ -770,14 +770,21 @@ func TestBatchesDoNotAllocatePerInstance(t *testing.T) {
 	allocs := func(n int) float64 {
 		x, r, y, b := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, BitWords(n))
 		msgs, c, m := make([]uint64, 16*n), make([]uint8, n), make([]uint64, n)
+		m0, m1 := make([]uint64, n), make([]uint64, n)
 		run := func() {
 			mustBoth(t, func() error {
 				if err := s0.SendCOT(ctx, 32, x, r); err != nil {
 					return err
 				}
+				if err := s0.SendROTChosen(ctx, 41, m0, m1); err != nil {
+					return err
+				}
 				return s0.SendOTN(ctx, 16, 2, msgs)
 			}, func() error {
 				if err := s1.RecvCOT(ctx, 32, b, y); err != nil {
+					return err
+				}
+				if err := s1.RecvROTChosen(ctx, 41, b, m); err != nil {
 					return err
 				}
 				return s1.RecvOTN(ctx, 16, 2, c, m)
@@ -787,7 +794,7 @@ func TestBatchesDoNotAllocatePerInstance(t *testing.T) {
 		return testing.AllocsPerRun(5, run)
 	}
 	small, big := allocs(2*chunkOTs), allocs(8*chunkOTs)
-	t.Logf("allocations per COT+OTN pair of batches: %.0f (n=%d), %.0f (n=%d)", small, 2*chunkOTs, big, 8*chunkOTs)
+	t.Logf("allocations per COT+ROTChosen+OTN batches: %.0f (n=%d), %.0f (n=%d)", small, 2*chunkOTs, big, 8*chunkOTs)
 	if big > small+16 || big > 200 {
 		t.Fatalf("allocations grow with the batch size: %.0f at n=%d vs %.0f at n=%d", big, 8*chunkOTs, small, 2*chunkOTs)
 	}

@@ -39,9 +39,11 @@ const (
 	opCOT
 	opOT
 	opOTN
+	opROTChosen
 )
 
-var opNames = map[uint8]string{opROT: "random OT", opCOT: "correlated OT", opOT: "chosen 1-of-2 OT", opOTN: "1-of-N OT"}
+var opNames = map[uint8]string{opROT: "random OT", opCOT: "correlated OT", opOT: "chosen 1-of-2 OT", opOTN: "1-of-N OT",
+	opROTChosen: "random OT with the receiver's choice bits"}
 
 // Extension families, part of the hash tweak.
 const (
@@ -493,8 +495,11 @@ func (s *Session) expandHash(dst []uint64, rows []prg.Block, d prg.Block, tweak0
 		// The outputs of consecutive instances abut: one unpack.
 		transport.Unpack(dst[:cnt*w], words, l)
 	default:
+		// Pass the rest of the outputs, not just the instance's 2·nb words:
+		// Unpack reads only the bits it needs, and a source of at least l
+		// words spares it a copy for a partial block.
 		for i := 0; i < cnt; i++ {
-			transport.Unpack(dst[i*w:(i+1)*w], words[2*nb*i:2*nb*(i+1)], l)
+			transport.Unpack(dst[i*w:(i+1)*w], words[2*nb*i:], l)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"testing"
@@ -427,47 +426,6 @@ func TestAcceptCancelAndDialRetry(t *testing.T) {
 	defer scancel()
 	if _, err := Dial(short, addr, Options{}); err == nil {
 		t.Fatal("dial to a closed port succeeded")
-	}
-}
-
-func TestPackUnpack(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for l := 1; l <= 64; l++ {
-		for _, n := range []int{0, 1, 2, 3, 63, 64, 65, 129, 1000} {
-			src := make([]uint64, n)
-			for i := range src {
-				src[i] = r.Uint64() // high bits must be ignored
-			}
-			if n > 0 {
-				src[0] = ^uint64(0)
-			}
-			dst := make([]uint64, PackedWords(n, l))
-			for i := range dst {
-				dst[i] = r.Uint64() // stale content must be overwritten
-			}
-			Pack(dst, src, l)
-			if n*l%64 != 0 && len(dst) > 0 {
-				if top := dst[len(dst)-1] >> (n * l % 64); top != 0 {
-					t.Fatalf("l=%d n=%d: bits past the end not zero", l, n)
-				}
-			}
-			back := make([]uint64, n)
-			Unpack(back, dst, l)
-			for i := range src {
-				if back[i] != src[i]&mask(l) {
-					t.Fatalf("l=%d n=%d i=%d: got %x want %x", l, n, i, back[i], src[i]&mask(l))
-				}
-			}
-			// The bit layout is the plain little-endian concatenation.
-			for i := 0; i < n && i < 5; i++ {
-				for k := 0; k < l; k++ {
-					bit := i*l + k
-					if dst[bit/64]>>(bit%64)&1 != src[i]>>k&1 {
-						t.Fatalf("l=%d: layout differs at value %d bit %d", l, i, k)
-					}
-				}
-			}
-		}
 	}
 }
 

@@ -21,116 +21,70 @@ func PackedWords(n, l int) int { return (n*l + 63) / 64 }
 // PackedBytes is the number of bytes that hold n values of l bits.
 func PackedBytes(n, l int) int { return (n*l + 7) / 8 }
 
-// mask returns the low-l-bit mask (l in 1..64).
-func mask(l int) uint64 { return ^uint64(0) >> (64 - l) }
+//go:generate go run gen_pack.go -o pack_kernels.go
 
 // Pack writes the low l bits (1 ≤ l ≤ 64) of every src value, in order, as a
 // little-endian bit string into dst: value i occupies bits [i·l, (i+1)·l).
-// dst must hold PackedWords(len(src), l) words; bits past the end are zeroed.
+// dst must hold PackedWords(len(src), l) words; Pack writes exactly those
+// words, and the bits of the last one past len(src)·l are zeroed. It panics
+// if l is outside 1..64 or dst is too short.
+//
+// Every block of 64 values (l whole words) goes through a kernel unrolled
+// for its width (pack_kernels.go); a final partial block is padded with
+// zeros on the stack.
 func Pack(dst, src []uint64, l int) {
-	m := mask(l)
-	switch l {
-	case 64:
-		copy(dst, src)
-		return
-	case 32:
-		n := len(src) / 2
-		d := dst[:n]
-		for i := range d {
-			d[i] = src[2*i]&m | src[2*i+1]<<32
-		}
-		if len(src)%2 == 1 {
-			dst[n] = src[len(src)-1] & m
-		}
-		return
-	case 16, 8, 4, 2, 1:
-		per := 64 / l
-		full := len(src) / per
-		d := dst[:full]
-		for i := range d {
-			s := src[i*per : i*per+per]
-			var w uint64
-			for k := range s {
-				w |= (s[k] & m) << (k * l)
-			}
-			d[i] = w
-		}
-		if rest := src[full*per:]; len(rest) > 0 {
-			var w uint64
-			for k := range rest {
-				w |= (rest[k] & m) << (k * l)
-			}
-			dst[full] = w
-		}
+	if l == 64 {
+		copy(dst[:len(src)], src)
 		return
 	}
-	var acc uint64
-	nb := 0
-	w := 0
-	for _, v := range src {
-		v &= m
-		acc |= v << nb
-		nb += l
-		if nb >= 64 {
-			dst[w] = acc
-			w++
-			nb -= 64
-			acc = v >> (l - nb) // Go defines over-wide shifts as 0
-		}
+	checkWidth("Pack", l)
+	for len(src) >= 64 {
+		packBlock(dst, src, l)
+		dst, src = dst[l:], src[64:]
 	}
-	if nb > 0 {
-		dst[w] = acc
+	if len(src) == 0 {
+		return
+	}
+	var in [64]uint64
+	var out [63]uint64
+	copy(in[:], src)
+	packBlock(out[:], in[:], l)
+	copy(dst[:PackedWords(len(src), l)], out[:])
+}
+
+// Unpack is the inverse of Pack: dst[i] = bits [i·l, (i+1)·l) of src
+// (1 ≤ l ≤ 64). src must hold PackedWords(len(dst), l) words; no word past
+// those is read, and bits of the last word past len(dst)·l are ignored. It
+// panics if l is outside 1..64 or src is too short.
+//
+// Blocks of 64 values (and the final partial block) go through a kernel
+// unrolled for the width (pack_kernels.go).
+func Unpack(dst, src []uint64, l int) {
+	if l == 64 {
+		copy(dst, src[:len(dst)])
+		return
+	}
+	checkWidth("Unpack", l)
+	for len(dst) >= 64 {
+		unpackBlock(dst[:64], src, l)
+		dst, src = dst[64:], src[l:]
+	}
+	if n := len(dst); n > 0 {
+		if len(src) < l {
+			// The kernel reads from a whole block of l words.
+			var in [63]uint64
+			copy(in[:], src[:PackedWords(n, l)])
+			src = in[:]
+		}
+		unpackBlock(dst, src, l)
 	}
 }
 
-// Unpack is the inverse of Pack: dst[i] = bits [i·l, (i+1)·l) of src.
-// src must hold PackedWords(len(dst), l) words.
-func Unpack(dst, src []uint64, l int) {
-	m := mask(l)
-	switch l {
-	case 64:
-		copy(dst, src[:len(dst)])
-		return
-	case 32:
-		n := len(dst) / 2
-		for i := 0; i < n; i++ {
-			w := src[i]
-			dst[2*i] = w & m
-			dst[2*i+1] = w >> 32
-		}
-		if len(dst)%2 == 1 {
-			dst[len(dst)-1] = src[n] & m
-		}
-		return
-	case 16, 8, 4, 2, 1:
-		per := 64 / l
-		full := len(dst) / per
-		for w := 0; w < full; w++ {
-			v := src[w]
-			d := dst[w*per : w*per+per]
-			for k := range d {
-				d[k] = v & m
-				v >>= uint(l)
-			}
-		}
-		if rest := dst[full*per:]; len(rest) > 0 {
-			v := src[full]
-			for k := range rest {
-				rest[k] = v & m
-				v >>= uint(l)
-			}
-		}
-		return
-	}
-	bit := 0
-	for i := range dst {
-		w, off := bit>>6, bit&63
-		v := src[w] >> off
-		if off+l > 64 {
-			v |= src[w+1] << (64 - off)
-		}
-		dst[i] = v & m
-		bit += l
+// checkWidth panics with a clear message on a bit width outside 1..64 (a
+// programming error: every caller validates widths that come from outside).
+func checkWidth(fn string, l int) {
+	if l < 1 || l > 64 {
+		panic(fmt.Sprintf("transport: %s: bit width %d outside 1..64", fn, l))
 	}
 }
 
