@@ -48,21 +48,26 @@ func benchInference(b *testing.B, prog *program, x ring.Tensor, opt secureOption
 	for _, d := range sec.runTime {
 		tot += d
 	}
-	b.Logf("l=%d s=%d, %d inferences, %v each; setup %v", prog.server.Bits, prog.server.Scale, b.N,
-		(tot / time.Duration(b.N)).Round(time.Millisecond), max(p0.Setup.Time, p1.Setup.Time).Round(time.Millisecond))
+	b.Logf("l=%d s=%d, %d inferences, %v each; setup %v; linear formula %.3f MB", prog.server.Bits, prog.server.Scale, b.N,
+		(tot / time.Duration(b.N)).Round(time.Millisecond), max(p0.Setup.Time, p1.Setup.Time).Round(time.Millisecond),
+		float64(linearFormulaBits(prog.server, opt.oneBatch, opt.im2col))/8e6)
 }
 
 // benchCases are the settings the inference benchmarks run: the in-memory pipe with one and two
 // streams, and the LAN model of package transport, each with the linear layers in per-bit OT
-// batches (exact communication) or in one batch per chunk.
+// batches (exact communication) or in one batch per chunk; and each with the convolutions run by
+// the backend where that is cheaper (the default) or all lowered to im2col + MatMul (_im2col, the
+// VM's lowering before the backend had Conv2D).
 var benchCases = []benchCase{
-	{"pipe", 1, false}, {"pipe", 2, false}, {"pipe", 1, true}, {"lan", 1, false}, {"lan", 1, true},
+	{"pipe", 1, false, false}, {"pipe", 2, false, false}, {"pipe", 1, true, false}, {"lan", 1, false, false}, {"lan", 1, true, false},
+	{"pipe", 1, false, true}, {"pipe", 2, false, true}, {"pipe", 1, true, true}, {"lan", 1, false, true}, {"lan", 1, true, true},
 }
 
 type benchCase struct {
 	net     string
 	streams int
 	one     bool
+	im2col  bool
 }
 
 func (c benchCase) name() string {
@@ -70,7 +75,14 @@ func (c benchCase) name() string {
 	if c.one {
 		s += "_onebatch"
 	}
+	if c.im2col {
+		s += "_im2col"
+	}
 	return s
+}
+
+func (c benchCase) options() secureOptions {
+	return secureOptions{streams: c.streams, net: netModel(c.net), oneBatch: c.one, im2col: c.im2col}
 }
 
 func netModel(name string) *transport.NetModel {
@@ -97,7 +109,22 @@ func BenchmarkMNISTSmall(b *testing.B) {
 	x := encodeInputs(b, prog.server, inputsOf(ds.Samples[:1]))[0]
 	for _, tc := range benchCases {
 		b.Run(tc.name(), func(b *testing.B) {
-			benchInference(b, prog, x, secureOptions{streams: tc.streams, net: netModel(tc.net), oneBatch: tc.one})
+			benchInference(b, prog, x, tc.options())
+		})
+	}
+}
+
+// BenchmarkMNIST8 is one secure inference of the ONNX zoo's mnist-8 (../shared/testdata),
+// autotuned on 20 MNIST test images.
+func BenchmarkMNIST8(b *testing.B) {
+	shared := sharedTestdata(b)
+	g := loadModel(b, filepath.Join(shared, "models", "mnist-8", "model.onnx"))
+	samples := mnistSamples(b, shared, 0, 20, false)
+	prog, _ := compileTuned(b, g, samples, -1)
+	x := encodeInputs(b, prog.server, inputsOf(samples[:1]))[0]
+	for _, tc := range benchCases {
+		b.Run(tc.name(), func(b *testing.B) {
+			benchInference(b, prog, x, tc.options())
 		})
 	}
 }
@@ -136,7 +163,7 @@ func BenchmarkMiniONN(b *testing.B) {
 	x := encodeInputs(b, prog.server, inputsOf(samples[:1]))[0]
 	for _, tc := range benchCases {
 		b.Run(tc.name(), func(b *testing.B) {
-			benchInference(b, prog, x, secureOptions{streams: tc.streams, net: netModel(tc.net), oneBatch: tc.one})
+			benchInference(b, prog, x, tc.options())
 		})
 	}
 }

@@ -31,8 +31,10 @@ func TestMNISTSmall(t *testing.T) {
 	xs = append(xs, flat, neg)
 	inputs := encodeInputs(t, prog.server, xs)
 	clear := runClear(t, prog.server, inputs)
-	sec := runSecure(t, prog, inputs, secureOptions{streams: 2})
+	opt := secureOptions{streams: 2}
+	sec := runSecure(t, prog, inputs, opt)
 	compareRuns(t, clear, sec)
+	checkLinearTraffic(t, prog.server, sec, len(inputs), opt)
 	logProfile(t, "mnist-small", sec, len(inputs))
 	r := ring.Must(prog.server.Bits)
 	for i, s := range ds.Samples {
@@ -52,8 +54,10 @@ func TestMNIST8(t *testing.T) {
 	t.Logf("mnist-8: l=%d s=%d, fixed-point accuracy on the 20 images %.2f", tune.Bits, tune.Scale, tune.Chosen.Accuracy)
 	inputs := encodeInputs(t, prog.server, inputsOf(samples))
 	clear := runClear(t, prog.server, inputs)
-	sec := runSecure(t, prog, inputs, secureOptions{streams: 2})
+	opt := secureOptions{streams: 2}
+	sec := runSecure(t, prog, inputs, opt)
 	compareRuns(t, clear, sec)
+	checkLinearTraffic(t, prog.server, sec, len(inputs), opt)
 	logProfile(t, "mnist-8", sec, len(inputs))
 	r := ring.Must(prog.server.Bits)
 	correct := 0

@@ -164,6 +164,27 @@ type secureRun struct {
 	client, server [][]vm.Output
 	prof           [2]sciot.Profile // per party, whole session
 	runTime        []time.Duration  // wall-clock time of each inference (both parties done)
+	calls          [2]linearCalls   // per party, whole session
+}
+
+// linearCalls counts a backend's linear-layer calls by kind.
+type linearCalls struct{ conv2D, matMul int }
+
+// countingBackend is a sciot backend that counts its Conv2D and MatMul calls (it still implements
+// vm.ConvBackend: UseConv2D is promoted).
+type countingBackend struct {
+	*sciot.Backend
+	calls linearCalls
+}
+
+func (c *countingBackend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g vm.ConvGeom) error {
+	c.calls.conv2D++
+	return c.Backend.Conv2D(ctx, dst, w, x, g)
+}
+
+func (c *countingBackend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+	c.calls.matMul++
+	return c.Backend.MatMul(ctx, dst, w, m, k, n, x)
 }
 
 // secureOptions tune runSecure.
@@ -172,6 +193,7 @@ type secureOptions struct {
 	net      *transport.NetModel
 	observe  func(party, tensor int, v ring.Tensor) // Machine.Observe hook
 	oneBatch bool                                   // linear layers in one OT batch per chunk (linear.Options.OneBatch)
+	im2col   bool                                   // hide vm.ConvBackend: every convolution becomes im2col + MatMul
 	// wrap, when set, wraps each party's end of every connection (e.g. to record traffic).
 	wrap func(party int, c net.Conn) net.Conn
 }
@@ -200,7 +222,7 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 	conns := [2][]*transport.Conn{c0, c1}
 	progs := [2]*ir.FixedProgram{p.server, p.client}
 	var machines [2]*vm.Machine
-	var backends [2]*sciot.Backend
+	var backends [2]*countingBackend
 	res := &secureRun{}
 	setup := func(party int) error {
 		b, err := sciot.New(ctx, conns[party][0], party, r, sciot.Options{Streams: conns[party][1:],
@@ -208,14 +230,19 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 		if err != nil {
 			return err
 		}
-		m, err := vm.New(progs[party], b)
+		cb := &countingBackend{Backend: b}
+		var be vm.Backend = cb
+		if opt.im2col {
+			be = struct{ vm.Backend }{cb} // only vm.Backend's methods: no Conv2D
+		}
+		m, err := vm.New(progs[party], be)
 		if err != nil {
 			return err
 		}
 		if opt.observe != nil {
 			m.Observe = func(tensor int, v ring.Tensor) { opt.observe(party, tensor, v) }
 		}
-		backends[party], machines[party] = b, m
+		backends[party], machines[party] = cb, m
 		return nil
 	}
 	if e0, e1 := both(func() error { return setup(0) }, func() error { return setup(1) }); e0 != nil || e1 != nil {
@@ -235,6 +262,7 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 		res.client = append(res.client, o1)
 	}
 	res.prof = [2]sciot.Profile{backends[0].Profile(), backends[1].Profile()}
+	res.calls = [2]linearCalls{backends[0].calls, backends[1].calls}
 	return res
 }
 
@@ -368,3 +396,66 @@ func logProfile(t testing.TB, name string, sec *secureRun, n int) {
 }
 
 func mb(b int64) float64 { return float64(b) / 1e6 }
+
+// linearFormulaBits is the communication of one inference's linear layers by the exact formulas
+// of package linear (without the OT layer's per-batch constants): MatMulBits per matrix product,
+// MulElemBits per product with a private constant, and per convolution ConvBits when the backend
+// runs it itself (linear.ConvDirectFor) or ConvIm2colBits when it is lowered; plus the one-batch
+// mode's flip bits.
+func linearFormulaBits(p *ir.FixedProgram, oneBatch, im2col bool) int64 {
+	l := p.Bits
+	var bits int64
+	for _, in := range p.Instrs {
+		switch in.Op {
+		case ir.FxMatMul:
+			w := p.Weights[in.Weight].Shape
+			n := p.Tensors[in.In[0]].Shape[1]
+			bits += linear.MatMulBits(w[0], w[1], n, l)
+			if oneBatch {
+				bits += int64(w[1]) * int64(n) * int64(l)
+			}
+		case ir.FxMulConst:
+			n := p.Tensors[in.In[0]].Shape.Size()
+			bits += linear.MulElemBits(n, l)
+			if oneBatch {
+				bits += int64(n) * int64(l)
+			}
+		case ir.FxConv:
+			c := convShapeOf(p, in)
+			if !im2col && linear.ConvDirectFor(c, l, oneBatch) {
+				bits += linear.ConvBits(c, l)
+			} else {
+				bits += linear.ConvIm2colBits(c, l, oneBatch)
+			}
+		}
+	}
+	return bits
+}
+
+// checkLinearTraffic requires the linear layers' measured payload (both parties, n inferences) to
+// be the formula plus at most the OT layer's per-batch constants and padding (0.2 % and 4 KiB per
+// call here; package linear's tests pin them exactly).
+func checkLinearTraffic(t testing.TB, p *ir.FixedProgram, sec *secureRun, n int, opt secureOptions) {
+	t.Helper()
+	lin := sec.prof[0].Linear.Add(sec.prof[1].Linear)
+	got := 8 * lin.PayloadSent()
+	want := int64(n) * linearFormulaBits(p, opt.oneBatch, opt.im2col)
+	t.Logf("linear payload %.3f MB per inference, formula %.3f MB", float64(got)/8e6/float64(n), float64(want)/8e6/float64(n))
+	if got < want || got > want+want/500+int64(lin.Calls)*8*4096 {
+		t.Errorf("linear payload %d bits, formula %d", got, want)
+	}
+}
+
+// convShapeOf is the linear.ConvShape of a convolution instruction (1-D or 2-D).
+func convShapeOf(p *ir.FixedProgram, in *ir.Instr) linear.ConvShape {
+	x, y := p.Tensors[in.In[0]].Shape, p.Tensors[in.Out].Shape
+	w := in.Win
+	k := len(w.Kernel)
+	c := linear.ConvShape{N: x[0], C: x[1], H: 1, W: x[len(x)-1], M: y[1], OH: 1, OW: y[len(y)-1],
+		KH: 1, KW: w.Kernel[k-1], SH: 1, SW: w.Strides[k-1], PW: w.Pads[k-1], DH: 1, DW: w.Dilations[k-1],
+		Groups: in.Group}
+	if k == 2 {
+		c.H, c.OH, c.KH, c.SH, c.PH, c.DH = x[2], y[2], w.Kernel[0], w.Strides[0], w.Pads[0], w.Dilations[0]
+	}
+	return c
+}

@@ -17,6 +17,7 @@ func TestRandomCNNs(t *testing.T) {
 		nets = 5
 	}
 	covered := map[ir.Opcode]bool{}
+	conv2D := 0 // convolutions the backend ran itself (the others were lowered to im2col)
 	for seed := uint64(1); seed <= uint64(nets); seed++ {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			g, err := RandomCNN(seed)
@@ -51,6 +52,7 @@ func TestRandomCNNs(t *testing.T) {
 			clear := runClear(t, prog.server, inputs)
 			sec := runSecure(t, prog, inputs, secureOptions{streams: 1 + int(seed%2)})
 			compareRuns(t, clear, sec)
+			conv2D += sec.calls[0].conv2D
 			for _, in := range prog.server.Instrs {
 				covered[in.Op] = true
 			}
@@ -60,6 +62,9 @@ func TestRandomCNNs(t *testing.T) {
 		return
 	}
 	// The random networks together must exercise every backend call and the local operations.
+	if conv2D == 0 {
+		t.Error("no random network ran a convolution as Conv2D")
+	}
 	for _, op := range []ir.Opcode{ir.FxConv, ir.FxMatMul, ir.FxReLU, ir.FxTrunc, ir.FxMaxPool, ir.FxSumPool,
 		ir.FxDiv, ir.FxMulConst, ir.FxAddConst, ir.FxAdd, ir.FxConcat, ir.FxPad, ir.FxArgMax, ir.FxReshape} {
 		if !covered[op] {

@@ -17,6 +17,10 @@ type plan struct {
 	// planes and inPlane: pools map one (image, channel) plane at a time.
 	planes, inPlane int
 	groups          []divGroup // FxDiv with several divisors
+	// conv is the geometry of an FxConv; native means the backend runs it (ConvBackend.Conv2D)
+	// and idx is not built.
+	conv   ConvGeom
+	native bool
 }
 
 type divGroup struct {
@@ -36,6 +40,19 @@ func (m *Machine) makePlan(in *ir.Instr) (plan, int, error) {
 		geo, err := newWindowGeom(in.Win, x[2:], out[2:])
 		if err != nil {
 			return pl, 0, err
+		}
+		pl.conv = ConvGeom{N: x[0], C: x[1], H: geo.ih, W: geo.iw, M: out[1], OH: geo.oh, OW: geo.ow,
+			KH: geo.kh, KW: geo.kw, SH: geo.sh, SW: geo.sw, PH: geo.ph, PW: geo.pw, DH: geo.dh, DW: geo.dw,
+			Groups: in.Group}
+		if err := pl.conv.Validate(); err != nil {
+			return pl, 0, err
+		}
+		if len(wt) < 2 || wt[0] != out[1] || wt[1]*in.Group != x[1] {
+			return pl, 0, fmt.Errorf("weights %v do not fit input %v, output %v and %d groups", wt, x, out, in.Group)
+		}
+		if cb, ok := m.be.(ConvBackend); ok && cb.UseConv2D(pl.conv) {
+			pl.native = true
+			return pl, 0, nil
 		}
 		cg := x[1] / in.Group
 		pl.d = cg * geo.d

@@ -306,6 +306,9 @@ func gather(dst, src []uint64, idx []int32, fill uint64) {
 }
 
 func (m *Machine) conv(ctx context.Context, in *ir.Instr, pl *plan, dst, x ring.Tensor) error {
+	if pl.native {
+		return m.be.(ConvBackend).Conv2D(ctx, dst, m.weight(in.Weight), x, pl.conv)
+	}
 	wt := m.prog.Weights[in.Weight].Shape
 	g := in.Group
 	mg := wt[0] / g // output channels per group

@@ -73,3 +73,12 @@ func wordBytes(w []uint64) []byte {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))
 }
+
+// bitsAt returns the 64 bits of the packed stream buf that start at bit position pos, in the low
+// bits of the result (callers use the result modulo 2^width). buf must hold one word past the
+// word of pos; that word's value does not matter when the bits needed lie within the word of pos.
+// It is the branch-free reader of the correction loops.
+func bitsAt(buf []uint64, pos uint) uint64 {
+	w, off := pos>>6, pos&63
+	return buf[w]>>off | buf[w+1]<<(64-off) // a shift by 64 (off = 0) gives 0
+}

@@ -29,9 +29,26 @@
 //
 // # Convolutions
 //
-// Convolutions reach this package as matrix products of the weights (M×C·kh·kw per group) with
-// the im2col matrix of the shared input (C·kh·kw × positions); groups, strides, dilations and
-// padding are resolved by the gather that builds it (package vm does this).
+// Session.Conv2D runs a convolution (groups, strides, dilations, zero padding, batch ≥ 1; see
+// ConvShape) with the OTs on the input elements instead of the im2col matrix, which repeats each
+// element up to kh·kw times. Element e = (image n, channel c, position s) of party 1's share
+// reaches, through each kernel offset k whose output position q(s, k) exists, the M/groups
+// outputs (n, ·, q) of its group with the weights W[·, c, k]. So (W∗X1) = Σ_e Σ_i 2^i·x_(e,i)·a_e
+// with a_e the concatenation of the vectors W[group's channels, c, k] over the pairs (k, q) of s:
+// one OT per bit i of every element that some window reads, whose message is a_e at l−i bits per
+// word, and each party adds 2^i times word (m, k) of its output at output (n, m, q). Elements that
+// no window reads and padding cost nothing. Communication (ConvBits), with t the read positions of
+// a plane and z the non-padding entries of one channel's im2col matrix:
+//
+//	N·C·t·l·(λ+1) + N·C·(M/groups)·z·l(l+1)/2 bits
+//
+// against ConvIm2colBits = Groups·MatMulBits on the im2col matrix (N·C·kh·kw·OH·OW·l·λ + … with
+// padding entries). The convolution always runs in the one-batch flow (one batch of random OTs per
+// chunk, one flip bit per OT, bit-packed corrections of variable length per element), since the
+// messages of different elements have different lengths; its OTs carry 128-bit seeds that both
+// parties expand, element by element, to exactly the pad bits needed (pads.go). ConvDirect picks
+// the cheaper of the two by the exact formulas; only unpadded 1×1 convolutions (where the im2col
+// matrix holds every read element once) stay matrix products.
 //
 // # Streams
 //

@@ -14,10 +14,13 @@ const Lambda = ot.Lambda
 // MatMulBits is the communication of MatMul for W m×k and X k×n over Z_{2^l}, in bits, both
 // directions together, without the per-batch constants of the OT layer (batch header,
 // acknowledgement, frame headers) and without the one-time base OTs: k·n·l correlated OTs of
-// m·(l+1)/2 bits on average, k·n·l·λ + k·n·m·l(l+1)/2.
+// m·(l+1)/2 bits on average, k·n·l·λ + k·n·m·l(l+1)/2. (A W of more than ot.MaxWidth rows runs
+// in blocks of rows, each with its own k·n·l OTs: the λ term is then multiplied by the number of
+// blocks.) In the one-batch mode (Options.OneBatch) add k·n·l flip bits per block.
 func MatMulBits(m, k, n, l int) int64 {
 	kn := int64(k) * int64(n)
-	return kn*int64(l)*Lambda + kn*int64(m)*int64(l*(l+1)/2)
+	blocks := int64(max(1, (m+ot.MaxWidth-1)/ot.MaxWidth))
+	return blocks*kn*int64(l)*Lambda + kn*int64(m)*int64(l*(l+1)/2)
 }
 
 // MulElemBits is the communication of MulElem on n elements: n·l·λ + n·l(l+1)/2 bits.
@@ -143,13 +146,21 @@ func (s *Session) checkOperands(op string, dst, w, x []uint64, nw, nx, nd int) e
 // cross runs product p over the streams and returns this party's share of its accumulator
 // (p.rows()·M words, not reduced).
 func (s *Session) cross(ctx context.Context, op string, p *product) ([]uint64, error) {
-	parts := s.parts(p.E)
+	return s.crossWith(ctx, op, s.parts(p.E), p.rows()*p.M, func(ctx context.Context, st *stream, lo, hi int, acc []uint64) error {
+		return st.cross(ctx, p, lo, hi, acc)
+	})
+}
+
+// crossWith runs f on each part (one per stream) with an accumulator of accLen words of its own,
+// and returns the sum of the accumulators (not reduced).
+func (s *Session) crossWith(ctx context.Context, op string, parts [][2]int, accLen int,
+	f func(ctx context.Context, st *stream, lo, hi int, acc []uint64) error) ([]uint64, error) {
 	accs := make([][]uint64, len(parts))
 	for i := range accs {
-		accs[i] = make([]uint64, p.rows()*p.M)
+		accs[i] = make([]uint64, accLen)
 	}
 	err := s.run(ctx, op, parts, func(ctx context.Context, i int, st *stream, lo, hi int) error {
-		return st.cross(ctx, p, lo, hi, accs[i])
+		return f(ctx, st, lo, hi, accs[i])
 	})
 	if err != nil {
 		return nil, err

@@ -38,14 +38,39 @@ type oneBatchBufs struct {
 	m0, m1, choice []uint64
 }
 
-func (st *stream) crossOneBatch(ctx context.Context, p *product, lo, hi int, acc []uint64) error {
-	ce := chunkElemsOneBatch(p.M, st.l, st.budget)
-	pw := padWords(p.M, st.l)
+// oneBatchJob is what the one-batch flow needs to know about a product: the pad size of its OTs,
+// party 1's share (one word per element, whose bits are the choice bits), and how the corrections
+// of a range of elements are formed (party 0) and applied (party 1).
+type oneBatchJob interface {
+	// pad is the number of 64-bit words of random pad per OT instance at bit width l.
+	pad(l int) int
+	// chunk is the number of elements per chunk at bit width l with the stream's budget.
+	chunk(l, budget int) int
+	// shares is party 1's share, one word per element.
+	shares() []uint64
+	// sendCorrections is party 0's side of the elements [c0, c1) after the flips.
+	sendCorrections(ctx context.Context, st *stream, b *oneBatchBufs, flips []uint64, c0, c1, pw int, acc []uint64) error
+	// recvCorrections is party 1's side.
+	recvCorrections(ctx context.Context, st *stream, b *oneBatchBufs, c0, c1, pw int, acc []uint64) error
+}
+
+func (p *product) pad(l int) int           { return padWords(p.M, l) }
+func (p *product) chunk(l, budget int) int { return chunkElemsOneBatch(p.M, l, budget) }
+func (p *product) shares() []uint64        { return p.x }
+
+// crossOneBatch runs the elements [lo, hi) of job on this stream in the one-batch flow, adding this
+// party's share of the products to acc.
+func (st *stream) crossOneBatch(ctx context.Context, job oneBatchJob, lo, hi int, acc []uint64) error {
+	if hi <= lo {
+		return nil
+	}
+	pw := job.pad(st.l)
+	ce := job.chunk(st.l, st.budget)
 	chunk := func(j int) (int, int) { return lo + j*ce, min(lo+(j+1)*ce, hi) }
 	J := (hi - lo + ce - 1) / ce
 	// Start chunk 0's OTs.
 	c0, c1 := chunk(0)
-	if err := st.startOneBatch(ctx, &st.ob[0], c0, c1, pw, p); err != nil {
+	if err := st.startOneBatch(ctx, &st.ob[0], c0, c1, pw); err != nil {
 		return err
 	}
 	for j := 0; j < J; j++ {
@@ -58,11 +83,11 @@ func (st *stream) crossOneBatch(ctx context.Context, p *product, lo, hi int, acc
 			}
 			if j+1 < J {
 				n0, n1 := chunk(j + 1)
-				if err := st.startOneBatch(ctx, next, n0, n1, pw, p); err != nil {
+				if err := st.startOneBatch(ctx, next, n0, n1, pw); err != nil {
 					return err
 				}
 			}
-			if err := st.sendCorrections(ctx, p, cur, flips, c0, c1, pw, acc); err != nil {
+			if err := job.sendCorrections(ctx, st, cur, flips, c0, c1, pw, acc); err != nil {
 				return err
 			}
 			continue
@@ -71,7 +96,7 @@ func (st *stream) crossOneBatch(ctx context.Context, p *product, lo, hi int, acc
 		n := c1 - c0
 		nw := ot.BitWords(n * st.l)
 		flips := grow(&st.choice, nw)
-		transport.Pack(flips, p.x[c0:c1], st.l) // bit e·l+i is bit i of x[e]
+		transport.Pack(flips, job.shares()[c0:c1], st.l) // bit e·l+i is bit i of x[e]
 		for k := range flips {
 			flips[k] ^= cur.choice[k]
 		}
@@ -80,11 +105,11 @@ func (st *stream) crossOneBatch(ctx context.Context, p *product, lo, hi int, acc
 		}
 		if j+1 < J {
 			n0, n1 := chunk(j + 1)
-			if err := st.startOneBatch(ctx, next, n0, n1, pw, p); err != nil {
+			if err := st.startOneBatch(ctx, next, n0, n1, pw); err != nil {
 				return err
 			}
 		}
-		if err := st.recvCorrections(ctx, p, cur, c0, c1, pw, acc); err != nil {
+		if err := job.recvCorrections(ctx, st, cur, c0, c1, pw, acc); err != nil {
 			return err
 		}
 	}
@@ -92,18 +117,19 @@ func (st *stream) crossOneBatch(ctx context.Context, p *product, lo, hi int, acc
 }
 
 // startOneBatch runs the random OTs of the elements [c0, c1) into b.
-func (st *stream) startOneBatch(ctx context.Context, b *oneBatchBufs, c0, c1, pw int, p *product) error {
+func (st *stream) startOneBatch(ctx context.Context, b *oneBatchBufs, c0, c1, pw int) error {
 	nI := (c1 - c0) * st.l
+	// One word of slack after the pads: the correction loops read a word ahead (bitsAt).
 	if st.party == 0 {
-		return st.ot.SendROTWide(ctx, pw, 64, grow(&b.m0, nI*pw), grow(&b.m1, nI*pw))
+		return st.ot.SendROTWide(ctx, pw, 64, grow(&b.m0, nI*pw+1)[:nI*pw], grow(&b.m1, nI*pw+1)[:nI*pw])
 	}
-	return st.ot.RecvROTWide(ctx, pw, 64, grow(&b.choice, ot.BitWords(nI)), grow(&b.m0, nI*pw))
+	return st.ot.RecvROTWide(ctx, pw, 64, grow(&b.choice, ot.BitWords(nI)), grow(&b.m0, nI*pw+1)[:nI*pw])
 }
 
 // sendCorrections is party 0's side of a chunk after the flips: per OT, with the pads (ρ0, ρ1)
 // swapped when the flip bit is 1, it sends d = ρ0 − ρ1 + a mod 2^(l−i) for every word and keeps
 // −2^i·ρ0.
-func (st *stream) sendCorrections(ctx context.Context, p *product, b *oneBatchBufs, flips []uint64, c0, c1, pw int, acc []uint64) error {
+func (p *product) sendCorrections(ctx context.Context, st *stream, b *oneBatchBufs, flips []uint64, c0, c1, pw int, acc []uint64) error {
 	l, M := st.l, p.M
 	n := c1 - c0
 	G := frameElems(M, l)
@@ -145,7 +171,7 @@ func (st *stream) sendCorrections(ctx context.Context, p *product, b *oneBatchBu
 
 // recvCorrections is party 1's side: with its pad ρ_c = ρ_b after the flip, it takes
 // 2^i·(ρ_b + b·d) per word.
-func (st *stream) recvCorrections(ctx context.Context, p *product, b *oneBatchBufs, c0, c1, pw int, acc []uint64) error {
+func (p *product) recvCorrections(ctx context.Context, st *stream, b *oneBatchBufs, c0, c1, pw int, acc []uint64) error {
 	l, M := st.l, p.M
 	n := c1 - c0
 	xs := p.x[c0:c1]

@@ -46,6 +46,7 @@ type Session struct {
 	r        ring.Ring
 	party    int
 	minSplit int
+	oneBatch bool
 	streams  []*stream
 	err      error
 }
@@ -62,6 +63,7 @@ type stream struct {
 	// Scratch, reused across calls.
 	m0, choice, corr []uint64
 	ob               [2]oneBatchBufs // the one-batch mode's chunks in flight
+	exp              *expander       // pad expansion of the convolution's OTs
 }
 
 const (
@@ -109,7 +111,7 @@ func New(ctx context.Context, r ring.Ring, opt Options, streams ...*ot.Session) 
 		}
 		party = o.Party()
 	}
-	s := &Session{r: r, party: party, minSplit: opt.MinSplit}
+	s := &Session{r: r, party: party, minSplit: opt.MinSplit, oneBatch: opt.OneBatch}
 	for i, o := range streams {
 		st := &stream{idx: i, ot: o, conn: o.Conn(), party: party, l: r.Bits, budget: opt.Budget, oneBatch: opt.OneBatch}
 		if err := st.hello(ctx, len(streams), opt); err != nil {
@@ -202,10 +204,15 @@ func (s *Session) fail(ctx context.Context, op string, err error) error {
 
 // parts splits n elements into one contiguous range per stream (multiples of 64 elements, so
 // that chunks stay word-aligned), or one range for small n.
-func (s *Session) parts(n int) [][2]int {
+func (s *Session) parts(n int) [][2]int { return s.partsOf(n, n) }
+
+// partsOf is parts for n elements that together stand for work elements of a matrix product
+// (a convolution's element carries the work of all the im2col entries it replaces): the split
+// threshold MinSplit applies to work.
+func (s *Session) partsOf(n, work int) [][2]int {
 	k := len(s.streams)
 	units := n / 64
-	if n < s.minSplit || k == 1 || units < k {
+	if work < s.minSplit || k == 1 || units < k {
 		return [][2]int{{0, n}}
 	}
 	out := make([][2]int, 0, k)

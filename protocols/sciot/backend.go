@@ -12,7 +12,11 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/vm"
 )
+
+// Backend runs a program's convolutions itself when that communicates less.
+var _ vm.ConvBackend = (*Backend)(nil)
 
 // Options configures a Backend. The zero value selects the defaults. Both parties must use the
 // same options (the sessions' hellos check this).
@@ -255,6 +259,31 @@ func (b *Backend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m
 		return end(&b.prof.Linear, err)
 	}
 	return end(&b.prof.Linear, b.lin.MatMul(ctx, dst.Data, weightData(w), m, k, n, x.Data))
+}
+
+// UseConv2D reports whether a convolution of geometry g runs as Conv2D (OTs on the input elements)
+// rather than as a MatMul with its im2col matrix: whichever communicates less by the two exact
+// formulas (linear.ConvBits, linear.ConvIm2colBits), which depend on public data only, so both
+// parties decide alike.
+func (b *Backend) UseConv2D(g vm.ConvGeom) bool { return b.lin.ConvDirect(convShape(g)) }
+
+// Conv2D sets dst = W * X (convolution) with party 0's weights W and the shared input X by OT on
+// the input elements (linear.Session.Conv2D).
+func (b *Backend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g vm.ConvGeom) error {
+	const op = "conv"
+	end, err := b.begin(op)
+	if err != nil {
+		return err
+	}
+	if err := b.weightErr(w); err != nil {
+		return end(&b.prof.Linear, err)
+	}
+	return end(&b.prof.Linear, b.lin.Conv2D(ctx, dst.Data, weightData(w), convShape(g), x.Data))
+}
+
+func convShape(g vm.ConvGeom) linear.ConvShape {
+	return linear.ConvShape{N: g.N, C: g.C, H: g.H, W: g.W, M: g.M, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW,
+		SH: g.SH, SW: g.SW, PH: g.PH, PW: g.PW, DH: g.DH, DW: g.DW, Groups: g.Groups}
 }
 
 // MulConst sets dst = w ⊙ x with party 0's private w, by OT.

@@ -285,3 +285,90 @@ func TestWeightsChecks(t *testing.T) {
 		t.Fatal("party 1 did not notice the failure")
 	}
 }
+
+// convRef is the definition of vm.ConvGeom's convolution in the ring, a direct loop.
+func convRef(r ring.Ring, w []uint64, g vm.ConvGeom, x []uint64) []uint64 {
+	cg, mg := g.C/g.Groups, g.M/g.Groups
+	out := make([]uint64, g.N*g.M*g.OH*g.OW)
+	for n := 0; n < g.N; n++ {
+		for m := 0; m < g.M; m++ {
+			for oy := 0; oy < g.OH; oy++ {
+				for ox := 0; ox < g.OW; ox++ {
+					var s uint64
+					for c := 0; c < cg; c++ {
+						for ky := 0; ky < g.KH; ky++ {
+							for kx := 0; kx < g.KW; kx++ {
+								iy, ix := oy*g.SH-g.PH+ky*g.DH, ox*g.SW-g.PW+kx*g.DW
+								if iy >= 0 && iy < g.H && ix >= 0 && ix < g.W {
+									s += w[((m*cg+c)*g.KH+ky)*g.KW+kx] * x[((n*g.C+m/mg*cg+c)*g.H+iy)*g.W+ix]
+								}
+							}
+						}
+					}
+					out[((n*g.M+m)*g.OH+oy)*g.OW+ox] = r.Reduce(s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestConv2DMatchesClear(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	ctx := context.Background()
+	for _, streams := range []int{1, 2} {
+		p := newPair(t, 37, streams)
+		for _, g := range []vm.ConvGeom{
+			{N: 2, C: 4, H: 9, W: 7, M: 6, OH: 5, OW: 3, KH: 3, KW: 3, SH: 2, SW: 2, PH: 1, PW: 0, DH: 1, DW: 2, Groups: 2},
+			{N: 1, C: 3, H: 6, W: 6, M: 6, OH: 6, OW: 6, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 3},
+			{N: 1, C: 2, H: 1, W: 40, M: 3, OH: 1, OW: 40, KH: 1, KW: 5, SH: 1, SW: 1, PH: 0, PW: 2, DH: 1, DW: 1, Groups: 1},
+		} {
+			if !p.b[0].UseConv2D(g) || !p.b[1].UseConv2D(g) {
+				t.Fatalf("%+v: the backends would lower it to im2col", g)
+			}
+			x := randTensor(p.r, rng, []int{g.N, g.C, g.H, g.W}, 37)
+			w := randTensor(p.r, rng, []int{g.M, g.C / g.Groups, g.KH, g.KW}, 37)
+			want := convRef(p.r, w.Data, g, x.Data)
+			for _, owner := range []int{0, 1} {
+				got := p.secure(t, owner, x, []int{g.N, g.M, g.OH, g.OW}, func(b *sciot.Backend, party int, dst, xs ring.Tensor) error {
+					ww := &w
+					if party == 1 {
+						ww = nil
+					}
+					return b.Conv2D(ctx, dst, ww, xs, g)
+				})
+				if !slices.Equal(got.Data, want) {
+					t.Fatalf("streams %d, %+v, owner %d: secure convolution differs from the definition", streams, g, owner)
+				}
+			}
+		}
+		// A 1×1 convolution stays a matrix product.
+		one := vm.ConvGeom{N: 1, C: 8, H: 4, W: 4, M: 8, OH: 4, OW: 4, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
+		if p.b[0].UseConv2D(one) {
+			t.Error("a 1×1 convolution runs as Conv2D")
+		}
+		if p.b[0].Profile().Linear.Calls == 0 {
+			t.Error("the convolutions were not charged to the linear profile")
+		}
+	}
+}
+
+func TestConv2DWeightsChecks(t *testing.T) {
+	p := newPair(t, 32, 1)
+	ctx := context.Background()
+	g := vm.ConvGeom{N: 1, C: 1, H: 3, W: 3, M: 1, OH: 1, OW: 1, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
+	x := ring.NewTensor([]int{1, 1, 3, 3})
+	e0, e1 := both(func() error { return p.b[0].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g) },
+		func() error { return p.b[1].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g) })
+	if e0 == nil || !strings.Contains(e0.Error(), "no weights") {
+		t.Fatalf("party 0 without weights: %v", e0)
+	}
+	if e1 == nil {
+		t.Fatal("party 1 did not notice the failure")
+	}
+	q := newPair(t, 32, 1)
+	w := ring.NewTensor([]int{1, 1, 3, 3})
+	if err := q.b[1].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), &w, x, g); err == nil || !strings.Contains(err.Error(), "party 1 was given weights") {
+		t.Fatalf("party 1 with weights: %v", err)
+	}
+}
