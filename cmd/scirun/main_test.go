@@ -2,23 +2,55 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
+	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/passes"
 )
 
-func repoRoot(t *testing.T) string {
+// binary is the scirun executable built by TestMain, for the tests that need a real process
+// (exit codes, stderr, being killed).
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "scirun-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "scirun")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	if out, err := exec.Command(goTool, "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building scirun: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -36,14 +68,11 @@ func repoRoot(t *testing.T) string {
 	}
 }
 
-// program compiles the project's MNIST model at l=32, s=12 into a temporary .sciir pair.
-func program(t *testing.T) (full, client, data string) {
+// compileTo compiles an ONNX model at Z_2^bits, scale s into dir/name.sciir and
+// dir/name.client.sciir.
+func compileTo(t testing.TB, model, dir, name string, bits, scale int) (full, client string) {
 	t.Helper()
-	data = filepath.Join(repoRoot(t), "testdata", "mnist-small")
-	if _, err := os.Stat(filepath.Join(data, "expected", "00000.npy")); err != nil {
-		t.Skipf("testdata/mnist-small not present: %v", err)
-	}
-	g, err := onnx.Load(filepath.Join(data, "model.onnx"), onnx.Options{Batch: 1})
+	g, err := onnx.Load(model, onnx.Options{Batch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,39 +80,80 @@ func program(t *testing.T) (full, client, data string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := passes.Build(cg, 32, 12, true)
+	p, err := passes.Build(cg, bits, scale, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	codegen.AssignSlots(p)
-	dir := t.TempDir()
-	full, client = filepath.Join(dir, "m.sciir"), filepath.Join(dir, "m.client.sciir")
-	prep, err := codegen.DefaultPreprocess([]int{1, 1, 28, 28}, "NCHW")
+	full, client = filepath.Join(dir, name+".sciir"), filepath.Join(dir, name+".client.sciir")
+	prep, err := codegen.DefaultPreprocess(p.Tensors[p.Inputs[0].Tensor].Shape, "NCHW")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &codegen.File{Program: p, Meta: codegen.Meta{Preprocess: prep}}
+	f := &codegen.File{Program: p, Meta: codegen.Meta{Source: filepath.Base(model), SourceSHA256: fmt.Sprintf("%x", bytesHash(t, model)), Preprocess: prep}}
 	if err := codegen.WriteFile(full, f, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := codegen.WriteFile(client, f, false); err != nil {
 		t.Fatal(err)
 	}
-	return full, client, data
+	return full, client
+}
+
+var (
+	progOnce                       sync.Once
+	progDir                        string
+	progFull, progClient, progData string
+)
+
+// program compiles the project's MNIST model at l=32, s=12 into a .sciir pair (once per test
+// binary).
+func program(t *testing.T) (full, client, data string) {
+	t.Helper()
+	data = filepath.Join(repoRoot(t), "testdata", "mnist-small")
+	if _, err := os.Stat(filepath.Join(data, "expected", "00000.npy")); err != nil {
+		t.Skipf("testdata/mnist-small not present: %v", err)
+	}
+	progOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "scirun-prog-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		progDir = dir
+		progFull, progClient = compileTo(t, filepath.Join(data, "model.onnx"), dir, "m", 32, 12)
+	})
+	if progFull == "" {
+		t.Fatal("compiling mnist-small failed earlier")
+	}
+	return progFull, progClient, data
+}
+
+// testEnv returns an env with captured streams and the real backends plus the insecure test
+// backend under its own name.
+func testEnv() (*env, *syncBuffer, *syncBuffer) {
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	return &env{stdout: out, stderr: errb, drain: make(chan struct{}),
+		backends: map[string]serve.BackendFunc{"sciot": newSCIOT}}, out, errb
+}
+
+func runArgs(args ...string) (string, string, error) {
+	e, out, errb := testEnv()
+	err := run(context.Background(), args, e)
+	return out.String(), errb.String(), err
 }
 
 func TestClearRun(t *testing.T) {
 	full, _, data := program(t)
-	out := filepath.Join(t.TempDir(), "y.npy")
-	raw := filepath.Join(t.TempDir(), "raw.npy")
+	dir := t.TempDir()
+	out, raw := filepath.Join(dir, "y.npy"), filepath.Join(dir, "raw.npy")
 	in := filepath.Join(data, "inputs", "00000.npy")
-	var stdout bytes.Buffer
-	if err := run([]string{"--clear", full, "--input", in, "--output", out}, &stdout); err != nil {
+	stdout, _, err := runArgs("--clear", full, "--input", in, "--output", out, "--top", "3")
+	if err != nil {
 		t.Fatal(err)
 	}
 	// t10k image 0 is a 7.
-	if !strings.Contains(stdout.String(), "top class 7") {
-		t.Errorf("stdout %q", stdout.String())
+	if !strings.Contains(stdout, "top class 7") || !strings.Contains(stdout, "top 3: 7 ") {
+		t.Errorf("stdout %q", stdout)
 	}
 	got, err := npy.ReadFile(out)
 	if err != nil {
@@ -101,17 +171,10 @@ func TestClearRun(t *testing.T) {
 		}
 	}
 	// --raw writes the signed ring values: decoded / 2^12 equals the float output exactly.
-	if err := run([]string{"--clear", full, "--input", in, "--output", raw, "--raw"}, &bytes.Buffer{}); err != nil {
+	if _, _, err := runArgs("--clear", full, "--input", in, "--output", raw, "--raw"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := npy.ReadFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ints, err := r.Int64()
-	if err != nil {
-		t.Fatalf("raw output is not int64: %v", err)
-	}
+	ints := readInts(t, raw)
 	for i, v := range ints {
 		if float32(math.Ldexp(float64(v), -12)) != g[i] {
 			t.Errorf("raw %d = %d, decoded %g", i, v, g[i])
@@ -119,7 +182,20 @@ func TestClearRun(t *testing.T) {
 	}
 }
 
-func TestErrors(t *testing.T) {
+func readInts(t testing.TB, path string) []int64 {
+	t.Helper()
+	r, err := npy.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ints, err := r.Int64()
+	if err != nil {
+		t.Fatalf("%s is not int64: %v", path, err)
+	}
+	return ints
+}
+
+func TestUsageErrors(t *testing.T) {
 	full, client, data := program(t)
 	in := filepath.Join(data, "inputs", "00000.npy")
 	for _, c := range []struct {
@@ -128,16 +204,32 @@ func TestErrors(t *testing.T) {
 		want  string
 	}{
 		{[]string{full, "--input", in}, true, "choose a mode"},
-		{[]string{"--party", "1", client, "--input", in}, false, "party mode is not implemented yet"},
-		{[]string{"--party", "3", client}, true, "want 0 or 1"},
+		{[]string{"--party", "3", client}, true, "--party 3: want 0 (the server, with the full program) or 1"},
+		{[]string{"--party", "-1", client}, true, "--party -1: want 0"},
 		{[]string{"--clear", "--party", "0", full}, true, "exclude"},
+		{[]string{"--local", "--party", "1", full}, true, "exclude"},
 		{[]string{"--clear", full}, true, "--input is required"},
 		{[]string{"--clear"}, true, "one program file"},
+		{[]string{"--party", "1", client, "--input", in}, true, "--connect HOST:PORT is required"},
+		{[]string{"--party", "1", client, "--connect", "x:1"}, true, "--input is required"},
+		{[]string{"--party", "0", full, "--input", in}, true, "--input is not used by the server"},
+		{[]string{"--party", "0", full, "--connect", "x:1"}, true, "--connect is not used without --party 1"},
+		{[]string{"--party", "1", client, "--connect", "x:1", "--input", in, "--serve"}, true, "--serve is not used without --party 0"},
+		{[]string{"--party", "0", full, "--max-sessions", "2"}, true, "--max-sessions is not used without --party 0 --serve"},
+		{[]string{"--party", "0", full, "--tls-cert", "c.pem"}, true, "--tls-cert and --tls-key go together"},
+		{[]string{"--clear", full, "--input", in, "--report", "r.json"}, true, "--report is not used with --clear"},
+		{[]string{"--local", full, "--input", in, "--net", "moon"}, true, `--net "moon": want lan or wan`},
+		{[]string{"--local", full, "--input", in, "--timeout", "0s"}, true, "--timeout 0s"},
+		{[]string{"--clear", full, "--input", in, "--top", "0"}, true, "--top 0"},
 		{[]string{"--clear", client, "--input", in}, false, "no weights"},
+		{[]string{"--party", "0", client}, false, "has no weights (it is a client copy): the server (--party 0) needs the full program file"},
+		{[]string{"--local", client, "--input", in}, false, "--local (which also runs the server) needs the full program file"},
+		{[]string{"--local", full, "--input", in, "--backend", "scihe"}, false, `backend "scihe" is not available in this build (available: sciot)`},
 		{[]string{"--clear", full, "--input", filepath.Join(data, "model.onnx")}, false, "input"},
 		{[]string{"--clear", in, "--input", in}, false, "not a .sciir program file"},
+		{[]string{"--party", "1", client, "--connect", "x:1", "--input", in, "--tls-ca", filepath.Join(data, "model.onnx")}, false, "holds no PEM certificate"},
 	} {
-		err := run(c.args, &bytes.Buffer{})
+		_, _, err := runArgs(c.args...)
 		if err == nil {
 			t.Errorf("%q: accepted", c.args)
 			continue
@@ -156,7 +248,7 @@ func TestErrors(t *testing.T) {
 	if err := codegen.WriteFile(plain, f, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := run([]string{"--clear", plain, "--input", "x.png"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "no image preprocessing") {
+	if _, _, err := runArgs("--clear", plain, "--input", "x.png"); err == nil || !strings.Contains(err.Error(), "no image preprocessing") {
 		t.Errorf("image input without preprocessing: %v", err)
 	}
 	// An input of the wrong shape.
@@ -164,8 +256,67 @@ func TestErrors(t *testing.T) {
 	if err := npy.WriteFileFloat32(bad, []int{2, 2}, make([]float32, 4)); err != nil {
 		t.Fatal(err)
 	}
-	if err := run([]string{"--clear", full, "--input", bad}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "shape") {
+	if _, _, err := runArgs("--local", full, "--input", bad); err == nil || !strings.Contains(err.Error(), "shape") {
 		t.Errorf("wrong shape: %v", err)
+	}
+}
+
+// TestProcessErrors runs the real binary: each failure is one line on stderr (plus the usage
+// hint for usage errors), a non-zero exit status, and no stack trace.
+func TestProcessErrors(t *testing.T) {
+	full, client, data := program(t)
+	in := filepath.Join(data, "inputs", "00000.npy")
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.sciir")
+	b, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(corrupt, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A port in use: hold one.
+	ln := listenLoopback(t)
+	defer ln.Close()
+	busy := ln.Addr().String()
+	// An unreachable server: a port nothing listens on.
+	ln2 := listenLoopback(t)
+	free := ln2.Addr().String()
+	ln2.Close()
+
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"wrong party", []string{"--party", "2", full}, 2, "scirun: --party 2: want 0 (the server, with the full program) or 1 (the client, with the client copy)"},
+		{"server with the client copy", []string{"--party", "0", client, "--listen", "127.0.0.1:0"}, 1, "needs the full program file"},
+		{"missing file", []string{"--party", "0", filepath.Join(dir, "nope.sciir")}, 1, "scirun: read program: open " + filepath.Join(dir, "nope.sciir") + ": no such file or directory"},
+		{"corrupt file", []string{"--party", "1", corrupt, "--connect", free, "--input", in}, 1, "malformed .sciir program file"},
+		{"port in use", []string{"--party", "0", full, "--listen", busy}, 1, "scirun: listen on " + busy + ": the address is already in use (another scirun server?): choose another port with --listen"},
+		{"unreachable server", []string{"--party", "1", client, "--connect", free, "--input", in, "--connect-timeout", "300ms"}, 1,
+			"scirun: cannot reach the server at " + free + ": connection refused for 300ms (is 'scirun --party 0 ... --listen' running there?)"},
+		{"missing input", []string{"--party", "1", client, "--connect", free, "--input", filepath.Join(dir, "x.npy")}, 1, "no such file"},
+	} {
+		cmd := exec.Command(binary, c.args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != c.code {
+			t.Errorf("%s: exit %v, want status %d; stderr %q", c.name, err, c.code, stderr.String())
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		wantLines := 1
+		if c.code == 2 {
+			wantLines = 2 // the usage hint
+		}
+		if len(lines) != wantLines || !strings.Contains(lines[0], c.want) || strings.Contains(stderr.String(), "goroutine") {
+			t.Errorf("%s: stderr %q, want one line containing %q", c.name, stderr.String(), c.want)
+		}
 	}
 }
 
@@ -189,11 +340,57 @@ func TestImageInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	var stdout bytes.Buffer
-	if err := run([]string{"--clear", full, "--input", path}, &stdout); err != nil {
+	clear, _, err := runArgs("--clear", full, "--input", path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stdout.String(), "top class 7") {
-		t.Errorf("stdout %q", stdout.String())
+	if !strings.Contains(clear, "top class 7") {
+		t.Errorf("stdout %q", clear)
+	}
+	// The secure run on the image prints the same.
+	secure, _, err := runArgs("--local", full, "--input", path, "--quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secure != clear {
+		t.Errorf("--local printed %q, --clear %q", secure, clear)
+	}
+}
+
+func TestLocalReportAndProgress(t *testing.T) {
+	full, _, data := program(t)
+	in := filepath.Join(data, "inputs", "00003.npy")
+	dir := t.TempDir()
+	clearRaw, localRaw, rep := filepath.Join(dir, "c.npy"), filepath.Join(dir, "l.npy"), filepath.Join(dir, "r.json")
+	if _, _, err := runArgs("--clear", full, "--input", in, "--output", clearRaw, "--raw"); err != nil {
+		t.Fatal(err)
+	}
+	e, _, stderr := testEnv()
+	e.terminal = true
+	if err := run(context.Background(), []string{"--local", full, "--input", in, "--output", localRaw, "--raw", "--report", rep, "--net", "lan"}, e); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(readInts(t, clearRaw), readInts(t, localRaw)) {
+		t.Fatal("the secure output differs from the clear run")
+	}
+	s := stderr.String()
+	if !strings.Contains(s, "\r\033[K[") || !strings.Contains(s, "client (party 1) with 127.0.0.1:") || !strings.Contains(s, "emulated lan") {
+		t.Errorf("stderr: %q", s)
+	}
+	r := readReport(t, rep)
+	prog, err := codegen.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Layers) != len(prog.Program.Instrs) || r.Backend != "sciot" || r.Net != "lan" || r.Total.BytesSent == 0 || r.Setup.BytesSent == 0 {
+		t.Errorf("report: %+v", r)
+	}
+	// Not a terminal: no progress bar.
+	e, _, stderr = testEnv()
+	if err := run(context.Background(), []string{"--local", full, "--input", in}, e); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr.String(), "\r") || !strings.Contains(stderr.String(), "total") {
+		t.Errorf("stderr without a terminal: %q", stderr.String())
 	}
 }

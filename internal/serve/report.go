@@ -1,0 +1,302 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/vm"
+)
+
+// Traffic is what one party sent and received in some part of a session. Bytes are wire bytes
+// (frame headers included). Rounds counts this party's flights: maximal runs of consecutive sends
+// (the transport's definition), so the rounds of a protocol are the sum over both parties.
+type Traffic struct {
+	BytesSent int64 `json:"bytes_sent"`
+	BytesRecv int64 `json:"bytes_recv"`
+	Rounds    int64 `json:"rounds"`
+}
+
+func trafficOf(s transport.Stats) Traffic {
+	return Traffic{BytesSent: s.BytesSent, BytesRecv: s.BytesRecv, Rounds: s.Rounds}
+}
+
+func (t Traffic) add(u Traffic) Traffic {
+	return Traffic{t.BytesSent + u.BytesSent, t.BytesRecv + u.BytesRecv, t.Rounds + u.Rounds}
+}
+
+// Layer is one instruction of the program as this party ran it.
+type Layer struct {
+	Index  int     `json:"index"`
+	Op     string  `json:"op"`
+	Source string  `json:"source,omitempty"` // the model node it came from
+	Shape  []int   `json:"shape"`            // the shape of the tensor it produced (or revealed)
+	MS     float64 `json:"ms"`               // wall-clock time at this party
+	Traffic
+}
+
+// Report describes one session from one party's side.
+type Report struct {
+	Party       int       `json:"party"`
+	Role        string    `json:"role"`
+	Peer        string    `json:"peer"`
+	ProgramID   string    `json:"program_id"`
+	Model       string    `json:"model,omitempty"`
+	Backend     string    `json:"backend"`
+	Ring        string    `json:"ring"`
+	Scale       int       `json:"scale"`
+	TLS         bool      `json:"tls"`
+	Net         string    `json:"net,omitempty"` // the emulated link, if any
+	Started     time.Time `json:"started"`
+	HandshakeMS float64   `json:"handshake_ms"`
+	SetupMS     float64   `json:"setup_ms"` // backend set-up (base OTs and the like)
+	RunMS       float64   `json:"run_ms"`   // the program itself
+	TotalMS     float64   `json:"total_ms"`
+	Handshake   Traffic   `json:"handshake"`
+	Setup       Traffic   `json:"setup"`
+	Layers      []Layer   `json:"layers"`
+	Total       Traffic   `json:"total"`
+	Error       string    `json:"error,omitempty"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// WriteTable writes the per-layer table: the handshake, the backend set-up, one row per
+// instruction, and the totals.
+func (r *Report) WriteTable(w io.Writer) error {
+	rows := [][]string{{"#", "op", "source", "shape", "time", "sent", "received", "rounds"}}
+	row := func(idx, op, src, shape string, d float64, t Traffic) {
+		rows = append(rows, []string{idx, op, src, shape, fmtMS(d), FormatBytes(t.BytesSent), FormatBytes(t.BytesRecv), strconv.FormatInt(t.Rounds, 10)})
+	}
+	row("", "handshake", "", "", r.HandshakeMS, r.Handshake)
+	row("", "setup", "", "", r.SetupMS, r.Setup)
+	for _, l := range r.Layers {
+		row(strconv.Itoa(l.Index), l.Op, clip(l.Source, 28), shapeString(l.Shape), l.MS, l.Traffic)
+	}
+	row("", "total", "", "", r.TotalMS, r.Total)
+	width := make([]int, len(rows[0]))
+	for _, cells := range rows {
+		for i, c := range cells {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (party %d) with %s: program %s, backend %s, %s scale %d%s\n",
+		r.Role, r.Party, r.Peer, short(r.ProgramID), r.Backend, r.Ring, r.Scale, netSuffix(r))
+	leftAligned := map[int]bool{1: true, 2: true, 3: true}
+	for _, cells := range rows {
+		line := make([]string, len(cells))
+		for i, c := range cells {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if leftAligned[i] {
+				line[i] = c + pad
+			} else {
+				line[i] = pad + c
+			}
+		}
+		b.WriteString(strings.TrimRight(strings.Join(line, "  "), " ") + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the report as indented JSON with one line per layer.
+func (r *Report) WriteJSON(w io.Writer) error {
+	c := *r
+	c.Layers = nil
+	head, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	b.WriteString(`"layers": [`)
+	for i, l := range r.Layers {
+		line, err := json.Marshal(l)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n    ")
+		b.Write(line)
+	}
+	b.WriteString("\n  ]")
+	out := bytes.Replace(head, []byte(`"layers": null`), b.Bytes(), 1)
+	_, err = w.Write(append(out, '\n'))
+	return err
+}
+
+func netSuffix(r *Report) string {
+	s := ""
+	if r.TLS {
+		s += ", TLS"
+	}
+	if r.Net != "" {
+		s += ", emulated " + r.Net
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return "…" + string([]rune(s)[len([]rune(s))-n+1:])
+}
+
+func shapeString(s []int) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = strconv.Itoa(d)
+	}
+	return strings.Join(parts, "x")
+}
+
+func fmtMS(v float64) string {
+	switch {
+	case v >= 10000:
+		return fmt.Sprintf("%.1f s", v/1000)
+	case v >= 100:
+		return fmt.Sprintf("%.0f ms", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f ms", v)
+	}
+	return fmt.Sprintf("%.2f ms", v)
+}
+
+// FormatBytes prints a byte count with a binary unit (B, KiB, MiB, GiB).
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// recorder wraps the backend of a session: it charges the transport traffic and the wall-clock
+// time of every instruction to that instruction (one transport phase per instruction) and calls
+// the progress hook after each one.
+//
+// The VM calls Observe after every instruction except outputs, and an output instruction makes
+// exactly one backend call (Reveal); together they mark every instruction boundary.
+type recorder struct {
+	vm.Backend
+	conn     *transport.Conn
+	prog     *ir.FixedProgram
+	producer []int // tensor id -> index of the instruction that defines it
+	labels   []string
+	layers   []Layer
+	cur      int // the instruction running now
+	mark     time.Time
+	progress func(done, total int, in *ir.Instr)
+}
+
+func newRecorder(be vm.Backend, conn *transport.Conn, p *ir.FixedProgram, progress func(int, int, *ir.Instr)) *recorder {
+	rc := &recorder{Backend: be, conn: conn, prog: p, progress: progress}
+	rc.producer = make([]int, len(p.Tensors))
+	rc.labels = make([]string, len(p.Instrs))
+	rc.layers = make([]Layer, len(p.Instrs))
+	for i, in := range p.Instrs {
+		rc.labels[i] = "instr " + strconv.Itoa(i)
+		l := Layer{Index: i, Op: in.Op.String(), Source: in.Source}
+		if in.Op == ir.FxOutput {
+			l.Shape = p.Tensors[in.In[0]].Shape.Clone()
+		} else {
+			rc.producer[in.Out] = i
+			l.Shape = p.Tensors[in.Out].Shape.Clone()
+		}
+		rc.layers[i] = l
+	}
+	return rc
+}
+
+// convRecorder is a recorder over a backend with its own convolution (vm.ConvBackend): the VM
+// finds the interface by a type assertion, so the wrapper must expose it too.
+type convRecorder struct {
+	*recorder
+	conv vm.ConvBackend
+}
+
+// UseConv2D asks the wrapped backend.
+func (c convRecorder) UseConv2D(g vm.ConvGeom) bool { return c.conv.UseConv2D(g) }
+
+// Conv2D runs the wrapped backend's convolution.
+func (c convRecorder) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g vm.ConvGeom) error {
+	return c.conv.Conv2D(ctx, dst, w, x, g)
+}
+
+// backend returns the recorder as the vm.Backend to run on, exposing the optional interfaces
+// of the wrapped backend.
+func (rc *recorder) backend() vm.Backend {
+	if cb, ok := rc.Backend.(vm.ConvBackend); ok {
+		return convRecorder{recorder: rc, conv: cb}
+	}
+	return rc
+}
+
+// start begins the accounting of instruction 0.
+func (rc *recorder) start() {
+	rc.cur = 0
+	rc.mark = time.Now()
+	if len(rc.labels) > 0 {
+		rc.conn.SetPhase(rc.labels[0])
+	}
+}
+
+// finish closes instruction i and opens instruction i+1.
+func (rc *recorder) finish(i int) {
+	now := time.Now()
+	rc.layers[i].MS = ms(now.Sub(rc.mark))
+	rc.mark = now
+	rc.cur = i + 1
+	if rc.cur < len(rc.labels) {
+		rc.conn.SetPhase(rc.labels[rc.cur])
+	} else {
+		rc.conn.SetPhase("after run")
+	}
+	if rc.progress != nil {
+		rc.progress(i+1, len(rc.layers), rc.prog.Instrs[i])
+	}
+}
+
+// observe is the Machine's Observe hook.
+func (rc *recorder) observe(tensor int, _ ring.Tensor) { rc.finish(rc.producer[tensor]) }
+
+// Reveal is the one backend call of an output instruction.
+func (rc *recorder) Reveal(ctx context.Context, to int, x ring.Tensor) (bool, error) {
+	j := rc.cur
+	for j < len(rc.prog.Instrs) && rc.prog.Instrs[j].Op != ir.FxOutput {
+		j++
+	}
+	if j != rc.cur && j < len(rc.labels) {
+		rc.cur = j
+		rc.conn.SetPhase(rc.labels[j])
+	}
+	ok, err := rc.Backend.Reveal(ctx, to, x)
+	if err == nil && j < len(rc.layers) {
+		rc.finish(j)
+	}
+	return ok, err
+}
+
+// result returns the layers with their traffic.
+func (rc *recorder) result() []Layer {
+	for i := range rc.layers {
+		rc.layers[i].Traffic = trafficOf(rc.conn.PhaseStats(rc.labels[i]))
+	}
+	return rc.layers
+}

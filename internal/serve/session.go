@@ -1,0 +1,245 @@
+package serve
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/vm"
+)
+
+// BackendFunc starts this party's end of a two-party backend over conn, after the handshake.
+// The backend may use conn exclusively until the session ends; the session closes conn. If the
+// backend also implements io.Closer, it is closed when the session ends.
+type BackendFunc func(ctx context.Context, conn *transport.Conn, party int, r ring.Ring) (vm.Backend, error)
+
+// MaxHelloWait bounds how long the server waits for a client's hello.
+const MaxHelloWait = 30 * time.Second
+
+// DefaultTimeout bounds every wait for the peer when Options.Timeout is zero.
+const DefaultTimeout = 2 * time.Minute
+
+// Options configures the sessions a party runs. The program and options are shared read-only
+// by concurrent sessions.
+type Options struct {
+	// File is the program. Party 0 needs its weights; party 1 may hold the client copy.
+	File *codegen.File
+	// Backend names the two-party backend (announced in the handshake; both parties must agree).
+	// Empty means File.Backend.
+	Backend string
+	// NewBackend constructs the backend named by Backend.
+	NewBackend BackendFunc
+	// Timeout bounds every wait for the peer: the handshake, every receive and every blocked
+	// send. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// Net, when set, emulates this link on the frames this party receives (see transport).
+	Net *transport.NetModel
+	// NetName labels Net in reports ("lan", "wan").
+	NetName string
+	// Progress, when set, is called after every instruction with the number done and the total.
+	// It runs on the session's goroutine and must be quick.
+	Progress func(done, total int, in *ir.Instr)
+	// Software is announced in the handshake (free text, for the peer's logs).
+	Software string
+}
+
+func (o *Options) backend() string {
+	if o.Backend != "" {
+		return o.Backend
+	}
+	return o.File.Backend
+}
+
+func (o *Options) timeout() time.Duration {
+	if o.Timeout > 0 {
+		return o.Timeout
+	}
+	return DefaultTimeout
+}
+
+// Check reports whether the options can run sessions as party: a program, a backend, and for
+// party 0 the weights. Run calls it before touching the network; call it earlier (before
+// listening or dialling) to fail fast.
+func (o *Options) Check(party int) error {
+	if party != 0 && party != 1 {
+		return fmt.Errorf("party %d: want 0 (server) or 1 (client)", party)
+	}
+	if o.File == nil || o.File.Program == nil {
+		return errors.New("no program")
+	}
+	if o.NewBackend == nil {
+		return fmt.Errorf("backend %q is not available in this build", o.backend())
+	}
+	p := o.File.Program
+	if party == 0 && !p.HasWeights() {
+		return vm.ErrNoWeights
+	}
+	if _, err := ring.New(p.Bits); err != nil {
+		return fmt.Errorf("program ring: %w", err)
+	}
+	for _, in := range p.Inputs {
+		if in.Party == 0 {
+			return fmt.Errorf("program input %q belongs to the server; scirun's server takes no inputs", in.Name)
+		}
+	}
+	return nil
+}
+
+// Result is what a session produced at this party.
+type Result struct {
+	Outputs []vm.Output // revealed outputs hold the plaintext; others this party's share
+	Report  *Report
+	Peer    Hello
+}
+
+// Run runs one session of the program as party over nc (an established connection to the peer,
+// TLS-wrapped if wanted): the handshake, the backend set-up, and the program. inputs are party
+// 1's encoded inputs, one per program input (nil at party 0). Run owns nc and closes it. The
+// report is returned even when the session fails (with its Error set), unless it fails before
+// the handshake starts.
+func Run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []ring.Tensor) (*Result, error) {
+	defer nc.Close()
+	if err := opt.Check(party); err != nil {
+		return nil, err
+	}
+	p := opt.File.Program
+	r, _ := ring.New(p.Bits)
+	if party == 0 {
+		inputs = make([]ring.Tensor, len(p.Inputs))
+		for i, in := range p.Inputs {
+			inputs[i] = ring.Tensor{Shape: p.Tensors[in.Tensor].Shape.Clone()}
+		}
+	} else if len(inputs) != len(p.Inputs) {
+		return nil, fmt.Errorf("%d inputs given, the program has %d", len(inputs), len(p.Inputs))
+	}
+
+	_, isTLS := nc.(*tls.Conn)
+	rep := &Report{
+		Party: party, Role: RoleName(party), Peer: nc.RemoteAddr().String(),
+		ProgramID: opt.File.IDString(), Model: opt.File.Meta.Source, Backend: opt.backend(),
+		Ring: r.String(), Scale: p.Scale, TLS: isTLS, Net: opt.NetName, Started: time.Now(),
+	}
+	res := &Result{Report: rep}
+	fail := func(err error) (*Result, error) {
+		rep.TotalMS = ms(time.Since(rep.Started))
+		rep.Error = err.Error()
+		return res, err
+	}
+
+	// A connected client sends its hello at once: the server waits for it at most
+	// MaxHelloWait, so silent connections do not hold a session slot for long. The client waits
+	// the full timeout (the server may be busy with --max-sessions sessions).
+	hsTimeout := opt.timeout()
+	if party == 0 {
+		hsTimeout = min(hsTimeout, MaxHelloWait)
+	}
+	t0 := time.Now()
+	peer, hs, hr, err := Handshake(ctx, nc, HelloFor(opt.File, party, opt.backend(), opt.Software), hsTimeout)
+	rep.HandshakeMS = ms(time.Since(t0))
+	rep.Handshake = Traffic{BytesSent: hs, BytesRecv: hr, Rounds: 2}
+	res.Peer = peer
+	rep.Total = rep.Handshake
+	if err != nil {
+		return fail(err)
+	}
+
+	conn := transport.NewConn(nc, transport.Options{Timeout: opt.timeout(), Net: opt.Net})
+	defer conn.Close()
+	aborted := false
+	abort := func(err error) {
+		if !aborted {
+			aborted = true
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = conn.Abort(actx, err.Error())
+			cancel()
+		}
+	}
+
+	conn.SetPhase("setup")
+	t0 = time.Now()
+	be, err := opt.NewBackend(ctx, conn, party, r)
+	if err != nil {
+		err = fmt.Errorf("backend %s set-up: %w", opt.backend(), err)
+		abort(err)
+		rep.SetupMS = ms(time.Since(t0))
+		rep.Setup = trafficOf(conn.PhaseStats("setup"))
+		rep.Total = rep.Handshake.add(trafficOf(conn.Stats()))
+		return fail(explain(err, party))
+	}
+	if c, ok := be.(io.Closer); ok {
+		defer c.Close()
+	}
+	rep.SetupMS = ms(time.Since(t0))
+	rep.Setup = trafficOf(conn.PhaseStats("setup"))
+
+	rec := newRecorder(be, conn, p, opt.Progress)
+	m, err := vm.New(p, rec.backend())
+	if err != nil {
+		abort(err)
+		return fail(err)
+	}
+	m.Observe = rec.observe
+	t0 = time.Now()
+	rec.start()
+	outs, err := m.Run(ctx, inputs)
+	if err == nil {
+		err = finish(ctx, conn, party)
+	}
+	rep.RunMS = ms(time.Since(t0))
+	rep.Layers = rec.result()
+	rep.Total = rep.Handshake.add(trafficOf(conn.Stats()))
+	if err != nil {
+		abort(err)
+		return fail(explain(err, party))
+	}
+	rep.TotalMS = ms(time.Since(rep.Started))
+	res.Outputs = outs
+	return res, nil
+}
+
+// finish ends a session cleanly: the client acknowledges that it has run the whole program, and
+// the server waits for that acknowledgement, so that neither side closes while the other still
+// reads, and the server knows the client got its outputs.
+func finish(ctx context.Context, conn *transport.Conn, party int) error {
+	conn.SetPhase("finish")
+	if party == 1 {
+		if err := conn.Send(ctx, []byte(doneMessage)); err != nil {
+			return err
+		}
+		return conn.Flush(ctx)
+	}
+	var b [len(doneMessage)]byte
+	if err := conn.Recv(ctx, b[:]); err != nil {
+		return fmt.Errorf("waiting for the client's acknowledgement: %w", err)
+	}
+	if string(b[:]) != doneMessage {
+		return fmt.Errorf("the client's acknowledgement is %q, want %q", b[:], doneMessage)
+	}
+	return nil
+}
+
+const doneMessage = "done"
+
+// explain adds a hint naming the peer to transport errors.
+func explain(err error, party int) error {
+	peer := RoleName(1 - party)
+	var ae *transport.AbortError
+	switch {
+	case errors.As(err, &ae):
+		return fmt.Errorf("the %s ended the session: %s", peer, ae.Reason)
+	case errors.Is(err, transport.ErrPeerClosed), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("the %s disconnected: %w", peer, err)
+	case errors.Is(err, transport.ErrTimeout):
+		return fmt.Errorf("the %s stalled: %w", peer, err)
+	}
+	return err
+}
