@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/sciot"
@@ -99,7 +100,7 @@ func netModel(name string) *transport.NetModel {
 
 // BenchmarkMNISTSmall is one secure inference of the project's MNIST model (testdata/mnist-small).
 func BenchmarkMNISTSmall(b *testing.B) {
-	dir := filepath.Join(repoRoot(b), "testdata", "mnist-small")
+	dir := filepath.Join(testenv.RepoRoot(b), "testdata", "mnist-small")
 	g := loadModel(b, filepath.Join(dir, "model.onnx"))
 	ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
 	if err != nil {
@@ -117,7 +118,7 @@ func BenchmarkMNISTSmall(b *testing.B) {
 // BenchmarkMNIST8 is one secure inference of the ONNX zoo's mnist-8 (../shared/testdata),
 // autotuned on 20 MNIST test images.
 func BenchmarkMNIST8(b *testing.B) {
-	shared := sharedTestdata(b)
+	shared := testenv.SharedTestdata(b)
 	g := loadModel(b, filepath.Join(shared, "models", "mnist-8", "model.onnx"))
 	samples := mnistSamples(b, shared, 0, 20, false)
 	prog, _ := compileTuned(b, g, samples, -1)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/sciot"
@@ -17,7 +18,7 @@ import (
 // runs must end with an error promptly (the failing party aborts its connections, as the runtime
 // does), not hang until a timeout.
 func TestPeerFailureMidInference(t *testing.T) {
-	dir := filepath.Join(repoRoot(t), "testdata", "mnist-small")
+	dir := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small")
 	g := loadModel(t, filepath.Join(dir, "model.onnx"))
 	ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
 	if err != nil {
@@ -32,7 +33,7 @@ func TestPeerFailureMidInference(t *testing.T) {
 	defer c1.Close()
 	ctx := context.Background()
 	var b0, b1 *sciot.Backend
-	if e0, e1 := both(func() (err error) { b0, err = sciot.New(ctx, c0, 0, r, sciot.Options{}); return },
+	if e0, e1 := testenv.Both(func() (err error) { b0, err = sciot.New(ctx, c0, 0, r, sciot.Options{}); return },
 		func() (err error) { b1, err = sciot.New(ctx, c1, 1, r, sciot.Options{}); return }); e0 != nil || e1 != nil {
 		t.Fatal(e0, e1)
 	}
@@ -54,7 +55,7 @@ func TestPeerFailureMidInference(t *testing.T) {
 	}
 	start := time.Now()
 	// As the runtime does, a party whose run fails aborts its backend's connections.
-	e0, e1 := both(func() error {
+	e0, e1 := testenv.Both(func() error {
 		_, err := m0.Run(ctx, []ring.Tensor{{Shape: x.Shape}})
 		if err != nil {
 			b0.Abort(err.Error())

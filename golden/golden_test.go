@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
@@ -12,7 +13,7 @@ import (
 // TestMNISTSmall is the golden test of the project's own MNIST model: compiled with its shipped
 // validation inputs, run on those and on further inputs, secure equals clear bitwise.
 func TestMNISTSmall(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.RepoRoot(t)
 	dir := filepath.Join(root, "testdata", "mnist-small")
 	g := loadModel(t, filepath.Join(dir, "model.onnx"))
 	ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
@@ -47,7 +48,7 @@ func TestMNISTSmall(t *testing.T) {
 // TestMNIST8 runs the ONNX zoo's mnist-8 on 20 MNIST test images, one after the other on one
 // SCI_OT session: the raw outputs and the classes equal the cleartext run's.
 func TestMNIST8(t *testing.T) {
-	shared := sharedTestdata(t)
+	shared := testenv.SharedTestdata(t)
 	g := loadModel(t, filepath.Join(shared, "models", "mnist-8", "model.onnx"))
 	samples := mnistSamples(t, shared, 0, 20, false)
 	prog, tune := compileTuned(t, g, samples, -1)
@@ -75,7 +76,7 @@ func TestMNIST8(t *testing.T) {
 
 // TestCIFAR10OvalBase runs the OVAL CIFAR-10 "base" network on CIFAR-10 test images.
 func TestCIFAR10OvalBase(t *testing.T) {
-	shared := sharedTestdata(t)
+	shared := testenv.SharedTestdata(t)
 	for _, name := range []string{"cifar10-oval-base-kw", "cifar10-oval-base-kw-simplified"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(shared, "models", name, "model.onnx")

@@ -9,13 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/mnist"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
@@ -24,35 +24,6 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
-
-// repoRoot walks up from the test's directory to the folder holding go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// sharedTestdata returns ../shared/testdata relative to the repository root, or skips.
-func sharedTestdata(t testing.TB) string {
-	t.Helper()
-	d := filepath.Join(repoRoot(t), "..", "shared", "testdata")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("shared test data not found at %s (it lives beside the repository as ../shared/testdata)", d)
-	}
-	return d
-}
 
 // program is a compiled model as the two parties hold it: the server's copy with weights and
 // the client's copy without, both decoded from their .sciir encodings.
@@ -245,14 +216,14 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 		backends[party], machines[party] = cb, m
 		return nil
 	}
-	if e0, e1 := both(func() error { return setup(0) }, func() error { return setup(1) }); e0 != nil || e1 != nil {
+	if e0, e1 := testenv.Both(func() error { return setup(0) }, func() error { return setup(1) }); e0 != nil || e1 != nil {
 		t.Fatalf("setup: party 0: %v; party 1: %v", e0, e1)
 	}
 	in0 := []ring.Tensor{{Shape: inputs[0].Shape}} // the server does not own the input
 	for i, x := range inputs {
 		var o0, o1 []vm.Output
 		start := time.Now()
-		e0, e1 := both(func() (err error) { o0, err = machines[0].Run(ctx, in0); return },
+		e0, e1 := testenv.Both(func() (err error) { o0, err = machines[0].Run(ctx, in0); return },
 			func() (err error) { o1, err = machines[1].Run(ctx, []ring.Tensor{x}); return })
 		if e0 != nil || e1 != nil {
 			t.Fatalf("secure run %d: party 0: %v; party 1: %v", i, e0, e1)
@@ -264,16 +235,6 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 	res.prof = [2]sciot.Profile{backends[0].Profile(), backends[1].Profile()}
 	res.calls = [2]linearCalls{backends[0].calls, backends[1].calls}
 	return res
-}
-
-func both(f0, f1 func() error) (error, error) {
-	var e0, e1 error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); e0 = f0() }()
-	go func() { defer wg.Done(); e1 = f1() }()
-	wg.Wait()
-	return e0, e1
 }
 
 // compareRuns requires the client's revealed outputs to equal the cleartext outputs bit for bit,

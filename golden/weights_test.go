@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -92,7 +93,7 @@ func TestDetectorFindsPlantedWeights(t *testing.T) {
 // over the wire and no tensor party 1 held during the run contains a weight tensor's encoding.
 // It also checks that party 0 refuses to run from the client copy.
 func TestWeightsNeverReachClient(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.RepoRoot(t)
 	dir := filepath.Join(root, "testdata", "mnist-small")
 	g := loadModel(t, filepath.Join(dir, "model.onnx"))
 	ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
@@ -13,35 +11,6 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
-
-// repoRoot walks up from the test's directory to the folder holding go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// sharedTestdata returns ../shared/testdata relative to the repository root, or skips.
-func sharedTestdata(t testing.TB) string {
-	t.Helper()
-	d := filepath.Join(repoRoot(t), "..", "shared", "testdata")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("shared test data not found at %s (it lives beside the repository as ../shared/testdata)", d)
-	}
-	return d
-}
 
 // gb builds HLIL graphs for tests.
 type gb struct {

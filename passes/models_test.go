@@ -12,6 +12,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/mnist"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 )
 
@@ -78,9 +79,9 @@ type testModel struct {
 }
 
 func testModels(t *testing.T) []testModel {
-	shared := sharedTestdata(t)
+	shared := testenv.SharedTestdata(t)
 	return []testModel{
-		{"mnist-small", filepath.Join(repoRoot(t), "testdata", "mnist-small", "model.onnx"),
+		{"mnist-small", filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small", "model.onnx"),
 			func(t testing.TB) []Sample { return mnistSamples(t, shared, 0, 60, true) }},
 		{"mnist-8", filepath.Join(shared, "models", "mnist-8", "model.onnx"),
 			func(t testing.TB) []Sample { return mnistSamples(t, shared, 0, 60, false) }},
@@ -151,7 +152,7 @@ func TestModelsPeepholeExact(t *testing.T) {
 // accuracy on the other 9000 is within 0.1 points of float. -short uses fewer images and a looser
 // bound.
 func TestMNISTAccuracy(t *testing.T) {
-	shared := sharedTestdata(t)
+	shared := testenv.SharedTestdata(t)
 	nTune, nTest, tol := 1000, 10000, 0.1
 	scales := DefaultScales
 	if testing.Short() {
@@ -163,7 +164,7 @@ func TestMNISTAccuracy(t *testing.T) {
 		unit       bool
 	}{
 		{"mnist-8", filepath.Join(shared, "models", "mnist-8", "model.onnx"), false},
-		{"mnist-small", filepath.Join(repoRoot(t), "testdata", "mnist-small", "model.onnx"), true},
+		{"mnist-small", filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small", "model.onnx"), true},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			g, err := onnx.Load(m.path, onnx.Options{Batch: 1})

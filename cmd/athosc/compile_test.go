@@ -10,30 +10,13 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 )
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
 
 // smallModel returns the project's MNIST model and a validation folder made from its sample inputs.
 func smallModel(t *testing.T) (model, valDir string) {
 	t.Helper()
-	dir := filepath.Join(repoRoot(t), "testdata", "mnist-small")
+	dir := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small")
 	model = filepath.Join(dir, "model.onnx")
 	valDir = filepath.Join(dir, "inputs")
 	if _, err := os.Stat(filepath.Join(valDir, "labels.txt")); err != nil {

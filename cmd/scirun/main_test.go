@@ -22,6 +22,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/passes"
 )
 
@@ -48,24 +49,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
 }
 
 // compileTo compiles an ONNX model at Z_2^bits, scale s into dir/name.sciir and
@@ -110,7 +93,7 @@ var (
 // binary).
 func program(t *testing.T) (full, client, data string) {
 	t.Helper()
-	data = filepath.Join(repoRoot(t), "testdata", "mnist-small")
+	data = filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small")
 	if _, err := os.Stat(filepath.Join(data, "expected", "00000.npy")); err != nil {
 		t.Skipf("testdata/mnist-small not present: %v", err)
 	}
@@ -130,8 +113,8 @@ func program(t *testing.T) (full, client, data string) {
 
 // testEnv returns an env with captured streams and the real backends plus the insecure test
 // backend under its own name.
-func testEnv() (*env, *syncBuffer, *syncBuffer) {
-	out, errb := &syncBuffer{}, &syncBuffer{}
+func testEnv() (*env, *testenv.SyncBuffer, *testenv.SyncBuffer) {
+	out, errb := &testenv.SyncBuffer{}, &testenv.SyncBuffer{}
 	return &env{stdout: out, stderr: errb, drain: make(chan struct{}),
 		backends: map[string]serve.BackendFunc{"sciot": newSCIOT}}, out, errb
 }
@@ -277,11 +260,11 @@ func TestProcessErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A port in use: hold one.
-	ln := listenLoopback(t)
+	ln := testenv.ListenLoopback(t)
 	defer ln.Close()
 	busy := ln.Addr().String()
 	// An unreachable server: a port nothing listens on.
-	ln2 := listenLoopback(t)
+	ln2 := testenv.ListenLoopback(t)
 	free := ln2.Addr().String()
 	ln2.Close()
 

@@ -18,13 +18,14 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 )
 
 // server runs scirun with args (plus --listen 127.0.0.1:0) in this process and returns its
 // address, its stderr, the drain channel, and a channel with run's result.
 type testServer struct {
 	addr   string
-	stderr *syncBuffer
+	stderr *testenv.SyncBuffer
 	drain  chan struct{}
 	done   chan error
 }
@@ -215,7 +216,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if len(reports) != 10 || failed != 3 {
 		t.Errorf("%d reports (%d failed), want 10 (3 failed)", len(reports), failed)
 	}
-	checkNoLeaks(t, base)
+	testenv.CheckNoLeaks(t, base)
 }
 
 // TestMismatchedPrograms: client and server compiled with another scale, or from another model,
@@ -227,7 +228,7 @@ func TestMismatchedPrograms(t *testing.T) {
 	cases := []struct{ name, client, want string }{
 		{"scale", client8, "(different ring or scale: client Z_2^32 scale 8, server Z_2^32 scale 12)"},
 	}
-	mnist8 := filepath.Join(repoRoot(t), "..", "shared", "testdata", "models", "mnist-8", "model.onnx")
+	mnist8 := filepath.Join(testenv.RepoRoot(t), "..", "shared", "testdata", "models", "mnist-8", "model.onnx")
 	if _, err := os.Stat(mnist8); err == nil {
 		_, other := compileTo(t, mnist8, dir, "mnist8", 32, 8)
 		cases = append(cases, struct{ name, client, want string }{"model", other, "(compiled from different models: client from model.onnx"})
@@ -259,7 +260,7 @@ func TestMismatchedPrograms(t *testing.T) {
 func TestTLSEndToEnd(t *testing.T) {
 	full, client, data := program(t)
 	dir := t.TempDir()
-	cert, key := selfSigned(t, dir)
+	cert, key := testenv.SelfSigned(t, dir)
 	want := clearRaw(t, full, data, dir, 2)
 	ts := startServer(t, "--party", "0", full, "--serve", "--tls-cert", cert, "--tls-key", key)
 	out := filepath.Join(dir, "tls.npy")
@@ -286,7 +287,7 @@ func TestTLSEndToEnd(t *testing.T) {
 func TestSignals(t *testing.T) {
 	full, client, data := program(t)
 	cmd := exec.Command(binary, "--party", "0", full, "--serve", "--listen", "127.0.0.1:0")
-	stderr := &syncBuffer{}
+	stderr := &testenv.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 )
@@ -21,36 +22,6 @@ import (
 // docs/onnx-coverage.md from the results.
 
 var updateCoverage = flag.Bool("update-coverage", false, "rewrite docs/onnx-coverage.md from the conformance results")
-
-// repoRoot walks up from the test's directory to the folder holding go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// sharedTestdata returns ../shared/testdata/<sub> relative to the repository root, skipping the
-// test when it is absent.
-func sharedTestdata(t testing.TB, sub string) string {
-	t.Helper()
-	p := filepath.Join(repoRoot(t), "..", "shared", "testdata", sub)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared test data not available (%s): %v", p, err)
-	}
-	return p
-}
 
 // paramSlots lists, per operator, the input positions that hold parameters (bounds, shapes, axes,
 // pads). HLIL takes these as attributes, so when a node test feeds them as graph inputs the
@@ -324,7 +295,7 @@ func TestConformance(t *testing.T) {
 	ran := false
 	for _, s := range []struct{ suite, sub string }{{"onnx-node", "onnx-node"}, {"onnx-pytorch", "onnx-pytorch"}} {
 		t.Run(s.suite, func(t *testing.T) {
-			root := sharedTestdata(t, s.sub)
+			root := testenv.SharedTestdata(t, s.sub)
 			ran = true
 			conformanceSuite(t, s.suite, root, record)
 		})
@@ -343,7 +314,7 @@ func TestConformance(t *testing.T) {
 		t.Logf("%s: %d passed, %d skipped, %d failed", suite, c["pass"], c["skip"], c["fail"])
 	}
 	if *updateCoverage || os.Getenv("ONNX_COVERAGE_UPDATE") != "" {
-		path := filepath.Join(repoRoot(t), "docs", "onnx-coverage.md")
+		path := filepath.Join(testenv.RepoRoot(t), "docs", "onnx-coverage.md")
 		if err := os.WriteFile(path, []byte(coverageMarkdown(results)), 0o644); err != nil {
 			t.Fatal(err)
 		}

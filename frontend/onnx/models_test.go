@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/mnist"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 )
@@ -119,7 +120,7 @@ func checkModel(t *testing.T, dir string, tol tolerance) {
 }
 
 func TestSharedModels(t *testing.T) {
-	root := sharedTestdata(t, "models")
+	root := testenv.SharedTestdata(t, "models")
 	cases := []struct {
 		dir   string
 		tol   tolerance
@@ -154,7 +155,7 @@ func TestSharedModels(t *testing.T) {
 }
 
 func TestMobileNetInt8Unsupported(t *testing.T) {
-	path := filepath.Join(sharedTestdata(t, "models"), "mobilenetv2-12-int8", "model.onnx")
+	path := filepath.Join(testenv.SharedTestdata(t, "models"), "mobilenetv2-12-int8", "model.onnx")
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("model not available: %v", err)
 	}
@@ -175,8 +176,8 @@ func TestMobileNetInt8Unsupported(t *testing.T) {
 // TestMNISTAccuracy runs mnist-8 over the full MNIST t10k set (raw 0..255 pixels, as the model
 // zoo's test inputs) and checks the published top-1 accuracy of 98.91 %.
 func TestMNISTAccuracy(t *testing.T) {
-	model := filepath.Join(sharedTestdata(t, "models"), "mnist-8", "model.onnx")
-	data := sharedTestdata(t, filepath.Join("datasets", "mnist"))
+	model := filepath.Join(testenv.SharedTestdata(t, "models"), "mnist-8", "model.onnx")
+	data := testenv.SharedTestdata(t, filepath.Join("datasets", "mnist"))
 	images, err := mnist.ReadImagesFile(filepath.Join(data, "t10k-images-idx3-ubyte.gz"))
 	if err != nil {
 		t.Fatal(err)

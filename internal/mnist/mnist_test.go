@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/npy"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 )
 
 // A hand-made idx3 file: 2 images of 2 rows x 3 columns.
@@ -167,34 +168,12 @@ func TestScaleToUnit(t *testing.T) {
 	}
 }
 
-// repoRoot walks up from the test's directory to the directory holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
 // TestRealT10k reads the real MNIST test set from ../shared/testdata and checks it against the
 // project's bundled inputs, which PyTorch produced from the same files (GoMNIST's copy).
 func TestRealT10k(t *testing.T) {
-	root := repoRoot(t)
-	dir := filepath.Join(root, "..", "shared", "testdata", "datasets", "mnist")
-	ipath := filepath.Join(dir, "t10k-images-idx3-ubyte.gz")
-	if _, err := os.Stat(ipath); err != nil {
-		t.Skipf("real MNIST t10k not available (%v); it lives in ../shared/testdata outside the repository", err)
-	}
+	root := testenv.RepoRoot(t)
+	ipath := testenv.SharedTestdata(t, "datasets", "mnist", "t10k-images-idx3-ubyte.gz")
+	dir := filepath.Dir(ipath)
 	im, err := ReadImagesFile(ipath)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
@@ -84,7 +85,7 @@ func TestCompare(t *testing.T) {
 // handshakePair runs Handshake on both ends of a loopback TCP connection.
 func handshakePair(t *testing.T, a, b Hello) (errA, errB error, peerA, peerB Hello) {
 	t.Helper()
-	ln := listen(t)
+	ln := testenv.ListenLoopback(t)
 	defer ln.Close()
 	done := make(chan struct{})
 	go func() {
@@ -146,7 +147,7 @@ func TestHandshakeOverTCP(t *testing.T) {
 // rawPeer accepts one connection and runs f on it.
 func rawPeer(t *testing.T, f func(nc net.Conn)) (addr string, wait func()) {
 	t.Helper()
-	ln := listen(t)
+	ln := testenv.ListenLoopback(t)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -1,20 +1,11 @@
 package serve
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -27,28 +18,11 @@ import (
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/serve/servetest"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
-
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
 
 // compile builds the program of an ONNX model at Z_2^bits, scale s, and returns the full file
 // and the client copy, both as read back from their encodings (so their IDs are set).
@@ -96,7 +70,7 @@ var (
 // mnistSmall returns the bundled MNIST model compiled at l=32, s=12 (and s=8).
 func mnistSmall(t testing.TB) (full, client, full8, client8 *codegen.File) {
 	t.Helper()
-	model := filepath.Join(repoRoot(t), "testdata", "mnist-small", "model.onnx")
+	model := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small", "model.onnx")
 	mnistOnce.Do(func() {
 		mnistFull, mnistClient = compile(t, model, 32, 12)
 		mnistFull8, mnistClient8 = compile(t, model, 32, 8)
@@ -110,7 +84,7 @@ func mnistSmall(t testing.TB) (full, client, full8, client8 *codegen.File) {
 // input reads bundled MNIST input i, encoded for program f.
 func input(t testing.TB, f *codegen.File, i int) []ring.Tensor {
 	t.Helper()
-	path := filepath.Join(repoRoot(t), "testdata", "mnist-small", "inputs", []string{
+	path := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small", "inputs", []string{
 		"00000.npy", "00001.npy", "00002.npy", "00003.npy", "00004.npy", "00005.npy", "00006.npy", "00007.npy"}[i%8])
 	a, err := npy.ReadFile(path)
 	if err != nil {
@@ -170,115 +144,22 @@ func options(f *codegen.File) *Options {
 	return &Options{File: f, Backend: "insecure-test", NewBackend: servetest.Func(nil), Timeout: 5 * time.Second}
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor polls cond for up to 5 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 5*time.Second, what, cond)
 }
 
 // logger returns a logger writing text lines into buf.
-func logger(buf *syncBuffer) *slog.Logger {
+func logger(buf *testenv.SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, nil))
-}
-
-// checkNoLeaks waits until the goroutine count is back to base.
-func checkNoLeaks(t testing.TB, base int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= base {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("%d goroutines still running, %d before:\n%s", n, base, buf)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// listen opens a loopback listener on an ephemeral port.
-func listen(t testing.TB) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
-}
-
-// selfSigned makes a throwaway ECDSA certificate for 127.0.0.1 and writes cert.pem and key.pem
-// into dir.
-func selfSigned(t testing.TB, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "scirun test server"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:              []string{"localhost"},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
-	return certFile, keyFile
-}
-
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // tlsPair returns matching server and client TLS configurations.
 func tlsPair(t testing.TB) (server, client *tls.Config) {
 	t.Helper()
 	dir := t.TempDir()
-	cert, key := selfSigned(t, dir)
+	cert, key := testenv.SelfSigned(t, dir)
 	server, err := LoadServerTLS(cert, key)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/serve/servetest"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -19,7 +20,7 @@ import (
 // channel, a hard-stop cancel, and a wait for Serve's result.
 type testServer struct {
 	addr   string
-	log    *syncBuffer
+	log    *testenv.SyncBuffer
 	drain  chan struct{}
 	cancel context.CancelFunc
 	done   chan error
@@ -30,7 +31,7 @@ type testServer struct {
 
 func startServer(t *testing.T, s *Server) *testServer {
 	t.Helper()
-	ts := &testServer{log: &syncBuffer{}, drain: make(chan struct{}), done: make(chan error, 1)}
+	ts := &testServer{log: &testenv.SyncBuffer{}, drain: make(chan struct{}), done: make(chan error, 1)}
 	s.Log = logger(ts.log)
 	s.Drain = ts.drain
 	s.OnReport = func(r *Report) {
@@ -38,7 +39,7 @@ func startServer(t *testing.T, s *Server) *testServer {
 		ts.reports = append(ts.reports, r)
 		ts.mu.Unlock()
 	}
-	ln := listen(t)
+	ln := testenv.ListenLoopback(t)
 	ts.addr = ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.cancel = cancel
@@ -213,7 +214,7 @@ func TestServeConcurrentSequentialAndFaults(t *testing.T) {
 		t.Errorf("%d reports, want 10", len(ts.reports))
 	}
 	ts.mu.Unlock()
-	checkNoLeaks(t, base)
+	testenv.CheckNoLeaks(t, base)
 }
 
 func equal(a, b []uint64) bool {
@@ -264,7 +265,7 @@ func TestServeMismatchAndHardStop(t *testing.T) {
 		t.Error(err)
 	}
 	nc.Close()
-	checkNoLeaks(t, base)
+	testenv.CheckNoLeaks(t, base)
 }
 
 func TestServeTLS(t *testing.T) {
@@ -304,11 +305,11 @@ func TestServeTLS(t *testing.T) {
 	if err := plain.stop(t); err != nil {
 		t.Error(err)
 	}
-	checkNoLeaks(t, base)
+	testenv.CheckNoLeaks(t, base)
 }
 
 func TestDialErrors(t *testing.T) {
-	ln := listen(t)
+	ln := testenv.ListenLoopback(t)
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 	start := time.Now()
@@ -320,7 +321,7 @@ func TestDialErrors(t *testing.T) {
 		t.Errorf("no port: %v", err)
 	}
 	// The client may start first: a refused connection is retried until the server listens.
-	ln2 := listen(t)
+	ln2 := testenv.ListenLoopback(t)
 	addr2 := ln2.Addr().String()
 	ln2.Close()
 	go func() {
@@ -343,7 +344,7 @@ func TestDialErrors(t *testing.T) {
 func TestServeRejectsClientCopy(t *testing.T) {
 	_, cfile, _, _ := mnistSmall(t)
 	s := &Server{Options: options(cfile)}
-	if err := s.Serve(context.Background(), listen(t)); err == nil || !strings.Contains(err.Error(), "no weights") {
+	if err := s.Serve(context.Background(), testenv.ListenLoopback(t)); err == nil || !strings.Contains(err.Error(), "no weights") {
 		t.Errorf("Serve with the client copy: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/serve/servetest"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -110,7 +111,7 @@ func TestLocalBitwiseAndReport(t *testing.T) {
 	if n := strings.Count(js.String(), "\n    {\"index\":"); n != len(back.Layers) {
 		t.Errorf("JSON has %d lines, want one per layer:\n%s", n, js.String())
 	}
-	checkNoLeaks(t, base)
+	testenv.CheckNoLeaks(t, base)
 }
 
 func TestLocalMismatchAndChecks(t *testing.T) {
@@ -202,7 +203,7 @@ func TestLocalFailures(t *testing.T) {
 	if _, _, err := RunLocal(ctx, options(full), copt, in); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
-	checkNoLeaks(t, base)
+	testenv.CheckNoLeaks(t, base)
 }
 
 // TestNativeConvPassesThrough: a backend with its own convolution (vm.ConvBackend) gets the

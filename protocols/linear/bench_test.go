@@ -7,6 +7,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -21,7 +22,7 @@ func tcpConns(b *testing.B, k int) (c0, c1 []*transport.Conn) {
 	ctx := context.Background()
 	for i := 0; i < k; i++ {
 		var a, d *transport.Conn
-		mustBoth(b, func() (err error) { a, err = transport.Accept(ctx, ln, testOpt); return },
+		testenv.MustBoth(b, func() (err error) { a, err = transport.Accept(ctx, ln, testOpt); return },
 			func() (err error) { d, err = transport.Dial(ctx, ln.Addr().String(), testOpt); return })
 		b.Cleanup(func() { a.Close(); d.Close() })
 		c0, c1 = append(c0, a), append(c1, d)
@@ -54,7 +55,7 @@ func BenchmarkMatMul64(b *testing.B) {
 			ctx := context.Background()
 			var s0, s1 *Session
 			opt := Options{OneBatch: tc.one}
-			mustBoth(b, func() (err error) { s0, err = New(ctx, r, opt, o0...); return },
+			testenv.MustBoth(b, func() (err error) { s0, err = New(ctx, r, opt, o0...); return },
 				func() (err error) { s1, err = New(ctx, r, opt, o1...); return })
 			const m, k, n = 64, 64, 64
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -67,7 +68,7 @@ func BenchmarkMatMul64(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				mustBoth(b, func() error { return s0.MatMul(ctx, d0, w, m, k, n, x0) },
+				testenv.MustBoth(b, func() error { return s0.MatMul(ctx, d0, w, m, k, n, x0) },
 					func() error { return s1.MatMul(ctx, d1, nil, m, k, n, x1) })
 			}
 			b.StopTimer()
@@ -104,7 +105,7 @@ func BenchmarkConv(b *testing.B) {
 				r := ring.Must(tc.l)
 				ctx := context.Background()
 				var s0, s1 *Session
-				mustBoth(b, func() (err error) { s0, err = New(ctx, r, Options{}, o0...); return },
+				testenv.MustBoth(b, func() (err error) { s0, err = New(ctx, r, Options{}, o0...); return },
 					func() (err error) { s1, err = New(ctx, r, Options{}, o1...); return })
 				c := tc.c
 				rng := rand.New(rand.NewPCG(1, 2))
@@ -141,10 +142,10 @@ func BenchmarkConv(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					if method == "direct" {
-						mustBoth(b, func() error { return s0.Conv2D(ctx, d0, w, c, x0) },
+						testenv.MustBoth(b, func() error { return s0.Conv2D(ctx, d0, w, c, x0) },
 							func() error { return s1.Conv2D(ctx, d1, nil, c, x1) })
 					} else {
-						mustBoth(b, func() error { return s0.MatMul(ctx, d0, w, c.M, kg, cols, m0) },
+						testenv.MustBoth(b, func() error { return s0.MatMul(ctx, d0, w, c.M, kg, cols, m0) },
 							func() error { return s1.MatMul(ctx, d1, nil, c.M, kg, cols, m1) })
 					}
 				}

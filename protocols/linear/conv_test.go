@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
@@ -78,7 +79,7 @@ func runConv(t *testing.T, p *pair, rng *rand.Rand, w []uint64, c ConvShape, x [
 	n := c.N * c.M * c.OH * c.OW
 	d0, d1 := make([]uint64, n), make([]uint64, n)
 	ctx := context.Background()
-	mustBoth(t, func() error { return p.s0.Conv2D(ctx, d0, w, c, x0) },
+	testenv.MustBoth(t, func() error { return p.s0.Conv2D(ctx, d0, w, c, x0) },
 		func() error { return p.s1.Conv2D(ctx, d1, nil, c, x1) })
 	for i := range d0 {
 		if d0[i] > p.r.Mask() || d1[i] > p.r.Mask() {

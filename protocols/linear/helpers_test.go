@@ -3,34 +3,16 @@ package linear
 import (
 	"context"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
 var testOpt = transport.Options{Timeout: 20 * time.Second}
-
-// both runs f0 and f1 concurrently and returns their errors.
-func both(f0, f1 func() error) (error, error) {
-	var e0, e1 error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); e0 = f0() }()
-	go func() { defer wg.Done(); e1 = f1() }()
-	wg.Wait()
-	return e0, e1
-}
-
-func mustBoth(t testing.TB, f0, f1 func() error) {
-	t.Helper()
-	if e0, e1 := both(f0, f1); e0 != nil || e1 != nil {
-		t.Fatalf("party 0: %v; party 1: %v", e0, e1)
-	}
-}
 
 // pair is a connected pair of linear sessions over k in-memory streams.
 type pair struct {
@@ -52,12 +34,12 @@ func newOT(t testing.TB, c0, c1 []*transport.Conn) (o0, o1 []*ot.Session) {
 	t.Helper()
 	ctx := context.Background()
 	var s0, s1 *ot.Session
-	mustBoth(t, func() (err error) { s0, err = ot.NewSession(ctx, c0[0], 0); return },
+	testenv.MustBoth(t, func() (err error) { s0, err = ot.NewSession(ctx, c0[0], 0); return },
 		func() (err error) { s1, err = ot.NewSession(ctx, c1[0], 1); return })
 	o0, o1 = []*ot.Session{s0}, []*ot.Session{s1}
 	for i := 1; i < len(c0); i++ {
 		var f0, f1 *ot.Session
-		mustBoth(t, func() (err error) { f0, err = s0.Fork(ctx, c0[i]); return },
+		testenv.MustBoth(t, func() (err error) { f0, err = s0.Fork(ctx, c0[i]); return },
 			func() (err error) { f1, err = s1.Fork(ctx, c1[i]); return })
 		o0, o1 = append(o0, f0), append(o1, f1)
 	}
@@ -70,7 +52,7 @@ func newPair(t testing.TB, l int, opt Options, streams int) *pair {
 	p.c0, p.c1 = newConns(t, streams)
 	o0, o1 := newOT(t, p.c0, p.c1)
 	ctx := context.Background()
-	mustBoth(t, func() (err error) { p.s0, err = New(ctx, p.r, opt, o0...); return },
+	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, p.r, opt, o0...); return },
 		func() (err error) { p.s1, err = New(ctx, p.r, opt, o1...); return })
 	return p
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -67,7 +68,7 @@ func runMatMul(t *testing.T, p *pair, rng *rand.Rand, w []uint64, m, k, n int, x
 	x0, x1 := share(p.r, rng, x)
 	d0, d1 := make([]uint64, m*n), make([]uint64, m*n)
 	ctx := context.Background()
-	mustBoth(t, func() error { return p.s0.MatMul(ctx, d0, w, m, k, n, x0) },
+	testenv.MustBoth(t, func() error { return p.s0.MatMul(ctx, d0, w, m, k, n, x0) },
 		func() error { return p.s1.MatMul(ctx, d1, nil, m, k, n, x1) })
 	for i := range d0 {
 		if d0[i] > p.r.Mask() || d1[i] > p.r.Mask() {
@@ -120,13 +121,13 @@ func TestMatMulDegenerate(t *testing.T) {
 	// k = 0: the product is zero and nothing is sent.
 	before := p.stats()
 	d0, d1 := []uint64{5, 5}, []uint64{7, 7}
-	mustBoth(t, func() error { return p.s0.MatMul(ctx, d0, []uint64{}, 2, 0, 1, nil) },
+	testenv.MustBoth(t, func() error { return p.s0.MatMul(ctx, d0, []uint64{}, 2, 0, 1, nil) },
 		func() error { return p.s1.MatMul(ctx, d1, nil, 2, 0, 1, nil) })
 	if d0[0]|d0[1]|d1[0]|d1[1] != 0 {
 		t.Fatalf("k=0 gave shares %v %v", d0, d1)
 	}
 	// Empty result.
-	mustBoth(t, func() error { return p.s0.MatMul(ctx, nil, []uint64{}, 0, 2, 3, make([]uint64, 6)) },
+	testenv.MustBoth(t, func() error { return p.s0.MatMul(ctx, nil, []uint64{}, 0, 2, 3, make([]uint64, 6)) },
 		func() error { return p.s1.MatMul(ctx, nil, nil, 0, 2, 3, make([]uint64, 6)) })
 	if d := p.stats().Sub(before); d.BytesSent != 0 {
 		t.Fatalf("degenerate products sent %d bytes", d.BytesSent)
@@ -144,7 +145,7 @@ func TestMulElem(t *testing.T) {
 		ctx := context.Background()
 		d1 := make([]uint64, n)
 		// Party 0 computes in place (dst aliases x).
-		mustBoth(t, func() error { return p.s0.MulElem(ctx, x0, w, x0) },
+		testenv.MustBoth(t, func() error { return p.s0.MulElem(ctx, x0, w, x0) },
 			func() error { return p.s1.MulElem(ctx, d1, nil, x1) })
 		got := reconstruct(p.r, x0, d1)
 		for i := range got {
@@ -253,14 +254,14 @@ func TestNewMismatch(t *testing.T) {
 	ctx := context.Background()
 	c0, c1 := newConns(t, 1)
 	o0, o1 := newOT(t, c0, c1)
-	e0, e1 := both(func() error { _, err := New(ctx, ring.Must(32), Options{}, o0...); return err },
+	e0, e1 := testenv.Both(func() error { _, err := New(ctx, ring.Must(32), Options{}, o0...); return err },
 		func() error { _, err := New(ctx, ring.Must(31), Options{}, o1...); return err })
 	if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), "Z_2^31") {
 		t.Fatalf("ring mismatch: %v / %v", e0, e1)
 	}
 	c0, c1 = newConns(t, 1)
 	o0, o1 = newOT(t, c0, c1)
-	e0, e1 = both(func() error { _, err := New(ctx, ring.Must(32), Options{Budget: 8192}, o0...); return err },
+	e0, e1 = testenv.Both(func() error { _, err := New(ctx, ring.Must(32), Options{Budget: 8192}, o0...); return err },
 		func() error { _, err := New(ctx, ring.Must(32), Options{}, o1...); return err })
 	if e0 == nil || e1 == nil || !strings.Contains(e1.Error(), "budget") {
 		t.Fatalf("budget mismatch: %v / %v", e0, e1)
@@ -279,7 +280,7 @@ func TestShapeMismatchFailsBoth(t *testing.T) {
 	p := newPair(t, 32, Options{}, 1)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(2, 2))
-	e0, e1 := both(func() error {
+	e0, e1 := testenv.Both(func() error {
 		return p.s0.MatMul(ctx, make([]uint64, 4*5), values(p.r, rng, 4*3), 4, 3, 5, make([]uint64, 15))
 	}, func() error {
 		return p.s1.MatMul(ctx, make([]uint64, 5*4), nil, 5, 3, 4, make([]uint64, 12))

@@ -3,12 +3,11 @@ package linear
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -45,10 +44,9 @@ type Options struct {
 type Session struct {
 	r        ring.Ring
 	party    int
-	minSplit int
 	oneBatch bool
 	streams  []*stream
-	err      error
+	group    *streams.Group // failure state and work splitting
 }
 
 // stream is one OT stream with its reusable buffers.
@@ -76,7 +74,7 @@ const (
 // further connections to the same peer). It exchanges a short hello on every stream to check that
 // both parties use the same ring, options and number of streams. The OT sessions may be shared
 // with other protocols (e.g. package nonlinear) as long as calls do not overlap.
-func New(ctx context.Context, r ring.Ring, opt Options, streams ...*ot.Session) (*Session, error) {
+func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Session, error) {
 	if !r.Valid() {
 		return nil, fmt.Errorf("linear: New: invalid ring %v", r)
 	}
@@ -92,33 +90,21 @@ func New(ctx context.Context, r ring.Ring, opt Options, streams ...*ot.Session) 
 	if opt.MinSplit < 64 {
 		return nil, fmt.Errorf("linear: New: MinSplit=%d, want at least 64", opt.MinSplit)
 	}
-	if len(streams) == 0 {
-		return nil, errors.New("linear: New: no OT session")
+	party, err := streams.Party("linear", ots)
+	if err != nil {
+		return nil, err
 	}
-	if len(streams) > 255 {
-		return nil, fmt.Errorf("linear: New: %d OT sessions, at most 255", len(streams))
-	}
-	party := -1
-	for i, o := range streams {
-		if o == nil {
-			return nil, fmt.Errorf("linear: New: OT session %d is nil", i)
-		}
-		if err := o.Err(); err != nil {
-			return nil, fmt.Errorf("linear: New: OT session %d is unusable: %w", i, err)
-		}
-		if party >= 0 && o.Party() != party {
-			return nil, fmt.Errorf("linear: New: OT sessions disagree on this party (%d and %d)", party, o.Party())
-		}
-		party = o.Party()
-	}
-	s := &Session{r: r, party: party, minSplit: opt.MinSplit, oneBatch: opt.OneBatch}
-	for i, o := range streams {
+	s := &Session{r: r, party: party, oneBatch: opt.OneBatch}
+	conns := make([]*transport.Conn, len(ots))
+	for i, o := range ots {
 		st := &stream{idx: i, ot: o, conn: o.Conn(), party: party, l: r.Bits, budget: opt.Budget, oneBatch: opt.OneBatch}
-		if err := st.hello(ctx, len(streams), opt); err != nil {
+		if err := st.hello(ctx, len(ots), opt); err != nil {
 			return nil, err
 		}
 		s.streams = append(s.streams, st)
+		conns[i] = st.conn
 	}
+	s.group = streams.NewGroup("linear", opt.MinSplit, conns)
 	return s, nil
 }
 
@@ -135,12 +121,9 @@ func (st *stream) hello(ctx context.Context, nstreams int, opt Options) error {
 	}
 	binary.LittleEndian.PutUint64(msg[16:], uint64(opt.Budget))
 	binary.LittleEndian.PutUint64(msg[24:], uint64(opt.MinSplit))
-	if err := st.conn.Send(ctx, msg[:]); err != nil {
-		return fmt.Errorf("linear: New: hello on stream %d: %w", st.idx, err)
-	}
-	var peer [helloSize]byte
-	if err := st.conn.Recv(ctx, peer[:]); err != nil {
-		return fmt.Errorf("linear: New: hello on stream %d: %w", st.idx, err)
+	peer, err := streams.Hello(ctx, "linear", st.conn, st.idx, msg[:])
+	if err != nil {
+		return err
 	}
 	var problem string
 	switch {
@@ -180,26 +163,14 @@ func (s *Session) Party() int { return s.party }
 func (s *Session) Streams() int { return len(s.streams) }
 
 // Err returns the error that made the session unusable, or nil.
-func (s *Session) Err() error { return s.err }
+func (s *Session) Err() error { return s.group.Err() }
 
-func (s *Session) usable(op string) error {
-	if s.err != nil {
-		return fmt.Errorf("linear: %s: session unusable after an earlier failure: %w", op, s.err)
-	}
-	return nil
-}
+func (s *Session) usable(op string) error { return s.group.Usable(op) }
 
 // fail records err, aborts every stream's connection so that the peer fails fast, and returns
 // err wrapped with op.
 func (s *Session) fail(ctx context.Context, op string, err error) error {
-	err = fmt.Errorf("linear: %s: %w", op, err)
-	if s.err == nil {
-		s.err = err
-		for _, st := range s.streams {
-			_ = st.conn.Abort(context.WithoutCancel(ctx), "linear: "+op+" failed at the peer")
-		}
-	}
-	return err
+	return s.group.Fail(ctx, op, err)
 }
 
 // parts splits n elements into one contiguous range per stream (multiples of 64 elements, so
@@ -209,61 +180,12 @@ func (s *Session) parts(n int) [][2]int { return s.partsOf(n, n) }
 // partsOf is parts for n elements that together stand for work elements of a matrix product
 // (a convolution's element carries the work of all the im2col entries it replaces): the split
 // threshold MinSplit applies to work.
-func (s *Session) partsOf(n, work int) [][2]int {
-	k := len(s.streams)
-	units := n / 64
-	if work < s.minSplit || k == 1 || units < k {
-		return [][2]int{{0, n}}
-	}
-	out := make([][2]int, 0, k)
-	start := 0
-	for i := 0; i < k; i++ {
-		end := units * (i + 1) / k * 64
-		if i == k-1 {
-			end = n
-		}
-		out = append(out, [2]int{start, end})
-		start = end
-	}
-	return out
-}
+func (s *Session) partsOf(n, work int) [][2]int { return s.group.Parts(n, work, 64) }
 
 // run executes f on every part, part i on stream i, concurrently when there are several. On the
 // first failure the other parts are cancelled and the session is failed.
 func (s *Session) run(ctx context.Context, op string, parts [][2]int, f func(ctx context.Context, i int, st *stream, lo, hi int) error) error {
-	if len(parts) == 1 {
-		if err := f(ctx, 0, s.streams[0], parts[0][0], parts[0][1]); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		return nil
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, p := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(cctx, i, s.streams[i], p[0], p[1]); err != nil {
-				errs[i] = fmt.Errorf("stream %d: %w", i, err)
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	var first error
-	for _, e := range errs {
-		if e != nil && !errors.Is(e, context.Canceled) {
-			first = e
-			break
-		}
-	}
-	if first == nil {
-		first = errors.Join(errs...)
-	}
-	if first != nil {
-		return s.fail(ctx, op, first)
-	}
-	return nil
+	return s.group.Run(ctx, op, parts, func(ctx context.Context, i, lo, hi int) error {
+		return f(ctx, i, s.streams[i], lo, hi)
+	})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 )
 
 func TestBitTriples(t *testing.T) {
@@ -11,7 +13,7 @@ func TestBitTriples(t *testing.T) {
 	ctx := context.Background()
 	for _, n := range []int{1, 2, 3, 64, 65, 1000} {
 		var t0, t1 BitTriples
-		mustBoth(t, func() (err error) { t0, err = p.s0.BitTriples(ctx, n); return },
+		testenv.MustBoth(t, func() (err error) { t0, err = p.s0.BitTriples(ctx, n); return },
 			func() (err error) { t1, err = p.s1.BitTriples(ctx, n); return })
 		d := reconstructBits(t0.D, t1.D, n)
 		e := reconstructBits(t0.E, t1.E, n)
@@ -27,7 +29,7 @@ func TestBitTriples(t *testing.T) {
 			t.Errorf("triple inputs look biased: %d ones in 2000 bits", ones)
 		}
 		var c0, c1 CorrelatedBitTriples
-		mustBoth(t, func() (err error) { c0, err = p.s0.CorrelatedBitTriples(ctx, n); return },
+		testenv.MustBoth(t, func() (err error) { c0, err = p.s0.CorrelatedBitTriples(ctx, n); return },
 			func() (err error) { c1, err = p.s1.CorrelatedBitTriples(ctx, n); return })
 		d, d2 := reconstructBits(c0.D, c1.D, n), reconstructBits(c0.D2, c1.D2, n)
 		e = reconstructBits(c0.E, c1.E, n)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 )
 
 // Benchmarks over the in-memory pipe, both parties in this process. Use
@@ -19,7 +21,7 @@ func benchProtocol(b *testing.B, streams, n int, f func(s *Session, x []uint64) 
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		mustBoth(b, func() error { return f(p.s0, x0) }, func() error { return f(p.s1, x1) })
+		testenv.MustBoth(b, func() error { return f(p.s0, x0) }, func() error { return f(p.s1, x1) })
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/elt")
 }

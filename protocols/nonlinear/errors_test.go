@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -25,7 +26,7 @@ func TestNewRejectsMismatch(t *testing.T) {
 		{"split", 32, 32, Options{MinSplit: 100}, Options{}, "splits"},
 	} {
 		ots := newOTPair(t, 1)
-		e0, e1 := both(func() error { _, err := New(ctx, ring.Must(tc.l0), tc.o0, ots.o0...); return err },
+		e0, e1 := testenv.Both(func() error { _, err := New(ctx, ring.Must(tc.l0), tc.o0, ots.o0...); return err },
 			func() error { _, err := New(ctx, ring.Must(tc.l1), tc.o1, ots.o1...); return err })
 		if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), tc.want) {
 			t.Errorf("%s: got %v / %v, want errors mentioning %q", tc.name, e0, e1, tc.want)
@@ -109,7 +110,7 @@ func TestPeerDisconnect(t *testing.T) {
 	ctx := context.Background()
 	x := make([]uint64, 10000)
 	start := time.Now()
-	e0, _ := both(func() error { return p.s0.ReLU(ctx, make([]uint64, len(x)), x) },
+	e0, _ := testenv.Both(func() error { return p.s0.ReLU(ctx, make([]uint64, len(x)), x) },
 		func() error {
 			time.Sleep(20 * time.Millisecond)
 			for _, c := range p.ots.c1 {
@@ -141,7 +142,7 @@ func TestCancelAbortsPeer(t *testing.T) {
 	x := make([]uint64, 20000)
 	ctx, cancel := context.WithCancel(context.Background())
 	start := time.Now()
-	e0, e1 := both(func() error {
+	e0, e1 := testenv.Both(func() error {
 		go func() { time.Sleep(10 * time.Millisecond); cancel() }()
 		return p.s0.Trunc(ctx, make([]uint64, len(x)), x, 12, false)
 	}, func() error { return p.s1.Trunc(context.Background(), make([]uint64, len(x)), x, 12, false) })
@@ -161,7 +162,7 @@ func TestMismatchedCallsFail(t *testing.T) {
 	p := newPair(t, 32, Options{}, 1)
 	ctx := context.Background()
 	start := time.Now()
-	e0, e1 := both(func() error { return p.s0.ReLU(ctx, make([]uint64, 100), make([]uint64, 100)) },
+	e0, e1 := testenv.Both(func() error { return p.s0.ReLU(ctx, make([]uint64, 100), make([]uint64, 100)) },
 		func() error { return p.s1.ReLU(ctx, make([]uint64, 200), make([]uint64, 200)) })
 	if e0 == nil || e1 == nil {
 		t.Fatalf("mismatched calls: %v / %v", e0, e1)

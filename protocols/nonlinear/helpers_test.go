@@ -4,35 +4,16 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
 var testOpt = transport.Options{Timeout: 20 * time.Second}
-
-// both runs f0 and f1 concurrently and returns their errors.
-func both(f0, f1 func() error) (error, error) {
-	var e0, e1 error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); e0 = f0() }()
-	go func() { defer wg.Done(); e1 = f1() }()
-	wg.Wait()
-	return e0, e1
-}
-
-func mustBoth(t testing.TB, f0, f1 func() error) {
-	t.Helper()
-	e0, e1 := both(f0, f1)
-	if e0 != nil || e1 != nil {
-		t.Fatalf("party 0: %v; party 1: %v", e0, e1)
-	}
-}
 
 // otPair holds the OT streams of both parties.
 type otPair struct {
@@ -51,12 +32,12 @@ func newOTPair(t testing.TB, k int) *otPair {
 		p.c0, p.c1 = append(p.c0, a), append(p.c1, b)
 	}
 	var s0, s1 *ot.Session
-	mustBoth(t, func() (err error) { s0, err = ot.NewSession(ctx, p.c0[0], 0); return },
+	testenv.MustBoth(t, func() (err error) { s0, err = ot.NewSession(ctx, p.c0[0], 0); return },
 		func() (err error) { s1, err = ot.NewSession(ctx, p.c1[0], 1); return })
 	p.o0, p.o1 = []*ot.Session{s0}, []*ot.Session{s1}
 	for i := 1; i < k; i++ {
 		var f0, f1 *ot.Session
-		mustBoth(t, func() (err error) { f0, err = s0.Fork(ctx, p.c0[i]); return },
+		testenv.MustBoth(t, func() (err error) { f0, err = s0.Fork(ctx, p.c0[i]); return },
 			func() (err error) { f1, err = s1.Fork(ctx, p.c1[i]); return })
 		p.o0, p.o1 = append(p.o0, f0), append(p.o1, f1)
 	}
@@ -75,7 +56,7 @@ func newPair(t testing.TB, l int, opt Options, streams int) *pair {
 	r := ring.Must(l)
 	p := &pair{r: r, ots: newOTPair(t, streams)}
 	ctx := context.Background()
-	mustBoth(t, func() (err error) { p.s0, err = New(ctx, r, opt, p.ots.o0...); return },
+	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, r, opt, p.ots.o0...); return },
 		func() (err error) { p.s1, err = New(ctx, r, opt, p.ots.o1...); return })
 	return p
 }
@@ -95,7 +76,7 @@ func (p *pair) stats() transport.Stats {
 // run runs f at both parties (party index passed) and fails on error.
 func (p *pair) run(t testing.TB, f func(s *Session, party int) error) {
 	t.Helper()
-	mustBoth(t, func() error { return f(p.s0, 0) }, func() error { return f(p.s1, 1) })
+	testenv.MustBoth(t, func() error { return f(p.s0, 0) }, func() error { return f(p.s1, 1) })
 }
 
 // measure runs f at both parties and returns the bits sent per element

@@ -3,13 +3,12 @@ package nonlinear
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -63,7 +62,7 @@ type Session struct {
 	m        int
 	minSplit int
 	streams  []*stream
-	err      error
+	group    *streams.Group // failure state and work splitting
 }
 
 const (
@@ -80,7 +79,7 @@ const (
 // amount of OT-sender work. New exchanges a short hello on every stream to
 // check that both parties use the same ring, m, split threshold and number of
 // streams.
-func New(ctx context.Context, r ring.Ring, opt Options, streams ...*ot.Session) (*Session, error) {
+func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Session, error) {
 	if !r.Valid() || r.Bits < 2 {
 		return nil, fmt.Errorf("nonlinear: New: ring %v: need Z_2^l with 2 ≤ l ≤ 64", r)
 	}
@@ -102,27 +101,13 @@ func New(ctx context.Context, r ring.Ring, opt Options, streams ...*ot.Session) 
 	if opt.Budget < 1<<12 {
 		return nil, fmt.Errorf("nonlinear: New: Budget=%d words is below the minimum 4096", opt.Budget)
 	}
-	if len(streams) == 0 {
-		return nil, errors.New("nonlinear: New: no OT session")
-	}
-	if len(streams) > 255 {
-		return nil, fmt.Errorf("nonlinear: New: %d OT sessions, at most 255", len(streams))
-	}
-	party := -1
-	for i, o := range streams {
-		if o == nil {
-			return nil, fmt.Errorf("nonlinear: New: OT session %d is nil", i)
-		}
-		if err := o.Err(); err != nil {
-			return nil, fmt.Errorf("nonlinear: New: OT session %d is unusable: %w", i, err)
-		}
-		if party >= 0 && o.Party() != party {
-			return nil, fmt.Errorf("nonlinear: New: OT sessions disagree on this party (%d and %d)", party, o.Party())
-		}
-		party = o.Party()
+	party, err := streams.Party("nonlinear", ots)
+	if err != nil {
+		return nil, err
 	}
 	s := &Session{r: r, party: party, m: opt.M, minSplit: opt.MinSplit}
-	for i, o := range streams {
+	conns := make([]*transport.Conn, len(ots))
+	for i, o := range ots {
 		rng, err := prg.NewRandom()
 		if err != nil {
 			return nil, fmt.Errorf("nonlinear: New: %w", err)
@@ -133,11 +118,13 @@ func New(ctx context.Context, r ring.Ring, opt Options, streams ...*ot.Session) 
 			// Mirror the roles on odd streams (see New's documentation).
 			last: i & 1,
 		}
-		if err := st.hello(ctx, len(streams), opt); err != nil {
+		if err := st.hello(ctx, len(ots), opt); err != nil {
 			return nil, err
 		}
 		s.streams = append(s.streams, st)
+		conns[i] = st.conn
 	}
+	s.group = streams.NewGroup("nonlinear", opt.MinSplit, conns)
 	return s, nil
 }
 
@@ -156,12 +143,9 @@ func (st *stream) hello(ctx context.Context, nstreams int, opt Options) error {
 	}
 	binary.LittleEndian.PutUint64(msg[16:], uint64(opt.MinSplit))
 	binary.LittleEndian.PutUint64(msg[24:], uint64(opt.Budget))
-	if err := st.conn.Send(ctx, msg[:]); err != nil {
-		return fmt.Errorf("nonlinear: New: hello on stream %d: %w", st.idx, err)
-	}
-	var peer [helloSize]byte
-	if err := st.conn.Recv(ctx, peer[:]); err != nil {
-		return fmt.Errorf("nonlinear: New: hello on stream %d: %w", st.idx, err)
+	peer, err := streams.Hello(ctx, "nonlinear", st.conn, st.idx, msg[:])
+	if err != nil {
+		return err
 	}
 	pSplit := binary.LittleEndian.Uint64(peer[16:])
 	pBudget := binary.LittleEndian.Uint64(peer[24:])
@@ -215,96 +199,26 @@ func (s *Session) Conns() []*transport.Conn {
 }
 
 // Err returns the error that made the session unusable, or nil.
-func (s *Session) Err() error { return s.err }
+func (s *Session) Err() error { return s.group.Err() }
 
-func (s *Session) usable(op string) error {
-	if s.err != nil {
-		return fmt.Errorf("nonlinear: %s: session unusable after an earlier failure: %w", op, s.err)
-	}
-	return nil
-}
+func (s *Session) usable(op string) error { return s.group.Usable(op) }
 
 // fail records err, aborts every stream's connection so the peer fails fast,
 // and returns err wrapped with op.
 func (s *Session) fail(ctx context.Context, op string, err error) error {
-	err = fmt.Errorf("nonlinear: %s: %w", op, err)
-	if s.err == nil {
-		s.err = err
-		for _, st := range s.streams {
-			_ = st.conn.Abort(context.WithoutCancel(ctx), "nonlinear: "+op+" failed at the peer")
-		}
-	}
-	return err
+	return s.group.Fail(ctx, op, err)
 }
 
 // parts splits n items into the parts run by the streams: equal contiguous
 // ranges, one per stream when n ≥ MinSplit, else one range. unit is the
 // granularity (ranges start at multiples of unit).
-func (s *Session) parts(n, unit int) [][2]int {
-	k := len(s.streams)
-	if n < s.minSplit || k == 1 {
-		return [][2]int{{0, n}}
-	}
-	units := n / unit
-	if units < k {
-		return [][2]int{{0, n}}
-	}
-	out := make([][2]int, 0, k)
-	start := 0
-	for i := 0; i < k; i++ {
-		end := start + (units*(i+1)/k-units*i/k)*unit
-		if i == k-1 {
-			end = n
-		}
-		out = append(out, [2]int{start, end})
-		start = end
-	}
-	return out
-}
+func (s *Session) parts(n, unit int) [][2]int { return s.group.Parts(n, n, unit) }
 
 // run executes f on every part: part i runs on stream i, concurrently when
 // there are several. On the first failure the other parts are cancelled and
 // the session is failed.
 func (s *Session) run(ctx context.Context, op string, parts [][2]int, f func(ctx context.Context, st *stream, lo, hi int) error) error {
-	if len(parts) == 1 {
-		if err := f(ctx, s.streams[0], parts[0][0], parts[0][1]); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		return nil
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, p := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(cctx, s.streams[i], p[0], p[1]); err != nil {
-				errs[i] = fmt.Errorf("stream %d: %w", i, err)
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	// Report the root cause rather than a cancellation it triggered.
-	var first error
-	for _, e := range errs {
-		if e != nil && !errors.Is(e, context.Canceled) {
-			first = e
-			break
-		}
-	}
-	if first == nil {
-		for _, e := range errs {
-			if e != nil {
-				first = e
-				break
-			}
-		}
-	}
-	if first != nil {
-		return s.fail(ctx, op, first)
-	}
-	return nil
+	return s.group.Run(ctx, op, parts, func(ctx context.Context, i, lo, hi int) error {
+		return f(ctx, s.streams[i], lo, hi)
+	})
 }

@@ -37,6 +37,49 @@ func sameLen(call, a, b string, x, y []uint64) error {
 	return nil
 }
 
+// sendArgs validates the arguments of a sender's call (n instances of w l-bit words in x, and y
+// of the same length; xn and yn name them) and that the session is usable, and returns n.
+func (s *Session) sendArgs(call string, w, l int, xn, yn string, x, y []uint64) (int, error) {
+	n, err := checkShape(call, w, l, len(x))
+	if err == nil {
+		err = sameLen(call, xn, yn, x, y)
+	}
+	if err == nil {
+		err = s.usable()
+	}
+	return n, err
+}
+
+// recvArgs validates the arguments of a receiver's call (n instances of w l-bit words in m,
+// n choice bits in b) and that the session is usable, and returns n.
+func (s *Session) recvArgs(call string, w, l int, b, m []uint64) (int, error) {
+	n, err := checkShape(call, w, l, len(m))
+	if err == nil {
+		err = checkChoice(call, b, n)
+	}
+	if err == nil {
+		err = s.usable()
+	}
+	return n, err
+}
+
+// failCall fails the session with err, a failure in the middle of call.
+func (s *Session) failCall(call string, err error) error {
+	return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+}
+
+// recvExtend is the receiver's IKNP extension of a batch of n instances of kind op with choice
+// bits b: it writes the hashed pads of the chosen messages (w l-bit words per instance) into m
+// and returns the batch's counter, which the sender's reply carries.
+func (s *Session) recvExtend(ctx context.Context, op uint8, w, l, n int, b, m []uint64) (uint64, error) {
+	h := header{op: op, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.rcv.ctr}
+	dom := s.domain(famIKNP, 1-s.party)
+	derive := func(i0, cnt int, rows []prg.Block) {
+		s.expandHash(m[i0*w:(i0+cnt)*w], rows[:cnt], prg.Block{}, h.ctr+uint64(i0), dom, w, l)
+	}
+	return h.ctr, s.iknpReceive(ctx, h, b, derive)
+}
+
 // ---------------------------------------------------------------- COT
 
 // SendCOT is the sender of n = len(x) correlated OTs with l-bit additive
@@ -69,13 +112,7 @@ func (s *Session) RecvCOTWide(ctx context.Context, w, l int, b, y []uint64) erro
 }
 
 func (s *Session) sendCOT(ctx context.Context, call string, w, l int, x, r []uint64) error {
-	n, err := checkShape(call, w, l, len(x))
-	if err == nil {
-		err = sameLen(call, "x", "r", x, r)
-	}
-	if err == nil {
-		err = s.usable()
-	}
+	n, err := s.sendArgs(call, w, l, "x", "r", x, r)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -99,32 +136,22 @@ func (s *Session) sendCOT(ctx context.Context, call string, w, l int, x, r []uin
 		transport.Pack(corr[i0*w*l/64:], d, l)
 	}
 	if err := s.iknpSend(ctx, h, derive); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+		return s.failCall(call, err)
 	}
 	if err := s.reply(ctx, h.ctr, corr, n, w, l); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+		return s.failCall(call, err)
 	}
 	return nil
 }
 
 func (s *Session) recvCOT(ctx context.Context, call string, w, l int, b, y []uint64) error {
-	n, err := checkShape(call, w, l, len(y))
-	if err == nil {
-		err = checkChoice(call, b, n)
-	}
-	if err == nil {
-		err = s.usable()
-	}
+	n, err := s.recvArgs(call, w, l, b, y)
 	if err != nil || n == 0 {
 		return err
 	}
-	h := header{op: opCOT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.rcv.ctr}
-	dom := s.domain(famIKNP, 1-s.party)
-	derive := func(i0, cnt int, rows []prg.Block) {
-		s.expandHash(y[i0*w:(i0+cnt)*w], rows[:cnt], prg.Block{}, h.ctr+uint64(i0), dom, w, l)
-	}
-	if err := s.iknpReceive(ctx, h, b, derive); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+	ctr, err := s.recvExtend(ctx, opCOT, w, l, n, b, y)
+	if err != nil {
+		return s.failCall(call, err)
 	}
 	m := lowMask(l)
 	apply := func(off, nc int, packed []uint64) {
@@ -146,8 +173,8 @@ func (s *Session) recvCOT(ctx context.Context, call string, w, l int, b, y []uin
 			}
 		}
 	}
-	if err := s.awaitReply(ctx, h.ctr, n, w, l, apply); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+	if err := s.awaitReply(ctx, ctr, n, w, l, apply); err != nil {
+		return s.failCall(call, err)
 	}
 	return nil
 }
@@ -181,13 +208,7 @@ func (s *Session) RecvOTWide(ctx context.Context, w, l int, b, m []uint64) error
 }
 
 func (s *Session) sendOT(ctx context.Context, call string, w, l int, m0, m1 []uint64) error {
-	n, err := checkShape(call, w, l, len(m0))
-	if err == nil {
-		err = sameLen(call, "m0", "m1", m0, m1)
-	}
-	if err == nil {
-		err = s.usable()
-	}
+	n, err := s.sendArgs(call, w, l, "m0", "m1", m0, m1)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -220,32 +241,22 @@ func (s *Session) sendOT(ctx context.Context, call string, w, l int, m0, m1 []ui
 		transport.Pack(corr[i0*2*w*l/64:], e, l)
 	}
 	if err := s.iknpSend(ctx, h, derive); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+		return s.failCall(call, err)
 	}
 	if err := s.reply(ctx, h.ctr, corr, n, 2*w, l); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+		return s.failCall(call, err)
 	}
 	return nil
 }
 
 func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint64) error {
-	n, err := checkShape(call, w, l, len(m))
-	if err == nil {
-		err = checkChoice(call, b, n)
-	}
-	if err == nil {
-		err = s.usable()
-	}
+	n, err := s.recvArgs(call, w, l, b, m)
 	if err != nil || n == 0 {
 		return err
 	}
-	h := header{op: opOT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.rcv.ctr}
-	dom := s.domain(famIKNP, 1-s.party)
-	derive := func(i0, cnt int, rows []prg.Block) {
-		s.expandHash(m[i0*w:(i0+cnt)*w], rows[:cnt], prg.Block{}, h.ctr+uint64(i0), dom, w, l)
-	}
-	if err := s.iknpReceive(ctx, h, b, derive); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+	ctr, err := s.recvExtend(ctx, opOT, w, l, n, b, m)
+	if err != nil {
+		return s.failCall(call, err)
 	}
 	apply := func(off, nc int, packed []uint64) {
 		for i := 0; i < nc; i++ {
@@ -257,8 +268,8 @@ func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint
 			}
 		}
 	}
-	if err := s.awaitReply(ctx, h.ctr, n, 2*w, l, apply); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+	if err := s.awaitReply(ctx, ctr, n, 2*w, l, apply); err != nil {
+		return s.failCall(call, err)
 	}
 	return nil
 }
@@ -337,13 +348,7 @@ func (s *Session) RecvROTChosenWide(ctx context.Context, w, l int, b, m []uint64
 // draws its choice bits; the sender acknowledges) or opROTChosen (the
 // receiver brings its choice bits; no reply).
 func (s *Session) sendROT(ctx context.Context, call string, op uint8, w, l int, m0, m1 []uint64) error {
-	n, err := checkShape(call, w, l, len(m0))
-	if err == nil {
-		err = sameLen(call, "m0", "m1", m0, m1)
-	}
-	if err == nil {
-		err = s.usable()
-	}
+	n, err := s.sendArgs(call, w, l, "m0", "m1", m0, m1)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -356,13 +361,13 @@ func (s *Session) sendROT(ctx context.Context, call string, op uint8, w, l int, 
 		s.expandHash(m1[i0*w:(i0+cnt)*w], q, sB, h.ctr+uint64(i0), dom, w, l)
 	}
 	if err := s.iknpSend(ctx, h, derive); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+		return s.failCall(call, err)
 	}
 	if op == opROTChosen {
 		return nil
 	}
 	if err := s.reply(ctx, h.ctr, nil, n, 0, l); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+		return s.failCall(call, err)
 	}
 	return nil
 }
@@ -370,13 +375,7 @@ func (s *Session) sendROT(ctx context.Context, call string, op uint8, w, l int, 
 // recvROT is the receiver of both random-OT kinds (see sendROT): for opROT
 // it first draws the choice bits into b.
 func (s *Session) recvROT(ctx context.Context, call string, op uint8, w, l int, b, m []uint64) error {
-	n, err := checkShape(call, w, l, len(m))
-	if err == nil {
-		err = checkChoice(call, b, n)
-	}
-	if err == nil {
-		err = s.usable()
-	}
+	n, err := s.recvArgs(call, w, l, b, m)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -387,19 +386,15 @@ func (s *Session) recvROT(ctx context.Context, call string, op uint8, w, l int, 
 			b[nw-1] &= lowMask(n % 64)
 		}
 	}
-	h := header{op: op, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.rcv.ctr}
-	dom := s.domain(famIKNP, 1-s.party)
-	derive := func(i0, cnt int, rows []prg.Block) {
-		s.expandHash(m[i0*w:(i0+cnt)*w], rows[:cnt], prg.Block{}, h.ctr+uint64(i0), dom, w, l)
-	}
-	if err := s.iknpReceive(ctx, h, b, derive); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+	ctr, err := s.recvExtend(ctx, op, w, l, n, b, m)
+	if err != nil {
+		return s.failCall(call, err)
 	}
 	if op == opROTChosen {
 		return nil
 	}
-	if err := s.awaitReply(ctx, h.ctr, n, 0, l, nil); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
+	if err := s.awaitReply(ctx, ctr, n, 0, l, nil); err != nil {
+		return s.failCall(call, err)
 	}
 	return nil
 }

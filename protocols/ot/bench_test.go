@@ -5,6 +5,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -18,13 +19,13 @@ func tcpSessions(b *testing.B) (*Session, *Session) {
 	defer ln.Close()
 	ctx := context.Background()
 	var c0, c1 *transport.Conn
-	if e0, e1 := both(func() (err error) { c0, err = transport.Accept(ctx, ln, transport.Options{}); return },
+	if e0, e1 := testenv.Both(func() (err error) { c0, err = transport.Accept(ctx, ln, transport.Options{}); return },
 		func() (err error) { c1, err = transport.Dial(ctx, ln.Addr().String(), transport.Options{}); return }); e0 != nil || e1 != nil {
 		b.Fatal(e0, e1)
 	}
 	b.Cleanup(func() { c0.Close(); c1.Close() })
 	var s0, s1 *Session
-	e0, e1 := both(func() (err error) { s0, err = NewSession(ctx, c0, 0); return },
+	e0, e1 := testenv.Both(func() (err error) { s0, err = NewSession(ctx, c0, 0); return },
 		func() (err error) { s1, err = NewSession(ctx, c1, 1); return })
 	if e0 != nil || e1 != nil {
 		b.Fatal(e0, e1)
@@ -35,13 +36,13 @@ func tcpSessions(b *testing.B) (*Session, *Session) {
 // benchBatches runs b.N batches of n instances and reports OTs/s and the
 // wire bytes per instance (both directions).
 func benchBatches(b *testing.B, n int, s0, s1 *Session, f0, f1 func() error) {
-	if e0, e1 := both(f0, f1); e0 != nil || e1 != nil { // warm-up
+	if e0, e1 := testenv.Both(f0, f1); e0 != nil || e1 != nil { // warm-up
 		b.Fatal(e0, e1)
 	}
 	st0, st1 := s0.Conn().Stats(), s1.Conn().Stats()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if e0, e1 := both(f0, f1); e0 != nil || e1 != nil {
+		if e0, e1 := testenv.Both(f0, f1); e0 != nil || e1 != nil {
 			b.Fatal(e0, e1)
 		}
 	}
@@ -124,7 +125,7 @@ func BenchmarkBaseOTs(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		c0, c1 := transport.Pipe(transport.Options{})
 		ctx := context.Background()
-		if e0, e1 := both(func() error { _, err := NewSession(ctx, c0, 0); return err },
+		if e0, e1 := testenv.Both(func() error { _, err := NewSession(ctx, c0, 0); return err },
 			func() error { _, err := NewSession(ctx, c1, 1); return err }); e0 != nil || e1 != nil {
 			b.Fatal(e0, e1)
 		}

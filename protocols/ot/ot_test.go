@@ -12,28 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
-
-// both runs f0 and f1 concurrently and returns their errors.
-func both(f0, f1 func() error) (error, error) {
-	var e0, e1 error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); e0 = f0() }()
-	go func() { defer wg.Done(); e1 = f1() }()
-	wg.Wait()
-	return e0, e1
-}
-
-func mustBoth(t *testing.T, f0, f1 func() error) {
-	t.Helper()
-	e0, e1 := both(f0, f1)
-	if e0 != nil || e1 != nil {
-		t.Fatalf("party 0: %v; party 1: %v", e0, e1)
-	}
-}
 
 // newPair returns two sessions over an in-memory pipe.
 func newPair(t testing.TB, opt transport.Options) (*Session, *Session) {
@@ -42,7 +24,7 @@ func newPair(t testing.TB, opt transport.Options) (*Session, *Session) {
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	ctx := context.Background()
 	var s0, s1 *Session
-	e0, e1 := both(func() (err error) { s0, err = NewSession(ctx, c0, 0); return },
+	e0, e1 := testenv.Both(func() (err error) { s0, err = NewSession(ctx, c0, 0); return },
 		func() (err error) { s1, err = NewSession(ctx, c1, 1); return })
 	if e0 != nil || e1 != nil {
 		t.Fatalf("NewSession: %v / %v", e0, e1)
@@ -62,11 +44,11 @@ func tcpPair(t *testing.T) (*Session, *Session) {
 	defer ln.Close()
 	ctx := context.Background()
 	var c0, c1 *transport.Conn
-	mustBoth(t, func() (err error) { c0, err = transport.Accept(ctx, ln, testOpt); return },
+	testenv.MustBoth(t, func() (err error) { c0, err = transport.Accept(ctx, ln, testOpt); return },
 		func() (err error) { c1, err = transport.Dial(ctx, ln.Addr().String(), testOpt); return })
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	var s0, s1 *Session
-	mustBoth(t, func() (err error) { s0, err = NewSession(ctx, c0, 0); return },
+	testenv.MustBoth(t, func() (err error) { s0, err = NewSession(ctx, c0, 0); return },
 		func() (err error) { s1, err = NewSession(ctx, c1, 1); return })
 	return s0, s1
 }
@@ -124,7 +106,7 @@ func TestCOT(t *testing.T) {
 					b := choices(r, n)
 					rr := make([]uint64, n*w)
 					y := make([]uint64, n*w)
-					mustBoth(t, func() error { return snd.SendCOTWide(ctx, w, l, x, rr) },
+					testenv.MustBoth(t, func() error { return snd.SendCOTWide(ctx, w, l, x, rr) },
 						func() error { return rcv.RecvCOTWide(ctx, w, l, b, y) })
 					m := lowMask(l)
 					for i := 0; i < n; i++ {
@@ -152,7 +134,7 @@ func TestCOTWideLarge(t *testing.T) {
 		x := inputs(r, n, c.w, c.l)
 		b := choices(r, n)
 		rr, y := make([]uint64, n*c.w), make([]uint64, n*c.w)
-		mustBoth(t, func() error { return s0.SendCOTWide(ctx, c.w, c.l, x, rr) },
+		testenv.MustBoth(t, func() error { return s0.SendCOTWide(ctx, c.w, c.l, x, rr) },
 			func() error { return s1.RecvCOTWide(ctx, c.w, c.l, b, y) })
 		m := lowMask(c.l)
 		for i := 0; i < n; i++ {
@@ -188,7 +170,7 @@ func TestChosenOT(t *testing.T) {
 					m0, m1 := inputs(r, n, w, l), randWords(r, n*w)
 					b := choices(r, n)
 					got := make([]uint64, n*w)
-					mustBoth(t, func() error { return snd.SendOTWide(ctx, w, l, m0, m1) },
+					testenv.MustBoth(t, func() error { return snd.SendOTWide(ctx, w, l, m0, m1) },
 						func() error { return rcv.RecvOTWide(ctx, w, l, b, got) })
 					mk := lowMask(l)
 					for i := 0; i < n; i++ {
@@ -221,7 +203,7 @@ func TestROT(t *testing.T) {
 					b[i] = ^uint64(0) // must be overwritten
 				}
 				m := make([]uint64, n*w)
-				mustBoth(t, func() error { return s1.SendROTWide(ctx, w, l, m0, m1) },
+				testenv.MustBoth(t, func() error { return s1.SendROTWide(ctx, w, l, m0, m1) },
 					func() error { return s0.RecvROTWide(ctx, w, l, b, m) })
 				ones, diff := 0, 0
 				for i := 0; i < n; i++ {
@@ -277,7 +259,7 @@ func TestOTN(t *testing.T) {
 					}
 					c[0] = uint8(N - 1)
 					got := make([]uint64, n)
-					mustBoth(t, func() error { return snd.SendOTN(ctx, N, l, msgs) },
+					testenv.MustBoth(t, func() error { return snd.SendOTN(ctx, N, l, msgs) },
 						func() error { return rcv.RecvOTN(ctx, N, l, c, got) })
 					for i := range got {
 						if want := msgs[i*N+int(c[i])] & lowMask(l); got[i] != want {
@@ -305,7 +287,7 @@ func TestInterleavedDirections(t *testing.T) {
 			c[i] = uint8(r.IntN(4))
 		}
 		got := make([]uint64, n)
-		mustBoth(t, func() error {
+		testenv.MustBoth(t, func() error {
 			if err := s0.SendCOT(ctx, 32, x, rr); err != nil {
 				return err
 			}
@@ -342,7 +324,7 @@ func TestZeroInstances(t *testing.T) {
 func exchange(t *testing.T, s0, s1 *Session, f0, f1 func() error) (transport.Stats, transport.Stats) {
 	t.Helper()
 	b0, b1 := s0.Conn().Stats(), s1.Conn().Stats()
-	mustBoth(t, f0, f1)
+	testenv.MustBoth(t, f0, f1)
 	return s0.Conn().Stats().Sub(b0), s1.Conn().Stats().Sub(b1)
 }
 
@@ -398,7 +380,7 @@ func TestCommunication(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 6))
 	// NewSession ends with a send at party 1, so its first receiver batch
 	// continues that flight; warm up so that every batch below is 1 + 1.
-	mustBoth(t, func() error { return s0.SendCOT(ctx, 8, []uint64{1}, []uint64{0}) },
+	testenv.MustBoth(t, func() error { return s0.SendCOT(ctx, 8, []uint64{1}, []uint64{0}) },
 		func() error { return s1.RecvCOT(ctx, 8, []uint64{1}, []uint64{0}) })
 	for _, n := range []int{1000, 1 << 16} {
 		b := choices(r, n)
@@ -469,7 +451,7 @@ func TestArgumentErrorsKeepSessionUsable(t *testing.T) {
 	}
 	// Nothing was sent, so the sessions still work.
 	x, rr, y := []uint64{5, 6}, make([]uint64, 2), make([]uint64, 2)
-	mustBoth(t, func() error { return s0.SendCOT(ctx, 8, x, rr) },
+	testenv.MustBoth(t, func() error { return s0.SendCOT(ctx, 8, x, rr) },
 		func() error { return s1.RecvCOT(ctx, 8, []uint64{2}, y) })
 	if y[0] != rr[0] || y[1] != (rr[1]+6)&0xff {
 		t.Fatal("COT after argument errors is wrong")
@@ -499,7 +481,7 @@ func TestPeerMismatchAborts(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s0, s1 := newPair(t, testOpt)
-			e0, e1 := both(func() error { return c.f0(s0, s1) }, func() error { return c.f1(s0, s1) })
+			e0, e1 := testenv.Both(func() error { return c.f0(s0, s1) }, func() error { return c.f1(s0, s1) })
 			if e0 == nil || !strings.Contains(e0.Error(), "receiver called") {
 				t.Fatalf("sender: got %v, want a mismatch error", e0)
 			}
@@ -523,7 +505,7 @@ func TestPeerDisconnects(t *testing.T) {
 	t.Run("receiver dies after its first chunk", func(t *testing.T) {
 		s0, s1 := newPair(t, opt)
 		n := 3 * chunkOTs
-		e0, _ := both(func() error { return s0.SendCOT(ctx, 32, make([]uint64, n), make([]uint64, n)) },
+		e0, _ := testenv.Both(func() error { return s0.SendCOT(ctx, 32, make([]uint64, n), make([]uint64, n)) },
 			func() error {
 				// Send a valid header and one chunk of the extension matrix, then vanish.
 				h := header{op: opCOT, l: 32, w: 1, n: uint64(n), ctr: s1.rcv.ctr}
@@ -543,7 +525,7 @@ func TestPeerDisconnects(t *testing.T) {
 	t.Run("sender dies before replying", func(t *testing.T) {
 		s0, s1 := newPair(t, opt)
 		n := 1000
-		_, e1 := both(func() error {
+		_, e1 := testenv.Both(func() error {
 			var hb [headerSize]byte
 			if err := s0.conn.Recv(ctx, hb[:]); err != nil {
 				return err
@@ -589,7 +571,7 @@ func TestHandshakeErrors(t *testing.T) {
 	c0, c1 := transport.Pipe(testOpt)
 	defer c0.Close()
 	defer c1.Close()
-	e0, e1 := both(func() error { _, err := NewSession(ctx, c0, 0); return err },
+	e0, e1 := testenv.Both(func() error { _, err := NewSession(ctx, c0, 0); return err },
 		func() error { _, err := NewSession(ctx, c1, 0); return err })
 	if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), "both parties") {
 		t.Fatalf("two party-0s: %v / %v", e0, e1)
@@ -609,7 +591,7 @@ func TestForkConcurrentStreams(t *testing.T) {
 	defer a0.Close()
 	defer a1.Close()
 	var f0, f1 *Session
-	mustBoth(t, func() (err error) { f0, err = s0.Fork(ctx, a0); return },
+	testenv.MustBoth(t, func() (err error) { f0, err = s0.Fork(ctx, a0); return },
 		func() (err error) { f1, err = s1.Fork(ctx, a1); return })
 	r := rand.New(rand.NewPCG(7, 7))
 	n := 5000
@@ -646,7 +628,7 @@ func TestForkConcurrentStreams(t *testing.T) {
 	for i := range c {
 		c[i] = uint8(i % 16)
 	}
-	mustBoth(t, func() error { return f0.SendOTN(ctx, 16, 4, msgs) },
+	testenv.MustBoth(t, func() error { return f0.SendOTN(ctx, 16, 4, msgs) },
 		func() error { return f1.RecvOTN(ctx, 16, 4, c, got) })
 	for i := range got {
 		if got[i] != msgs[16*i+int(c[i])]&15 {
@@ -662,7 +644,7 @@ func TestForkOrderMismatch(t *testing.T) {
 	defer a0.Close()
 	defer a1.Close()
 	s0.sh.forks.Add(1) // party 0 "already forked once"
-	e0, e1 := both(func() error { _, err := s0.Fork(ctx, a0); return err },
+	e0, e1 := testenv.Both(func() error { _, err := s0.Fork(ctx, a0); return err },
 		func() error { _, err := s1.Fork(ctx, a1); return err })
 	if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), "fork order") {
 		t.Fatalf("got %v / %v, want fork-order errors", e0, e1)
@@ -676,7 +658,7 @@ func TestBaseOT(t *testing.T) {
 	ctx := context.Background()
 	g0, g1 := prg.New(prg.Seed{1}), prg.New(prg.Seed{2})
 	var b0, b1 *baseOTs
-	mustBoth(t, func() (err error) { b0, err = runBaseOTs(ctx, c0, g0, 0); return },
+	testenv.MustBoth(t, func() (err error) { b0, err = runBaseOTs(ctx, c0, g0, 0); return },
 		func() (err error) { b1, err = runBaseOTs(ctx, c1, g1, 1); return })
 	for _, p := range []struct{ snd, rcv *baseOTs }{{b0, b1}, {b1, b0}} {
 		for j := 0; j < numBase; j++ {
@@ -772,7 +754,7 @@ func TestBatchesDoNotAllocatePerInstance(t *testing.T) {
 		msgs, c, m := make([]uint64, 16*n), make([]uint8, n), make([]uint64, n)
 		m0, m1 := make([]uint64, n), make([]uint64, n)
 		run := func() {
-			mustBoth(t, func() error {
+			testenv.MustBoth(t, func() error {
 				if err := s0.SendCOT(ctx, 32, x, r); err != nil {
 					return err
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -60,10 +61,10 @@ func TestROTChosen(t *testing.T) {
 					b0 := slices.Clone(b)
 					name := fmt.Sprintf("l=%d n=%d w=%d dir=%d", l, n, w, dir)
 					if w == 1 {
-						mustBoth(t, func() error { return snd.SendROTChosen(ctx, l, m0, m1) },
+						testenv.MustBoth(t, func() error { return snd.SendROTChosen(ctx, l, m0, m1) },
 							func() error { return rcv.RecvROTChosen(ctx, l, b, m) })
 					} else {
-						mustBoth(t, func() error { return snd.SendROTChosenWide(ctx, w, l, m0, m1) },
+						testenv.MustBoth(t, func() error { return snd.SendROTChosenWide(ctx, w, l, m0, m1) },
 							func() error { return rcv.RecvROTChosenWide(ctx, w, l, b, m) })
 					}
 					if !slices.Equal(b, b0) {
@@ -79,7 +80,7 @@ func TestROTChosen(t *testing.T) {
 		n := 300
 		m0, m1, m := make([]uint64, n*c.w), make([]uint64, n*c.w), make([]uint64, n*c.w)
 		b := choices(r, n)
-		mustBoth(t, func() error { return s0.SendROTChosenWide(ctx, c.w, c.l, m0, m1) },
+		testenv.MustBoth(t, func() error { return s0.SendROTChosenWide(ctx, c.w, c.l, m0, m1) },
 			func() error { return s1.RecvROTChosenWide(ctx, c.w, c.l, b, m) })
 		checkROTChosen(t, fmt.Sprintf("w=%d l=%d", c.w, c.l), n, c.w, c.l, b, m0, m1, m)
 	}
@@ -166,7 +167,7 @@ func TestROTChosenCommunication(t *testing.T) {
 func handOver(t *testing.T, from, to *Session) {
 	t.Helper()
 	ctx := context.Background()
-	mustBoth(t, func() error {
+	testenv.MustBoth(t, func() error {
 		if err := from.conn.Send(ctx, []byte{1}); err != nil {
 			return err
 		}
@@ -191,7 +192,7 @@ func TestROTChosenInterplay(t *testing.T) {
 	ping := []byte("p1")
 	handOver(t, s0, s1) // NewSession ended with a flight of party 1
 	var st0, st1 transport.Stats
-	mustBoth(t, func() error {
+	testenv.MustBoth(t, func() error {
 		before := s0.conn.Stats()
 		defer func() { st0 = s0.conn.Stats().Sub(before) }()
 		m0, m1 := make([]uint64, n*w), make([]uint64, n*w)
@@ -265,7 +266,7 @@ func TestROTChosenInterplay(t *testing.T) {
 		for i := range oc {
 			oc[i] = uint8(r.IntN(4))
 		}
-		mustBoth(t, func() error {
+		testenv.MustBoth(t, func() error {
 			if err := s0.RecvROTChosen(ctx, 19, cb, cm); err != nil {
 				return err
 			}
@@ -311,7 +312,7 @@ func TestROTChosenMismatch(t *testing.T) {
 	ctx := context.Background()
 	t.Run("sender expects ROT", func(t *testing.T) {
 		s0, s1 := newPair(t, testOpt)
-		e0, e1 := both(func() error { return s0.SendROT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
+		e0, e1 := testenv.Both(func() error { return s0.SendROT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
 			func() error { return s1.RecvROTChosen(ctx, 8, make([]uint64, 2), make([]uint64, 100)) })
 		if e0 == nil || !strings.Contains(e0.Error(), "receiver called random OT with the receiver's choice bits") {
 			t.Fatalf("sender: got %v, want a mismatch error", e0)
@@ -328,7 +329,7 @@ func TestROTChosenMismatch(t *testing.T) {
 	})
 	t.Run("receiver expects ROT", func(t *testing.T) {
 		s0, s1 := newPair(t, testOpt)
-		e0, e1 := both(func() error { return s0.SendROTChosen(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
+		e0, e1 := testenv.Both(func() error { return s0.SendROTChosen(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
 			func() error { return s1.RecvROT(ctx, 8, make([]uint64, 2), make([]uint64, 100)) })
 		if e0 == nil || !strings.Contains(e0.Error(), "OT sender called random OT with the receiver's choice bits") {
 			t.Fatalf("sender: got %v, want a mismatch error", e0)
@@ -340,7 +341,7 @@ func TestROTChosenMismatch(t *testing.T) {
 	})
 	t.Run("width differs", func(t *testing.T) {
 		s0, s1 := newPair(t, testOpt)
-		e0, _ := both(func() error { return s0.SendROTChosenWide(ctx, 2, 64, make([]uint64, 200), make([]uint64, 200)) },
+		e0, _ := testenv.Both(func() error { return s0.SendROTChosenWide(ctx, 2, 64, make([]uint64, 200), make([]uint64, 200)) },
 			func() error { return s1.RecvROTChosenWide(ctx, 1, 64, make([]uint64, 4), make([]uint64, 200)) })
 		if e0 == nil || !strings.Contains(e0.Error(), "receiver called") || s0.Err() == nil {
 			t.Fatalf("sender: got %v, want a mismatch error", e0)
@@ -376,7 +377,7 @@ func TestROTChosenArgumentsAndEmpty(t *testing.T) {
 	}
 	// Still usable.
 	b, m0, m1, m := []uint64{0b10}, make([]uint64, 2), make([]uint64, 2), make([]uint64, 2)
-	mustBoth(t, func() error { return s0.SendROTChosen(ctx, 8, m0, m1) },
+	testenv.MustBoth(t, func() error { return s0.SendROTChosen(ctx, 8, m0, m1) },
 		func() error { return s1.RecvROTChosen(ctx, 8, b, m) })
 	checkROTChosen(t, "after errors", 2, 1, 8, b, m0, m1, m)
 }

@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/sciot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -20,23 +20,6 @@ import (
 var _ vm.Backend = (*sciot.Backend)(nil)
 
 var testOpt = transport.Options{Timeout: 20 * time.Second}
-
-func both(f0, f1 func() error) (error, error) {
-	var e0, e1 error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); e0 = f0() }()
-	go func() { defer wg.Done(); e1 = f1() }()
-	wg.Wait()
-	return e0, e1
-}
-
-func mustBoth(t testing.TB, f0, f1 func() error) {
-	t.Helper()
-	if e0, e1 := both(f0, f1); e0 != nil || e1 != nil {
-		t.Fatalf("party 0: %v; party 1: %v", e0, e1)
-	}
-}
 
 type pair struct {
 	r      ring.Ring
@@ -53,7 +36,7 @@ func newPair(t testing.TB, l, streams int) *pair {
 		p.c0, p.c1 = append(p.c0, a), append(p.c1, b)
 	}
 	ctx := context.Background()
-	mustBoth(t, func() (err error) {
+	testenv.MustBoth(t, func() (err error) {
 		p.b[0], err = sciot.New(ctx, p.c0[0], 0, p.r, sciot.Options{Streams: p.c0[1:]})
 		return
 	}, func() (err error) {
@@ -95,7 +78,7 @@ func (p *pair) secure(t *testing.T, owner int, x ring.Tensor, outShape []int,
 		}
 		return nil
 	}
-	mustBoth(t, func() error { return run(0) }, func() error { return run(1) })
+	testenv.MustBoth(t, func() error { return run(0) }, func() error { return run(1) })
 	return res
 }
 
@@ -191,7 +174,7 @@ func TestRevealToServer(t *testing.T) {
 	x := ring.Tensor{Shape: []int{3}, Data: []uint64{1, 2, p.r.FromSigned(-3)}}
 	var got ring.Tensor
 	// A fresh sharing revealed to the server.
-	mustBoth(t, func() error {
+	testenv.MustBoth(t, func() error {
 		v := ring.NewTensor([]int{3})
 		if err := p.b[0].Input(ctx, 1, v); err != nil {
 			return err
@@ -229,7 +212,7 @@ func TestSharesLookRandom(t *testing.T) {
 	}
 	var s0 [2]ring.Tensor
 	for k := 0; k < 2; k++ {
-		mustBoth(t, func() error {
+		testenv.MustBoth(t, func() error {
 			s0[k] = ring.NewTensor([]int{64})
 			return p.b[0].Input(ctx, 1, s0[k])
 		}, func() error { return p.b[1].Input(ctx, 1, x.Clone()) })
@@ -273,7 +256,7 @@ func TestWeightsChecks(t *testing.T) {
 	p := newPair(t, 32, 1)
 	ctx := context.Background()
 	x := ring.NewTensor([]int{2})
-	e0, e1 := both(func() error { return p.b[0].MatMul(ctx, ring.NewTensor([]int{1}), nil, 1, 2, 1, x) },
+	e0, e1 := testenv.Both(func() error { return p.b[0].MatMul(ctx, ring.NewTensor([]int{1}), nil, 1, 2, 1, x) },
 		func() error {
 			return p.b[1].MatMul(ctx, ring.NewTensor([]int{1}), nil, 1, 2, 1, x)
 		})
@@ -358,7 +341,7 @@ func TestConv2DWeightsChecks(t *testing.T) {
 	ctx := context.Background()
 	g := vm.ConvGeom{N: 1, C: 1, H: 3, W: 3, M: 1, OH: 1, OW: 1, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
 	x := ring.NewTensor([]int{1, 1, 3, 3})
-	e0, e1 := both(func() error { return p.b[0].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g) },
+	e0, e1 := testenv.Both(func() error { return p.b[0].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g) },
 		func() error { return p.b[1].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g) })
 	if e0 == nil || !strings.Contains(e0.Error(), "no weights") {
 		t.Fatalf("party 0 without weights: %v", e0)
