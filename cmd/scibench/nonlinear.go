@@ -5,11 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
@@ -104,16 +102,11 @@ func runNonlinear(ctx context.Context, args []string, out io.Writer) error {
 	maxPoolLog := fs.Int("maxpool", 16, "largest batch for the pooling protocols is 2^maxpool outputs (smallest min(2^min, 2^maxpool))")
 	streams := fs.Int("streams", 2, "OT streams (connections) per party; batches are split across them")
 	reps := fs.Int("reps", 1, "timed repetitions per batch size (the median is reported)")
-	netName := fs.String("net", "none", "emulated network: none, lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT)")
+	netName := fs.String("net", "none", netFlagHelp)
 	usePipe := fs.Bool("pipe", false, "use in-memory pipes instead of loopback TCP")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile to this file")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
-		fs.Usage()
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *minLog < 0 || *maxLog > 26 || *minLog > *maxLog || *maxPoolLog < 0 || *maxPoolLog > 22 || *reps < 1 || *streams < 1 || *streams > 16 {
 		return fmt.Errorf("need 0 ≤ min ≤ max ≤ 26, 0 ≤ maxpool ≤ 22, reps ≥ 1 and 1 ≤ streams ≤ 16")
@@ -137,17 +130,9 @@ func runNonlinear(ctx context.Context, args []string, out io.Writer) error {
 		}
 		list = append(list, p)
 	}
-	opt := transport.Options{Timeout: 5 * time.Minute}
-	switch *netName {
-	case "none":
-	case "lan":
-		nm := transport.LAN()
-		opt.Net = &nm
-	case "wan":
-		nm := transport.WAN()
-		opt.Net = &nm
-	default:
-		return fmt.Errorf("-net %q: want none, lan or wan", *netName)
+	opt, err := transportOptions(*netName, 5*time.Minute)
+	if err != nil {
+		return err
 	}
 	stopProf, err := startCPUProfile(*cpuProf)
 	if err != nil {
@@ -161,12 +146,8 @@ func runNonlinear(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer p.close()
 
-	transportName := "loopback TCP"
-	if *usePipe {
-		transportName = "in-memory pipes"
-	}
 	fmt.Fprintf(out, "# scibench nonlinear: Z_2^%d, m=%d, %d stream(s) per party over %s, network model %s\n",
-		*l, *m, *streams, transportName, *netName)
+		*l, *m, *streams, transportName(*usePipe), *netName)
 	fmt.Fprintf(out, "# GOMAXPROCS=%d, %s/%s, %s; both parties in this process; median of %d run(s)\n",
 		runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), *reps)
 	fmt.Fprintf(out, "# bytes and bits per unit: both directions, all streams, frame headers included (formula: bits, no framing);\n")
@@ -210,7 +191,7 @@ func runNonlinear(ctx context.Context, args []string, out io.Writer) error {
 				f0 := p.stream0()
 				c0, _ := processCPU()
 				t0 := time.Now()
-				if err := nlBoth(func() error { return pr.run(ctx, p.s0, x0, n) },
+				if err := inParallel(func() error { return pr.run(ctx, p.s0, x0, n) },
 					func() error { return pr.run(ctx, p.s1, x1, n) }); err != nil {
 					return fmt.Errorf("%s n=%d: %w", pr.name, n, err)
 				}
@@ -261,7 +242,7 @@ func (p *nlPair) stream0() int64 { return p.c0[0].Stats().Rounds + p.c1[0].Stats
 func nlConnect(ctx context.Context, r ring.Ring, opt nonlinear.Options, k int, pipe bool, topt transport.Options) (*nlPair, error) {
 	p := &nlPair{}
 	for i := 0; i < k; i++ {
-		a, b, err := nlDial(ctx, pipe, topt)
+		a, b, err := connectPair(ctx, pipe, topt)
 		if err != nil {
 			p.close()
 			return nil, err
@@ -271,7 +252,7 @@ func nlConnect(ctx context.Context, r ring.Ring, opt nonlinear.Options, k int, p
 	var o0, o1 []*ot.Session
 	for i := 0; i < k; i++ {
 		var a, b *ot.Session
-		err := nlBoth(func() (err error) {
+		err := inParallel(func() (err error) {
 			if i == 0 {
 				a, err = ot.NewSession(ctx, p.c0[0], 0)
 			} else {
@@ -292,54 +273,11 @@ func nlConnect(ctx context.Context, r ring.Ring, opt nonlinear.Options, k int, p
 		}
 		o0, o1 = append(o0, a), append(o1, b)
 	}
-	err := nlBoth(func() (err error) { p.s0, err = nonlinear.New(ctx, r, opt, o0...); return },
+	err := inParallel(func() (err error) { p.s0, err = nonlinear.New(ctx, r, opt, o0...); return },
 		func() (err error) { p.s1, err = nonlinear.New(ctx, r, opt, o1...); return })
 	if err != nil {
 		p.close()
 		return nil, err
 	}
 	return p, nil
-}
-
-// nlDial connects one pair of connections over loopback TCP (or a pipe).
-func nlDial(ctx context.Context, pipe bool, opt transport.Options) (*transport.Conn, *transport.Conn, error) {
-	if pipe {
-		a, b := transport.Pipe(opt)
-		return a, b, nil
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen: %w", err)
-	}
-	defer ln.Close()
-	var a, b *transport.Conn
-	err = nlBoth(func() (err error) { a, err = transport.Accept(ctx, ln, opt); return },
-		func() (err error) { b, err = transport.Dial(ctx, ln.Addr().String(), opt); return })
-	if err != nil {
-		if a != nil {
-			a.Close()
-		}
-		if b != nil {
-			b.Close()
-		}
-		return nil, nil, err
-	}
-	return a, b, nil
-}
-
-// nlBoth runs the two parties concurrently and returns the first error.
-func nlBoth(f0, f1 func() error) error {
-	var e0, e1 error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); e0 = f0() }()
-	go func() { defer wg.Done(); e1 = f1() }()
-	wg.Wait()
-	if e0 != nil {
-		return fmt.Errorf("party 0: %w", e0)
-	}
-	if e1 != nil {
-		return fmt.Errorf("party 1: %w", e1)
-	}
-	return nil
 }

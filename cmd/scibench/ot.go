@@ -5,17 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
-	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
 const defaultOTKinds = "rotw:2:64,cot:1,cot:8,cot:32,cot:64,cotw:16:32,ot:8,ot:32,otn:8:2,otn:16:2,otn:256:1"
@@ -218,18 +215,13 @@ func runOT(ctx context.Context, args []string, out io.Writer) error {
 	minLog := fs.Int("min", 10, "smallest batch is 2^min instances")
 	maxLog := fs.Int("max", 22, "largest batch is 2^max instances")
 	reps := fs.Int("reps", 3, "timed repetitions per batch size (the median is reported)")
-	netName := fs.String("net", "none", "emulated network: none, lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT)")
+	netName := fs.String("net", "none", netFlagHelp)
 	usePipe := fs.Bool("pipe", false, "use the in-memory pipe instead of loopback TCP")
 	maxMem := fs.Int("maxmem", 1024, "skip batches needing more than this many MiB of inputs and outputs")
 	verify := fs.Bool("verify", true, "check every batch's outputs (outside the timed region)")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile to this file")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
-		fs.Usage()
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *minLog < 0 || *maxLog > 30 || *minLog > *maxLog || *reps < 1 {
 		return fmt.Errorf("need 0 ≤ min ≤ max ≤ 30 and reps ≥ 1")
@@ -242,17 +234,9 @@ func runOT(ctx context.Context, args []string, out io.Writer) error {
 		}
 		ks = append(ks, k)
 	}
-	opt := transport.Options{Timeout: 2 * time.Minute}
-	switch *netName {
-	case "none":
-	case "lan":
-		m := transport.LAN()
-		opt.Net = &m
-	case "wan":
-		m := transport.WAN()
-		opt.Net = &m
-	default:
-		return fmt.Errorf("-net %q: want none, lan or wan", *netName)
+	opt, err := transportOptions(*netName, 2*time.Minute)
+	if err != nil {
+		return err
 	}
 	stopProf, err := startCPUProfile(*cpuProf)
 	if err != nil {
@@ -275,12 +259,8 @@ func runOT(ctx context.Context, args []string, out io.Writer) error {
 	setup := time.Since(start)
 	setupBytes := c0.Stats().BytesSent + c1.Stats().BytesSent
 
-	transportName := "loopback TCP"
-	if *usePipe {
-		transportName = "in-memory pipe"
-	}
 	fmt.Fprintf(out, "# scibench ot: %s, network model %s, GOMAXPROCS=%d, %s/%s, %s\n",
-		transportName, *netName, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
+		transportName(*usePipe), *netName, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(out, "# party 0 = OT sender, party 1 = OT receiver, one goroutine each; median of %d runs\n", *reps)
 	fmt.Fprintf(out, "# CPU ns/OT: user+system CPU of the whole process (both parties, transport goroutines, GC) per instance\n")
 	fmt.Fprintf(out, "# session setup (base OTs both ways + KK13 bootstrap): %v, %d bytes\n\n",
@@ -341,46 +321,4 @@ func runOT(ctx context.Context, args []string, out io.Writer) error {
 
 func runBatch(ctx context.Context, s0, s1 *ot.Session, j *otJob) error {
 	return inParallel(func() error { return j.sender(ctx, s0) }, func() error { return j.receiver(ctx, s1) })
-}
-
-// inParallel runs f0 and f1 in two goroutines and returns the first error.
-func inParallel(f0, f1 func() error) error {
-	var e0, e1 error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); e0 = f0() }()
-	go func() { defer wg.Done(); e1 = f1() }()
-	wg.Wait()
-	if e0 != nil {
-		return fmt.Errorf("party 0: %w", e0)
-	}
-	if e1 != nil {
-		return fmt.Errorf("party 1: %w", e1)
-	}
-	return nil
-}
-
-// connectPair connects party 0 and party 1 over loopback TCP (or a pipe).
-func connectPair(ctx context.Context, pipe bool, opt transport.Options) (*transport.Conn, *transport.Conn, error) {
-	if pipe {
-		a, b := transport.Pipe(opt)
-		return a, b, nil
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen: %w", err)
-	}
-	defer ln.Close()
-	var c0, c1 *transport.Conn
-	if err := inParallel(func() (err error) { c0, err = transport.Accept(ctx, ln, opt); return },
-		func() (err error) { c1, err = transport.Dial(ctx, ln.Addr().String(), opt); return }); err != nil {
-		if c0 != nil {
-			c0.Close()
-		}
-		if c1 != nil {
-			c1.Close()
-		}
-		return nil, nil, err
-	}
-	return c0, c1, nil
 }
