@@ -83,24 +83,64 @@ func arity(in []Shape, lo, hi int) error {
 	return nil
 }
 
+// opArity returns how many inputs an operator takes; ok is false for an unknown operator.
+func opArity(op Op) (lo, hi int, ok bool) {
+	switch op {
+	case Relu, Sigmoid, Identity, LeakyRelu, Clip, LRN, GlobalAveragePool, GlobalMaxPool, MaxPool, AveragePool,
+		Flatten, Reshape, Transpose, Pad, Squeeze, Unsqueeze, Softmax, ArgMax:
+		return 1, 1, true
+	case Add, Sub, Mul, Div, MatMul:
+		return 2, 2, true
+	case Gemm, Conv:
+		return 2, 3, true
+	case BatchNormalization:
+		return 5, 5, true
+	case Sum, Concat:
+		return 1, math.MaxInt, true
+	}
+	return 0, 0, false
+}
+
+// checkAttrs checks that the named attributes are present with the type that get (an Attrs
+// method such as Attrs.Float) reads.
+func checkAttrs[T any](a Attrs, get func(Attrs, string) (T, error), names ...string) error {
+	for _, k := range names {
+		if _, err := get(a, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// axisAttr reads the int attribute "axis" and checks it against rank.
+func axisAttr(a Attrs, rank int) (int, error) {
+	axis, err := a.Int("axis")
+	if err != nil {
+		return 0, err
+	}
+	if axis < 0 || axis >= rank {
+		return 0, fmt.Errorf("axis %d out of range for rank %d", axis, rank)
+	}
+	return axis, nil
+}
+
+// inferOp checks the input count of n, then its operator-specific attributes and input shapes.
 func inferOp(n *Node, in []Shape) (Shape, DType, error) {
+	fewest, most, ok := opArity(n.Op)
+	if !ok {
+		return nil, 0, fmt.Errorf("unknown operator %q", n.Op)
+	}
+	if err := arity(in, fewest, most); err != nil {
+		return nil, 0, err
+	}
 	a := n.Attrs
 	switch n.Op {
 	case Relu, Sigmoid, Identity:
-		if err := arity(in, 1, 1); err != nil {
-			return nil, 0, err
-		}
-		return in[0].Clone(), Float32, nil
 	case LeakyRelu:
-		if err := arity(in, 1, 1); err != nil {
+		if err := checkAttrs(a, Attrs.Float, "alpha"); err != nil {
 			return nil, 0, err
 		}
-		_, err := a.Float("alpha")
-		return in[0].Clone(), Float32, err
 	case Clip:
-		if err := arity(in, 1, 1); err != nil {
-			return nil, 0, err
-		}
 		lo, err := a.Float("min")
 		if err != nil {
 			return nil, 0, err
@@ -112,11 +152,7 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 		if math.IsNaN(float64(lo)) || math.IsNaN(float64(hi)) {
 			return nil, 0, fmt.Errorf("clip bounds are NaN")
 		}
-		return in[0].Clone(), Float32, nil
 	case LRN:
-		if err := arity(in, 1, 1); err != nil {
-			return nil, 0, err
-		}
 		size, err := a.Int("size")
 		if err != nil {
 			return nil, 0, err
@@ -124,31 +160,16 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 		if size < 1 {
 			return nil, 0, fmt.Errorf("size %d < 1", size)
 		}
-		for _, k := range []string{"alpha", "beta", "bias"} {
-			if _, err := a.Float(k); err != nil {
-				return nil, 0, err
-			}
+		if err := checkAttrs(a, Attrs.Float, "alpha", "beta", "bias"); err != nil {
+			return nil, 0, err
 		}
 		if len(in[0]) < 3 {
 			return nil, 0, fmt.Errorf("input rank %d < 3", len(in[0]))
 		}
-		return in[0].Clone(), Float32, nil
-	case Add, Sub, Mul, Div:
-		if err := arity(in, 2, 2); err != nil {
-			return nil, 0, err
-		}
-		s, err := Broadcast(in...)
-		return s, Float32, err
-	case Sum:
-		if err := arity(in, 1, math.MaxInt); err != nil {
-			return nil, 0, err
-		}
+	case Add, Sub, Mul, Div, Sum:
 		s, err := Broadcast(in...)
 		return s, Float32, err
 	case MatMul:
-		if err := arity(in, 2, 2); err != nil {
-			return nil, 0, err
-		}
 		s, err := MatMulShape(in[0], in[1])
 		return s, Float32, err
 	case Gemm:
@@ -158,9 +179,6 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 	case MaxPool, AveragePool:
 		return inferPool(n.Op, a, in)
 	case GlobalAveragePool, GlobalMaxPool:
-		if err := arity(in, 1, 1); err != nil {
-			return nil, 0, err
-		}
 		if len(in[0]) < 3 {
 			return nil, 0, fmt.Errorf("input rank %d < 3", len(in[0]))
 		}
@@ -170,9 +188,6 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 		}
 		return out, Float32, nil
 	case BatchNormalization:
-		if err := arity(in, 5, 5); err != nil {
-			return nil, 0, err
-		}
 		if len(in[0]) < 2 {
 			return nil, 0, fmt.Errorf("input rank %d < 2", len(in[0]))
 		}
@@ -182,12 +197,10 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 				return nil, 0, fmt.Errorf("parameter %d has shape %v, want [%d]", i, in[i], c)
 			}
 		}
-		_, err := a.Float("epsilon")
-		return in[0].Clone(), Float32, err
-	case Flatten:
-		if err := arity(in, 1, 1); err != nil {
+		if err := checkAttrs(a, Attrs.Float, "epsilon"); err != nil {
 			return nil, 0, err
 		}
+	case Flatten:
 		axis, err := a.Int("axis")
 		if err != nil {
 			return nil, 0, err
@@ -197,9 +210,6 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 		}
 		return Shape{in[0][:axis].Size(), in[0][axis:].Size()}, Float32, nil
 	case Reshape:
-		if err := arity(in, 1, 1); err != nil {
-			return nil, 0, err
-		}
 		shape, err := a.Ints("shape")
 		if err != nil {
 			return nil, 0, err
@@ -215,9 +225,6 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 		}
 		return out.Clone(), Float32, nil
 	case Transpose:
-		if err := arity(in, 1, 1); err != nil {
-			return nil, 0, err
-		}
 		perm, err := a.Ints("perm")
 		if err != nil {
 			return nil, 0, err
@@ -235,9 +242,6 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 	case Pad:
 		return inferPad(a, in)
 	case Squeeze:
-		if err := arity(in, 1, 1); err != nil {
-			return nil, 0, err
-		}
 		axes, err := a.Ints("axes")
 		if err != nil {
 			return nil, 0, err
@@ -260,9 +264,6 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 		}
 		return out, Float32, nil
 	case Unsqueeze:
-		if err := arity(in, 1, 1); err != nil {
-			return nil, 0, err
-		}
 		axes, err := a.Ints("axes")
 		if err != nil {
 			return nil, 0, err
@@ -287,47 +288,41 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 		}
 		return out, Float32, nil
 	case Softmax:
-		if err := arity(in, 1, 1); err != nil {
+		if _, err := axisAttr(a, len(in[0])); err != nil {
 			return nil, 0, err
 		}
-		axis, err := a.Int("axis")
-		if err != nil {
-			return nil, 0, err
-		}
-		if axis < 0 || axis >= len(in[0]) {
-			return nil, 0, fmt.Errorf("axis %d out of range for rank %d", axis, len(in[0]))
-		}
-		return in[0].Clone(), Float32, nil
 	case ArgMax:
-		if err := arity(in, 1, 1); err != nil {
-			return nil, 0, err
-		}
-		axis, err := a.Int("axis")
-		if err != nil {
-			return nil, 0, err
-		}
-		keep, err := a.Int("keepdims")
-		if err != nil {
-			return nil, 0, err
-		}
-		if _, err := a.Int("select_last_index"); err != nil {
-			return nil, 0, err
-		}
-		if axis < 0 || axis >= len(in[0]) {
-			return nil, 0, fmt.Errorf("axis %d out of range for rank %d", axis, len(in[0]))
-		}
-		if in[0][axis] == 0 {
-			return nil, 0, fmt.Errorf("argmax over an empty axis")
-		}
-		out := in[0].Clone()
-		if keep != 0 {
-			out[axis] = 1
-		} else {
-			out = append(out[:axis], out[axis+1:]...)
-		}
-		return out, Int64, nil
+		return inferArgMax(a, in[0])
 	}
-	return nil, 0, fmt.Errorf("unknown operator %q", n.Op)
+	// The remaining operators are elementwise: the output has the shape of the input.
+	return in[0].Clone(), Float32, nil
+}
+
+func inferArgMax(a Attrs, x Shape) (Shape, DType, error) {
+	axis, err := a.Int("axis")
+	if err != nil {
+		return nil, 0, err
+	}
+	keep, err := a.Int("keepdims")
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := checkAttrs(a, Attrs.Int, "select_last_index"); err != nil {
+		return nil, 0, err
+	}
+	if axis < 0 || axis >= len(x) {
+		return nil, 0, fmt.Errorf("axis %d out of range for rank %d", axis, len(x))
+	}
+	if x[axis] == 0 {
+		return nil, 0, fmt.Errorf("argmax over an empty axis")
+	}
+	out := x.Clone()
+	if keep != 0 {
+		out[axis] = 1
+	} else {
+		out = append(out[:axis], out[axis+1:]...)
+	}
+	return out, Int64, nil
 }
 
 func checkPerm(perm []int, rank int) error {
@@ -413,13 +408,7 @@ func MatMulShape(a, b Shape) (Shape, error) {
 }
 
 func inferGemm(a Attrs, in []Shape) (Shape, DType, error) {
-	if err := arity(in, 2, 3); err != nil {
-		return nil, 0, err
-	}
-	if _, err := a.Float("alpha"); err != nil {
-		return nil, 0, err
-	}
-	if _, err := a.Float("beta"); err != nil {
+	if err := checkAttrs(a, Attrs.Float, "alpha", "beta"); err != nil {
 		return nil, 0, err
 	}
 	ta, err := a.Int("transA")
@@ -520,10 +509,21 @@ func (w Window) OutSize(i, in int) (int, error) {
 	return out, nil
 }
 
-func inferConv(a Attrs, in []Shape) (Shape, DType, error) {
-	if err := arity(in, 2, 3); err != nil {
-		return nil, 0, err
+// outShape returns the output shape of a window over input x: the batch of x, then channels,
+// then the OutSize of each spatial dimension.
+func (w Window) outShape(x Shape, channels int) (Shape, error) {
+	out := Shape{x[0], channels}
+	for i := range len(w.Kernel) {
+		o, err := w.OutSize(i, x[2+i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
 	}
+	return out, nil
+}
+
+func inferConv(a Attrs, in []Shape) (Shape, DType, error) {
 	x, wt := in[0], in[1]
 	if len(x) < 3 || len(wt) != len(x) {
 		return nil, 0, fmt.Errorf("conv input %v and weight %v must have equal rank >= 3", x, wt)
@@ -551,21 +551,11 @@ func inferConv(a Attrs, in []Shape) (Shape, DType, error) {
 	if len(in) == 3 && (len(in[2]) != 1 || in[2][0] != wt[0]) {
 		return nil, 0, fmt.Errorf("bias shape %v, want [%d]", in[2], wt[0])
 	}
-	out := Shape{x[0], wt[0]}
-	for i := 0; i < k; i++ {
-		o, err := w.OutSize(i, x[2+i])
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, o)
-	}
-	return out, Float32, nil
+	out, err := w.outShape(x, wt[0])
+	return out, Float32, err
 }
 
 func inferPool(op Op, a Attrs, in []Shape) (Shape, DType, error) {
-	if err := arity(in, 1, 1); err != nil {
-		return nil, 0, err
-	}
 	x := in[0]
 	if len(x) < 3 {
 		return nil, 0, fmt.Errorf("pool input rank %d < 3", len(x))
@@ -575,13 +565,12 @@ func inferPool(op Op, a Attrs, in []Shape) (Shape, DType, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if _, err := a.Int("ceil_mode"); err != nil {
-		return nil, 0, err
-	}
+	flags := []string{"ceil_mode"}
 	if op == AveragePool {
-		if _, err := a.Int("count_include_pad"); err != nil {
-			return nil, 0, err
-		}
+		flags = append(flags, "count_include_pad")
+	}
+	if err := checkAttrs(a, Attrs.Int, flags...); err != nil {
+		return nil, 0, err
 	}
 	for i := 0; i < k; i++ {
 		if w.Pads[i] >= w.Kernel[i]*w.Dilations[i] || w.Pads[k+i] >= w.Kernel[i]*w.Dilations[i] {
@@ -589,28 +578,15 @@ func inferPool(op Op, a Attrs, in []Shape) (Shape, DType, error) {
 			return nil, 0, fmt.Errorf("pads %v must be smaller than the kernel %v", w.Pads, w.Kernel)
 		}
 	}
-	out := Shape{x[0], x[1]}
-	for i := 0; i < k; i++ {
-		o, err := w.OutSize(i, x[2+i])
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, o)
-	}
-	return out, Float32, nil
+	out, err := w.outShape(x, x[1])
+	return out, Float32, err
 }
 
 func inferConcat(a Attrs, in []Shape) (Shape, DType, error) {
-	if err := arity(in, 1, math.MaxInt); err != nil {
-		return nil, 0, err
-	}
-	axis, err := a.Int("axis")
+	r := len(in[0])
+	axis, err := axisAttr(a, r)
 	if err != nil {
 		return nil, 0, err
-	}
-	r := len(in[0])
-	if axis < 0 || axis >= r {
-		return nil, 0, fmt.Errorf("axis %d out of range for rank %d", axis, r)
 	}
 	out := in[0].Clone()
 	for _, s := range in[1:] {
@@ -628,9 +604,6 @@ func inferConcat(a Attrs, in []Shape) (Shape, DType, error) {
 }
 
 func inferPad(a Attrs, in []Shape) (Shape, DType, error) {
-	if err := arity(in, 1, 1); err != nil {
-		return nil, 0, err
-	}
 	mode, err := a.Str("mode")
 	if err != nil {
 		return nil, 0, err
@@ -640,7 +613,7 @@ func inferPad(a Attrs, in []Shape) (Shape, DType, error) {
 	default:
 		return nil, 0, fmt.Errorf("unknown pad mode %q", mode)
 	}
-	if _, err := a.Float("value"); err != nil {
+	if err := checkAttrs(a, Attrs.Float, "value"); err != nil {
 		return nil, 0, err
 	}
 	pads, err := a.Ints("pads")

@@ -409,6 +409,36 @@ func output(n *Node) (string, error) {
 	return n.Outputs[0], nil
 }
 
+// arityOutput checks the inputs of n with arity and returns its output name.
+func arityOutput(n *Node, lo, hi int) (string, error) {
+	if err := arity(n, lo, hi); err != nil {
+		return "", err
+	}
+	return output(n)
+}
+
+// outputShape returns the output name of n and the shape of its first input.
+func (im *importer) outputShape(n *Node) (string, ir.Shape, error) {
+	out, err := output(n)
+	if err != nil {
+		return "", nil, err
+	}
+	xs, err := im.shape(n.Inputs[0])
+	if err != nil {
+		return "", nil, err
+	}
+	return out, xs, nil
+}
+
+// arityOutputShape checks the inputs of n with arity, then returns its output name and the shape
+// of its first input.
+func (im *importer) arityOutputShape(n *Node, lo, hi int) (string, ir.Shape, error) {
+	if err := arity(n, lo, hi); err != nil {
+		return "", nil, err
+	}
+	return im.outputShape(n)
+}
+
 // arity checks the number of (non-trailing-empty) inputs.
 func arity(n *Node, lo, hi int) error {
 	k := len(n.Inputs)

@@ -28,21 +28,12 @@ func (n *Node) window(spatial ir.Shape, kernel []int) (strides, pads, dilations 
 	if len(kernel) != k {
 		return nil, nil, nil, fmt.Errorf("kernel_shape %v does not fit %d spatial dimensions", kernel, k)
 	}
-	var ok bool
-	if strides, ok, err = n.intsAttr("strides"); err != nil {
-		return nil, nil, nil, err
-	} else if !ok || len(strides) == 0 {
-		strides = ones(k)
-	}
-	if dilations, ok, err = n.intsAttr("dilations"); err != nil {
-		return nil, nil, nil, err
-	} else if !ok || len(dilations) == 0 {
-		dilations = ones(k)
-	}
-	if pads, ok, err = n.intsAttr("pads"); err != nil {
-		return nil, nil, nil, err
-	} else if !ok || len(pads) == 0 {
-		pads = make([]int, 2*k)
+	r := attrReader{n: n}
+	strides = r.ints("strides", ones(k))
+	dilations = r.ints("dilations", ones(k))
+	pads = r.ints("pads", make([]int, 2*k))
+	if r.err != nil {
+		return nil, nil, nil, r.err
 	}
 	if len(strides) != k || len(dilations) != k || len(pads) != 2*k {
 		return nil, nil, nil, fmt.Errorf("strides %v, dilations %v or pads %v do not fit %d spatial dimensions", strides, dilations, pads, k)
@@ -85,15 +76,33 @@ func (n *Node) window(spatial ir.Shape, kernel []int) (strides, pads, dilations 
 	return strides, pads, dilations, nil
 }
 
-func (im *importer) conv(n *Node) error {
-	if err := arity(n, 2, 3); err != nil {
-		return err
-	}
-	out, err := output(n)
+// windowAttrs imports the window of a Conv or pool node with input shape xs: kernel_shape (from
+// defKernel when the attribute is absent; nil makes it required), strides, pads and dilations.
+func (n *Node) windowAttrs(xs ir.Shape, defKernel []int) (ir.Attrs, error) {
+	kernel, ok, err := n.intsAttr("kernel_shape")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	xs, err := im.shape(n.Inputs[0])
+	if !ok {
+		if defKernel == nil {
+			return nil, errors.New("missing attribute kernel_shape")
+		}
+		kernel = defKernel
+	}
+	strides, pads, dilations, err := n.window(xs[2:], kernel)
+	if err != nil {
+		return nil, err
+	}
+	return ir.Attrs{
+		"kernel_shape": ir.IntsAttr(kernel),
+		"strides":      ir.IntsAttr(strides),
+		"pads":         ir.IntsAttr(pads),
+		"dilations":    ir.IntsAttr(dilations),
+	}, nil
+}
+
+func (im *importer) conv(n *Node) error {
+	out, xs, err := im.arityOutputShape(n, 2, 3)
 	if err != nil {
 		return err
 	}
@@ -104,14 +113,7 @@ func (im *importer) conv(n *Node) error {
 	if len(xs) < 3 || len(ws) != len(xs) {
 		return fmt.Errorf("input %v and weight %v must have equal rank >= 3", xs, ws)
 	}
-	kernel, ok, err := n.intsAttr("kernel_shape")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		kernel = []int(ws[2:].Clone())
-	}
-	strides, pads, dilations, err := n.window(xs[2:], kernel)
+	attrs, err := n.windowAttrs(xs, []int(ws[2:].Clone()))
 	if err != nil {
 		return err
 	}
@@ -119,17 +121,8 @@ func (im *importer) conv(n *Node) error {
 	if err != nil {
 		return err
 	}
-	inputs := []string{n.Inputs[0], n.Inputs[1]}
-	if b := input(n, 2); b != "" {
-		inputs = append(inputs, b)
-	}
-	return im.emit(n, ir.Conv, inputs, out, ir.Attrs{
-		"group":        ir.IntAttr(int(group)),
-		"kernel_shape": ir.IntsAttr(kernel),
-		"strides":      ir.IntsAttr(strides),
-		"pads":         ir.IntsAttr(pads),
-		"dilations":    ir.IntsAttr(dilations),
-	})
+	attrs["group"] = ir.IntAttr(int(group))
+	return im.emit(n, ir.Conv, twoPlusOptional(n), out, attrs)
 }
 
 func (im *importer) pool(n *Node) error {
@@ -141,49 +134,28 @@ func (im *importer) pool(n *Node) error {
 			return err
 		}
 	}
-	out, err := output(n)
-	if err != nil {
-		return err
-	}
-	xs, err := im.shape(n.Inputs[0])
+	out, xs, err := im.outputShape(n)
 	if err != nil {
 		return err
 	}
 	if len(xs) < 3 {
 		return fmt.Errorf("input rank %d < 3", len(xs))
 	}
-	kernel, ok, err := n.intsAttr("kernel_shape")
+	attrs, err := n.windowAttrs(xs, nil)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return errors.New("missing attribute kernel_shape")
-	}
-	strides, pads, dilations, err := n.window(xs[2:], kernel)
-	if err != nil {
-		return err
-	}
-	ceil, err := n.intAttr("ceil_mode", 0)
-	if err != nil {
-		return err
-	}
-	attrs := ir.Attrs{
-		"kernel_shape": ir.IntsAttr(kernel),
-		"strides":      ir.IntsAttr(strides),
-		"pads":         ir.IntsAttr(pads),
-		"dilations":    ir.IntsAttr(dilations),
-		"ceil_mode":    ir.IntAttr(boolInt(ceil != 0)),
-	}
+	r := attrReader{n: n}
+	attrs["ceil_mode"] = r.flag("ceil_mode", 0)
 	op := ir.MaxPool
 	if n.OpType == "AveragePool" {
 		op = ir.AveragePool
-		cip, err := n.intAttr("count_include_pad", 0)
-		if err != nil {
-			return err
-		}
-		attrs["count_include_pad"] = ir.IntAttr(boolInt(cip != 0))
+		attrs["count_include_pad"] = r.flag("count_include_pad", 0)
 	}
-	return im.emit(n, op, []string{n.Inputs[0]}, out, attrs)
+	if r.err != nil {
+		return r.err
+	}
+	return im.emit(n, op, n.Inputs[:1], out, attrs)
 }
 
 func boolInt(b bool) int {
@@ -193,47 +165,34 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// twoPlusOptional returns the two required inputs of n and its optional third (Conv's bias,
+// Gemm's C) when that is given.
+func twoPlusOptional(n *Node) []string {
+	if input(n, 2) != "" {
+		return n.Inputs[:3]
+	}
+	return n.Inputs[:2]
+}
+
 func (im *importer) gemm(n *Node) error {
-	if err := arity(n, 2, 3); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 2, 3)
 	if err != nil {
 		return err
 	}
-	alpha, err := n.floatAttr("alpha", 1)
-	if err != nil {
-		return err
+	r := attrReader{n: n}
+	attrs := ir.Attrs{}
+	attrs["alpha"] = ir.FloatAttr(r.float("alpha", 1))
+	attrs["beta"] = ir.FloatAttr(r.float("beta", 1))
+	attrs["transA"] = r.flag("transA", 0)
+	attrs["transB"] = r.flag("transB", 0)
+	if r.err != nil {
+		return r.err
 	}
-	beta, err := n.floatAttr("beta", 1)
-	if err != nil {
-		return err
-	}
-	ta, err := n.intAttr("transA", 0)
-	if err != nil {
-		return err
-	}
-	tb, err := n.intAttr("transB", 0)
-	if err != nil {
-		return err
-	}
-	inputs := []string{n.Inputs[0], n.Inputs[1]}
-	if c := input(n, 2); c != "" {
-		inputs = append(inputs, c)
-	}
-	return im.emit(n, ir.Gemm, inputs, out, ir.Attrs{
-		"alpha":  ir.FloatAttr(alpha),
-		"beta":   ir.FloatAttr(beta),
-		"transA": ir.IntAttr(boolInt(ta != 0)),
-		"transB": ir.IntAttr(boolInt(tb != 0)),
-	})
+	return im.emit(n, ir.Gemm, twoPlusOptional(n), out, attrs)
 }
 
 func (im *importer) matmul(n *Node) error {
-	if err := arity(n, 2, 2); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -243,10 +202,7 @@ func (im *importer) matmul(n *Node) error {
 // binary imports Add, Sub, Mul and Div, including the opset < 7 form whose broadcast and axis
 // attributes align B with A starting at axis.
 func (im *importer) binary(n *Node) error {
-	if err := arity(n, 2, 2); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -309,18 +265,25 @@ func (im *importer) legacyBroadcast(n *Node, a, b string) (string, error) {
 		Attrs: ir.Attrs{"shape": ir.IntsAttr(shape)}})
 }
 
-func (im *importer) sum(n *Node) error {
-	if err := arity(n, 1, len(n.Inputs)); err != nil {
-		return err
-	}
-	out, err := output(n)
+// variadicOutput checks that a Sum or Concat node has at least one input and no omitted ones,
+// and returns its output name.
+func variadicOutput(n *Node) (string, error) {
+	out, err := arityOutput(n, 1, len(n.Inputs))
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, in := range n.Inputs {
 		if in == "" {
-			return errors.New("empty input")
+			return "", errors.New("empty input")
 		}
+	}
+	return out, nil
+}
+
+func (im *importer) sum(n *Node) error {
+	out, err := variadicOutput(n)
+	if err != nil {
+		return err
 	}
 	if im.allConst(n) {
 		acc := im.constOf(n.Inputs[0])
@@ -337,23 +300,28 @@ func (im *importer) sum(n *Node) error {
 	return im.emit(n, ir.Sum, n.Inputs, out, ir.Attrs{})
 }
 
+// activationFold returns the elementwise function of an activation that is folded when its input
+// is a float constant, or nil for an op that is never folded.
+func activationFold(op string) func(float32) float32 {
+	switch op {
+	case "Relu":
+		return func(v float32) float32 { return max(v, 0) }
+	case "Sigmoid":
+		return func(v float32) float32 { return float32(1 / (1 + math.Exp(-float64(v)))) }
+	}
+	return nil
+}
+
 // unary imports Relu, Sigmoid, GlobalAveragePool and GlobalMaxPool.
 func (im *importer) unary(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 1, 1)
 	if err != nil {
 		return err
 	}
-	if c := im.constOf(n.Inputs[0]); c != nil && !c.isInt() && (n.OpType == "Relu" || n.OpType == "Sigmoid") {
+	if f, c := activationFold(n.OpType), im.constOf(n.Inputs[0]); f != nil && c != nil && !c.isInt() {
 		r := c.reshaped(c.shape)
 		for i, v := range r.f {
-			if n.OpType == "Relu" {
-				r.f[i] = max(v, 0)
-			} else {
-				r.f[i] = float32(1 / (1 + math.Exp(-float64(v))))
-			}
+			r.f[i] = f(v)
 		}
 		return im.setConst(out, r)
 	}
@@ -361,10 +329,7 @@ func (im *importer) unary(n *Node) error {
 }
 
 func (im *importer) leakyRelu(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -375,34 +340,45 @@ func (im *importer) leakyRelu(n *Node) error {
 	return im.emit(n, ir.LeakyRelu, n.Inputs[:1], out, ir.Attrs{"alpha": ir.FloatAttr(alpha)})
 }
 
+// scalarInput returns the value of an optional constant scalar input (a Clip bound, Pad's
+// constant_value, Dropout's training_mode); ok is false when the input is omitted.
+func (im *importer) scalarInput(n *Node, i int, what string) (v float32, ok bool, err error) {
+	name := input(n, i)
+	if name == "" {
+		return 0, false, nil
+	}
+	c := im.constOf(name)
+	if c == nil {
+		return 0, false, fmt.Errorf("%w: %s %q is a runtime value, not a constant", ErrUnsupported, what, name)
+	}
+	if v, err = c.scalarFloat(); err != nil {
+		return 0, false, fmt.Errorf("%s %q: %w", what, name, err)
+	}
+	return v, true, nil
+}
+
 func (im *importer) clip(n *Node) error {
 	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
-	var err error
 	if im.opset < 11 {
 		if err := arity(n, 1, 1); err != nil {
 			return err
 		}
-		if lo, err = n.floatAttr("min", lo); err != nil {
-			return err
-		}
-		if hi, err = n.floatAttr("max", hi); err != nil {
-			return err
+		r := attrReader{n: n}
+		lo, hi = r.float("min", lo), r.float("max", hi)
+		if r.err != nil {
+			return r.err
 		}
 	} else {
 		if err := arity(n, 1, 3); err != nil {
 			return err
 		}
 		for i, dst := range []*float32{&lo, &hi} {
-			name := input(n, i+1)
-			if name == "" {
-				continue
+			v, ok, err := im.scalarInput(n, i+1, "bound")
+			if err != nil {
+				return err
 			}
-			c := im.constOf(name)
-			if c == nil {
-				return fmt.Errorf("%w: bound %q is a runtime value, not a constant", ErrUnsupported, name)
-			}
-			if *dst, err = c.scalarFloat(); err != nil {
-				return fmt.Errorf("bound %q: %w", name, err)
+			if ok {
+				*dst = v
 			}
 		}
 	}
@@ -414,34 +390,26 @@ func (im *importer) clip(n *Node) error {
 }
 
 func (im *importer) batchNorm(n *Node) error {
-	if err := arity(n, 5, 5); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 5, 5)
 	if err != nil {
 		return err
 	}
-	eps, err := n.floatAttr("epsilon", 1e-5)
-	if err != nil {
-		return err
-	}
+	r := attrReader{n: n}
+	eps := r.float("epsilon", 1e-5)
+	spatial, training := int64(1), int64(0)
 	if im.opset < 9 {
-		spatial, err := n.intAttr("spatial", 1)
-		if err != nil {
-			return err
-		}
-		if spatial == 0 {
-			return fmt.Errorf("%w: spatial=0 (per-activation) batch normalization", ErrUnsupported)
-		}
+		spatial = r.int("spatial", 1)
 	}
 	if im.opset >= 14 {
-		training, err := n.intAttr("training_mode", 0)
-		if err != nil {
-			return err
-		}
-		if training != 0 {
-			return fmt.Errorf("%w: training_mode=1 (normalising with batch statistics)", ErrUnsupported)
-		}
+		training = r.int("training_mode", 0)
+	}
+	switch {
+	case r.err != nil:
+		return r.err
+	case spatial == 0:
+		return fmt.Errorf("%w: spatial=0 (per-activation) batch normalization", ErrUnsupported)
+	case training != 0:
+		return fmt.Errorf("%w: training_mode=1 (normalising with batch statistics)", ErrUnsupported)
 	}
 	if err := im.extraOutputsUnused(n, "training statistics"); err != nil {
 		return err
@@ -450,47 +418,27 @@ func (im *importer) batchNorm(n *Node) error {
 }
 
 func (im *importer) lrn(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 1, 1)
 	if err != nil {
 		return err
 	}
-	a := n.Attr("size")
-	if a == nil {
+	if n.Attr("size") == nil {
 		return errors.New("missing attribute size")
 	}
-	size, err := n.intAttr("size", 0)
-	if err != nil {
-		return err
+	r := attrReader{n: n}
+	attrs := ir.Attrs{}
+	attrs["size"] = ir.IntAttr(int(r.int("size", 0)))
+	attrs["alpha"] = ir.FloatAttr(r.float("alpha", 1e-4))
+	attrs["beta"] = ir.FloatAttr(r.float("beta", 0.75))
+	attrs["bias"] = ir.FloatAttr(r.float("bias", 1))
+	if r.err != nil {
+		return r.err
 	}
-	alpha, err := n.floatAttr("alpha", 1e-4)
-	if err != nil {
-		return err
-	}
-	beta, err := n.floatAttr("beta", 0.75)
-	if err != nil {
-		return err
-	}
-	bias, err := n.floatAttr("bias", 1)
-	if err != nil {
-		return err
-	}
-	return im.emit(n, ir.LRN, n.Inputs[:1], out, ir.Attrs{
-		"size": ir.IntAttr(int(size)), "alpha": ir.FloatAttr(alpha), "beta": ir.FloatAttr(beta), "bias": ir.FloatAttr(bias),
-	})
+	return im.emit(n, ir.LRN, n.Inputs[:1], out, attrs)
 }
 
 func (im *importer) flatten(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
-	if err != nil {
-		return err
-	}
-	xs, err := im.shape(n.Inputs[0])
+	out, xs, err := im.arityOutputShape(n, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -574,11 +522,8 @@ func (im *importer) reshape(n *Node) error {
 		if err := arity(n, 1, 1); err != nil {
 			return err
 		}
-		var ok bool
-		if target, ok, err = n.intsAttr("shape"); err != nil {
+		if target, err = n.requiredInts("shape"); err != nil {
 			return err
-		} else if !ok {
-			return errors.New("missing attribute shape")
 		}
 	} else {
 		if err := arity(n, 2, 2); err != nil {
@@ -592,11 +537,7 @@ func (im *importer) reshape(n *Node) error {
 	if err != nil {
 		return err
 	}
-	out, err := output(n)
-	if err != nil {
-		return err
-	}
-	xs, err := im.shape(n.Inputs[0])
+	out, xs, err := im.outputShape(n)
 	if err != nil {
 		return err
 	}
@@ -611,14 +552,7 @@ func (im *importer) reshape(n *Node) error {
 }
 
 func (im *importer) transpose(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
-	if err != nil {
-		return err
-	}
-	xs, err := im.shape(n.Inputs[0])
+	out, xs, err := im.arityOutputShape(n, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -659,17 +593,9 @@ func (im *importer) transpose(n *Node) error {
 }
 
 func (im *importer) concat(n *Node) error {
-	if err := arity(n, 1, len(n.Inputs)); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := variadicOutput(n)
 	if err != nil {
 		return err
-	}
-	for _, in := range n.Inputs {
-		if in == "" {
-			return errors.New("empty input")
-		}
 	}
 	def := int64(math.MinInt64)
 	if im.opset < 4 {
@@ -688,7 +614,7 @@ func (im *importer) concat(n *Node) error {
 			return err
 		}
 	}
-	ax, err := normAxis(int(max(min(axis, 1<<30), -(1<<30))), len(shapes[0]))
+	ax, err := normAxis64(axis, len(shapes[0]))
 	if err != nil {
 		return err
 	}
@@ -748,11 +674,8 @@ func (im *importer) pad(n *Node) error {
 		if im.opset < 2 {
 			name = "paddings"
 		}
-		var ok bool
-		if pads, ok, err = n.intsAttr(name); err != nil {
+		if pads, err = n.requiredInts(name); err != nil {
 			return err
-		} else if !ok {
-			return fmt.Errorf("missing attribute %s", name)
 		}
 		if value, err = n.floatAttr("value", 0); err != nil {
 			return err
@@ -764,21 +687,11 @@ func (im *importer) pad(n *Node) error {
 		if pads, err = im.intsInput(n, 1, "pads"); err != nil {
 			return err
 		}
-		if v := input(n, 2); v != "" {
-			c := im.constOf(v)
-			if c == nil {
-				return fmt.Errorf("%w: constant_value %q is a runtime value", ErrUnsupported, v)
-			}
-			if value, err = c.scalarFloat(); err != nil {
-				return fmt.Errorf("constant_value: %w", err)
-			}
+		if value, _, err = im.scalarInput(n, 2, "constant_value"); err != nil {
+			return err
 		}
 	}
-	out, err := output(n)
-	if err != nil {
-		return err
-	}
-	xs, err := im.shape(n.Inputs[0])
+	out, xs, err := im.outputShape(n)
 	if err != nil {
 		return err
 	}
@@ -851,11 +764,7 @@ func (im *importer) squeeze(n *Node) error {
 	if err != nil {
 		return err
 	}
-	out, err := output(n)
-	if err != nil {
-		return err
-	}
-	xs, err := im.shape(n.Inputs[0])
+	out, xs, err := im.outputShape(n)
 	if err != nil {
 		return err
 	}
@@ -896,11 +805,7 @@ func (im *importer) unsqueeze(n *Node) error {
 	if !ok {
 		return errors.New("missing axes")
 	}
-	out, err := output(n)
-	if err != nil {
-		return err
-	}
-	xs, err := im.shape(n.Inputs[0])
+	out, xs, err := im.outputShape(n)
 	if err != nil {
 		return err
 	}
@@ -926,10 +831,7 @@ func (im *importer) unsqueeze(n *Node) error {
 }
 
 func (im *importer) identity(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -945,18 +847,10 @@ func (im *importer) dropout(n *Node) error {
 	if err := arity(n, 1, 3); err != nil {
 		return err
 	}
-	if t := input(n, 2); t != "" {
-		c := im.constOf(t)
-		if c == nil {
-			return fmt.Errorf("%w: training_mode %q is a runtime value", ErrUnsupported, t)
-		}
-		v, err := c.scalarFloat()
-		if err != nil {
-			return fmt.Errorf("training_mode: %w", err)
-		}
-		if v != 0 {
-			return fmt.Errorf("%w: training_mode is true (random dropout)", ErrUnsupported)
-		}
+	if v, _, err := im.scalarInput(n, 2, "training_mode"); err != nil {
+		return err
+	} else if v != 0 {
+		return fmt.Errorf("%w: training_mode is true (random dropout)", ErrUnsupported)
 	}
 	if err := im.extraOutputsUnused(n, "dropout mask"); err != nil {
 		return err
@@ -965,14 +859,7 @@ func (im *importer) dropout(n *Node) error {
 }
 
 func (im *importer) softmax(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
-	if err != nil {
-		return err
-	}
-	xs, err := im.shape(n.Inputs[0])
+	out, xs, err := im.arityOutputShape(n, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -991,7 +878,7 @@ func (im *importer) softmax(n *Node) error {
 	if im.opset < 13 && a == int64(r) && r > 0 {
 		return fmt.Errorf("axis %d out of range for rank %d", a, r)
 	}
-	axis, err := normAxis(int(max(min(a, 1<<30), -(1<<30))), r)
+	axis, err := normAxis64(a, r)
 	if err != nil {
 		return err
 	}
@@ -1020,14 +907,7 @@ func (im *importer) softmax(n *Node) error {
 }
 
 func (im *importer) argmax(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
-	if err != nil {
-		return err
-	}
-	xs, err := im.shape(n.Inputs[0])
+	out, xs, err := im.arityOutputShape(n, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -1035,28 +915,22 @@ func (im *importer) argmax(n *Node) error {
 	if err != nil {
 		return err
 	}
-	axis, err := normAxis(int(max(min(a, 1<<30), -(1<<30))), len(xs))
+	axis, err := normAxis64(a, len(xs))
 	if err != nil {
 		return err
 	}
-	keep, err := n.intAttr("keepdims", 1)
-	if err != nil {
-		return err
+	r := attrReader{n: n}
+	attrs := ir.Attrs{"axis": ir.IntAttr(axis)}
+	attrs["keepdims"] = r.flag("keepdims", 1)
+	attrs["select_last_index"] = r.flag("select_last_index", 0)
+	if r.err != nil {
+		return r.err
 	}
-	last, err := n.intAttr("select_last_index", 0)
-	if err != nil {
-		return err
-	}
-	return im.emit(n, ir.ArgMax, n.Inputs[:1], out, ir.Attrs{
-		"axis": ir.IntAttr(axis), "keepdims": ir.IntAttr(boolInt(keep != 0)), "select_last_index": ir.IntAttr(boolInt(last != 0)),
-	})
+	return im.emit(n, ir.ArgMax, n.Inputs[:1], out, attrs)
 }
 
 func (im *importer) constantNode(n *Node) error {
-	if err := arity(n, 0, 0); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -1087,10 +961,7 @@ func (im *importer) constantNode(n *Node) error {
 }
 
 func (im *importer) constantOfShape(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -1115,28 +986,24 @@ func (im *importer) constantOfShape(n *Node) error {
 	}
 	c := &constant{dtype: val.dtype, shape: shape.Clone()}
 	if val.isInt() {
-		c.i = make([]int64, shape.Size())
-		for k := range c.i {
-			c.i[k] = val.i[0]
-		}
+		c.i = filled(shape.Size(), val.i[0])
 	} else {
-		c.f = make([]float32, shape.Size())
-		for k := range c.f {
-			c.f[k] = val.f[0]
-		}
+		c.f = filled(shape.Size(), val.f[0])
 	}
 	return im.setConst(out, c)
 }
 
+// filled returns n copies of v.
+func filled[T any](n int, v T) []T {
+	s := make([]T, n)
+	for k := range s {
+		s[k] = v
+	}
+	return s
+}
+
 func (im *importer) shapeNode(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
-	if err != nil {
-		return err
-	}
-	xs, err := im.shape(n.Inputs[0])
+	out, xs, err := im.arityOutputShape(n, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -1165,10 +1032,7 @@ func (im *importer) shapeNode(n *Node) error {
 }
 
 func (im *importer) gather(n *Node) error {
-	if err := arity(n, 2, 2); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -1189,7 +1053,7 @@ func (im *importer) gather(n *Node) error {
 		return err
 	}
 	ds := data.shape
-	axis, err := normAxis(int(max(min(a, 1<<30), -(1<<30))), len(ds))
+	axis, err := normAxis64(a, len(ds))
 	if err != nil {
 		return err
 	}
@@ -1221,10 +1085,7 @@ var castNames = map[string]DataType{
 }
 
 func (im *importer) cast(n *Node) error {
-	if err := arity(n, 1, 1); err != nil {
-		return err
-	}
-	out, err := output(n)
+	out, err := arityOutput(n, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -1269,12 +1130,11 @@ func (im *importer) slice(n *Node) error {
 		if err := arity(n, 1, 1); err != nil {
 			return err
 		}
-		var ok bool
-		if starts, ok, err = n.intsAttr("starts"); err != nil || !ok {
-			return errors.Join(errors.New("missing or bad attribute starts"), err)
+		if starts, err = n.requiredInts("starts"); err != nil {
+			return err
 		}
-		if ends, ok, err = n.intsAttr("ends"); err != nil || !ok {
-			return errors.Join(errors.New("missing or bad attribute ends"), err)
+		if ends, err = n.requiredInts("ends"); err != nil {
+			return err
 		}
 		if axes, _, err = n.intsAttr("axes"); err != nil {
 			return err
@@ -1283,19 +1143,15 @@ func (im *importer) slice(n *Node) error {
 		if err := arity(n, 3, 5); err != nil {
 			return err
 		}
-		if starts, err = im.intsInput(n, 1, "starts"); err != nil {
-			return err
-		}
-		if ends, err = im.intsInput(n, 2, "ends"); err != nil {
-			return err
-		}
-		if input(n, 3) != "" {
-			if axes, err = im.intsInput(n, 3, "axes"); err != nil {
-				return err
+		// starts and ends are required (arity checked them); axes and steps may be omitted.
+		for i, arg := range []struct {
+			name string
+			dst  *[]int
+		}{{"starts", &starts}, {"ends", &ends}, {"axes", &axes}, {"steps", &steps}} {
+			if input(n, i+1) == "" {
+				continue
 			}
-		}
-		if input(n, 4) != "" {
-			if steps, err = im.intsInput(n, 4, "steps"); err != nil {
+			if *arg.dst, err = im.intsInput(n, i+1, arg.name); err != nil {
 				return err
 			}
 		}
