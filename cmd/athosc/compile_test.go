@@ -160,3 +160,12 @@ func TestParseHelpers(t *testing.T) {
 		t.Error("clientPath")
 	}
 }
+
+// TestCompileRefusesUnbuiltBackend: a backend that does not exist yet is a usage error, not a
+// program that fails later at scirun.
+func TestCompileRefusesUnbuiltBackend(t *testing.T) {
+	_, err := parseCompile([]string{"m.onnx", "--backend", "scihe"})
+	if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "not implemented") {
+		t.Fatalf("got %v", err)
+	}
+}
