@@ -122,6 +122,7 @@ type config struct {
 	serveMany                bool
 	maxSessions              int
 	timeout, connectTimeout  time.Duration
+	sessionTimeout           time.Duration
 	tlsCert, tlsKey          string
 	tlsCA, tlsServerName     string
 	report, netName, backend string
@@ -147,6 +148,7 @@ func parse(args []string) (*config, error) {
 	fs.BoolVar(&c.serveMany, "serve", false, "server: keep accepting clients, several sessions at a time")
 	fs.IntVar(&c.maxSessions, "max-sessions", runtime.NumCPU(), "server with --serve: at most `N` sessions at a time")
 	fs.DurationVar(&c.timeout, "timeout", serve.DefaultTimeout, "end a session when the peer stalls for `D` (any wait: handshake, each message)")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", serve.DefaultSessionTimeout, "server: end a session that runs longer than `D` in all (0: no limit)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "server: TLS certificate `FILE` (PEM); with --tls-key")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "server: TLS private key `FILE` (PEM)")
 	fs.StringVar(&c.connect, "connect", "", "client: the server's `HOST:PORT`")
@@ -198,7 +200,7 @@ func (c *config) check() error {
 	server, client := c.party == 0, c.party == 1
 	for _, err := range []error{
 		only("by the server (--party 0): the client holds the input", !server, "input", "output", "raw", "top"),
-		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key"),
+		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "session-timeout"),
 		only("without --party 0 --serve", server && c.serveMany, "max-sessions"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name"),
 		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "quiet"),
@@ -221,6 +223,9 @@ func (c *config) check() error {
 	}
 	if c.timeout <= 0 {
 		return cli.Usagef("--timeout %v: want a positive duration", c.timeout)
+	}
+	if c.sessionTimeout < 0 {
+		return cli.Usagef("--session-timeout %v: want a positive duration, or 0 for no limit", c.sessionTimeout)
 	}
 	if c.top < 1 {
 		return cli.Usagef("--top %d: want at least 1", c.top)
@@ -307,6 +312,12 @@ func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {
 		be = f.Backend
 	}
 	opt := &serve.Options{File: f, Backend: be, Timeout: c.timeout, Net: m, NetName: name, Software: softwareName}
+	if c.party == 0 {
+		opt.SessionTimeout = c.sessionTimeout
+		if opt.SessionTimeout == 0 {
+			opt.SessionTimeout = -1 // no limit
+		}
+	}
 	opt.NewBackend = e.backends[be]
 	if opt.NewBackend == nil {
 		names := make([]string, 0, len(e.backends))

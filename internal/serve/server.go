@@ -149,7 +149,7 @@ func (s *Server) session(ctx context.Context, id int, nc net.Conn, onReport func
 		return
 	}
 	log.Info("session started")
-	res, err := Run(ctx, nc, 0, s.Options, nil)
+	res, err := run(ctx, nc, 0, s.Options, nil, s.sessionTimeout())
 	if res != nil {
 		onReport(res.Report)
 	}
@@ -203,5 +203,17 @@ func (s *Server) ServeOne(ctx context.Context, ln net.Listener) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	return Run(ctx, nc, 0, s.Options, nil)
+	return run(ctx, nc, 0, s.Options, nil, s.sessionTimeout())
+}
+
+// sessionTimeout is the bound on each session (0: none).
+func (s *Server) sessionTimeout() time.Duration {
+	switch d := s.Options.SessionTimeout; {
+	case d == 0:
+		return DefaultSessionTimeout
+	case d < 0:
+		return 0
+	default:
+		return d
+	}
 }

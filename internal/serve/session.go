@@ -28,6 +28,34 @@ const MaxHelloWait = 30 * time.Second
 // DefaultTimeout bounds every wait for the peer when Options.Timeout is zero.
 const DefaultTimeout = 2 * time.Minute
 
+// DefaultSessionTimeout bounds a whole session at a Server when Options.SessionTimeout is zero,
+// so that slow or trickling clients cannot hold every session slot for long.
+const DefaultSessionTimeout = 10 * time.Minute
+
+// ErrSessionTimeout is wrapped by the error of a session that ran past its SessionTimeout.
+var ErrSessionTimeout = errors.New("the session exceeded its time limit")
+
+// MaxFrame bounds the frames a session accepts from the peer (and sends), so that a client that
+// has only passed the unauthenticated handshake cannot make the server allocate more. It is
+// twice the largest frame the sciot protocols send with their default budgets: the nonlinear OT
+// messages of one chunk (2^22 words = 32 MiB); linear layers send at most their 2^20-word
+// budget, OT extension matrices at most 256 KiB, inputs a seed. The other frames are reveals of
+// program outputs (n·l/8 bytes each); frameLimit raises the bound for a program whose output is
+// larger. Incoming frames are also allocated only as their bytes arrive, and the bytes queued
+// unread are bounded (see transport.Options).
+const MaxFrame = 64 << 20
+
+// frameLimit is the frame bound of a session of p: MaxFrame, or a larger revealed output.
+func frameLimit(p *ir.FixedProgram) int {
+	lim := MaxFrame
+	for _, o := range p.Outputs {
+		if o.Tensor >= 0 && o.Tensor < len(p.Tensors) {
+			lim = max(lim, transport.PackedBytes(p.Tensors[o.Tensor].Shape.Size(), p.Bits))
+		}
+	}
+	return lim
+}
+
 // Options configures the sessions a party runs. The program and options are shared read-only
 // by concurrent sessions.
 type Options struct {
@@ -41,6 +69,10 @@ type Options struct {
 	// Timeout bounds every wait for the peer: the handshake, every receive and every blocked
 	// send. Zero means DefaultTimeout.
 	Timeout time.Duration
+	// SessionTimeout bounds a whole session (handshake to the final acknowledgement); a session
+	// past it fails with an error wrapping ErrSessionTimeout, and the peer is told why. Zero
+	// means no bound for Run and DefaultSessionTimeout for a Server; negative means no bound.
+	SessionTimeout time.Duration
 	// Net, when set, emulates this link on the frames this party receives (see transport).
 	Net *transport.NetModel
 	// NetName labels Net in reports ("lan", "wan").
@@ -107,9 +139,26 @@ type Result struct {
 // report is returned even when the session fails (with its Error set), unless it fails before
 // the handshake starts.
 func Run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []ring.Tensor) (*Result, error) {
+	return run(ctx, nc, party, opt, inputs, opt.SessionTimeout)
+}
+
+// run is Run with the session bound limit (≤ 0: none).
+func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []ring.Tensor, limit time.Duration) (*Result, error) {
 	defer nc.Close()
 	if err := opt.Check(party); err != nil {
 		return nil, err
+	}
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w (%v)", ErrSessionTimeout, limit))
+		defer cancel()
+	}
+	// overdue names the session limit in errors caused by it.
+	overdue := func(err error) error {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrSessionTimeout) && !errors.Is(err, ErrSessionTimeout) {
+			return fmt.Errorf("%w: %w", cause, err)
+		}
+		return err
 	}
 	p := opt.File.Program
 	r, _ := ring.New(p.Bits)
@@ -130,6 +179,7 @@ func Run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	}
 	res := &Result{Report: rep}
 	fail := func(err error) (*Result, error) {
+		err = overdue(err)
 		rep.TotalMS = ms(time.Since(rep.Started))
 		rep.Error = err.Error()
 		return res, err
@@ -152,10 +202,11 @@ func Run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 		return fail(err)
 	}
 
-	conn := transport.NewConn(nc, transport.Options{Timeout: opt.timeout(), Net: opt.Net})
+	conn := transport.NewConn(nc, transport.Options{Timeout: opt.timeout(), Net: opt.Net, MaxFrame: frameLimit(p)})
 	defer conn.Close()
 	aborted := false
 	abort := func(err error) {
+		err = overdue(err)
 		if !aborted {
 			aborted = true
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)

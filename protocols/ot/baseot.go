@@ -1,6 +1,7 @@
 package ot
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -32,9 +33,11 @@ type baseOTs struct {
 //
 // Sender: A = a·G. Receiver with choice c: B = b·G + c·A, key b·(8A).
 // Sender keys: k0 = a·(8B), k1 = a·(8B) − a·(8A), so k_c = 8abG. Points
-// from the peer are decoded (rejecting non-canonical encodings) and
-// multiplied by the cofactor 8, so small-order components cannot matter.
-// Keys are SHA-256(domain, sender party, index, A, B, shared point).
+// from the peer are decoded by decodePoint, which rejects non-canonical
+// encodings (so the key hash is over the unique encoding both parties
+// compute) and points of small order, and are multiplied by the cofactor 8,
+// so small-order components cannot matter. Keys are SHA-256(domain, sender
+// party, index, A, B, shared point).
 func runBaseOTs(ctx context.Context, conn *transport.Conn, rng *prg.PRG, party int) (*baseOTs, error) {
 	a, err := randomScalar(rng)
 	if err != nil {
@@ -49,13 +52,9 @@ func runBaseOTs(ctx context.Context, conn *transport.Conn, rng *prg.PRG, party i
 	if err := conn.Recv(ctx, peerAbytes); err != nil {
 		return nil, fmt.Errorf("base OT: receiving A: %w", err)
 	}
-	peerA, err := new(edwards25519.Point).SetBytes(peerAbytes)
+	peerA, peerA8, err := decodePoint(peerAbytes)
 	if err != nil {
 		return nil, fmt.Errorf("base OT: peer's point A: %w", err)
-	}
-	peerA8 := new(edwards25519.Point).MultByCofactor(peerA)
-	if peerA8.Equal(edwards25519.NewIdentityPoint()) == 1 {
-		return nil, fmt.Errorf("base OT: peer's point A has small order")
 	}
 
 	// Receiver role: choose c_j and send B_j.
@@ -91,19 +90,41 @@ func runBaseOTs(ctx context.Context, conn *transport.Conn, rng *prg.PRG, party i
 	}
 	A8 := new(edwards25519.Point).MultByCofactor(A)
 	aA8 := new(edwards25519.Point).ScalarMult(a, A8)
-	var P, K0, K1 edwards25519.Point
+	var K0, K1 edwards25519.Point
 	for j := 0; j < numBase; j++ {
 		enc := peerBs[j*pointSize : (j+1)*pointSize]
-		if _, err := P.SetBytes(enc); err != nil {
+		_, P8, err := decodePoint(enc)
+		if err != nil {
 			return nil, fmt.Errorf("base OT: peer's point B[%d]: %w", j, err)
 		}
-		P.MultByCofactor(&P)
-		K0.ScalarMult(a, &P)
+		K0.ScalarMult(a, P8)
 		K1.Subtract(&K0, aA8)
 		out.k0[j] = baseKey(party, j, Abytes, enc, &K0)
 		out.k1[j] = baseKey(party, j, Abytes, enc, &K1)
 	}
 	return out, nil
+}
+
+// decodePoint decodes a point received from the peer and returns it and its
+// multiple by the cofactor 8. It rejects encodings that do not decode, that
+// are not canonical (edwards25519's SetBytes accepts some non-canonical
+// encodings of valid points, e.g. a y coordinate ≥ 2^255−19; the point is
+// re-encoded and the bytes compared), and points of small order (8P is the
+// identity), which would make the shared key independent of the peer's
+// secret.
+func decodePoint(enc []byte) (P, P8 *edwards25519.Point, err error) {
+	P, err = new(edwards25519.Point).SetBytes(enc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !bytes.Equal(P.Bytes(), enc) {
+		return nil, nil, fmt.Errorf("non-canonical point encoding %x", enc)
+	}
+	P8 = new(edwards25519.Point).MultByCofactor(P)
+	if P8.Equal(edwards25519.NewIdentityPoint()) == 1 {
+		return nil, nil, fmt.Errorf("point %x has small order", enc)
+	}
+	return P, P8, nil
 }
 
 func randomScalar(rng *prg.PRG) (*edwards25519.Scalar, error) {

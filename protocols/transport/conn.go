@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -22,9 +23,15 @@ const HeaderSize = 4
 // layer) between messages.
 const DefaultTimeout = 5 * time.Minute
 
-// DefaultMaxFrame is the largest incoming frame accepted when
-// Options.MaxFrame is zero.
-const DefaultMaxFrame = 1 << 30
+// DefaultMaxFrame is the largest frame accepted (and sent) when
+// Options.MaxFrame is zero: 64 MiB, twice the largest frame the protocols
+// send with their default budgets (the nonlinear OT messages of one stream,
+// 2^22 words = 32 MiB).
+const DefaultMaxFrame = 64 << 20
+
+// DefaultMaxQueued bounds the received but not yet consumed payload bytes
+// when Options.MaxQueued is zero.
+const DefaultMaxQueued = 128 << 20
 
 const (
 	abortMarker = 0xFFFFFFFF
@@ -32,6 +39,11 @@ const (
 	bufSize     = 256 << 10
 	queueLen    = 1024
 	freeLen     = 16
+	// growStart is the largest buffer allocated for a frame before its
+	// payload arrives; a larger frame's buffer doubles as its bytes arrive.
+	growStart = bufSize
+	// minKeep is the slack allowed when reusing a kept buffer for a frame.
+	minKeep = 4 << 10
 )
 
 // Errors returned by a Conn; test for them with errors.Is.
@@ -67,8 +79,20 @@ type Options struct {
 	// Net, when non-nil, emulates this link on incoming frames.
 	Net *NetModel
 	// MaxFrame is the largest frame accepted from the peer (and sent).
-	// Zero means DefaultMaxFrame.
+	// Zero means DefaultMaxFrame. A larger frame from the peer ends the
+	// connection with an error wrapping ErrFrameSize. The buffer of an
+	// incoming frame grows as its bytes arrive, so a frame header alone does
+	// not make the Conn allocate MaxFrame bytes.
 	MaxFrame int
+	// MaxQueued bounds the payload bytes received from the peer but not yet
+	// consumed by a receive. When a frame would exceed it, the Conn stops
+	// reading the socket until receives drain the queue (back-pressure), so
+	// a peer that sends faster than the protocol reads cannot grow memory
+	// without bound. A single frame is always admitted into an empty queue.
+	// Zero means DefaultMaxQueued. It must exceed what the peer sends in one
+	// flight while this party is itself sending, or both sides may stall
+	// until the timeout.
+	MaxQueued int
 }
 
 // Stats counts one direction-aware slice of a connection's traffic.
@@ -114,6 +138,7 @@ type Conn struct {
 	timeout time.Duration
 	model   *NetModel
 	maxFr   int
+	maxQ    int64
 
 	// Send side (guarded by wmu).
 	wmu   sync.Mutex
@@ -125,10 +150,17 @@ type Conn struct {
 
 	// Receive side (one goroutine at a time).
 	frames chan frame
-	free   chan []byte
-	rerr   error // set by readLoop before it closes frames
+	queued atomic.Int64  // payload bytes in frames (readLoop adds, next subtracts)
+	space  chan struct{} // signalled (capacity 1) when next consumes a frame
+	rerr   error         // set by readLoop before it closes frames
 	timer  *time.Timer
 	rpack  []uint64
+
+	// Buffers of consumed frames, kept for reuse (oldest first); their
+	// capacities sum to freed ≤ MaxQueued.
+	freeMu sync.Mutex
+	free   [][]byte
+	freed  int64
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -150,7 +182,7 @@ func NewConn(nc net.Conn, opt Options) *Conn {
 		timeout: opt.Timeout,
 		maxFr:   opt.MaxFrame,
 		frames:  make(chan frame, queueLen),
-		free:    make(chan []byte, freeLen),
+		space:   make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		phases:  map[string]*Stats{},
 	}
@@ -159,6 +191,10 @@ func NewConn(nc net.Conn, opt Options) *Conn {
 	}
 	if c.maxFr <= 0 || c.maxFr >= abortMarker {
 		c.maxFr = DefaultMaxFrame
+	}
+	c.maxQ = int64(opt.MaxQueued)
+	if c.maxQ <= 0 {
+		c.maxQ = DefaultMaxQueued
 	}
 	if opt.Net != nil {
 		m := *opt.Net
@@ -445,6 +481,11 @@ func (c *Conn) next(ctx context.Context) ([]byte, error) {
 	if !ok {
 		return nil, c.rerr
 	}
+	c.queued.Add(-int64(len(f.buf)))
+	select {
+	case c.space <- struct{}{}:
+	default:
+	}
 	if !f.at.IsZero() {
 		if d := time.Until(f.at); d > 0 {
 			c.timer.Reset(d)
@@ -460,22 +501,82 @@ func (c *Conn) next(ctx context.Context) ([]byte, error) {
 	return f.buf, nil
 }
 
+// recycle keeps b for a later frame. The oldest kept buffers make room for
+// it, so that at most freeLen buffers of at most MaxQueued bytes are kept.
 func (c *Conn) recycle(b []byte) {
-	select {
-	case c.free <- b:
-	default:
+	n := int64(cap(b))
+	if n == 0 || n > c.maxQ {
+		return
+	}
+	c.freeMu.Lock()
+	defer c.freeMu.Unlock()
+	drop := 0
+	for drop < len(c.free) && (len(c.free)-drop >= freeLen || c.freed+n > c.maxQ) {
+		c.freed -= int64(cap(c.free[drop]))
+		c.free[drop] = nil
+		drop++
+	}
+	c.free = append(c.free[:0], c.free[drop:]...)
+	c.free = append(c.free, b)
+	c.freed += n
+}
+
+// keptBuf returns the smallest kept buffer that fits an n-byte frame without
+// wasting much (capacity at most 2n plus a little, so that small frames do not
+// pin large buffers in the queue), or nil.
+func (c *Conn) keptBuf(n int) []byte {
+	c.freeMu.Lock()
+	defer c.freeMu.Unlock()
+	best := -1
+	for i, b := range c.free {
+		if cap(b) >= n && cap(b) <= 2*n+minKeep && (best < 0 || cap(b) < cap(c.free[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := c.free[best]
+	c.freed -= int64(cap(b))
+	c.free = append(c.free[:best], c.free[best+1:]...)
+	return b[:n]
+}
+
+// readPayload reads an n-byte payload. It reuses a kept buffer that fits;
+// otherwise it allocates at most growStart bytes up front and doubles the
+// buffer as the bytes arrive, so the allocation stays within twice what the
+// peer has actually sent.
+func (c *Conn) readPayload(r io.Reader, n int) ([]byte, error) {
+	if buf := c.keptBuf(n); buf != nil {
+		_, err := io.ReadFull(r, buf)
+		return buf, err
+	}
+	buf := make([]byte, 0, min(n, growStart))
+	for {
+		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil || len(buf) == n {
+			return buf, err
+		}
+		grown := make([]byte, len(buf), min(n, 2*cap(buf)))
+		copy(grown, buf)
+		buf = grown
 	}
 }
 
-func (c *Conn) getBuf(n int) []byte {
-	select {
-	case b := <-c.free:
-		if cap(b) >= n {
-			return b[:n]
+// waitForSpace blocks until a frame of n payload bytes fits in the queue
+// (or the queue is empty). It returns false when the Conn is closed.
+func (c *Conn) waitForSpace(n int64) bool {
+	for {
+		if q := c.queued.Load(); q == 0 || q+n <= c.maxQ {
+			return true
 		}
-	default:
+		select {
+		case <-c.space:
+		case <-c.done:
+			return false
+		}
 	}
-	return make([]byte, n)
 }
 
 // readLoop moves incoming frames from the socket to the frame queue until
@@ -519,11 +620,16 @@ func (c *Conn) readLoop() {
 			return
 		}
 		if int64(n) > int64(c.maxFr) {
-			fail(fmt.Errorf("transport: incoming frame of %d bytes exceeds the %d-byte limit", n, c.maxFr))
+			fail(fmt.Errorf("transport: the peer announced a %d-byte frame, over the %d-byte limit: %w", n, c.maxFr, ErrFrameSize))
 			return
 		}
-		buf := c.getBuf(int(n))
-		if _, err := io.ReadFull(br, buf); err != nil {
+		// Back-pressure: stop reading the socket while the queue is full.
+		if !c.waitForSpace(int64(n)) {
+			fail(ErrClosed)
+			return
+		}
+		buf, err := c.readPayload(br, int(n))
+		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				fail(fmt.Errorf("transport: connection ended inside a %d-byte frame: %w", n, ErrPeerClosed))
 			} else {
@@ -544,6 +650,7 @@ func (c *Conn) readLoop() {
 			linkFree = start
 			at = start.Add(m.RTT / 2)
 		}
+		c.queued.Add(int64(n))
 		select {
 		case c.frames <- frame{buf: buf, at: at}:
 		case <-c.done:
