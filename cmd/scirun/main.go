@@ -54,9 +54,10 @@ const usage = `usage:
 the server: it holds the weights (the full program file), listens, and learns nothing about the
 input. --party 1 is the client: it holds the input and the client copy of the program (no
 weights), connects, and learns the output. --local runs both parties in this process over
-loopback TCP. The input X is a .npy array of the model input's shape, or a PNG/JPEG image when the
-program records image preprocessing. A per-layer report goes to stderr (and with --report FILE to
-a JSON file).
+loopback TCP. A secure session runs over --streams N connections (default 2 on a machine with two
+or more cores), one OT stream and one core each; both parties must pass the same N. The input X is
+a .npy array of the model input's shape, or a PNG/JPEG image when the program records image
+preprocessing. A per-layer report goes to stderr (and with --report FILE to a JSON file).
 
 Flags:
 `
@@ -90,10 +91,14 @@ func main() {
 	cli.Exit("scirun", err)
 }
 
-// newSCIOT starts the SCI_OT backend on one connection.
-func newSCIOT(ctx context.Context, conn *transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
-	return sciot.New(ctx, conn, party, r, sciot.Options{})
+// newSCIOT starts the SCI_OT backend on the session's connections (one OT stream each).
+func newSCIOT(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
+	return sciot.New(ctx, conn, party, r, sciot.Options{Streams: streams})
 }
+
+// defaultStreams is the default of --streams: two OT streams (one core each) where there are two
+// cores, else one.
+func defaultStreams() int { return min(2, runtime.NumCPU()) }
 
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
@@ -117,6 +122,7 @@ type config struct {
 	clear, local, raw      bool
 	party                  int
 	top                    int
+	streams                int
 
 	listen, connect          string
 	serveMany                bool
@@ -159,6 +165,7 @@ func parse(args []string) (*config, error) {
 	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages: lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT)")
 	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME` (default: the program's, sciot)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")
+	fs.IntVar(&c.streams, "streams", defaultStreams(), "run each session over `N` connections (OT streams, one core each); both parties must agree (default min(2, CPUs))")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return nil, err
@@ -203,7 +210,7 @@ func (c *config) check() error {
 		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "session-timeout"),
 		only("without --party 0 --serve", server && c.serveMany, "max-sessions"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name"),
-		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "quiet"),
+		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "quiet", "streams"),
 	} {
 		if err != nil {
 			return err
@@ -229,6 +236,9 @@ func (c *config) check() error {
 	}
 	if c.top < 1 {
 		return cli.Usagef("--top %d: want at least 1", c.top)
+	}
+	if c.streams < 1 || c.streams > serve.MaxStreams {
+		return cli.Usagef("--streams %d: want 1 to %d", c.streams, serve.MaxStreams)
 	}
 	if _, _, err := netModel(c.netName); err != nil {
 		return err
@@ -311,7 +321,7 @@ func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {
 	if be == "" {
 		be = f.Backend
 	}
-	opt := &serve.Options{File: f, Backend: be, Timeout: c.timeout, Net: m, NetName: name, Software: softwareName}
+	opt := &serve.Options{File: f, Backend: be, Timeout: c.timeout, Net: m, NetName: name, Software: softwareName, Streams: c.streams}
 	if c.party == 0 {
 		opt.SessionTimeout = c.sessionTimeout
 		if opt.SessionTimeout == 0 {
@@ -382,6 +392,9 @@ func runClient(ctx context.Context, c *config, f *codegen.File, opt *serve.Optio
 	nc, err := serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
 	if err != nil {
 		return err
+	}
+	opt.DialStream = func(ctx context.Context) (net.Conn, error) {
+		return serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
 	}
 	res, err := serve.Run(ctx, nc, 1, opt, in)
 	bar.done()

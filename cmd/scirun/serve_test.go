@@ -91,11 +91,11 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	base := runtime.NumGoroutine()
 	report := filepath.Join(dir, "sessions.jsonl")
-	ts := startServer(t, "--party", "0", full, "--serve", "--max-sessions", "3", "--timeout", "20s", "--report", report)
+	ts := startServer(t, "--party", "0", full, "--serve", "--max-sessions", "3", "--timeout", "20s", "--report", report, "--streams", "2")
 
 	runClient := func(i int) error {
 		out := filepath.Join(dir, fmt.Sprintf("secure%d-%d.npy", i, time.Now().UnixNano()))
-		stdout, _, err := runArgs("--party", "1", client, "--connect", ts.addr, "--input", inputPath(data, i), "--output", out, "--raw", "--quiet")
+		stdout, _, err := runArgs("--party", "1", client, "--connect", ts.addr, "--input", inputPath(data, i), "--output", out, "--raw", "--quiet", "--streams", "2")
 		if err != nil {
 			return err
 		}
@@ -169,7 +169,9 @@ func TestServeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := serve.Handshake(context.Background(), nc, serve.HelloFor(cf, 1, "sciot", "garbage test"), 5*time.Second); err != nil {
+	hello := serve.HelloFor(cf, 1, "sciot", "garbage test")
+	hello.Streams = 2
+	if _, _, _, err := serve.Handshake(context.Background(), nc, hello, 5*time.Second); err != nil {
 		t.Fatalf("handshake of the garbage client: %v", err)
 	}
 	// Well-framed junk (a 4-byte length, then that many bytes): the OT session's hello rejects it

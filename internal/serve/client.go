@@ -139,11 +139,17 @@ func RunLocal(ctx context.Context, server, client *Options, inputs []ring.Tensor
 		res, err := s.ServeOne(ctx, ln)
 		done <- outcome{res, err}
 	}()
-	nc, err := Dial(ctx, ln.Addr().String(), nil, client.timeout())
+	addr := ln.Addr().String()
+	nc, err := Dial(ctx, addr, nil, client.timeout())
 	if err != nil {
 		cancel()
 		<-done
 		return nil, nil, err
+	}
+	if client.streams() > 1 && client.DialStream == nil {
+		c := *client
+		c.DialStream = func(ctx context.Context) (net.Conn, error) { return Dial(ctx, addr, nil, c.timeout()) }
+		client = &c
 	}
 	// When the client fails, Run closes (and if it can, aborts) the connection, so the server
 	// fails at once too.

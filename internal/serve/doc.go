@@ -6,16 +6,19 @@
 //
 // # Session
 //
-// A session over one TCP (or TLS) connection is:
+// A session over one TCP (or TLS) connection, plus Options.Streams-1 stream connections, is:
 //
 //  1. the handshake (Handshake), on the raw connection, bounded by the timeout: each side sends
 //     its hello (protocol version, role, program ID, ring and scale, backend, source model), reads
 //     the peer's, compares (Compare) and sends a verdict; any difference ends both sides with the
 //     same message naming what differs;
-//  2. the transport connection (protocols/transport) over the same socket, one phase per
+//  2. with several streams, the stream connections: the client opens them and presents on each
+//     the random session token from the server's acceptance; the server matches them to the
+//     session by token (refusing unknown tokens) within a deadline;
+//  3. the transport connection (protocols/transport) over the same socket, one phase per
 //     instruction for the report;
-//  3. the backend's set-up (BackendFunc, e.g. sciot's base OTs), then the program on a vm.Machine;
-//  4. the client's acknowledgement ("done"), which the server waits for before closing.
+//  4. the backend's set-up (BackendFunc, e.g. sciot's base OTs), then the program on a vm.Machine;
+//  5. the client's acknowledgement ("done"), which the server waits for before closing.
 //
 // Every wait for the peer is bounded by Options.Timeout and every network call takes the
 // session's context. A failing party aborts the transport connection with its reason, so the

@@ -19,7 +19,7 @@ import (
 
 // HandshakeVersion is the version of the handshake and session protocol spoken by this package.
 // It is bumped whenever two builds could no longer run a session together.
-const HandshakeVersion = 1
+const HandshakeVersion = 2
 
 // handshake wire constants (docs/usage.md, "Handshake").
 const (
@@ -44,12 +44,19 @@ type Hello struct {
 	RingParam uint64    // l for Z_2^l (n for Z_n)
 	Scale     int       // the program's fixed-point scale
 	Backend   string    // the two-party backend, e.g. "sciot"
+	Streams   int       // connections (OT streams) per session, 1 to MaxStreams
 	Model     string    // the source model's file name (metadata; may be empty)
 	ModelSHA  string    // hex SHA-256 of the source model (metadata; may be empty)
 	Software  string    // free text, for logs
+
+	// Token identifies the session's extra stream connections. It is not part of the hello:
+	// party 0 sets it before the handshake and sends it in its accepting verdict; at party 1 the
+	// peer hello that Handshake returns carries it.
+	Token Token
 }
 
-// HelloFor returns the hello a party running f with the named backend announces.
+// HelloFor returns the hello a party running f with the named backend announces, with one
+// stream (set Streams for more).
 func HelloFor(f *codegen.File, party int, backend, software string) Hello {
 	p := f.Program
 	return Hello{
@@ -60,6 +67,7 @@ func HelloFor(f *codegen.File, party int, backend, software string) Hello {
 		RingParam: uint64(p.Bits),
 		Scale:     p.Scale,
 		Backend:   backend,
+		Streams:   1,
 		Model:     f.Meta.Source,
 		ModelSHA:  f.Meta.SourceSHA256,
 		Software:  software,
@@ -88,13 +96,13 @@ func (h Hello) ringString() string {
 	return r.String()
 }
 
-// marshal encodes the hello: the fixed 12-byte prefix and the version-1 body.
+// marshal encodes the hello: the fixed 12-byte prefix and the version-2 body.
 func (h Hello) marshal() []byte {
 	body := make([]byte, 0, 128)
 	body = append(body, h.Program[:]...)
 	body = append(body, byte(h.RingKind))
 	body = binary.LittleEndian.AppendUint64(body, h.RingParam)
-	body = append(body, byte(h.Scale))
+	body = append(body, byte(h.Scale), byte(h.Streams))
 	for _, s := range []string{h.Backend, h.Model, h.ModelSHA, h.Software} {
 		if len(s) > 255 {
 			s = s[:255]
@@ -139,16 +147,17 @@ func garbageError(b []byte) error {
 	return fmt.Errorf("the peer is not speaking the scirun protocol (first bytes % x %q)", b, printable)
 }
 
-// parseBody decodes a version-1 body into h.
+// parseBody decodes a version-2 body into h.
 func (h *Hello) parseBody(b []byte) error {
-	if len(b) < 32+1+8+1 {
+	if len(b) < 32+1+8+1+1 {
 		return fmt.Errorf("hello body of %d bytes is too short", len(b))
 	}
 	copy(h.Program[:], b)
 	h.RingKind = ring.Kind(b[32])
 	h.RingParam = binary.LittleEndian.Uint64(b[33:])
 	h.Scale = int(b[41])
-	b = b[42:]
+	h.Streams = int(b[42])
+	b = b[43:]
 	for _, s := range []*string{&h.Backend, &h.Model, &h.ModelSHA, &h.Software} {
 		if len(b) < 1 || len(b) < 1+int(b[0]) {
 			return errors.New("hello body is truncated")
@@ -183,6 +192,10 @@ func Compare(local, peer Hello) string {
 			short(client.ProgramID()), short(server.ProgramID()), programDetail(client, server))
 	case local.Backend != peer.Backend:
 		return fmt.Sprintf("client runs backend %q, server %q: both must use the same --backend", client.Backend, server.Backend)
+	case local.Streams != peer.Streams:
+		return fmt.Sprintf("client uses %d streams, server %d: both must use the same --streams", client.Streams, server.Streams)
+	case local.Streams < 1 || local.Streams > MaxStreams:
+		return fmt.Sprintf("%d streams: want 1 to %d", local.Streams, MaxStreams)
 	case local.RingKind != peer.RingKind || local.RingParam != peer.RingParam || local.Scale != peer.Scale:
 		// Unreachable for honest peers (the ring and scale are part of the program ID), but a
 		// modified peer must not get past this point.
@@ -245,6 +258,12 @@ func (e *HandshakeError) Unwrap() []error {
 // hello, closes, or does not answer within timeout. It returns the peer's hello and the number of
 // bytes sent and received. On return nc has no deadline set.
 func Handshake(ctx context.Context, nc net.Conn, local Hello, timeout time.Duration) (peer Hello, sent, recv int64, err error) {
+	return handshake(ctx, nc, local, timeout, "")
+}
+
+// handshake is Handshake; a non-empty busy refuses a session that the hellos would allow, with
+// that reason (a server with no free session slot).
+func handshake(ctx context.Context, nc net.Conn, local Hello, timeout time.Duration, busy string) (peer Hello, sent, recv int64, err error) {
 	peerRole := RoleName(1 - local.Party)
 	if timeout > 0 {
 		_ = nc.SetDeadline(time.Now().Add(timeout))
@@ -299,9 +318,17 @@ func Handshake(ctx context.Context, nc net.Conn, local Hello, timeout time.Durat
 	if reason == "" {
 		reason = Compare(local, peer)
 	}
+	if reason == "" {
+		reason = busy
+	}
 
-	// Verdicts: status u8, reason length u16, reason.
+	// Verdicts: status u8, payload length u16, payload: the reason of a refusal; the session
+	// token in the server's acceptance; nothing in the client's.
 	v := []byte{verdictOK, 0, 0}
+	if local.Party == 0 {
+		v = binary.LittleEndian.AppendUint16(v[:1], uint16(len(local.Token)))
+		v = append(v, local.Token[:]...)
+	}
 	if reason != "" {
 		r := reason
 		if len(r) > maxReason {
@@ -340,6 +367,16 @@ func Handshake(ctx context.Context, nc net.Conn, local Hello, timeout time.Durat
 	recv += 3
 	switch vh[0] {
 	case verdictOK:
+		n := int(binary.LittleEndian.Uint16(vh[1:]))
+		switch {
+		case local.Party == 1 && n == len(peer.Token):
+			if _, err := io.ReadFull(nc, peer.Token[:]); err != nil {
+				return peer, sent, recv, ioErr("reading the "+peerRole+"'s verdict", err)
+			}
+			recv += int64(n)
+		case n != 0:
+			return peer, sent, recv, &HandshakeError{Reason: fmt.Sprintf("the %s accepted with a %d-byte payload, want %d", peerRole, n, expectedToken(local.Party))}
+		}
 		return peer, sent, recv, nil
 	case verdictRefus:
 		n := min(int(binary.LittleEndian.Uint16(vh[1:])), maxReason)
@@ -351,6 +388,14 @@ func Handshake(ctx context.Context, nc net.Conn, local Hello, timeout time.Durat
 		return peer, sent, recv, &HandshakeError{Reason: "the " + peerRole + " refused the session: " + string(r), Refused: true}
 	}
 	return peer, sent, recv, &HandshakeError{Reason: fmt.Sprintf("the %s sent an invalid verdict byte %d", peerRole, vh[0])}
+}
+
+// expectedToken is the size of the payload of the peer's accepting verdict at party.
+func expectedToken(party int) int {
+	if party == 1 {
+		return len(Token{})
+	}
+	return 0
 }
 
 // checkMagic reports garbage already visible in a short prefix.

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -15,7 +16,7 @@ import (
 
 func testHello(party int) Hello {
 	h := Hello{Version: HandshakeVersion, Party: party, RingKind: ring.Pow2, RingParam: 32, Scale: 12,
-		Backend: "sciot", Model: "model.onnx", ModelSHA: "a18601277b701b25", Software: "test"}
+		Backend: "sciot", Streams: 1, Model: "model.onnx", ModelSHA: "a18601277b701b25", Software: "test"}
 	for i := range h.Program {
 		h.Program[i] = byte(i)
 	}
@@ -60,7 +61,9 @@ func TestCompare(t *testing.T) {
 		server Hello
 		want   string
 	}{
-		{"version", other(func(h *Hello) { h.Version = 2 }), "client speaks scirun handshake version 1, server version 2"},
+		{"version", other(func(h *Hello) { h.Version = HandshakeVersion + 1 }),
+			fmt.Sprintf("client speaks scirun handshake version %d, server version %d", HandshakeVersion, HandshakeVersion+1)},
+		{"streams", other(func(h *Hello) { h.Streams = 2 }), "client uses 1 streams, server 2: both must use the same --streams"},
 		{"roles", other(func(h *Hello) { h.Party = 1 }), "both sides are the client (party 1)"},
 		{"model", other(func(h *Hello) { h.Program[0] = 0xff; h.ModelSHA = "5b3c0000"; h.Model = "mnist-8.onnx" }),
 			"client runs program 00010203…, server runs ff010203…" +
@@ -106,7 +109,8 @@ func handshakePair(t *testing.T, a, b Hello) (errA, errB error, peerA, peerB Hel
 	peerA, sent, recv, errA = Handshake(context.Background(), nc, a, 2*time.Second)
 	nc.Close()
 	<-done
-	if errA == nil && (sent != recv || sent < prefixSize+42) {
+	// The server's acceptance carries the session token.
+	if errA == nil && (recv-sent != int64(expectedToken(a.Party)) || sent < prefixSize+43) {
 		t.Errorf("handshake bytes: sent %d, received %d", sent, recv)
 	}
 	return errA, errB, peerA, peerB
@@ -119,6 +123,15 @@ func TestHandshakeOverTCP(t *testing.T) {
 	}
 	if peerA != testHello(0) || peerB != testHello(1) {
 		t.Errorf("peers %+v / %+v", peerA, peerB)
+	}
+
+	// The client learns the token the server issues; the server learns none from the client.
+	s0, c1 := testHello(0), testHello(1)
+	s0.Token = Token{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	c1.Token = Token{0xff}
+	errA, errB, peerA, peerB = handshakePair(t, c1, s0)
+	if errA != nil || errB != nil || peerA.Token != s0.Token || peerB.Token != (Token{}) {
+		t.Errorf("token: %v / %v, client got %x, server got %x", errA, errB, peerA.Token, peerB.Token)
 	}
 
 	s := testHello(0)
@@ -135,7 +148,7 @@ func TestHandshakeOverTCP(t *testing.T) {
 	// A peer of another version: both sides refuse with the version message, even though the
 	// body of a future version may not parse.
 	v2 := testHello(0)
-	v2.Version = 2
+	v2.Version = HandshakeVersion + 1
 	errA, errB, _, _ = handshakePair(t, testHello(1), v2)
 	for i, err := range []error{errA, errB} {
 		if err == nil || !strings.Contains(err.Error(), "handshake version") {

@@ -54,6 +54,7 @@ type Report struct {
 	Backend     string    `json:"backend"`
 	Ring        string    `json:"ring"`
 	Scale       int       `json:"scale"`
+	Streams     int       `json:"streams"` // connections (OT streams); traffic is summed over them
 	TLS         bool      `json:"tls"`
 	Net         string    `json:"net,omitempty"` // the emulated link, if any
 	Started     time.Time `json:"started"`
@@ -138,6 +139,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 func netSuffix(r *Report) string {
 	s := ""
+	if r.Streams > 1 {
+		s += fmt.Sprintf(", %d streams", r.Streams)
+	}
 	if r.TLS {
 		s += ", TLS"
 	}
@@ -195,7 +199,7 @@ func FormatBytes(n int64) string {
 // exactly one backend call (Reveal); together they mark every instruction boundary.
 type recorder struct {
 	vm.Backend
-	conn     *transport.Conn
+	conns    []*transport.Conn
 	prog     *ir.FixedProgram
 	producer []int // tensor id -> index of the instruction that defines it
 	labels   []string
@@ -205,8 +209,8 @@ type recorder struct {
 	progress func(done, total int, in *ir.Instr)
 }
 
-func newRecorder(be vm.Backend, conn *transport.Conn, p *ir.FixedProgram, progress func(int, int, *ir.Instr)) *recorder {
-	rc := &recorder{Backend: be, conn: conn, prog: p, progress: progress}
+func newRecorder(be vm.Backend, conns []*transport.Conn, p *ir.FixedProgram, progress func(int, int, *ir.Instr)) *recorder {
+	rc := &recorder{Backend: be, conns: conns, prog: p, progress: progress}
 	rc.producer = make([]int, len(p.Tensors))
 	rc.labels = make([]string, len(p.Instrs))
 	rc.layers = make([]Layer, len(p.Instrs))
@@ -253,7 +257,7 @@ func (rc *recorder) start() {
 	rc.cur = 0
 	rc.mark = time.Now()
 	if len(rc.labels) > 0 {
-		rc.conn.SetPhase(rc.labels[0])
+		setPhase(rc.conns, rc.labels[0])
 	}
 }
 
@@ -264,9 +268,9 @@ func (rc *recorder) finish(i int) {
 	rc.mark = now
 	rc.cur = i + 1
 	if rc.cur < len(rc.labels) {
-		rc.conn.SetPhase(rc.labels[rc.cur])
+		setPhase(rc.conns, rc.labels[rc.cur])
 	} else {
-		rc.conn.SetPhase("after run")
+		setPhase(rc.conns, "after run")
 	}
 	if rc.progress != nil {
 		rc.progress(i+1, len(rc.layers), rc.prog.Instrs[i])
@@ -284,7 +288,7 @@ func (rc *recorder) Reveal(ctx context.Context, to int, x ring.Tensor) (bool, er
 	}
 	if j != rc.cur && j < len(rc.labels) {
 		rc.cur = j
-		rc.conn.SetPhase(rc.labels[j])
+		setPhase(rc.conns, rc.labels[j])
 	}
 	ok, err := rc.Backend.Reveal(ctx, to, x)
 	if err == nil && j < len(rc.layers) {
@@ -296,7 +300,7 @@ func (rc *recorder) Reveal(ctx context.Context, to int, x ring.Tensor) (bool, er
 // result returns the layers with their traffic.
 func (rc *recorder) result() []Layer {
 	for i := range rc.layers {
-		rc.layers[i].Traffic = trafficOf(rc.conn.PhaseStats(rc.labels[i]))
+		rc.layers[i].Traffic = trafficOf(phaseStats(rc.conns, rc.labels[i]))
 	}
 	return rc.layers
 }

@@ -16,8 +16,10 @@ import (
 type Server struct {
 	// Options configures every session (shared read-only; each session has its own state).
 	Options *Options
-	// MaxSessions bounds the sessions running at once; 0 means runtime.NumCPU(). Further clients
-	// wait in the listen backlog until a session ends.
+	// MaxSessions bounds the sessions running at once; 0 means runtime.NumCPU(). Up to
+	// 4·MaxSessions further clients wait for a free slot; beyond that a client is refused at the
+	// handshake as busy. (Connections are accepted at once so that the stream connections of
+	// running sessions are never stuck behind waiting clients.)
 	MaxSessions int
 	// TLS, when set, makes every connection a TLS server connection with this configuration.
 	TLS *tls.Config
@@ -69,10 +71,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	unblock := context.AfterFunc(acceptCtx, func() { _ = ln.Close() })
 	defer unblock()
 
+	st := &serveState{
+		reg:      newRegistry(),
+		incoming: make(chan struct{}, limit*s.Options.streams()+limit),
+		running:  make(chan struct{}, limit),
+		queued:   make(chan struct{}, waitingPerSlot*limit),
+	}
 	var (
 		wg       sync.WaitGroup
 		reportMu sync.Mutex
-		running  = make(chan struct{}, limit)
 		id       int
 		fatal    error
 		backoff  time.Duration
@@ -87,13 +94,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 accept:
 	for {
 		select {
-		case running <- struct{}{}:
+		case st.incoming <- struct{}{}:
 		case <-acceptCtx.Done():
 			break accept
 		}
 		nc, err := ln.Accept()
 		if err != nil {
-			<-running
+			<-st.incoming
 			if acceptCtx.Err() != nil {
 				break accept
 			}
@@ -116,10 +123,10 @@ accept:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-running }()
-			s.session(ctx, sid, nc, onReport)
+			s.handle(ctx, acceptCtx, sid, nc, st, onReport)
 		}()
 	}
+	running := st.running
 	if n := len(running); n > 0 {
 		log.Info("draining: waiting for running sessions", "sessions", n)
 	}
@@ -139,17 +146,71 @@ func isTemporary(err error) bool {
 	return errors.As(err, &t) && t.Temporary()
 }
 
-// session runs one client's session and logs its outcome.
-func (s *Server) session(ctx context.Context, id int, nc net.Conn, onReport func(*Report)) {
+// waitingPerSlot is how many clients per session slot may wait for a free slot; further clients
+// are refused as busy.
+const waitingPerSlot = 4
+
+// serveState is shared by the connections of one Serve call.
+type serveState struct {
+	reg      *registry
+	incoming chan struct{} // connections accepted and not yet classified
+	running  chan struct{} // sessions running
+	queued   chan struct{} // clients waiting for a session slot
+}
+
+// handle classifies an accepted connection: a stream connection joins its session; a client
+// starting a session waits for a session slot (or is refused when too many wait) and runs it.
+func (s *Server) handle(ctx, acceptCtx context.Context, id int, nc net.Conn, st *serveState, onReport func(*Report)) {
 	log := s.log().With("session", id, "client", nc.RemoteAddr().String())
 	start := time.Now()
-	nc, err := s.wrapTLS(ctx, nc)
+	hc, err := s.classify(ctx, nc, st.reg, min(s.Options.timeout(), MaxHelloWait))
+	<-st.incoming
 	if err != nil {
 		log.Warn("session failed", "err", err, "after", time.Since(start).Round(time.Millisecond))
 		return
 	}
+	if hc == nil {
+		log.Debug("stream connection joined its session")
+		return
+	}
+	select {
+	case st.running <- struct{}{}:
+	default:
+		select {
+		case st.queued <- struct{}{}:
+		default:
+			reason := fmt.Sprintf("the server is busy (%d sessions running and %d clients waiting): try again later",
+				cap(st.running), cap(st.queued))
+			s.refuse(ctx, hc, reason)
+			log.Warn("session refused", "err", reason)
+			return
+		}
+		select {
+		case st.running <- struct{}{}:
+			<-st.queued
+		case <-acceptCtx.Done():
+			<-st.queued
+			_ = hc.Close()
+			log.Info("closed a waiting client: the server stopped accepting sessions")
+			return
+		}
+	}
+	defer func() { <-st.running }()
+	s.session(ctx, log, start, hc, st.reg, onReport)
+}
+
+// refuse answers a client's hello with a refusal and closes the connection.
+func (s *Server) refuse(ctx context.Context, nc net.Conn, reason string) {
+	h := HelloFor(s.Options.File, 0, s.Options.backend(), s.Options.Software)
+	h.Streams = s.Options.streams()
+	_, _, _, _ = handshake(ctx, nc, h, min(s.Options.timeout(), MaxHelloWait), reason)
+	_ = nc.Close()
+}
+
+// session runs one client's session and logs its outcome.
+func (s *Server) session(ctx context.Context, log *slog.Logger, start time.Time, nc net.Conn, reg *registry, onReport func(*Report)) {
 	log.Info("session started")
-	res, err := run(ctx, nc, 0, s.Options, nil, s.sessionTimeout())
+	res, err := run(ctx, nc, 0, s.Options, nil, s.sessionTimeout(), reg)
 	if res != nil {
 		onReport(res.Report)
 	}
@@ -203,7 +264,46 @@ func (s *Server) ServeOne(ctx context.Context, ln net.Listener) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	return run(ctx, nc, 0, s.Options, nil, s.sessionTimeout())
+	reg := newRegistry()
+	if s.Options.streams() > 1 {
+		// Accept the session's stream connections on ln while it runs; refuse other clients.
+		sctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.acceptStreams(sctx, ln, reg, &wg)
+		}()
+		defer func() {
+			cancel()
+			_ = ln.Close()
+			wg.Wait()
+		}()
+	}
+	return run(ctx, nc, 0, s.Options, nil, s.sessionTimeout(), reg)
+}
+
+// acceptStreams accepts connections on ln until it is closed, delivering stream connections to
+// their sessions through reg and refusing clients that want a session of their own.
+func (s *Server) acceptStreams(ctx context.Context, ln net.Listener, reg *registry, wg *sync.WaitGroup) {
+	wait := min(s.Options.timeout(), MaxHelloWait)
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc, err := s.classify(ctx, nc, reg, wait)
+			if err != nil {
+				s.log().Warn("connection refused", "client", nc.RemoteAddr().String(), "err", err)
+			}
+			if hc != nil {
+				s.refuse(ctx, hc, "the server runs one session at a time and is busy: try again later")
+			}
+		}()
+	}
 }
 
 // sessionTimeout is the bound on each session (0: none).

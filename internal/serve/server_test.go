@@ -250,6 +250,10 @@ func TestServeMismatchAndHardStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	// The start of a hello makes the connection a session, which then waits for the rest.
+	if _, err := nc.Write([]byte(helloMagic)); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the session", func() bool { return strings.Contains(ts2.log.String(), "session started") })
 	start := time.Now()
 	ts2.cancel()

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -18,9 +17,12 @@ import (
 )
 
 // BackendFunc starts this party's end of a two-party backend over conn, after the handshake.
-// The backend may use conn exclusively until the session ends; the session closes conn. If the
-// backend also implements io.Closer, it is closed when the session ends.
-type BackendFunc func(ctx context.Context, conn *transport.Conn, party int, r ring.Ring) (vm.Backend, error)
+// streams are the session's further connections to the same peer (Options.Streams-1 of them, in
+// the same order at both parties), for a backend that runs work on several streams at once; a
+// backend may leave them unused. The backend may use the connections exclusively until the
+// session ends; the session closes them. If the backend also implements io.Closer, it is closed
+// when the session ends.
+type BackendFunc func(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error)
 
 // MaxHelloWait bounds how long the server waits for a client's hello.
 const MaxHelloWait = 30 * time.Second
@@ -82,6 +84,21 @@ type Options struct {
 	Progress func(done, total int, in *ir.Instr)
 	// Software is announced in the handshake (free text, for the peer's logs).
 	Software string
+	// Streams is the number of connections per session, 1 to MaxStreams (0 means 1); both
+	// parties must use the same number (the handshake checks it). After the handshake the
+	// client opens Streams-1 further connections to the server with DialStream, each presenting
+	// the session token the server issued, and the backend gets them all (one OT stream each).
+	Streams int
+	// DialStream opens one further connection to the server (TLS-wrapped if the session is);
+	// the client needs it when Streams > 1. The server ignores it.
+	DialStream func(ctx context.Context) (net.Conn, error)
+}
+
+func (o *Options) streams() int {
+	if o.Streams == 0 {
+		return 1
+	}
+	return o.Streams
 }
 
 func (o *Options) backend() string {
@@ -111,6 +128,10 @@ func (o *Options) Check(party int) error {
 	if o.NewBackend == nil {
 		return fmt.Errorf("backend %q is not available in this build", o.backend())
 	}
+	if n := o.streams(); n < 1 || n > MaxStreams {
+		return fmt.Errorf("%d streams: want 1 to %d", o.Streams, MaxStreams)
+	}
+
 	p := o.File.Program
 	if party == 0 && !p.HasWeights() {
 		return vm.ErrNoWeights
@@ -138,15 +159,26 @@ type Result struct {
 // 1's encoded inputs, one per program input (nil at party 0). Run owns nc and closes it. The
 // report is returned even when the session fails (with its Error set), unless it fails before
 // the handshake starts.
+//
+// With Options.Streams > 1, party 1 opens the extra connections with Options.DialStream; party 0
+// must be a Server (whose listener receives them), so Run refuses it.
 func Run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []ring.Tensor) (*Result, error) {
-	return run(ctx, nc, party, opt, inputs, opt.SessionTimeout)
+	if party == 0 && opt.streams() > 1 {
+		_ = nc.Close()
+		return nil, fmt.Errorf("%d streams: the server side of a multi-stream session needs a Server (it accepts the extra connections)", opt.streams())
+	}
+	return run(ctx, nc, party, opt, inputs, opt.SessionTimeout, nil)
 }
 
-// run is Run with the session bound limit (≤ 0: none).
-func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []ring.Tensor, limit time.Duration) (*Result, error) {
+// run is Run with the session bound limit (≤ 0: none). At party 0, reg receives the session's
+// extra connections (it may be nil with one stream).
+func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []ring.Tensor, limit time.Duration, reg *registry) (*Result, error) {
 	defer nc.Close()
 	if err := opt.Check(party); err != nil {
 		return nil, err
+	}
+	if party == 1 && opt.streams() > 1 && opt.DialStream == nil {
+		return nil, fmt.Errorf("%d streams: the client needs a way to open the extra connections (Options.DialStream)", opt.streams())
 	}
 	if limit > 0 {
 		var cancel context.CancelFunc
@@ -171,11 +203,11 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 		return nil, fmt.Errorf("%d inputs given, the program has %d", len(inputs), len(p.Inputs))
 	}
 
-	_, isTLS := nc.(*tls.Conn)
+	nstreams := opt.streams()
 	rep := &Report{
 		Party: party, Role: RoleName(party), Peer: nc.RemoteAddr().String(),
 		ProgramID: opt.File.IDString(), Model: opt.File.Meta.Source, Backend: opt.backend(),
-		Ring: r.String(), Scale: p.Scale, TLS: isTLS, Net: opt.NetName, Started: time.Now(),
+		Ring: r.String(), Scale: p.Scale, Streams: nstreams, TLS: isTLS(nc), Net: opt.NetName, Started: time.Now(),
 	}
 	res := &Result{Report: rep}
 	fail := func(err error) (*Result, error) {
@@ -192,47 +224,86 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	if party == 0 {
 		hsTimeout = min(hsTimeout, MaxHelloWait)
 	}
+	hello := HelloFor(opt.File, party, opt.backend(), opt.Software)
+	hello.Streams = nstreams
+	var pending *pendingStreams
+	if party == 0 && nstreams > 1 {
+		if reg == nil {
+			return fail(errors.New("a multi-stream session at the server needs the server's registry"))
+		}
+		tok, err := newToken()
+		if err != nil {
+			return fail(err)
+		}
+		hello.Token = tok
+		// Registered before the verdict that reveals the token, so no join can come first.
+		pending = reg.open(tok, nstreams)
+	}
 	t0 := time.Now()
-	peer, hs, hr, err := Handshake(ctx, nc, HelloFor(opt.File, party, opt.backend(), opt.Software), hsTimeout)
-	rep.HandshakeMS = ms(time.Since(t0))
+	peer, hs, hr, err := Handshake(ctx, nc, hello, hsTimeout)
 	rep.Handshake = Traffic{BytesSent: hs, BytesRecv: hr, Rounds: 2}
 	res.Peer = peer
+	var extra []net.Conn
+	if err == nil && nstreams > 1 {
+		if party == 0 {
+			extra, err = reg.wait(ctx, hello.Token, pending, nc, min(opt.timeout(), MaxHelloWait))
+		} else {
+			extra, err = openStreams(ctx, opt.DialStream, peer.Token, nstreams, opt.timeout())
+		}
+		if err != nil {
+			err = fmt.Errorf("opening %d streams: %w", nstreams, err)
+		}
+	} else if pending != nil {
+		reg.expire(hello.Token, pending)
+	}
+	rep.HandshakeMS = ms(time.Since(t0))
 	rep.Total = rep.Handshake
 	if err != nil {
 		return fail(err)
 	}
 
-	conn := transport.NewConn(nc, transport.Options{Timeout: opt.timeout(), Net: opt.Net, MaxFrame: frameLimit(p)})
-	defer conn.Close()
+	topt := transport.Options{Timeout: opt.timeout(), Net: opt.Net, MaxFrame: frameLimit(p)}
+	conns := []*transport.Conn{transport.NewConn(nc, topt)}
+	for _, c := range extra {
+		conns = append(conns, transport.NewConn(c, topt))
+	}
+	conn := conns[0]
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
 	aborted := false
 	abort := func(err error) {
 		err = overdue(err)
 		if !aborted {
 			aborted = true
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = conn.Abort(actx, err.Error())
+			for _, c := range conns {
+				_ = c.Abort(actx, err.Error())
+			}
 			cancel()
 		}
 	}
 
-	conn.SetPhase("setup")
+	setPhase(conns, "setup")
 	t0 = time.Now()
-	be, err := opt.NewBackend(ctx, conn, party, r)
+	be, err := opt.NewBackend(ctx, conn, conns[1:], party, r)
 	if err != nil {
 		err = fmt.Errorf("backend %s set-up: %w", opt.backend(), err)
 		abort(err)
 		rep.SetupMS = ms(time.Since(t0))
-		rep.Setup = trafficOf(conn.PhaseStats("setup"))
-		rep.Total = rep.Handshake.add(trafficOf(conn.Stats()))
+		rep.Setup = trafficOf(phaseStats(conns, "setup"))
+		rep.Total = rep.Handshake.add(trafficOf(totalStats(conns)))
 		return fail(explain(err, party))
 	}
 	if c, ok := be.(io.Closer); ok {
 		defer c.Close()
 	}
 	rep.SetupMS = ms(time.Since(t0))
-	rep.Setup = trafficOf(conn.PhaseStats("setup"))
+	rep.Setup = trafficOf(phaseStats(conns, "setup"))
 
-	rec := newRecorder(be, conn, p, opt.Progress)
+	rec := newRecorder(be, conns, p, opt.Progress)
 	m, err := vm.New(p, rec.backend())
 	if err != nil {
 		abort(err)
@@ -247,7 +318,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	}
 	rep.RunMS = ms(time.Since(t0))
 	rep.Layers = rec.result()
-	rep.Total = rep.Handshake.add(trafficOf(conn.Stats()))
+	rep.Total = rep.Handshake.add(trafficOf(totalStats(conns)))
 	if err != nil {
 		abort(err)
 		return fail(explain(err, party))
@@ -255,6 +326,31 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	rep.TotalMS = ms(time.Since(rep.Started))
 	res.Outputs = outs
 	return res, nil
+}
+
+// setPhase starts the accounting phase label on every stream.
+func setPhase(conns []*transport.Conn, label string) {
+	for _, c := range conns {
+		c.SetPhase(label)
+	}
+}
+
+// phaseStats sums a phase's traffic over the streams.
+func phaseStats(conns []*transport.Conn, label string) transport.Stats {
+	var s transport.Stats
+	for _, c := range conns {
+		s = s.Add(c.PhaseStats(label))
+	}
+	return s
+}
+
+// totalStats sums the traffic of the streams.
+func totalStats(conns []*transport.Conn) transport.Stats {
+	var s transport.Stats
+	for _, c := range conns {
+		s = s.Add(c.Stats())
+	}
+	return s
 }
 
 // finish ends a session cleanly: the client acknowledges that it has run the whole program, and

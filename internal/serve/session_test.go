@@ -215,8 +215,8 @@ func TestNativeConvPassesThrough(t *testing.T) {
 		convs []*servetest.InsecureConv
 	)
 	newConv := servetest.FuncConv(nil)
-	record := func(ctx context.Context, conn *transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
-		b, err := newConv(ctx, conn, party, r)
+	record := func(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
+		b, err := newConv(ctx, conn, streams, party, r)
 		if err == nil {
 			mu.Lock()
 			convs = append(convs, b.(*servetest.InsecureConv))

@@ -55,10 +55,11 @@ func New(ctx context.Context, conn *transport.Conn, party int, r ring.Ring) (*In
 	return &Insecure{party: party, r: r, conn: conn, clear: c, mask: prg.New(seed)}, nil
 }
 
-// Func adapts New to the serve.BackendFunc shape. hook, when set, is installed on the backend
-// with the connection and party at hand (e.g. to close the connection at a given call).
-func Func(hook func(conn *transport.Conn, party, call int) error) func(context.Context, *transport.Conn, int, ring.Ring) (vm.Backend, error) {
-	return func(ctx context.Context, conn *transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
+// Func adapts New to the serve.BackendFunc shape (it runs on the first connection and leaves a
+// session's further streams unused). hook, when set, is installed on the backend with the
+// connection and party at hand (e.g. to close the connection at a given call).
+func Func(hook func(conn *transport.Conn, party, call int) error) func(context.Context, *transport.Conn, []*transport.Conn, int, ring.Ring) (vm.Backend, error) {
+	return func(ctx context.Context, conn *transport.Conn, _ []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
 		b, err := New(ctx, conn, party, r)
 		if err != nil {
 			return nil, err
@@ -242,10 +243,10 @@ type InsecureConv struct {
 }
 
 // FuncConv is Func for InsecureConv.
-func FuncConv(hook func(conn *transport.Conn, party, call int) error) func(context.Context, *transport.Conn, int, ring.Ring) (vm.Backend, error) {
+func FuncConv(hook func(conn *transport.Conn, party, call int) error) func(context.Context, *transport.Conn, []*transport.Conn, int, ring.Ring) (vm.Backend, error) {
 	f := Func(hook)
-	return func(ctx context.Context, conn *transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
-		b, err := f(ctx, conn, party, r)
+	return func(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
+		b, err := f(ctx, conn, streams, party, r)
 		if err != nil {
 			return nil, err
 		}
