@@ -130,7 +130,7 @@ func TestClearMatMulWraps(t *testing.T) {
 		b.Data[i] = r.FromSigned(int64(i*53%241) - 120)
 	}
 	wide := ring.NewTensor([]int{m, n})
-	MatMulRing(r, wide.Data, a.Data, m, k, n, b.Data)
+	r.MatMul(wide.Data, a.Data, m, k, n, b.Data)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
 			var s int64

@@ -48,7 +48,7 @@ func (s *Session) MatMul(ctx context.Context, dst, w []uint64, m, k, n int, x []
 		return nil
 	}
 	if s.party == 0 {
-		matMulLocal(dst, w, m, k, n, x)
+		s.r.MatMul(dst, w, m, k, n, x)
 	} else {
 		clear(dst)
 	}
@@ -172,34 +172,4 @@ func (s *Session) crossWith(ctx context.Context, op string, parts [][2]int, accL
 		}
 	}
 	return acc, nil
-}
-
-// matMulLocal sets dst[m×n] = a[m×k]·b[k×n] modulo 2^64 (the caller reduces).
-func matMulLocal(dst, a []uint64, m, k, n int, b []uint64) {
-	for i := 0; i < m; i++ {
-		out := dst[i*n : i*n+n]
-		clear(out)
-		row := a[i*k : i*k+k]
-		t := 0
-		// Four rows of b per pass over out.
-		for ; t+4 <= k; t += 4 {
-			a0, a1, a2, a3 := row[t], row[t+1], row[t+2], row[t+3]
-			b0 := b[t*n : t*n+n]
-			b1 := b[(t+1)*n : (t+1)*n+n][:len(b0)]
-			b2 := b[(t+2)*n : (t+2)*n+n][:len(b0)]
-			b3 := b[(t+3)*n : (t+3)*n+n][:len(b0)]
-			o := out[:len(b0)]
-			for j, v := range b0 {
-				o[j] += a0*v + a1*b1[j] + a2*b2[j] + a3*b3[j]
-			}
-		}
-		for ; t < k; t++ {
-			av := row[t]
-			bs := b[t*n : t*n+n]
-			o := out[:len(bs)]
-			for j, v := range bs {
-				o[j] += av * v
-			}
-		}
-	}
 }
