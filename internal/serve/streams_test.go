@@ -55,8 +55,11 @@ func TestTwoStreamsBitwiseAndConcurrent(t *testing.T) {
 		s, c    *tls.Config
 		clients int
 	}{{"plain", nil, nil, 3}, {"tls", stls, ctls, 2}} {
-		ts := startServer(t, &Server{Options: streamOptions(options(full), 2, &got), MaxSessions: 2, TLS: tc.s})
-		copt := streamOptions(options(cfile), 2, &got)
+		// With 2 slots the third client waits for a session to end before its hello arrives; the
+		// per-wait timeout must outlast a whole session even under -race on a loaded machine.
+		sopt, copt := streamOptions(options(full), 2, &got), streamOptions(options(cfile), 2, &got)
+		sopt.Timeout, copt.Timeout = time.Minute, time.Minute
+		ts := startServer(t, &Server{Options: sopt, MaxSessions: 2, TLS: tc.s})
 		var wg sync.WaitGroup
 		for i := range tc.clients {
 			wg.Add(1)
