@@ -1,21 +1,16 @@
 package golden
 
 import (
-	"bufio"
 	"context"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
-	"github.com/cryptflow-go/cryptflow/internal/mnist"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/internal/testsets"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
@@ -275,63 +270,6 @@ func argmaxSigned(r ring.Ring, v []uint64) int {
 	return best
 }
 
-// mnistSamples reads t10k images [from, to) with labels; raw 0..255 or scaled to 0..1.
-func mnistSamples(t testing.TB, shared string, from, to int, unit bool) []passes.Sample {
-	t.Helper()
-	dir := filepath.Join(shared, "datasets", "mnist")
-	im, err := mnist.ReadImagesFile(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := mnist.ReadLabelsFile(filepath.Join(dir, "t10k-labels-idx1-ubyte.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s []passes.Sample
-	for i := from; i < to; i++ {
-		px, err := im.Image(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := append([]float32(nil), px...)
-		if unit {
-			mnist.ScaleToUnit(x)
-		}
-		s = append(s, passes.Sample{Name: "t10k-" + strconv.Itoa(i), Input: x, Label: int(lb[i])})
-	}
-	return s
-}
-
-// cifarSamples reads the first n CIFAR-10 test images (HWC 0..255 CSV rows), normalised as the
-// OVAL models expect ((pixel/255 − mean)/0.225, NCHW).
-func cifarSamples(t testing.TB, shared string, n int) []passes.Sample {
-	t.Helper()
-	f, err := os.Open(filepath.Join(shared, "datasets", "cifar10", "cifar10_test_first100_eran.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mean := []float64{0.485, 0.456, 0.406}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	var s []passes.Sample
-	for sc.Scan() && len(s) < n {
-		fields := strings.Split(strings.TrimSpace(sc.Text()), ",")
-		if len(fields) != 3073 {
-			t.Fatalf("CIFAR row with %d fields", len(fields))
-		}
-		label, _ := strconv.Atoi(fields[0])
-		x := make([]float32, 3072)
-		for i, v := range fields[1:] {
-			p, _ := strconv.Atoi(v)
-			c, hw := i%3, i/3
-			x[c*1024+hw] = float32((float64(p)/255 - mean[c]) / 0.225)
-		}
-		s = append(s, passes.Sample{Name: "cifar-" + strconv.Itoa(len(s)), Input: x, Label: label})
-	}
-	return s
-}
-
 func inputsOf(s []passes.Sample) [][]float32 {
 	out := make([][]float32, len(s))
 	for i := range s {
@@ -419,4 +357,22 @@ func convShapeOf(p *ir.FixedProgram, in *ir.Instr) linear.ConvShape {
 		c.H, c.OH, c.KH, c.SH, c.PH, c.DH = x[2], y[2], w.Kernel[0], w.Strides[0], w.Pads[0], w.Dilations[0]
 	}
 	return c
+}
+
+// mnistSamples returns t10k images from..to-1 (see testsets.MNIST).
+func mnistSamples(t testing.TB, shared string, from, to int, unit bool) []passes.Sample {
+	return toSamples(testsets.MNIST(t, shared, from, to, unit))
+}
+
+// cifarSamples returns the first n CIFAR-10 test images as the OVAL models expect them.
+func cifarSamples(t testing.TB, shared string, n int) []passes.Sample {
+	return toSamples(testsets.CIFAROval(t, shared, n))
+}
+
+func toSamples(in []testsets.Sample) []passes.Sample {
+	out := make([]passes.Sample, len(in))
+	for i, s := range in {
+		out[i] = passes.Sample(s)
+	}
+	return out
 }

@@ -1,77 +1,17 @@
 package passes
 
 import (
-	"bufio"
 	"math"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
-	"github.com/cryptflow-go/cryptflow/internal/mnist"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/internal/testsets"
 	"github.com/cryptflow-go/cryptflow/ir"
 )
-
-// mnistSamples reads t10k images [from, to) with labels; raw 0..255 or scaled to 0..1.
-func mnistSamples(t testing.TB, shared string, from, to int, unit bool) []Sample {
-	t.Helper()
-	dir := filepath.Join(shared, "datasets", "mnist")
-	im, err := mnist.ReadImagesFile(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := mnist.ReadLabelsFile(filepath.Join(dir, "t10k-labels-idx1-ubyte.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s []Sample
-	for i := from; i < to; i++ {
-		px, err := im.Image(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := append([]float32(nil), px...)
-		if unit {
-			mnist.ScaleToUnit(x)
-		}
-		s = append(s, Sample{Name: "t10k-" + strconv.Itoa(i), Input: x, Label: int(lb[i])})
-	}
-	return s
-}
-
-// cifarSamples reads the first n CIFAR-10 test images (HWC 0..255 CSV rows) normalised as the
-// OVAL models expect: (pixel/255 - mean)/std, NCHW.
-func cifarSamples(t testing.TB, shared string, n int) []Sample {
-	t.Helper()
-	f, err := os.Open(filepath.Join(shared, "datasets", "cifar10", "cifar10_test_first100_eran.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mean := []float64{0.485, 0.456, 0.406}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	var s []Sample
-	for sc.Scan() && len(s) < n {
-		fields := strings.Split(strings.TrimSpace(sc.Text()), ",")
-		if len(fields) != 3073 {
-			t.Fatalf("CIFAR row with %d fields", len(fields))
-		}
-		label, _ := strconv.Atoi(fields[0])
-		x := make([]float32, 3072)
-		for i, v := range fields[1:] {
-			p, _ := strconv.Atoi(v)
-			c, hw := i%3, i/3
-			x[c*1024+hw] = float32((float64(p)/255 - mean[c]) / 0.225)
-		}
-		s = append(s, Sample{Name: "cifar-" + strconv.Itoa(len(s)), Input: x, Label: label})
-	}
-	return s
-}
 
 type testModel struct {
 	name, path string
@@ -210,4 +150,22 @@ func TestMNISTAccuracy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mnistSamples returns t10k images from..to-1 (see testsets.MNIST).
+func mnistSamples(t testing.TB, shared string, from, to int, unit bool) []Sample {
+	return toSamples(testsets.MNIST(t, shared, from, to, unit))
+}
+
+// cifarSamples returns the first n CIFAR-10 test images as the OVAL models expect them.
+func cifarSamples(t testing.TB, shared string, n int) []Sample {
+	return toSamples(testsets.CIFAROval(t, shared, n))
+}
+
+func toSamples(in []testsets.Sample) []Sample {
+	out := make([]Sample, len(in))
+	for i, s := range in {
+		out[i] = Sample(s)
+	}
+	return out
 }
