@@ -143,7 +143,7 @@ type countingBackend struct {
 	calls linearCalls
 }
 
-func (c *countingBackend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g vm.ConvGeom) error {
+func (c *countingBackend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	c.calls.conv2D++
 	return c.Backend.Conv2D(ctx, dst, w, x, g)
 }
@@ -345,12 +345,12 @@ func checkLinearTraffic(t testing.TB, p *ir.FixedProgram, sec *secureRun, n int,
 	}
 }
 
-// convShapeOf is the linear.ConvShape of a convolution instruction (1-D or 2-D).
-func convShapeOf(p *ir.FixedProgram, in *ir.Instr) linear.ConvShape {
+// convShapeOf is the ring.ConvGeom of a convolution instruction (1-D or 2-D).
+func convShapeOf(p *ir.FixedProgram, in *ir.Instr) ring.ConvGeom {
 	x, y := p.Tensors[in.In[0]].Shape, p.Tensors[in.Out].Shape
 	w := in.Win
 	k := len(w.Kernel)
-	c := linear.ConvShape{N: x[0], C: x[1], H: 1, W: x[len(x)-1], M: y[1], OH: 1, OW: y[len(y)-1],
+	c := ring.ConvGeom{N: x[0], C: x[1], H: 1, W: x[len(x)-1], M: y[1], OH: 1, OW: y[len(y)-1],
 		KH: 1, KW: w.Kernel[k-1], SH: 1, SW: w.Strides[k-1], PW: w.Pads[k-1], DH: 1, DW: w.Dilations[k-1],
 		Groups: in.Group}
 	if k == 2 {

@@ -14,7 +14,6 @@ package vm
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
@@ -58,43 +57,6 @@ type Backend interface {
 	ArgMaxRows(ctx context.Context, dst, x ring.Tensor, rows, d int) error
 }
 
-// ConvGeom is the public geometry of one 2-D convolution: input x [N, C, H, W] (NCHW), weights
-// [M, C/Groups, KH, KW], output [N, M, OH, OW]. Output position (oy, ox) and kernel offset
-// (ky, kx) read input row oy·SH − PH + ky·DH and column ox·SW − PW + kx·DW; a position outside the
-// input reads zero (zero padding is local: both shares are zero there). Output channel m uses the
-// input channels of its group, g = m / (M/Groups). A 1-D convolution has H = OH = KH = 1,
-// SH = DH = 1 and PH = 0.
-type ConvGeom struct {
-	N, C, H, W int // input: batch, channels, height, width
-	M, OH, OW  int // output channels, height, width
-	KH, KW     int // kernel
-	SH, SW     int // strides
-	PH, PW     int // padding before the first row and column (the padding after follows from OH, OW)
-	DH, DW     int // dilations
-	Groups     int
-}
-
-// Validate checks that the geometry is consistent: positive sizes, non-negative padding, channels
-// divisible by the groups. (A window may lie wholly in the padding; its output is zero.)
-func (g ConvGeom) Validate() error {
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"N", g.N}, {"C", g.C}, {"H", g.H}, {"W", g.W}, {"M", g.M}, {"OH", g.OH}, {"OW", g.OW},
-		{"KH", g.KH}, {"KW", g.KW}, {"SH", g.SH}, {"SW", g.SW}, {"DH", g.DH}, {"DW", g.DW}, {"Groups", g.Groups}} {
-		if f.v < 1 {
-			return fmt.Errorf("conv geometry: %s = %d, want at least 1", f.name, f.v)
-		}
-	}
-	if g.PH < 0 || g.PW < 0 {
-		return fmt.Errorf("conv geometry: negative padding %d, %d", g.PH, g.PW)
-	}
-	if g.C%g.Groups != 0 || g.M%g.Groups != 0 {
-		return fmt.Errorf("conv geometry: %d input and %d output channels are not divisible by %d groups", g.C, g.M, g.Groups)
-	}
-	return nil
-}
-
 // ConvBackend is implemented by backends with a convolution of their own. New asks UseConv2D once
 // for every convolution of the program; for those it accepts, Run calls Conv2D, and it lowers the
 // others to an im2col gather (local on shares) and one MatMul per group. UseConv2D must depend on
@@ -103,9 +65,9 @@ func (g ConvGeom) Validate() error {
 type ConvBackend interface {
 	Backend
 	// UseConv2D reports whether Conv2D should run convolutions of geometry g.
-	UseConv2D(g ConvGeom) bool
+	UseConv2D(g ring.ConvGeom) bool
 	// Conv2D sets dst [N, M, OH, OW] to the convolution of x [N, C, H, W] (shared) with W
 	// [M, C/Groups, KH, KW] (party 0's; nil at party 1), exactly in the ring (products and sums
-	// wrap), as defined by ConvGeom. dst never aliases x.
-	Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ConvGeom) error
+	// wrap), as defined by ring.ConvGeom. dst never aliases x.
+	Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error
 }

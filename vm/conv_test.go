@@ -13,16 +13,16 @@ import (
 )
 
 // nativeConv is the cleartext backend plus a convolution of its own: a direct loop over the
-// definition in ConvGeom, independent of the Machine's im2col lowering. use decides per geometry.
+// definition in ring.ConvGeom, independent of the Machine's im2col lowering. use decides per geometry.
 type nativeConv struct {
 	*Clear
-	use   func(ConvGeom) bool
-	calls []ConvGeom
+	use   func(ring.ConvGeom) bool
+	calls []ring.ConvGeom
 }
 
-func (b *nativeConv) UseConv2D(g ConvGeom) bool { return b.use(g) }
+func (b *nativeConv) UseConv2D(g ring.ConvGeom) bool { return b.use(g) }
 
-func (b *nativeConv) Conv2D(_ context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ConvGeom) error {
+func (b *nativeConv) Conv2D(_ context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func TestConvBackendMatchesIm2col(t *testing.T) {
 		clear, _ := NewClear(r)
 		want := runOn(t, p, clear, in)
 		for _, mode := range []string{"all", "spatial-only"} {
-			nb := &nativeConv{Clear: clear, use: func(g ConvGeom) bool { return mode == "all" || g.KH*g.KW > 1 }}
+			nb := &nativeConv{Clear: clear, use: func(g ring.ConvGeom) bool { return mode == "all" || g.KH*g.KW > 1 }}
 			got := runOn(t, p, nb, in)
 			if !slices.Equal(got, want) {
 				t.Fatalf("case %d %+v (l=%d, %s): Conv2D path differs from im2col", i, c, bits, mode)
@@ -177,16 +177,16 @@ func TestConvGeomFromProgram(t *testing.T) {
 	clear, _ := NewClear(r)
 	for _, tc := range []struct {
 		c    convCase
-		want ConvGeom
+		want ring.ConvGeom
 	}{
 		{convCase{ir.Shape{2, 4, 7, 5}, 6, 2, win([]int{3, 2}, []int{2, 1}, []int{1, 0, 2, 1}, []int{1, 2}, false)},
-			ConvGeom{N: 2, C: 4, H: 7, W: 5, M: 6, OH: 4, OW: 4, KH: 3, KW: 2, SH: 2, SW: 1, PH: 1, PW: 0, DH: 1, DW: 2, Groups: 2}},
+			ring.ConvGeom{N: 2, C: 4, H: 7, W: 5, M: 6, OH: 4, OW: 4, KH: 3, KW: 2, SH: 2, SW: 1, PH: 1, PW: 0, DH: 1, DW: 2, Groups: 2}},
 		{convCase{ir.Shape{1, 3, 9}, 3, 3, win([]int{3}, []int{2}, []int{2, 1}, []int{2}, false)},
-			ConvGeom{N: 1, C: 3, H: 1, W: 9, M: 3, OH: 1, OW: 4, KH: 1, KW: 3, SH: 1, SW: 2, PH: 0, PW: 2, DH: 1, DW: 2, Groups: 3}},
+			ring.ConvGeom{N: 1, C: 3, H: 1, W: 9, M: 3, OH: 1, OW: 4, KH: 1, KW: 3, SH: 1, SW: 2, PH: 0, PW: 2, DH: 1, DW: 2, Groups: 3}},
 	} {
 		p, in := convProgram(t, rng, tc.c, 16, false)
 		asked := 0
-		nb := &nativeConv{Clear: clear, use: func(ConvGeom) bool { asked++; return true }}
+		nb := &nativeConv{Clear: clear, use: func(ring.ConvGeom) bool { asked++; return true }}
 		m, err := New(p, nb)
 		if err != nil {
 			t.Fatal(err)
@@ -206,19 +206,19 @@ func TestConvGeomFromProgram(t *testing.T) {
 }
 
 func TestConvGeomValidate(t *testing.T) {
-	ok := ConvGeom{N: 1, C: 4, H: 3, W: 3, M: 2, OH: 3, OW: 3, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 2}
+	ok := ring.ConvGeom{N: 1, C: 4, H: 3, W: 3, M: 2, OH: 3, OW: 3, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 2}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		mut  func(*ConvGeom)
+		mut  func(*ring.ConvGeom)
 		want string
 	}{
-		{func(g *ConvGeom) { g.KH = 0 }, "KH"},
-		{func(g *ConvGeom) { g.SW = -1 }, "SW"},
-		{func(g *ConvGeom) { g.PH = -1 }, "padding"},
-		{func(g *ConvGeom) { g.Groups = 3 }, "divisible"},
-		{func(g *ConvGeom) { g.M = 3 }, "divisible"},
+		{func(g *ring.ConvGeom) { g.KH = 0 }, "KH"},
+		{func(g *ring.ConvGeom) { g.SW = -1 }, "SW"},
+		{func(g *ring.ConvGeom) { g.PH = -1 }, "padding"},
+		{func(g *ring.ConvGeom) { g.Groups = 3 }, "divisible"},
+		{func(g *ring.ConvGeom) { g.M = 3 }, "divisible"},
 	} {
 		g := ok
 		tc.mut(&g)
@@ -232,8 +232,8 @@ func TestConvGeomValidate(t *testing.T) {
 // instruction.
 type failingConv struct{ *Clear }
 
-func (failingConv) UseConv2D(ConvGeom) bool { return true }
-func (failingConv) Conv2D(context.Context, ring.Tensor, *ring.Tensor, ring.Tensor, ConvGeom) error {
+func (failingConv) UseConv2D(ring.ConvGeom) bool { return true }
+func (failingConv) Conv2D(context.Context, ring.Tensor, *ring.Tensor, ring.Tensor, ring.ConvGeom) error {
 	return fmt.Errorf("no convolutions today")
 }
 

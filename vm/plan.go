@@ -19,7 +19,7 @@ type plan struct {
 	groups          []divGroup // FxDiv with several divisors
 	// conv is the geometry of an FxConv; native means the backend runs it (ConvBackend.Conv2D)
 	// and idx is not built.
-	conv   ConvGeom
+	conv   ring.ConvGeom
 	native bool
 }
 
@@ -41,7 +41,7 @@ func (m *Machine) makePlan(in *ir.Instr) (plan, int, error) {
 		if err != nil {
 			return pl, 0, err
 		}
-		pl.conv = ConvGeom{N: x[0], C: x[1], H: geo.ih, W: geo.iw, M: out[1], OH: geo.oh, OW: geo.ow,
+		pl.conv = ring.ConvGeom{N: x[0], C: x[1], H: geo.ih, W: geo.iw, M: out[1], OH: geo.oh, OW: geo.ow,
 			KH: geo.kh, KW: geo.kw, SH: geo.sh, SW: geo.sw, PH: geo.ph, PW: geo.pw, DH: geo.dh, DW: geo.dw,
 			Groups: in.Group}
 		if err := pl.conv.Validate(); err != nil {

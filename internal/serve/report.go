@@ -236,10 +236,10 @@ type convRecorder struct {
 }
 
 // UseConv2D asks the wrapped backend.
-func (c convRecorder) UseConv2D(g vm.ConvGeom) bool { return c.conv.UseConv2D(g) }
+func (c convRecorder) UseConv2D(g ring.ConvGeom) bool { return c.conv.UseConv2D(g) }
 
 // Conv2D runs the wrapped backend's convolution.
-func (c convRecorder) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g vm.ConvGeom) error {
+func (c convRecorder) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	return c.conv.Conv2D(ctx, dst, w, x, g)
 }
 

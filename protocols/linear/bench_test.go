@@ -90,13 +90,13 @@ func BenchmarkMatMul64(b *testing.B) {
 func BenchmarkConv(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
-		c       ConvShape
+		c       ring.ConvGeom
 		l       int
 		streams int
 	}{
-		{"mnist8-conv2", ConvShape{N: 1, C: 8, H: 14, W: 14, M: 16, OH: 14, OW: 14, KH: 5, KW: 5, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1}, 28, 1},
-		{"mnist8-conv2", ConvShape{N: 1, C: 8, H: 14, W: 14, M: 16, OH: 14, OW: 14, KH: 5, KW: 5, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1}, 28, 2},
-		{"minionn-16x16", ConvShape{N: 1, C: 64, H: 16, W: 16, M: 64, OH: 16, OW: 16, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}, 41, 1},
+		{"mnist8-conv2", ring.ConvGeom{N: 1, C: 8, H: 14, W: 14, M: 16, OH: 14, OW: 14, KH: 5, KW: 5, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1}, 28, 1},
+		{"mnist8-conv2", ring.ConvGeom{N: 1, C: 8, H: 14, W: 14, M: 16, OH: 14, OW: 14, KH: 5, KW: 5, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1}, 28, 2},
+		{"minionn-16x16", ring.ConvGeom{N: 1, C: 64, H: 16, W: 16, M: 64, OH: 16, OW: 16, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}, 41, 1},
 	} {
 		for _, method := range []string{"direct", "im2col"} {
 			b.Run(fmt.Sprintf("%s_streams%d_%s", tc.name, tc.streams, method), func(b *testing.B) {

@@ -5,61 +5,8 @@ import (
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
-
-// ConvShape is the public geometry of a 2-D convolution: input X [N, C, H, W] (NCHW, shared),
-// weights W [M, C/Groups, KH, KW] (party 0's), output [N, M, OH, OW]. Output position (oy, ox)
-// and kernel offset (ky, kx) read input row oy·SH − PH + ky·DH and column ox·SW − PW + kx·DW;
-// positions outside the input read zero. Output channel m belongs to group m/(M/Groups) and reads
-// that group's C/Groups input channels. A 1-D convolution has H = OH = KH = SH = DH = 1, PH = 0.
-type ConvShape struct {
-	N, C, H, W int // input: batch, channels, height, width
-	M, OH, OW  int // output channels, height, width
-	KH, KW     int // kernel
-	SH, SW     int // strides
-	PH, PW     int // padding before the first row and column
-	DH, DW     int // dilations
-	Groups     int
-}
-
-// maxConvElems bounds every tensor and index table of a convolution (elements), so that the
-// int32 tables and the int64 formulas cannot overflow.
-const maxConvElems = 1 << 30
-
-// Validate checks that the geometry is consistent: positive sizes, non-negative padding, channels
-// divisible by the groups, tensors of at most 2^30 elements.
-func (c ConvShape) Validate() error {
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"N", c.N}, {"C", c.C}, {"H", c.H}, {"W", c.W}, {"M", c.M}, {"OH", c.OH}, {"OW", c.OW},
-		{"KH", c.KH}, {"KW", c.KW}, {"SH", c.SH}, {"SW", c.SW}, {"DH", c.DH}, {"DW", c.DW}, {"Groups", c.Groups}} {
-		if f.v < 1 || f.v > maxConvElems {
-			return fmt.Errorf("conv shape: %s = %d outside 1..2^30", f.name, f.v)
-		}
-	}
-	if c.PH < 0 || c.PW < 0 || c.PH > maxConvElems || c.PW > maxConvElems {
-		return fmt.Errorf("conv shape: padding %d, %d outside 0..2^30", c.PH, c.PW)
-	}
-	if c.C%c.Groups != 0 || c.M%c.Groups != 0 {
-		return fmt.Errorf("conv shape: %d input and %d output channels are not divisible by %d groups", c.C, c.M, c.Groups)
-	}
-	for _, t := range []struct {
-		name string
-		dims []int
-	}{{"input", []int{c.N, c.C, c.H, c.W}}, {"output", []int{c.N, c.M, c.OH, c.OW}},
-		{"weights", []int{c.M, c.C / c.Groups, c.KH, c.KW}}, {"window table", []int{c.N, c.OH, c.OW, c.KH, c.KW}},
-		{"im2col matrix", []int{c.N, c.C, c.OH, c.OW, c.KH, c.KW}}} {
-		n := 1
-		for _, d := range t.dims {
-			n *= d
-			if n > maxConvElems {
-				return fmt.Errorf("conv shape: the %s %v has more than 2^30 elements", t.name, t.dims)
-			}
-		}
-	}
-	return nil
-}
 
 // axisCover returns, for one spatial axis of n input positions, out output positions, kernel k,
 // stride s, padding p and dilation d, how many (kernel offset, output position) pairs read each
@@ -93,7 +40,7 @@ func coverStats(cnt []int32) (touched, reads, most int) {
 // the number of (kernel offset, output position) pairs that read an input position (the non-padding
 // entries of one channel's im2col matrix) and the largest number of pairs reading one position.
 // The window is separable, so each is a product of per-axis counts.
-func (c ConvShape) planeCover() (touched, nnz, most int) {
+func planeCover(c ring.ConvGeom) (touched, nnz, most int) {
 	th, nh, mh := coverStats(axisCover(c.H, c.OH, c.KH, c.SH, c.PH, c.DH))
 	tw, nw, mw := coverStats(axisCover(c.W, c.OW, c.KW, c.SW, c.PW, c.DW))
 	return th * tw, nh * nw, mh * mw
@@ -110,11 +57,11 @@ func (c ConvShape) planeCover() (touched, nnz, most int) {
 // element and bit i, l−i bits for each of the M/Groups output channels at each of the output
 // positions it reaches. The second term is l(l+1)/2 bits per multiply-accumulate that does not
 // touch padding. It is 0 for an invalid shape.
-func ConvBits(c ConvShape, l int) int64 {
+func ConvBits(c ring.ConvGeom, l int) int64 {
 	if c.Validate() != nil {
 		return 0
 	}
-	t, z, _ := c.planeCover()
+	t, z, _ := planeCover(c)
 	nc := int64(c.N) * int64(c.C)
 	return nc*int64(t)*int64(l)*(Lambda+1) + nc*int64(c.M/c.Groups)*int64(z)*int64(l*(l+1)/2)
 }
@@ -123,7 +70,7 @@ func ConvBits(c ConvShape, l int) int64 {
 // weights (M/Groups × C/Groups·KH·KW) with the im2col matrix (C/Groups·KH·KW × N·OH·OW, padding
 // included): Groups·MatMulBits, plus one flip bit per OT in the one-batch mode. It is 0 for an
 // invalid shape.
-func ConvIm2colBits(c ConvShape, l int, oneBatch bool) int64 {
+func ConvIm2colBits(c ring.ConvGeom, l int, oneBatch bool) int64 {
 	if c.Validate() != nil {
 		return 0
 	}
@@ -143,14 +90,14 @@ func ConvIm2colBits(c ConvShape, l int, oneBatch bool) int64 {
 // so both parties decide alike. It is true for every kernel larger than 1×1 and for padded 1×1
 // convolutions; an unpadded 1×1 convolution (any stride) costs the same either way up to the flip
 // bits, and the matrix product is kept.
-func (s *Session) ConvDirect(c ConvShape) bool { return ConvDirectFor(c, s.r.Bits, s.oneBatch) }
+func (s *Session) ConvDirect(c ring.ConvGeom) bool { return ConvDirectFor(c, s.r.Bits, s.oneBatch) }
 
 // ConvDirectFor is Session.ConvDirect for a session over Z_{2^l} in the given mode.
-func ConvDirectFor(c ConvShape, l int, oneBatch bool) bool {
+func ConvDirectFor(c ring.ConvGeom, l int, oneBatch bool) bool {
 	if c.Validate() != nil || l < 1 || l > 64 {
 		return false
 	}
-	_, _, most := c.planeCover()
+	_, _, most := planeCover(c)
 	if c.M/c.Groups*most*l > maxPadBits {
 		return false
 	}
@@ -164,7 +111,7 @@ func ConvDirectFor(c ConvShape, l int, oneBatch bool) bool {
 // channel of the group and each output position the element reaches, is the weight that joins
 // them (l−i bits). Communication: ConvBits, in the one-batch flow (2 flights per chunk plus 2 per
 // stream) whatever Options.OneBatch says. dst must not alias x.
-func (s *Session) Conv2D(ctx context.Context, dst, w []uint64, c ConvShape, x []uint64) error {
+func (s *Session) Conv2D(ctx context.Context, dst, w []uint64, c ring.ConvGeom, x []uint64) error {
 	const op = "Conv2D"
 	if err := s.usable(op); err != nil {
 		return err
@@ -245,7 +192,7 @@ type convIndex struct {
 	most    int     // the largest number of pairs of one position
 }
 
-func newConvIndex(c ConvShape) *convIndex {
+func newConvIndex(c ring.ConvGeom) *convIndex {
 	HW := c.H * c.W
 	pos := func(oy, ox, ky, kx int) int {
 		iy := oy*c.SH - c.PH + ky*c.DH

@@ -12,8 +12,8 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
-// refConv is the plain definition of ConvShape's convolution in the ring.
-func refConv(r ring.Ring, w []uint64, c ConvShape, x []uint64) []uint64 {
+// refConv is the plain definition of ring.ConvGeom's convolution in the ring.
+func refConv(r ring.Ring, w []uint64, c ring.ConvGeom, x []uint64) []uint64 {
 	cg, mg := c.C/c.Groups, c.M/c.Groups
 	out := make([]uint64, c.N*c.M*c.OH*c.OW)
 	for n := 0; n < c.N; n++ {
@@ -46,9 +46,9 @@ func outSize(n, k, s, pads, d int) int { return (n+pads-(k-1)*d-1)/s + 1 }
 
 // randomConvShape draws a convolution with random batch (1–2), groups (including depthwise),
 // kernel, strides, dilations and asymmetric padding; 1-D (H = 1) one time in four.
-func randomConvShape(rng *rand.Rand) ConvShape {
+func randomConvShape(rng *rand.Rand) ring.ConvGeom {
 	g := 1 + rng.IntN(3)
-	c := ConvShape{N: 1 + rng.IntN(2), C: g * (1 + rng.IntN(3)), M: g * (1 + rng.IntN(4)), Groups: g}
+	c := ring.ConvGeom{N: 1 + rng.IntN(2), C: g * (1 + rng.IntN(3)), M: g * (1 + rng.IntN(4)), Groups: g}
 	axis := func() (n, o, k, s, p, d int) {
 		n = 1 + rng.IntN(9)
 		k = 1 + rng.IntN(min(4, n+1))
@@ -73,7 +73,7 @@ func randomConvShape(rng *rand.Rand) ConvShape {
 }
 
 // runConv shares x, runs Conv2D at both parties and returns the reconstructed result.
-func runConv(t *testing.T, p *pair, rng *rand.Rand, w []uint64, c ConvShape, x []uint64) []uint64 {
+func runConv(t *testing.T, p *pair, rng *rand.Rand, w []uint64, c ring.ConvGeom, x []uint64) []uint64 {
 	t.Helper()
 	x0, x1 := share(p.r, rng, x)
 	n := c.N * c.M * c.OH * c.OW
@@ -89,7 +89,7 @@ func runConv(t *testing.T, p *pair, rng *rand.Rand, w []uint64, c ConvShape, x [
 	return reconstruct(p.r, d0, d1)
 }
 
-func convOperands(r ring.Ring, rng *rand.Rand, c ConvShape) (w, x []uint64) {
+func convOperands(r ring.Ring, rng *rand.Rand, c ring.ConvGeom) (w, x []uint64) {
 	w = values(r, rng, c.M*c.C/c.Groups*c.KH*c.KW)
 	rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
 	x = values(r, rng, c.N*c.C*c.H*c.W)
@@ -99,7 +99,7 @@ func convOperands(r ring.Ring, rng *rand.Rand, c ConvShape) (w, x []uint64) {
 
 func TestConvCorrect(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	fixed := []ConvShape{
+	fixed := []ring.ConvGeom{
 		// mnist-8's first layer: 5×5, same padding.
 		{N: 1, C: 1, H: 28, W: 28, M: 8, OH: 28, OW: 28, KH: 5, KW: 5, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1},
 		// Batch 2, strided, dilated, grouped, asymmetric padding (end padding 0 rows, 1 column).
@@ -142,16 +142,16 @@ func TestConvCorrect(t *testing.T) {
 func TestConvCommunication(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	for _, tc := range []struct {
-		c       ConvShape
+		c       ring.ConvGeom
 		l       int
 		streams int
 	}{
 		// mnist-8's second layer, 8→16 channels, 14×14, 5×5 same padding, l = 28.
-		{ConvShape{N: 1, C: 8, H: 14, W: 14, M: 16, OH: 14, OW: 14, KH: 5, KW: 5, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1}, 28, 1},
+		{ring.ConvGeom{N: 1, C: 8, H: 14, W: 14, M: 16, OH: 14, OW: 14, KH: 5, KW: 5, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1}, 28, 1},
 		// 3×3 same, several frames per chunk, two streams.
-		{ConvShape{N: 1, C: 4, H: 16, W: 16, M: 16, OH: 16, OW: 16, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}, 32, 2},
+		{ring.ConvGeom{N: 1, C: 4, H: 16, W: 16, M: 16, OH: 16, OW: 16, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}, 32, 2},
 		// Batch 2, grouped, strided, dilated, odd l (frames end inside a byte).
-		{ConvShape{N: 2, C: 4, H: 9, W: 9, M: 4, OH: 4, OW: 4, KH: 3, KW: 3, SH: 2, SW: 2, PH: 1, PW: 1, DH: 2, DW: 2, Groups: 2}, 37, 1},
+		{ring.ConvGeom{N: 2, C: 4, H: 9, W: 9, M: 4, OH: 4, OW: 4, KH: 3, KW: 3, SH: 2, SW: 2, PH: 1, PW: 1, DH: 2, DW: 2, Groups: 2}, 37, 1},
 	} {
 		c := tc.c
 		t.Run(fmt.Sprintf("%dx%dx%dx%d_k%d_l%d_s%d", c.N, c.C, c.H, c.W, c.KH, tc.l, tc.streams), func(t *testing.T) {
@@ -208,7 +208,7 @@ func TestConvBitsFormula(t *testing.T) {
 	// min(i, 2) + 1 + min(27−i, 2) offsets: 5 inside, 4 and 3 at the two rows next to each edge,
 	// so each axis has 28·5 − 2·(1+2) = 134 reads, and a plane 134² = 17,956 pairs of the im2col
 	// matrix's 25·784 = 19,600 entries; every position is read.
-	c := ConvShape{N: 1, C: 1, H: 28, W: 28, M: 8, OH: 28, OW: 28, KH: 5, KW: 5, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1}
+	c := ring.ConvGeom{N: 1, C: 1, H: 28, W: 28, M: 8, OH: 28, OW: 28, KH: 5, KW: 5, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1, Groups: 1}
 	if got, want := ConvBits(c, l), 784*l*(Lambda+1)+8*17956*half; got != int64(want) {
 		t.Errorf("ConvBits = %d, want %d", got, want)
 	}
@@ -220,7 +220,7 @@ func TestConvBitsFormula(t *testing.T) {
 	}
 	// Stride 3 with a 2×2 kernel reads 2 of every 3 rows and columns: 8×8 input, 3×3 output, 6×6
 	// positions read once each; groups split the channels.
-	c = ConvShape{N: 2, C: 6, H: 8, W: 8, M: 4, OH: 3, OW: 3, KH: 2, KW: 2, SH: 3, SW: 3, PH: 0, PW: 0, DH: 1, DW: 1, Groups: 2}
+	c = ring.ConvGeom{N: 2, C: 6, H: 8, W: 8, M: 4, OH: 3, OW: 3, KH: 2, KW: 2, SH: 3, SW: 3, PH: 0, PW: 0, DH: 1, DW: 1, Groups: 2}
 	if got, want := ConvBits(c, l), 2*6*36*l*(Lambda+1)+2*6*2*36*half; got != int64(want) {
 		t.Errorf("strided ConvBits = %d, want %d", got, want)
 	}
@@ -228,7 +228,7 @@ func TestConvBitsFormula(t *testing.T) {
 		t.Errorf("strided ConvIm2colBits = %d, want %d", got, want)
 	}
 	// Invalid shapes give 0, not a panic.
-	for _, bad := range []ConvShape{{}, {N: 1, C: 1, H: -3, W: 1, M: 1, OH: 1, OW: 1, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}} {
+	for _, bad := range []ring.ConvGeom{{}, {N: 1, C: 1, H: -3, W: 1, M: 1, OH: 1, OW: 1, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}} {
 		if ConvBits(bad, l) != 0 || ConvIm2colBits(bad, l, true) != 0 || ConvDirectFor(bad, l, false) {
 			t.Errorf("%+v: non-zero cost or a direct choice for an invalid shape", bad)
 		}
@@ -241,7 +241,7 @@ func TestConvBitsFormula(t *testing.T) {
 func TestConvDirectChoice(t *testing.T) {
 	for _, one := range []bool{false, true} {
 		p := newPair(t, 41, Options{OneBatch: one}, 1)
-		base := ConvShape{N: 1, C: 64, H: 8, W: 8, M: 64, OH: 8, OW: 8, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
+		base := ring.ConvGeom{N: 1, C: 64, H: 8, W: 8, M: 64, OH: 8, OW: 8, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
 		k3 := base
 		k3.KH, k3.KW, k3.PH, k3.PW = 3, 3, 1, 1
 		strided := base
@@ -254,7 +254,7 @@ func TestConvDirectChoice(t *testing.T) {
 		wide.M, wide.KH, wide.KW, wide.PH, wide.PW = 8192, 9, 9, 4, 4 // pads of 8192·81 values of 41 bits
 		for _, tc := range []struct {
 			name string
-			c    ConvShape
+			c    ring.ConvGeom
 			want bool
 		}{{"1x1", base, false}, {"3x3", k3, true}, {"1x1 stride 2", strided, false}, {"1x1 padded", padded, true},
 			{"invalid", bad, false}, {"too wide", wide, false}} {
@@ -272,7 +272,7 @@ func TestConvDirectChoice(t *testing.T) {
 func TestConvArgumentErrors(t *testing.T) {
 	p := newPair(t, 16, Options{}, 1)
 	ctx := context.Background()
-	c := ConvShape{N: 1, C: 2, H: 3, W: 3, M: 2, OH: 3, OW: 3, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}
+	c := ring.ConvGeom{N: 1, C: 2, H: 3, W: 3, M: 2, OH: 3, OW: 3, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}
 	bad := c
 	bad.Groups = 4
 	neg := c
@@ -307,7 +307,7 @@ func TestConvArgumentErrors(t *testing.T) {
 
 func TestConvNoReadsNoTraffic(t *testing.T) {
 	p := newPair(t, 32, Options{}, 1)
-	c := ConvShape{N: 2, C: 2, H: 1, W: 1, M: 3, OH: 1, OW: 1, KH: 1, KW: 1, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}
+	c := ring.ConvGeom{N: 2, C: 2, H: 1, W: 1, M: 3, OH: 1, OW: 1, KH: 1, KW: 1, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}
 	rng := rand.New(rand.NewPCG(6, 6))
 	w, x := convOperands(p.r, rng, c)
 	before := p.stats()

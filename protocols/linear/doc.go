@@ -30,7 +30,7 @@
 // # Convolutions
 //
 // Session.Conv2D runs a convolution (groups, strides, dilations, zero padding, batch ≥ 1; see
-// ConvShape) with the OTs on the input elements instead of the im2col matrix, which repeats each
+// ring.ConvGeom) with the OTs on the input elements instead of the im2col matrix, which repeats each
 // element up to kh·kw times. Element e = (image n, channel c, position s) of party 1's share
 // reaches, through each kernel offset k whose output position q(s, k) exists, the M/groups
 // outputs (n, ·, q) of its group with the weights W[·, c, k]. So (W∗X1) = Σ_e Σ_i 2^i·x_(e,i)·a_e

@@ -265,11 +265,11 @@ func (b *Backend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m
 // rather than as a MatMul with its im2col matrix: whichever communicates less by the two exact
 // formulas (linear.ConvBits, linear.ConvIm2colBits), which depend on public data only, so both
 // parties decide alike.
-func (b *Backend) UseConv2D(g vm.ConvGeom) bool { return b.lin.ConvDirect(convShape(g)) }
+func (b *Backend) UseConv2D(g ring.ConvGeom) bool { return b.lin.ConvDirect(convShape(g)) }
 
 // Conv2D sets dst = W * X (convolution) with party 0's weights W and the shared input X by OT on
 // the input elements (linear.Session.Conv2D).
-func (b *Backend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g vm.ConvGeom) error {
+func (b *Backend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	const op = "conv"
 	end, err := b.begin(op)
 	if err != nil {
@@ -281,8 +281,8 @@ func (b *Backend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x
 	return end(&b.prof.Linear, b.lin.Conv2D(ctx, dst.Data, weightData(w), convShape(g), x.Data))
 }
 
-func convShape(g vm.ConvGeom) linear.ConvShape {
-	return linear.ConvShape{N: g.N, C: g.C, H: g.H, W: g.W, M: g.M, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW,
+func convShape(g ring.ConvGeom) ring.ConvGeom {
+	return ring.ConvGeom{N: g.N, C: g.C, H: g.H, W: g.W, M: g.M, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW,
 		SH: g.SH, SW: g.SW, PH: g.PH, PW: g.PW, DH: g.DH, DW: g.DW, Groups: g.Groups}
 }
 

@@ -269,8 +269,8 @@ func TestWeightsChecks(t *testing.T) {
 	}
 }
 
-// convRef is the definition of vm.ConvGeom's convolution in the ring, a direct loop.
-func convRef(r ring.Ring, w []uint64, g vm.ConvGeom, x []uint64) []uint64 {
+// convRef is the definition of ring.ConvGeom's convolution in the ring, a direct loop.
+func convRef(r ring.Ring, w []uint64, g ring.ConvGeom, x []uint64) []uint64 {
 	cg, mg := g.C/g.Groups, g.M/g.Groups
 	out := make([]uint64, g.N*g.M*g.OH*g.OW)
 	for n := 0; n < g.N; n++ {
@@ -301,7 +301,7 @@ func TestConv2DMatchesClear(t *testing.T) {
 	ctx := context.Background()
 	for _, streams := range []int{1, 2} {
 		p := newPair(t, 37, streams)
-		for _, g := range []vm.ConvGeom{
+		for _, g := range []ring.ConvGeom{
 			{N: 2, C: 4, H: 9, W: 7, M: 6, OH: 5, OW: 3, KH: 3, KW: 3, SH: 2, SW: 2, PH: 1, PW: 0, DH: 1, DW: 2, Groups: 2},
 			{N: 1, C: 3, H: 6, W: 6, M: 6, OH: 6, OW: 6, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 3},
 			{N: 1, C: 2, H: 1, W: 40, M: 3, OH: 1, OW: 40, KH: 1, KW: 5, SH: 1, SW: 1, PH: 0, PW: 2, DH: 1, DW: 1, Groups: 1},
@@ -326,7 +326,7 @@ func TestConv2DMatchesClear(t *testing.T) {
 			}
 		}
 		// A 1×1 convolution stays a matrix product.
-		one := vm.ConvGeom{N: 1, C: 8, H: 4, W: 4, M: 8, OH: 4, OW: 4, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
+		one := ring.ConvGeom{N: 1, C: 8, H: 4, W: 4, M: 8, OH: 4, OW: 4, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
 		if p.b[0].UseConv2D(one) {
 			t.Error("a 1×1 convolution runs as Conv2D")
 		}
@@ -339,7 +339,7 @@ func TestConv2DMatchesClear(t *testing.T) {
 func TestConv2DWeightsChecks(t *testing.T) {
 	p := newPair(t, 32, 1)
 	ctx := context.Background()
-	g := vm.ConvGeom{N: 1, C: 1, H: 3, W: 3, M: 1, OH: 1, OW: 1, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
+	g := ring.ConvGeom{N: 1, C: 1, H: 3, W: 3, M: 1, OH: 1, OW: 1, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
 	x := ring.NewTensor([]int{1, 1, 3, 3})
 	e0, e1 := testenv.Both(func() error { return p.b[0].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g) },
 		func() error { return p.b[1].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g) })

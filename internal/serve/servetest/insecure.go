@@ -255,10 +255,10 @@ func FuncConv(hook func(conn *transport.Conn, party, call int) error) func(conte
 }
 
 // UseConv2D accepts every convolution.
-func (b *InsecureConv) UseConv2D(vm.ConvGeom) bool { return true }
+func (b *InsecureConv) UseConv2D(ring.ConvGeom) bool { return true }
 
 // Conv2D opens x to party 0, which convolves it with its weights directly and re-shares.
-func (b *InsecureConv) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g vm.ConvGeom) error {
+func (b *InsecureConv) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	if err := b.call(); err != nil {
 		return err
 	}
@@ -277,8 +277,8 @@ func (b *InsecureConv) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tens
 	return nil
 }
 
-// conv is the direct convolution of vm.ConvGeom in the ring.
-func conv(r ring.Ring, dst, w, x []uint64, g vm.ConvGeom) {
+// conv is the direct convolution of ring.ConvGeom in the ring.
+func conv(r ring.Ring, dst, w, x []uint64, g ring.ConvGeom) {
 	cg, mg := g.C/g.Groups, g.M/g.Groups
 	for n := range g.N {
 		for m := range g.M {
