@@ -16,6 +16,7 @@ import (
 	"os"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 // Magic starts every .sciir file. The high first byte and the CR LF / ^Z / LF tail detect
@@ -54,7 +55,7 @@ var ErrFormat = errors.New("malformed .sciir program file")
 
 // File is a decoded program file.
 type File struct {
-	Program *ir.FixedProgram
+	Program *fixed.Program
 	Backend string // the default backend ("sciot", "scihe", "clear")
 	Meta    Meta
 	ID      [32]byte // program ID: SHA-256 of everything but the weights section (set by Marshal and Unmarshal)
@@ -191,7 +192,7 @@ func weightWidth(data []int64) int {
 
 // writeWeights streams the WDAT section: the program ID, then per weight its value count, its
 // byte width and the values as little-endian two's complement of that width.
-func writeWeights(w io.Writer, p *ir.FixedProgram, id [32]byte) error {
+func writeWeights(w io.Writer, p *fixed.Program, id [32]byte) error {
 	widths := make([]int, len(p.Weights))
 	n := uint64(32 + 4)
 	for i, wt := range p.Weights {
@@ -268,7 +269,7 @@ func (e *enc) ints32(v []int) {
 	}
 }
 
-func encodeHead(p *ir.FixedProgram, backend string) []byte {
+func encodeHead(p *fixed.Program, backend string) []byte {
 	var e enc
 	e.u8(ringPow2)
 	e.u64(uint64(p.Bits))
@@ -277,7 +278,7 @@ func encodeHead(p *ir.FixedProgram, backend string) []byte {
 	return e.b
 }
 
-func encodeTensors(p *ir.FixedProgram) []byte {
+func encodeTensors(p *fixed.Program) []byte {
 	var e enc
 	e.u32(len(p.Tensors))
 	for _, t := range p.Tensors {
@@ -289,7 +290,7 @@ func encodeTensors(p *ir.FixedProgram) []byte {
 	return e.b
 }
 
-func encodeWeightTable(p *ir.FixedProgram) []byte {
+func encodeWeightTable(p *fixed.Program) []byte {
 	var e enc
 	e.u32(len(p.Weights))
 	for _, w := range p.Weights {
@@ -314,7 +315,7 @@ func encodeWindow(e *enc, w ir.Window) {
 	}
 }
 
-func encodeInstrs(p *ir.FixedProgram) []byte {
+func encodeInstrs(p *fixed.Program) []byte {
 	var e enc
 	e.u32(len(p.Instrs))
 	for _, in := range p.Instrs {
@@ -325,33 +326,33 @@ func encodeInstrs(p *ir.FixedProgram) []byte {
 		e.i32(in.Weight)
 		e.str(in.Source)
 		switch in.Op {
-		case ir.FxInput, ir.FxOutput:
+		case fixed.OpInput, fixed.OpOutput:
 			e.u32(in.Index)
-		case ir.FxScaleUp:
+		case fixed.OpScaleUp:
 			e.u8(in.Shift)
-		case ir.FxTrunc:
+		case fixed.OpTrunc:
 			e.u8(in.Shift)
 			if in.NonNeg {
 				e.u8(1)
 			} else {
 				e.u8(0)
 			}
-		case ir.FxConv:
+		case fixed.OpConv:
 			e.u32(in.Group)
 			encodeWindow(&e, in.Win)
-		case ir.FxMaxPool, ir.FxSumPool:
+		case fixed.OpMaxPool, fixed.OpSumPool:
 			encodeWindow(&e, in.Win)
-		case ir.FxDiv:
+		case fixed.OpDiv:
 			e.u32(len(in.Divisors))
 			e.ints32(in.Divisors)
-		case ir.FxArgMax, ir.FxConcat:
+		case fixed.OpArgMax, fixed.OpConcat:
 			e.u8(in.Axis)
-		case ir.FxTranspose:
+		case fixed.OpTranspose:
 			e.u8(len(in.Perm))
 			for _, a := range in.Perm {
 				e.u8(a)
 			}
-		case ir.FxPad:
+		case fixed.OpPad:
 			e.u8(int(in.PadMode))
 			e.u8(len(in.Pads))
 			e.ints32(in.Pads)
@@ -361,7 +362,7 @@ func encodeInstrs(p *ir.FixedProgram) []byte {
 	return e.b
 }
 
-func encodeIO(p *ir.FixedProgram, ios []ir.FixedIO) []byte {
+func encodeIO(p *fixed.Program, ios []fixed.IO) []byte {
 	var e enc
 	e.u32(len(ios))
 	for _, io := range ios {

@@ -13,19 +13,20 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 // testProgram builds a small program that uses every immediate encoding of the file format.
-func testProgram(t testing.TB) *ir.FixedProgram {
-	p := &ir.FixedProgram{Bits: 37, Scale: 6}
-	add := func(in *ir.Instr, shape ...ir.Shape) int {
+func testProgram(t testing.TB) *fixed.Program {
+	p := &fixed.Program{Bits: 37, Scale: 6}
+	add := func(in *fixed.Instr, shape ...ir.Shape) int {
 		t.Helper()
 		if !in.Op.UsesWeight() {
 			in.Weight = -1
 		}
 		if len(shape) > 0 {
 			sc := p.Tensors[in.In[0]].Scale
-			if in.Op == ir.FxArgMax {
+			if in.Op == fixed.OpArgMax {
 				sc = 0
 			}
 			in.Out = p.AddTensor("t", shape[0], sc)
@@ -41,37 +42,37 @@ func testProgram(t testing.TB) *ir.FixedProgram {
 		return in.Out
 	}
 	x := p.AddTensor("x", ir.Shape{1, 2, 6, 6}, 6)
-	p.Inputs = []ir.FixedIO{{Name: "image", Tensor: x, Party: 1}}
-	p.Instrs = append(p.Instrs, &ir.Instr{Op: ir.FxInput, Out: x, Weight: -1})
+	p.Inputs = []fixed.IO{{Name: "image", Tensor: x, Party: 1}}
+	p.Instrs = append(p.Instrs, &fixed.Instr{Op: fixed.OpInput, Out: x, Weight: -1})
 	w := p.AddWeight("conv.w", ir.Shape{4, 1, 3, 3}, 6, seq(36, -17))
-	c := add(&ir.Instr{Op: ir.FxConv, In: []int{x}, Weight: w, Group: 2,
+	c := add(&fixed.Instr{Op: fixed.OpConv, In: []int{x}, Weight: w, Group: 2,
 		Win: ir.Window{Kernel: []int{3, 3}, Strides: []int{1, 1}, Pads: []int{1, 1, 1, 1}, Dilations: []int{1, 1}}})
 	b := p.AddWeight("conv.b", ir.Shape{4, 1, 1}, 12, []int64{1 << 40, -(1 << 40), 3, -3})
-	c = add(&ir.Instr{Op: ir.FxAddConst, In: []int{c}, Weight: b})
-	m := add(&ir.Instr{Op: ir.FxMaxPool, In: []int{c},
+	c = add(&fixed.Instr{Op: fixed.OpAddConst, In: []int{c}, Weight: b})
+	m := add(&fixed.Instr{Op: fixed.OpMaxPool, In: []int{c},
 		Win: ir.Window{Kernel: []int{2, 2}, Strides: []int{2, 2}, Pads: []int{0, 0, 1, 1}, Dilations: []int{1, 1}, CeilMode: true}})
-	r := add(&ir.Instr{Op: ir.FxReLU, In: []int{m}})
-	tr := add(&ir.Instr{Op: ir.FxTrunc, In: []int{r}, Shift: 6, NonNeg: true})
-	pd := add(&ir.Instr{Op: ir.FxPad, In: []int{tr}, Pads: []int{0, 0, 1, 1, 0, 0, 1, 1}, PadMode: ir.PadConstant, PadValue: -9})
-	s := add(&ir.Instr{Op: ir.FxSumPool, In: []int{pd},
+	r := add(&fixed.Instr{Op: fixed.OpReLU, In: []int{m}})
+	tr := add(&fixed.Instr{Op: fixed.OpTrunc, In: []int{r}, Shift: 6, NonNeg: true})
+	pd := add(&fixed.Instr{Op: fixed.OpPad, In: []int{tr}, Pads: []int{0, 0, 1, 1, 0, 0, 1, 1}, PadMode: fixed.PadConstant, PadValue: -9})
+	s := add(&fixed.Instr{Op: fixed.OpSumPool, In: []int{pd},
 		Win: ir.Window{Kernel: []int{2, 2}, Strides: []int{2, 2}, Pads: []int{0, 0, 0, 0}, Dilations: []int{1, 1}}})
-	d := add(&ir.Instr{Op: ir.FxDiv, In: []int{s}, Divisors: []int{4, 3, 2, 1}})
-	tp := add(&ir.Instr{Op: ir.FxTranspose, In: []int{d}, Perm: []int{0, 2, 3, 1}})
-	fl := add(&ir.Instr{Op: ir.FxReshape, In: []int{tp}}, ir.Shape{16, 1})
+	d := add(&fixed.Instr{Op: fixed.OpDiv, In: []int{s}, Divisors: []int{4, 3, 2, 1}})
+	tp := add(&fixed.Instr{Op: fixed.OpTranspose, In: []int{d}, Perm: []int{0, 2, 3, 1}})
+	fl := add(&fixed.Instr{Op: fixed.OpReshape, In: []int{tp}}, ir.Shape{16, 1})
 	mw := p.AddWeight("fc.w", ir.Shape{3, 16}, 6, seq(48, 5))
-	mm := add(&ir.Instr{Op: ir.FxMatMul, In: []int{fl}, Weight: mw})
-	up := add(&ir.Instr{Op: ir.FxScaleUp, In: []int{fl}, Shift: 6})
+	mm := add(&fixed.Instr{Op: fixed.OpMatMul, In: []int{fl}, Weight: mw})
+	up := add(&fixed.Instr{Op: fixed.OpScaleUp, In: []int{fl}, Shift: 6})
 	_ = up
 	mc := p.AddWeight("scale", ir.Shape{}, 6, []int64{-64})
-	mu := add(&ir.Instr{Op: ir.FxMulConst, In: []int{mm}, Weight: mc})
-	sb := add(&ir.Instr{Op: ir.FxSub, In: []int{mu, mu}})
-	ad := add(&ir.Instr{Op: ir.FxAdd, In: []int{mu, sb}})
-	cc := add(&ir.Instr{Op: ir.FxConcat, In: []int{ad, mu}, Axis: 0})
-	am := add(&ir.Instr{Op: ir.FxArgMax, In: []int{cc}, Axis: 0}, ir.Shape{1})
-	p.Outputs = []ir.FixedIO{{Name: "logits", Tensor: cc, Party: 1}, {Name: "class", Tensor: am, Party: 0}}
+	mu := add(&fixed.Instr{Op: fixed.OpMulConst, In: []int{mm}, Weight: mc})
+	sb := add(&fixed.Instr{Op: fixed.OpSub, In: []int{mu, mu}})
+	ad := add(&fixed.Instr{Op: fixed.OpAdd, In: []int{mu, sb}})
+	cc := add(&fixed.Instr{Op: fixed.OpConcat, In: []int{ad, mu}, Axis: 0})
+	am := add(&fixed.Instr{Op: fixed.OpArgMax, In: []int{cc}, Axis: 0}, ir.Shape{1})
+	p.Outputs = []fixed.IO{{Name: "logits", Tensor: cc, Party: 1}, {Name: "class", Tensor: am, Party: 0}}
 	p.Instrs = append(p.Instrs,
-		&ir.Instr{Op: ir.FxOutput, Out: -1, In: []int{cc}, Weight: -1, Index: 0},
-		&ir.Instr{Op: ir.FxOutput, Out: -1, In: []int{am}, Weight: -1, Index: 1})
+		&fixed.Instr{Op: fixed.OpOutput, Out: -1, In: []int{cc}, Weight: -1, Index: 0},
+		&fixed.Instr{Op: fixed.OpOutput, Out: -1, In: []int{am}, Weight: -1, Index: 1})
 	p.Compact()
 	AssignSlots(p)
 	if err := p.Validate(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 // SectionInfo describes one section of a decoded file (for the disassembler).
@@ -21,7 +22,7 @@ type SectionInfo struct {
 
 // Unmarshal decodes and validates a program file. Truncated or corrupted input, an unknown version,
 // section or opcode all give an error wrapping ErrFormat; the decoded program has passed
-// ir.FixedProgram.Validate.
+// fixed.Program.Validate.
 func Unmarshal(b []byte) (*File, error) {
 	f, _, err := unmarshal(b)
 	return f, err
@@ -107,7 +108,7 @@ func unmarshal(b []byte) (*File, []SectionInfo, error) {
 	if !ended {
 		return nil, nil, formatErr("truncated: the END section is missing (the file ends at byte %d)", len(b))
 	}
-	f := &File{Program: &ir.FixedProgram{}}
+	f := &File{Program: &fixed.Program{}}
 	copy(f.ID[:], id.Sum(nil))
 	p := f.Program
 	steps := []struct {
@@ -279,11 +280,11 @@ func decodeHead(d *dec, f *File) error {
 	return nil
 }
 
-func decodeTensors(d *dec, p *ir.FixedProgram) error {
+func decodeTensors(d *dec, p *fixed.Program) error {
 	n := d.count("tensors", 8)
-	p.Tensors = make([]ir.FixedTensor, 0, n)
+	p.Tensors = make([]fixed.Tensor, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
-		var t ir.FixedTensor
+		var t fixed.Tensor
 		t.Name = d.str()
 		t.Shape = d.shape()
 		t.Scale = d.u8()
@@ -293,11 +294,11 @@ func decodeTensors(d *dec, p *ir.FixedProgram) error {
 	return d.err
 }
 
-func decodeWeightTable(d *dec, p *ir.FixedProgram) error {
+func decodeWeightTable(d *dec, p *fixed.Program) error {
 	n := d.count("weights", 4)
-	p.Weights = make([]ir.FixedWeight, 0, n)
+	p.Weights = make([]fixed.Weight, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
-		var w ir.FixedWeight
+		var w fixed.Weight
 		w.Name = d.str()
 		w.Shape = d.shape()
 		w.Scale = d.u8()
@@ -322,11 +323,11 @@ func decodeWindow(d *dec) (ir.Window, error) {
 	return w, d.err
 }
 
-func decodeInstrs(d *dec, p *ir.FixedProgram) error {
+func decodeInstrs(d *dec, p *fixed.Program) error {
 	n := d.count("instructions", 13)
-	p.Instrs = make([]*ir.Instr, 0, n)
+	p.Instrs = make([]*fixed.Instr, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
-		in := &ir.Instr{Op: ir.Opcode(d.u8()), Out: d.i32()}
+		in := &fixed.Instr{Op: fixed.Opcode(d.u8()), Out: d.i32()}
 		in.In = d.ints32(d.u16())
 		in.Weight = d.i32()
 		in.Source = d.str()
@@ -335,11 +336,11 @@ func decodeInstrs(d *dec, p *ir.FixedProgram) error {
 		}
 		var err error
 		switch in.Op {
-		case ir.FxInput, ir.FxOutput:
+		case fixed.OpInput, fixed.OpOutput:
 			in.Index = d.u32()
-		case ir.FxScaleUp:
+		case fixed.OpScaleUp:
 			in.Shift = d.u8()
-		case ir.FxTrunc:
+		case fixed.OpTrunc:
 			in.Shift = d.u8()
 			switch d.u8() {
 			case 0:
@@ -348,25 +349,25 @@ func decodeInstrs(d *dec, p *ir.FixedProgram) error {
 			default:
 				err = fmt.Errorf("bad trunc flags")
 			}
-		case ir.FxConv:
+		case fixed.OpConv:
 			in.Group = d.u32()
 			in.Win, err = decodeWindow(d)
-		case ir.FxMaxPool, ir.FxSumPool:
+		case fixed.OpMaxPool, fixed.OpSumPool:
 			in.Win, err = decodeWindow(d)
-		case ir.FxDiv:
+		case fixed.OpDiv:
 			in.Divisors = d.ints32(d.count("divisors", 4))
-		case ir.FxArgMax, ir.FxConcat:
+		case fixed.OpArgMax, fixed.OpConcat:
 			in.Axis = d.u8()
-		case ir.FxTranspose:
+		case fixed.OpTranspose:
 			r := d.u8()
 			for j := 0; j < r && d.err == nil; j++ {
 				in.Perm = append(in.Perm, d.u8())
 			}
-		case ir.FxPad:
-			in.PadMode = ir.PadMode(d.u8())
+		case fixed.OpPad:
+			in.PadMode = fixed.PadMode(d.u8())
 			in.Pads = d.ints32(d.u8())
 			in.PadValue = int64(d.u64())
-		case ir.FxMatMul, ir.FxAddConst, ir.FxMulConst, ir.FxAdd, ir.FxSub, ir.FxReLU, ir.FxReshape:
+		case fixed.OpMatMul, fixed.OpAddConst, fixed.OpMulConst, fixed.OpAdd, fixed.OpSub, fixed.OpReLU, fixed.OpReshape:
 		default:
 			err = fmt.Errorf("unknown opcode %d (written by a newer compiler?)", uint8(in.Op))
 		}
@@ -378,11 +379,11 @@ func decodeInstrs(d *dec, p *ir.FixedProgram) error {
 	return d.err
 }
 
-func decodeIO(d *dec, p *ir.FixedProgram, ios *[]ir.FixedIO) error {
+func decodeIO(d *dec, p *fixed.Program, ios *[]fixed.IO) error {
 	n := d.count("entries", 8)
-	*ios = make([]ir.FixedIO, 0, n)
+	*ios = make([]fixed.IO, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
-		io := ir.FixedIO{Name: d.str(), Tensor: d.u32(), Party: d.u8()}
+		io := fixed.IO{Name: d.str(), Tensor: d.u32(), Party: d.u8()}
 		scale := d.u8()
 		if d.err != nil {
 			break
@@ -398,7 +399,7 @@ func decodeIO(d *dec, p *ir.FixedProgram, ios *[]ir.FixedIO) error {
 	return d.err
 }
 
-func decodeWeightData(d *dec, p *ir.FixedProgram, id [32]byte) error {
+func decodeWeightData(d *dec, p *fixed.Program, id [32]byte) error {
 	got := d.take(32)
 	if d.err != nil {
 		return d.err
@@ -447,7 +448,7 @@ func decodeWeightData(d *dec, p *ir.FixedProgram, id [32]byte) error {
 func shapeSize(s ir.Shape) (int, error) {
 	n := 1
 	for _, d := range s {
-		if d != 0 && n > ir.MaxFixedElems/d {
+		if d != 0 && n > fixed.MaxElems/d {
 			return 0, fmt.Errorf("shape %v is too large", s)
 		}
 		n *= d

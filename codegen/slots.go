@@ -1,11 +1,9 @@
-// Package codegen turns a fixed-point program (ir.FixedProgram) into the versioned binary .sciir
+// Package codegen turns a fixed-point program (fixed.Program) into the versioned binary .sciir
 // program file and back: it assigns tensor storage slots by liveness, writes and reads the file
 // (docs/sciir.md), computes the program ID, and prints a file readably (the disassembler).
 package codegen
 
-import (
-	"github.com/cryptflow-go/cryptflow/ir"
-)
+import "github.com/cryptflow-go/cryptflow/ir/fixed"
 
 // ElemBytes is the storage size of one ring element in the VM (a uint64).
 const ElemBytes = 8
@@ -24,7 +22,7 @@ type Memory struct {
 // overlap share storage, and no instruction writes a slot it reads. It uses a best-fit greedy
 // allocation in program order (a tensor's range runs from its defining instruction to its last
 // reader). The result satisfies p.Validate's slot check.
-func AssignSlots(p *ir.FixedProgram) Memory {
+func AssignSlots(p *fixed.Program) Memory {
 	def, last := p.LiveRanges()
 	// Tensors no instruction defines are dropped by Compact; give any that remain a slot of their own.
 	var capacity []int // elements per slot
@@ -37,7 +35,7 @@ func AssignSlots(p *ir.FixedProgram) Memory {
 		}
 	}
 	for i, in := range p.Instrs {
-		if in.Op != ir.FxOutput {
+		if in.Op != fixed.OpOutput {
 			t := in.Out
 			need := p.Tensors[t].Shape.Size()
 			best := pickSlot(free, capacity, need)
@@ -85,7 +83,7 @@ func pickSlot(free, capacity []int, need int) int {
 
 // MeasureMemory reports the storage of p: without reuse, with its slot assignment (if any), and the
 // peak of simultaneously live tensors.
-func MeasureMemory(p *ir.FixedProgram) Memory {
+func MeasureMemory(p *fixed.Program) Memory {
 	m := Memory{Tensors: len(p.Tensors)}
 	slotCap := map[int]int{}
 	for _, t := range p.Tensors {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 )
@@ -80,9 +81,9 @@ func TestConvGeometriesSecure(t *testing.T) {
 				direct, lowered, dense := 0, 0, 0
 				for _, in := range prog.server.Instrs {
 					switch in.Op {
-					case ir.FxMatMul:
+					case fixed.OpMatMul:
 						dense++
-					case ir.FxConv:
+					case fixed.OpConv:
 						if linear.ConvDirectFor(convShapeOf(prog.server, in), tune.Bits, opt.oneBatch) {
 							direct++
 						} else {

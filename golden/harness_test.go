@@ -12,6 +12,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/internal/testsets"
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
@@ -23,7 +24,7 @@ import (
 // program is a compiled model as the two parties hold it: the server's copy with weights and
 // the client's copy without, both decoded from their .sciir encodings.
 type program struct {
-	server, client *ir.FixedProgram
+	server, client *fixed.Program
 	clientFile     []byte
 }
 
@@ -88,7 +89,7 @@ func compileTuned(t testing.TB, g *ir.Graph, samples []passes.Sample, scale int)
 }
 
 // encodeInputs encodes float inputs at the program input's scale.
-func encodeInputs(t testing.TB, p *ir.FixedProgram, xs [][]float32) []ring.Tensor {
+func encodeInputs(t testing.TB, p *fixed.Program, xs [][]float32) []ring.Tensor {
 	t.Helper()
 	r := ring.Must(p.Bits)
 	in := p.Tensors[p.Inputs[0].Tensor]
@@ -104,7 +105,7 @@ func encodeInputs(t testing.TB, p *ir.FixedProgram, xs [][]float32) []ring.Tenso
 }
 
 // runClear runs the cleartext backend on every input.
-func runClear(t testing.TB, p *ir.FixedProgram, inputs []ring.Tensor) [][]vm.Output {
+func runClear(t testing.TB, p *fixed.Program, inputs []ring.Tensor) [][]vm.Output {
 	t.Helper()
 	c, err := vm.NewClear(ring.Must(p.Bits))
 	if err != nil {
@@ -186,7 +187,7 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 	}
 	ctx := context.Background()
 	conns := [2][]*transport.Conn{c0, c1}
-	progs := [2]*ir.FixedProgram{p.server, p.client}
+	progs := [2]*fixed.Program{p.server, p.client}
 	var machines [2]*vm.Machine
 	var backends [2]*countingBackend
 	res := &secureRun{}
@@ -301,25 +302,25 @@ func mb(b int64) float64 { return float64(b) / 1e6 }
 // MulElemBits per product with a private constant, and per convolution ConvBits when the backend
 // runs it itself (linear.ConvDirectFor) or ConvIm2colBits when it is lowered; plus the one-batch
 // mode's flip bits.
-func linearFormulaBits(p *ir.FixedProgram, oneBatch, im2col bool) int64 {
+func linearFormulaBits(p *fixed.Program, oneBatch, im2col bool) int64 {
 	l := p.Bits
 	var bits int64
 	for _, in := range p.Instrs {
 		switch in.Op {
-		case ir.FxMatMul:
+		case fixed.OpMatMul:
 			w := p.Weights[in.Weight].Shape
 			n := p.Tensors[in.In[0]].Shape[1]
 			bits += linear.MatMulBits(w[0], w[1], n, l)
 			if oneBatch {
 				bits += int64(w[1]) * int64(n) * int64(l)
 			}
-		case ir.FxMulConst:
+		case fixed.OpMulConst:
 			n := p.Tensors[in.In[0]].Shape.Size()
 			bits += linear.MulElemBits(n, l)
 			if oneBatch {
 				bits += int64(n) * int64(l)
 			}
-		case ir.FxConv:
+		case fixed.OpConv:
 			c := convShapeOf(p, in)
 			if !im2col && linear.ConvDirectFor(c, l, oneBatch) {
 				bits += linear.ConvBits(c, l)
@@ -334,7 +335,7 @@ func linearFormulaBits(p *ir.FixedProgram, oneBatch, im2col bool) int64 {
 // checkLinearTraffic requires the linear layers' measured payload (both parties, n inferences) to
 // be the formula plus at most the OT layer's per-batch constants and padding (0.2 % and 4 KiB per
 // call here; package linear's tests pin them exactly).
-func checkLinearTraffic(t testing.TB, p *ir.FixedProgram, sec *secureRun, n int, opt secureOptions) {
+func checkLinearTraffic(t testing.TB, p *fixed.Program, sec *secureRun, n int, opt secureOptions) {
 	t.Helper()
 	lin := sec.prof[0].Linear.Add(sec.prof[1].Linear)
 	got := 8 * lin.PayloadSent()
@@ -346,7 +347,7 @@ func checkLinearTraffic(t testing.TB, p *ir.FixedProgram, sec *secureRun, n int,
 }
 
 // convShapeOf is the ring.ConvGeom of a convolution instruction (1-D or 2-D).
-func convShapeOf(p *ir.FixedProgram, in *ir.Instr) ring.ConvGeom {
+func convShapeOf(p *fixed.Program, in *fixed.Instr) ring.ConvGeom {
 	x, y := p.Tensors[in.In[0]].Shape, p.Tensors[in.Out].Shape
 	w := in.Win
 	k := len(w.Kernel)

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/passes"
 )
 
@@ -16,7 +16,7 @@ func TestRandomCNNs(t *testing.T) {
 	if testing.Short() {
 		nets = 5
 	}
-	covered := map[ir.Opcode]bool{}
+	covered := map[fixed.Opcode]bool{}
 	conv2D := 0 // convolutions the backend ran itself (the others were lowered to im2col)
 	for seed := uint64(1); seed <= uint64(nets); seed++ {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
@@ -65,8 +65,8 @@ func TestRandomCNNs(t *testing.T) {
 	if conv2D == 0 {
 		t.Error("no random network ran a convolution as Conv2D")
 	}
-	for _, op := range []ir.Opcode{ir.FxConv, ir.FxMatMul, ir.FxReLU, ir.FxTrunc, ir.FxMaxPool, ir.FxSumPool,
-		ir.FxDiv, ir.FxMulConst, ir.FxAddConst, ir.FxAdd, ir.FxConcat, ir.FxPad, ir.FxArgMax, ir.FxReshape} {
+	for _, op := range []fixed.Opcode{fixed.OpConv, fixed.OpMatMul, fixed.OpReLU, fixed.OpTrunc, fixed.OpMaxPool, fixed.OpSumPool,
+		fixed.OpDiv, fixed.OpMulConst, fixed.OpAddConst, fixed.OpAdd, fixed.OpConcat, fixed.OpPad, fixed.OpArgMax, fixed.OpReshape} {
 		if !covered[op] {
 			t.Errorf("no random network used %s", op)
 		}

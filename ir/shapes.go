@@ -229,7 +229,7 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		if err := checkPerm(perm, len(in[0])); err != nil {
+		if err := CheckPerm(perm, len(in[0])); err != nil {
 			return nil, 0, err
 		}
 		out := make(Shape, len(perm))
@@ -325,7 +325,8 @@ func inferArgMax(a Attrs, x Shape) (Shape, DType, error) {
 	return out, Int64, nil
 }
 
-func checkPerm(perm []int, rank int) error {
+// CheckPerm reports whether perm is a permutation of 0..rank-1.
+func CheckPerm(perm []int, rank int) error {
 	if len(perm) != rank {
 		return fmt.Errorf("perm %v has %d entries for rank %d", perm, len(perm), rank)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -70,7 +71,7 @@ type TuneResult struct {
 
 // Build makes the fixed-point program for a bitwidth and scale (lowering, then peepholes when
 // enabled).
-func Build(g *ir.Graph, bits, scale int, peephole bool) (*ir.FixedProgram, error) {
+func Build(g *ir.Graph, bits, scale int, peephole bool) (*fixed.Program, error) {
 	p, err := Lower(g, LowerOptions{Bits: bits, Scale: scale})
 	if err != nil {
 		return nil, err
@@ -263,10 +264,10 @@ func equalOutputs(a, b [][]int64) bool {
 //
 // The inputs of maxpool and argmax count one bit more: the secure protocols compare x and y by the
 // sign of x − y in the ring, which is exact only while |x − y| < 2^(l−1).
-func bitsUsed(p *ir.FixedProgram, maxAbs []uint64) (int, string) {
+func bitsUsed(p *fixed.Program, maxAbs []uint64) (int, string) {
 	compared := make([]bool, len(p.Tensors))
 	for _, in := range p.Instrs {
-		if in.Op == ir.FxMaxPool || in.Op == ir.FxArgMax {
+		if in.Op == fixed.OpMaxPool || in.Op == fixed.OpArgMax {
 			for _, t := range in.In {
 				compared[t] = true
 			}
@@ -290,7 +291,7 @@ func bitsUsed(p *ir.FixedProgram, maxAbs []uint64) (int, string) {
 		}
 	}
 	for _, in := range p.Instrs {
-		if in.Op == ir.FxPad {
+		if in.Op == fixed.OpPad {
 			if b := ring.BitsFor(in.PadValue); b > best {
 				best, name = b, "pad value of "+in.Source
 			}
@@ -412,7 +413,7 @@ type clearRun struct {
 }
 
 // runClear runs program p on the clear backend over all samples.
-func runClear(p *ir.FixedProgram, samples []Sample, workers int, track bool, prog *progress) (*clearRun, error) {
+func runClear(p *fixed.Program, samples []Sample, workers int, track bool, prog *progress) (*clearRun, error) {
 	r, err := ring.New(p.Bits)
 	if err != nil {
 		return nil, err
@@ -431,7 +432,7 @@ func runClear(p *ir.FixedProgram, samples []Sample, workers int, track bool, pro
 	// A program whose output is an ArgMax reveals the class itself.
 	isIndex := false
 	for _, ins := range p.Instrs {
-		if ins.Op == ir.FxArgMax && ins.Out == p.Outputs[0].Tensor {
+		if ins.Op == fixed.OpArgMax && ins.Out == p.Outputs[0].Tensor {
 			isIndex = true
 		}
 	}

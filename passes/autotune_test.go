@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 // tuneSamples makes n random inputs labelled with the float model's prediction (labelled) or
@@ -139,9 +140,9 @@ func TestBetter(t *testing.T) {
 // TestBitsUsedComparedInputs checks that tensors compared by maxpool/argmax need one bit more:
 // the secure comparison is exact only while differences stay below 2^(l-1).
 func TestBitsUsedComparedInputs(t *testing.T) {
-	p := &ir.FixedProgram{
-		Tensors: []ir.FixedTensor{{Name: "x", Shape: ir.Shape{1, 4}}, {Name: "y", Shape: ir.Shape{1}}, {Name: "z", Shape: ir.Shape{1, 4}}},
-		Instrs:  []*ir.Instr{{Op: ir.FxArgMax, In: []int{0}, Out: 1, Weight: -1, Axis: 1}},
+	p := &fixed.Program{
+		Tensors: []fixed.Tensor{{Name: "x", Shape: ir.Shape{1, 4}}, {Name: "y", Shape: ir.Shape{1}}, {Name: "z", Shape: ir.Shape{1, 4}}},
+		Instrs:  []*fixed.Instr{{Op: fixed.OpArgMax, In: []int{0}, Out: 1, Weight: -1, Axis: 1}},
 	}
 	// |x| < 2^7 needs 7 magnitude bits + 1 sign bit, and one more because x is compared.
 	if got, name := bitsUsed(p, []uint64{100, 3, 0}); got != 9 || name != "x" {

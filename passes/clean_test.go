@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/irtext"
 )
 
 func countOps(g *ir.Graph, op ir.Op) int {
@@ -120,7 +121,7 @@ func TestDropIdentitySoftmaxAndFold(t *testing.T) {
 		}
 	}
 	if countOps(cg, ir.Softmax)+countOps(cg, ir.Identity)+countOps(cg, ir.Transpose) != 0 {
-		t.Errorf("left: %s", cg.Text())
+		t.Errorf("left: %s", irtext.Format(cg))
 	}
 	if cg.Outputs[0] != s {
 		t.Errorf("output renamed to %q, want %q", cg.Outputs[0], s)

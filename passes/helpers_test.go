@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -101,7 +102,7 @@ func runFloat(t testing.TB, g *ir.Graph, x []float32) []float32 {
 }
 
 // runFixedRaw runs p in the clear on x and returns the first output's signed ring values and scale.
-func runFixedRaw(t testing.TB, p *ir.FixedProgram, x []float32) ([]int64, int) {
+func runFixedRaw(t testing.TB, p *fixed.Program, x []float32) ([]int64, int) {
 	t.Helper()
 	r := ring.Must(p.Bits)
 	c, err := vm.NewClear(r)
@@ -129,7 +130,7 @@ func runFixedRaw(t testing.TB, p *ir.FixedProgram, x []float32) ([]int64, int) {
 }
 
 // runFixed runs p in the clear and decodes the first output.
-func runFixed(t testing.TB, p *ir.FixedProgram, x []float32) []float32 {
+func runFixed(t testing.TB, p *fixed.Program, x []float32) []float32 {
 	raw, scale := runFixedRaw(t, p, x)
 	out := make([]float32, len(raw))
 	for i, v := range raw {

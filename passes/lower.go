@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 // ErrNoLowering is wrapped by the error for an operator (or operand combination) that has no
@@ -27,19 +28,19 @@ type LowerOptions struct {
 // get their bias (encoded at 2s) before an explicit Trunc back to s; the sum of two tensors at
 // different scales scales the lower one up. An operator without a fixed-point lowering (Sigmoid,
 // LRN, Softmax not at the end, a product of two runtime tensors, ...) is an error naming it.
-func Lower(g *ir.Graph, opts LowerOptions) (*ir.FixedProgram, error) {
+func Lower(g *ir.Graph, opts LowerOptions) (*fixed.Program, error) {
 	if opts.Bits < 1 || opts.Bits > 64 {
 		return nil, fmt.Errorf("lower: bitwidth %d is not in 1..64", opts.Bits)
 	}
-	if opts.Scale < 0 || 2*opts.Scale > ir.MaxFixedScale {
-		return nil, fmt.Errorf("lower: scale %d is not in 0..%d", opts.Scale, ir.MaxFixedScale/2)
+	if opts.Scale < 0 || 2*opts.Scale > fixed.MaxScale {
+		return nil, fmt.Errorf("lower: scale %d is not in 0..%d", opts.Scale, fixed.MaxScale/2)
 	}
 	if len(g.Values) == 0 {
 		if err := g.InferShapes(); err != nil {
 			return nil, fmt.Errorf("lower: %w", err)
 		}
 	}
-	l := &lowerer{g: g, s: opts.Scale, p: &ir.FixedProgram{Bits: opts.Bits, Scale: opts.Scale},
+	l := &lowerer{g: g, s: opts.Scale, p: &fixed.Program{Bits: opts.Bits, Scale: opts.Scale},
 		vals: map[string]*fval{}, uses: map[string]int{}}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {
@@ -58,8 +59,8 @@ func Lower(g *ir.Graph, opts LowerOptions) (*ir.FixedProgram, error) {
 			return nil, fmt.Errorf("lower: input %q has type %s", in.Name, in.DType)
 		}
 		t := l.p.AddTensor(in.Name, in.Shape, l.s)
-		l.p.Inputs = append(l.p.Inputs, ir.FixedIO{Name: in.Name, Tensor: t, Party: inParty})
-		l.emit(&ir.Instr{Op: ir.FxInput, Out: t, Index: i, Source: "input " + in.Name})
+		l.p.Inputs = append(l.p.Inputs, fixed.IO{Name: in.Name, Tensor: t, Party: inParty})
+		l.emit(&fixed.Instr{Op: fixed.OpInput, Out: t, Index: i, Source: "input " + in.Name})
 		l.vals[in.Name] = &fval{id: t}
 	}
 	for _, n := range g.Nodes {
@@ -78,8 +79,8 @@ func Lower(g *ir.Graph, opts LowerOptions) (*ir.FixedProgram, error) {
 		if err != nil {
 			return nil, fmt.Errorf("lower output %q: %w", o, err)
 		}
-		l.p.Outputs = append(l.p.Outputs, ir.FixedIO{Name: o, Tensor: t, Party: outParty})
-		l.emit(&ir.Instr{Op: ir.FxOutput, Out: -1, In: []int{t}, Index: i, Source: "output " + o})
+		l.p.Outputs = append(l.p.Outputs, fixed.IO{Name: o, Tensor: t, Party: outParty})
+		l.emit(&fixed.Instr{Op: fixed.OpOutput, Out: -1, In: []int{t}, Index: i, Source: "output " + o})
 	}
 	l.p.Compact()
 	if err := l.p.Validate(); err != nil {
@@ -99,7 +100,7 @@ type fval struct {
 
 type lowerer struct {
 	g    *ir.Graph
-	p    *ir.FixedProgram
+	p    *fixed.Program
 	s    int
 	vals map[string]*fval
 	uses map[string]int
@@ -116,7 +117,7 @@ func (l *lowerer) source() string {
 	return string(l.node.Op) + " -> " + l.node.Outputs[0]
 }
 
-func (l *lowerer) emit(in *ir.Instr) int {
+func (l *lowerer) emit(in *fixed.Instr) int {
 	if in.Source == "" {
 		in.Source = l.source()
 	}
@@ -128,7 +129,7 @@ func (l *lowerer) emit(in *ir.Instr) int {
 }
 
 // op emits an instruction producing a new tensor whose shape and scale are inferred.
-func (l *lowerer) op(in *ir.Instr, name string) (int, error) {
+func (l *lowerer) op(in *fixed.Instr, name string) (int, error) {
 	if !in.Op.UsesWeight() {
 		in.Weight = -1
 	}
@@ -157,12 +158,12 @@ func (l *lowerer) atScale(v *fval, name string) (int, error) {
 		return v.id, nil
 	}
 	if sc < l.s {
-		return l.op(&ir.Instr{Op: ir.FxScaleUp, In: []int{v.id}, Shift: l.s - sc}, name)
+		return l.op(&fixed.Instr{Op: fixed.OpScaleUp, In: []int{v.id}, Shift: l.s - sc}, name)
 	}
 	if v.truncated {
 		return v.trunc, nil
 	}
-	t, err := l.op(&ir.Instr{Op: ir.FxTrunc, In: []int{v.id}, Shift: sc - l.s}, name)
+	t, err := l.op(&fixed.Instr{Op: fixed.OpTrunc, In: []int{v.id}, Shift: sc - l.s}, name)
 	if err != nil {
 		return 0, err
 	}
@@ -249,7 +250,7 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 		if err != nil {
 			return err
 		}
-		id, err := l.op(&ir.Instr{Op: ir.FxReLU, In: []int{x}}, out)
+		id, err := l.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{x}}, out)
 		l.set(n, id)
 		return err
 	case ir.Clip:
@@ -271,7 +272,7 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 		if err != nil {
 			return err
 		}
-		id, err := l.op(&ir.Instr{Op: ir.FxTranspose, In: []int{x.id}, Perm: perm}, out)
+		id, err := l.op(&fixed.Instr{Op: fixed.OpTranspose, In: []int{x.id}, Perm: perm}, out)
 		l.vals[out] = &fval{id: id, index: x.index}
 		return err
 	case ir.Concat:
@@ -312,7 +313,7 @@ func (l *lowerer) conv(n *ir.Node) error {
 	if err != nil {
 		return err
 	}
-	id, err := l.op(&ir.Instr{Op: ir.FxConv, In: []int{x}, Weight: w, Group: group, Win: win}, n.Outputs[0])
+	id, err := l.op(&fixed.Instr{Op: fixed.OpConv, In: []int{x}, Weight: w, Group: group, Win: win}, n.Outputs[0])
 	if err != nil {
 		return err
 	}
@@ -340,7 +341,7 @@ func (l *lowerer) addConst(id int, c *ir.Tensor, cname, name string) (int, error
 	if err != nil {
 		return 0, err
 	}
-	return l.op(&ir.Instr{Op: ir.FxAddConst, In: []int{id}, Weight: w}, name)
+	return l.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{id}, Weight: w}, name)
 }
 
 // transposed returns a constant's 2-D transpose.
@@ -371,9 +372,9 @@ func (l *lowerer) transposeRT(id int, name string) (int, error) {
 	s := l.p.Tensors[id].Shape
 	if s[0] == 1 || s[1] == 1 {
 		out := l.p.AddTensor(name, ir.Shape{s[1], s[0]}, l.p.Tensors[id].Scale)
-		return l.emit(&ir.Instr{Op: ir.FxReshape, In: []int{id}, Out: out}), nil
+		return l.emit(&fixed.Instr{Op: fixed.OpReshape, In: []int{id}, Out: out}), nil
 	}
-	return l.op(&ir.Instr{Op: ir.FxTranspose, In: []int{id}, Perm: []int{1, 0}}, name)
+	return l.op(&fixed.Instr{Op: fixed.OpTranspose, In: []int{id}, Perm: []int{1, 0}}, name)
 }
 
 // linear emits Y[M,N] = op(A) op(B) with exactly one constant operand, then adds bias (a constant
@@ -412,7 +413,7 @@ func (l *lowerer) linear(n *ir.Node, aName, bName string, transA, transB bool, a
 				return err
 			}
 		}
-		yt, err := l.op(&ir.Instr{Op: ir.FxMatMul, In: []int{xt}, Weight: wi}, out+"_T")
+		yt, err := l.op(&fixed.Instr{Op: fixed.OpMatMul, In: []int{xt}, Weight: wi}, out+"_T")
 		if err != nil {
 			return err
 		}
@@ -440,7 +441,7 @@ func (l *lowerer) linear(n *ir.Node, aName, bName string, transA, transB bool, a
 				return err
 			}
 		}
-		if res, err = l.op(&ir.Instr{Op: ir.FxMatMul, In: []int{b}, Weight: wi}, out); err != nil {
+		if res, err = l.op(&fixed.Instr{Op: fixed.OpMatMul, In: []int{b}, Weight: wi}, out); err != nil {
 			return err
 		}
 	}
@@ -499,9 +500,9 @@ func (l *lowerer) align(a, b *fval, an, bn string) (int, int, error) {
 	var err error
 	switch {
 	case sa < sb:
-		x, err = l.op(&ir.Instr{Op: ir.FxScaleUp, In: []int{a.id}, Shift: sb - sa}, an+"_up")
+		x, err = l.op(&fixed.Instr{Op: fixed.OpScaleUp, In: []int{a.id}, Shift: sb - sa}, an+"_up")
 	case sb < sa:
-		y, err = l.op(&ir.Instr{Op: ir.FxScaleUp, In: []int{b.id}, Shift: sa - sb}, bn+"_up")
+		y, err = l.op(&fixed.Instr{Op: fixed.OpScaleUp, In: []int{b.id}, Shift: sa - sb}, bn+"_up")
 	}
 	return x, y, err
 }
@@ -582,11 +583,11 @@ func (l *lowerer) addSub(n *ir.Node) error {
 		if err != nil {
 			return err
 		}
-		op := ir.FxAdd
+		op := fixed.OpAdd
 		if sub {
-			op = ir.FxSub
+			op = fixed.OpSub
 		}
-		id, err := l.op(&ir.Instr{Op: op, In: []int{x, y}}, out)
+		id, err := l.op(&fixed.Instr{Op: op, In: []int{x, y}}, out)
 		if err != nil {
 			return err
 		}
@@ -649,7 +650,7 @@ func (l *lowerer) mulConst(n *ir.Node, div bool) error {
 	if err != nil {
 		return err
 	}
-	id, err := l.op(&ir.Instr{Op: ir.FxMulConst, In: []int{x}, Weight: w}, n.Outputs[0])
+	id, err := l.op(&fixed.Instr{Op: fixed.OpMulConst, In: []int{x}, Weight: w}, n.Outputs[0])
 	if err != nil {
 		return err
 	}
@@ -691,7 +692,7 @@ func (l *lowerer) batchNorm(n *ir.Node) error {
 	if err != nil {
 		return err
 	}
-	id, err := l.op(&ir.Instr{Op: ir.FxMulConst, In: []int{x}, Weight: w}, n.Outputs[0])
+	id, err := l.op(&fixed.Instr{Op: fixed.OpMulConst, In: []int{x}, Weight: w}, n.Outputs[0])
 	if err != nil {
 		return err
 	}
@@ -733,11 +734,11 @@ func (l *lowerer) clip(n *ir.Node) error {
 				return 0, err
 			}
 			w := l.p.AddWeight(out+"_"+tag, ir.Shape{}, sc, cv)
-			if t, err = l.op(&ir.Instr{Op: ir.FxAddConst, In: []int{x}, Weight: w}, out+"_"+tag); err != nil {
+			if t, err = l.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{x}, Weight: w}, out+"_"+tag); err != nil {
 				return 0, err
 			}
 		}
-		return l.op(&ir.Instr{Op: ir.FxReLU, In: []int{t}}, out+"_relu_"+tag)
+		return l.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{t}}, out+"_relu_"+tag)
 	}
 	res := x
 	switch {
@@ -758,7 +759,7 @@ func (l *lowerer) clip(n *ir.Node) error {
 		if err != nil {
 			return err
 		}
-		if res, err = l.op(&ir.Instr{Op: ir.FxSub, In: []int{x, r}}, out); err != nil {
+		if res, err = l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{x, r}}, out); err != nil {
 			return err
 		}
 	default:
@@ -770,7 +771,7 @@ func (l *lowerer) clip(n *ir.Node) error {
 		if err != nil {
 			return err
 		}
-		if res, err = l.op(&ir.Instr{Op: ir.FxSub, In: []int{r1, r2}}, out); err != nil {
+		if res, err = l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{r1, r2}}, out); err != nil {
 			return err
 		}
 		if lo != 0 {
@@ -798,7 +799,7 @@ func (l *lowerer) leakyRelu(n *ir.Node) error {
 		return err
 	}
 	out := n.Outputs[0]
-	r, err := l.op(&ir.Instr{Op: ir.FxReLU, In: []int{x}}, out+"_relu")
+	r, err := l.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{x}}, out+"_relu")
 	if err != nil {
 		return err
 	}
@@ -811,15 +812,15 @@ func (l *lowerer) leakyRelu(n *ir.Node) error {
 	if err != nil {
 		return err
 	}
-	ax, err := l.op(&ir.Instr{Op: ir.FxMulConst, In: []int{x}, Weight: wa}, out+"_ax")
+	ax, err := l.op(&fixed.Instr{Op: fixed.OpMulConst, In: []int{x}, Weight: wa}, out+"_ax")
 	if err != nil {
 		return err
 	}
-	br, err := l.op(&ir.Instr{Op: ir.FxMulConst, In: []int{r}, Weight: wb}, out+"_br")
+	br, err := l.op(&fixed.Instr{Op: fixed.OpMulConst, In: []int{r}, Weight: wb}, out+"_br")
 	if err != nil {
 		return err
 	}
-	id, err := l.op(&ir.Instr{Op: ir.FxAdd, In: []int{ax, br}}, out)
+	id, err := l.op(&fixed.Instr{Op: fixed.OpAdd, In: []int{ax, br}}, out)
 	if err != nil {
 		return err
 	}
@@ -859,11 +860,11 @@ func (l *lowerer) pool(n *ir.Node) error {
 		}
 	}
 	if n.Op == ir.MaxPool || n.Op == ir.GlobalMaxPool {
-		id, err := l.op(&ir.Instr{Op: ir.FxMaxPool, In: []int{x}, Win: win}, out)
+		id, err := l.op(&fixed.Instr{Op: fixed.OpMaxPool, In: []int{x}, Win: win}, out)
 		l.set(n, id)
 		return err
 	}
-	sum, err := l.op(&ir.Instr{Op: ir.FxSumPool, In: []int{x}, Win: win}, out+"_sum")
+	sum, err := l.op(&fixed.Instr{Op: fixed.OpSumPool, In: []int{x}, Win: win}, out+"_sum")
 	if err != nil {
 		return err
 	}
@@ -871,7 +872,7 @@ func (l *lowerer) pool(n *ir.Node) error {
 	if err != nil {
 		return err
 	}
-	id, err := l.op(&ir.Instr{Op: ir.FxDiv, In: []int{sum}, Divisors: divs}, out)
+	id, err := l.op(&fixed.Instr{Op: fixed.OpDiv, In: []int{sum}, Divisors: divs}, out)
 	l.set(n, id)
 	return err
 }
@@ -926,7 +927,7 @@ func (l *lowerer) reshape(n *ir.Node) error {
 	}
 	shape := l.g.Values[n.Outputs[0]].Shape
 	id := l.p.AddTensor(n.Outputs[0], shape, l.p.Tensors[v.id].Scale)
-	l.emit(&ir.Instr{Op: ir.FxReshape, In: []int{v.id}, Out: id})
+	l.emit(&fixed.Instr{Op: fixed.OpReshape, In: []int{v.id}, Out: id})
 	l.vals[n.Outputs[0]] = &fval{id: id, index: v.index}
 	return nil
 }
@@ -946,12 +947,12 @@ func (l *lowerer) concat(n *ir.Node) error {
 	}
 	for i, id := range ids {
 		if sc := l.p.Tensors[id].Scale; sc < top {
-			if ids[i], err = l.op(&ir.Instr{Op: ir.FxScaleUp, In: []int{id}, Shift: top - sc}, n.Inputs[i]+"_up"); err != nil {
+			if ids[i], err = l.op(&fixed.Instr{Op: fixed.OpScaleUp, In: []int{id}, Shift: top - sc}, n.Inputs[i]+"_up"); err != nil {
 				return err
 			}
 		}
 	}
-	id, err := l.op(&ir.Instr{Op: ir.FxConcat, In: ids, Axis: axis}, n.Outputs[0])
+	id, err := l.op(&fixed.Instr{Op: fixed.OpConcat, In: ids, Axis: axis}, n.Outputs[0])
 	l.set(n, id)
 	return err
 }
@@ -961,7 +962,7 @@ func (l *lowerer) pad(n *ir.Node) error {
 	if err != nil {
 		return err
 	}
-	pm, err := ir.ParsePadMode(mode)
+	pm, err := fixed.ParsePadMode(mode)
 	if err != nil {
 		return err
 	}
@@ -983,14 +984,14 @@ func (l *lowerer) pad(n *ir.Node) error {
 		return err
 	}
 	var pv int64
-	if pm == ir.PadConstant {
+	if pm == fixed.PadConstant {
 		enc, err := encodeAll([]float32{value}, l.p.Tensors[x].Scale, "pad value")
 		if err != nil {
 			return err
 		}
 		pv = enc[0]
 	}
-	id, err := l.op(&ir.Instr{Op: ir.FxPad, In: []int{x}, Pads: pads, PadMode: pm, PadValue: pv}, n.Outputs[0])
+	id, err := l.op(&fixed.Instr{Op: fixed.OpPad, In: []int{x}, Pads: pads, PadMode: pm, PadValue: pv}, n.Outputs[0])
 	l.set(n, id)
 	return err
 }
@@ -1013,7 +1014,7 @@ func (l *lowerer) argmax(n *ir.Node) error {
 	}
 	shape := l.g.Values[n.Outputs[0]].Shape
 	id := l.p.AddTensor(n.Outputs[0], shape, 0)
-	l.emit(&ir.Instr{Op: ir.FxArgMax, In: []int{x}, Out: id, Axis: axis})
+	l.emit(&fixed.Instr{Op: fixed.OpArgMax, In: []int{x}, Out: id, Axis: axis})
 	l.vals[n.Outputs[0]] = &fval{id: id, index: true}
 	return nil
 }

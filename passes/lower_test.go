@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 // lowerCase is a small graph whose fixed-point lowering is compared with the float interpreter.
@@ -180,7 +181,7 @@ func TestLowerEncoding(t *testing.T) {
 		t.Errorf("bias %v at scale %d", bias.Data, bias.Scale)
 	}
 	for _, in := range p.Instrs {
-		if in.Op == ir.FxTrunc && in.Shift != 3 {
+		if in.Op == fixed.OpTrunc && in.Shift != 3 {
 			t.Errorf("trunc by %d", in.Shift)
 		}
 	}
@@ -197,11 +198,11 @@ func TestLowerScaleUpResidual(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts := map[ir.Opcode]int{}
+	counts := map[fixed.Opcode]int{}
 	for _, in := range p.Instrs {
 		counts[in.Op]++
 	}
-	if counts[ir.FxScaleUp] != 1 || counts[ir.FxTrunc] != 1 || counts[ir.FxAdd] != 1 {
+	if counts[fixed.OpScaleUp] != 1 || counts[fixed.OpTrunc] != 1 || counts[fixed.OpAdd] != 1 {
 		t.Errorf("counts %v", counts)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

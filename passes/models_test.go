@@ -10,7 +10,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/internal/testsets"
-	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 type testModel struct {
@@ -70,7 +70,7 @@ func TestModelsPeepholeExact(t *testing.T) {
 			}
 			hasMaxPool := false
 			for _, in := range plain.Instrs {
-				hasMaxPool = hasMaxPool || in.Op == ir.FxMaxPool
+				hasMaxPool = hasMaxPool || in.Op == fixed.OpMaxPool
 			}
 			b, a := rep.Before, rep.After
 			if hasMaxPool && (a.ReLU >= b.ReLU || a.Trunc >= b.Trunc) {

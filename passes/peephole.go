@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 // OpCounts counts the expensive non-linear work of a fixed-point program, in tensor elements.
@@ -19,37 +19,37 @@ type OpCounts struct {
 }
 
 // Count tallies the non-linear work of p.
-func Count(p *ir.FixedProgram) OpCounts {
+func Count(p *fixed.Program) OpCounts {
 	var c OpCounts
 	c.Instructions = len(p.Instrs)
 	for _, in := range p.Instrs {
-		if in.Op == ir.FxOutput || in.Op == ir.FxInput {
+		if in.Op == fixed.OpOutput || in.Op == fixed.OpInput {
 			continue
 		}
 		out := p.Tensors[in.Out].Shape.Size()
 		switch in.Op {
-		case ir.FxReLU:
+		case fixed.OpReLU:
 			c.ReLU += out
-		case ir.FxMaxPool:
+		case fixed.OpMaxPool:
 			d := 1
 			for _, k := range in.Win.Kernel {
 				d *= k
 			}
 			c.Comparisons += out * (d - 1)
-		case ir.FxArgMax:
+		case fixed.OpArgMax:
 			n := p.Tensors[in.In[0]].Shape.Size()
 			c.Comparisons += n - out
-		case ir.FxTrunc:
+		case fixed.OpTrunc:
 			c.Trunc += out
 			if in.NonNeg {
 				c.TruncNonNeg += out
 			}
-		case ir.FxDiv:
+		case fixed.OpDiv:
 			c.Div += out
-		case ir.FxMatMul:
+		case fixed.OpMatMul:
 			w := p.Weights[in.Weight].Shape
 			c.MACs += int64(out) * int64(w[1])
-		case ir.FxConv:
+		case fixed.OpConv:
 			w := p.Weights[in.Weight].Shape
 			c.MACs += int64(out) * int64(w[1:].Size())
 		}
@@ -92,7 +92,7 @@ func (r PeepholeReport) Lines() []string {
 //     cheaper truncation of CrypTFlow2 §6.2.
 //
 // Rewrites apply only when the intermediate value has no other reader and is not an output.
-func Peephole(p *ir.FixedProgram) (*ir.FixedProgram, PeepholeReport, error) {
+func Peephole(p *fixed.Program) (*fixed.Program, PeepholeReport, error) {
 	q := p.Clone()
 	rep := PeepholeReport{Before: Count(p)}
 	for changed := true; changed; {
@@ -111,9 +111,9 @@ func Peephole(p *ir.FixedProgram) (*ir.FixedProgram, PeepholeReport, error) {
 		}
 		for i, in := range q.Instrs {
 			switch in.Op {
-			case ir.FxReLU:
+			case fixed.OpReLU:
 				j := sole(in.Out)
-				if j < 0 || q.Instrs[j].Op != ir.FxMaxPool {
+				if j < 0 || q.Instrs[j].Op != fixed.OpMaxPool {
 					continue
 				}
 				// i: r = ReLU(x); j: m = MaxPool(r)  =>  i: m' = MaxPool(x); j: m = ReLU(m').
@@ -127,10 +127,10 @@ func Peephole(p *ir.FixedProgram) (*ir.FixedProgram, PeepholeReport, error) {
 				q.Instrs[i], q.Instrs[j] = newPool, newRelu
 				rep.Swapped++
 				changed = true
-			case ir.FxReshape:
+			case fixed.OpReshape:
 				// i: t = Reshape(x); j: u = Reshape(t)  =>  j: u = Reshape(x).
 				j := sole(in.Out)
-				if j < 0 || q.Instrs[j].Op != ir.FxReshape {
+				if j < 0 || q.Instrs[j].Op != fixed.OpReshape {
 					continue
 				}
 				merged := q.Instrs[j].Clone()
@@ -138,14 +138,14 @@ func Peephole(p *ir.FixedProgram) (*ir.FixedProgram, PeepholeReport, error) {
 				q.Instrs[j], q.Instrs[i] = merged, nil
 				rep.Merged++
 				changed = true
-			case ir.FxTrunc:
+			case fixed.OpTrunc:
 				j := sole(in.Out)
 				if j < 0 {
 					continue
 				}
 				next := q.Instrs[j]
 				switch next.Op {
-				case ir.FxReLU, ir.FxMaxPool:
+				case fixed.OpReLU, fixed.OpMaxPool:
 					// i: t = Trunc(x); j: u = Op(t)  =>  i: u' = Op(x); j: u = Trunc(u').
 					x := in.In[0]
 					mid := q.AddTensor(q.Tensors[next.Out].Name+"_wide", q.Tensors[next.Out].Shape, q.Tensors[x].Scale)
@@ -156,7 +156,7 @@ func Peephole(p *ir.FixedProgram) (*ir.FixedProgram, PeepholeReport, error) {
 					q.Instrs[i], q.Instrs[j] = newOp, newTrunc
 					rep.Hoisted++
 					changed = true
-				case ir.FxTrunc:
+				case fixed.OpTrunc:
 					// i: t = Trunc(x, a); j: u = Trunc(t, b)  =>  j: u = Trunc(x, a+b).
 					merged := next.Clone()
 					merged.In = []int{in.In[0]}
@@ -173,7 +173,7 @@ func Peephole(p *ir.FixedProgram) (*ir.FixedProgram, PeepholeReport, error) {
 			}
 		}
 		if changed {
-			q.Instrs = slices.DeleteFunc(q.Instrs, func(in *ir.Instr) bool { return in == nil })
+			q.Instrs = slices.DeleteFunc(q.Instrs, func(in *fixed.Instr) bool { return in == nil })
 		}
 	}
 	rep.MarkedNonNeg = markNonNeg(q)
@@ -188,10 +188,10 @@ func Peephole(p *ir.FixedProgram) (*ir.FixedProgram, PeepholeReport, error) {
 // NonNegative returns, for every tensor of p, whether its values are provably non-negative:
 // ReLU results, and what pooling, division, truncation, scaling, data movement, concatenation and
 // addition compute from non-negative values (assuming, as the autotuner ensures, no overflow).
-func NonNegative(p *ir.FixedProgram) []bool {
+func NonNegative(p *fixed.Program) []bool {
 	nn := make([]bool, len(p.Tensors))
 	for _, in := range p.Instrs {
-		if in.Op == ir.FxOutput {
+		if in.Op == fixed.OpOutput {
 			continue
 		}
 		all := len(in.In) > 0
@@ -199,13 +199,13 @@ func NonNegative(p *ir.FixedProgram) []bool {
 			all = all && nn[t]
 		}
 		switch in.Op {
-		case ir.FxReLU, ir.FxArgMax:
+		case fixed.OpReLU, fixed.OpArgMax:
 			nn[in.Out] = true
-		case ir.FxMaxPool, ir.FxSumPool, ir.FxDiv, ir.FxTrunc, ir.FxScaleUp, ir.FxReshape,
-			ir.FxTranspose, ir.FxConcat, ir.FxAdd:
+		case fixed.OpMaxPool, fixed.OpSumPool, fixed.OpDiv, fixed.OpTrunc, fixed.OpScaleUp, fixed.OpReshape,
+			fixed.OpTranspose, fixed.OpConcat, fixed.OpAdd:
 			nn[in.Out] = all
-		case ir.FxPad:
-			nn[in.Out] = all && (in.PadMode != ir.PadConstant || in.PadValue >= 0)
+		case fixed.OpPad:
+			nn[in.Out] = all && (in.PadMode != fixed.PadConstant || in.PadValue >= 0)
 		}
 	}
 	return nn
@@ -213,11 +213,11 @@ func NonNegative(p *ir.FixedProgram) []bool {
 
 // markNonNeg sets NonNeg on every Trunc whose input is provably non-negative and returns how many
 // it marked.
-func markNonNeg(p *ir.FixedProgram) int {
+func markNonNeg(p *fixed.Program) int {
 	nn := NonNegative(p)
 	n := 0
 	for _, in := range p.Instrs {
-		if in.Op == ir.FxTrunc && !in.NonNeg && nn[in.In[0]] {
+		if in.Op == fixed.OpTrunc && !in.NonNeg && nn[in.In[0]] {
 			in.NonNeg = true
 			n++
 		}

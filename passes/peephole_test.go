@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 // cnn is conv -> relu -> maxpool -> conv -> relu -> avgpool -> flatten -> gemm -> relu -> gemm.
@@ -125,15 +126,15 @@ func TestNonNegative(t *testing.T) {
 	}
 	nn := NonNegative(p)
 	for i, in := range p.Instrs {
-		if in.Op == ir.FxOutput {
+		if in.Op == fixed.OpOutput {
 			continue
 		}
 		switch in.Op {
-		case ir.FxReLU, ir.FxMaxPool, ir.FxSumPool, ir.FxDiv:
+		case fixed.OpReLU, fixed.OpMaxPool, fixed.OpSumPool, fixed.OpDiv:
 			if !nn[in.Out] {
 				t.Errorf("instruction %d (%s) not known non-negative", i, in.Op)
 			}
-		case ir.FxConv, ir.FxMatMul, ir.FxAddConst:
+		case fixed.OpConv, fixed.OpMatMul, fixed.OpAddConst:
 			if nn[in.Out] {
 				t.Errorf("instruction %d (%s) marked non-negative", i, in.Op)
 			}

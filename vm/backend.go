@@ -1,4 +1,4 @@
-// Package vm executes fixed-point programs (ir.FixedProgram, usually read from a .sciir file).
+// Package vm executes fixed-point programs (fixed.Program, usually read from a .sciir file).
 //
 // The Machine walks the instruction stream over tensor slots. Operations that are local on
 // additive shares — additions, constants added by party 0, scaling by powers of two, data movement,

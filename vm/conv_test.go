@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
@@ -107,13 +108,13 @@ func randomConvCase(rng *rand.Rand) convCase {
 
 // convProgram builds a program of one or two convolutions of c (the second, when twice, a 1×1
 // convolution of the first's output) and returns it with its random input.
-func convProgram(t *testing.T, rng *rand.Rand, c convCase, bits int, twice bool) (*ir.FixedProgram, []int64) {
+func convProgram(t *testing.T, rng *rand.Rand, c convCase, bits int, twice bool) (*fixed.Program, []int64) {
 	t.Helper()
 	b := newBuilder(t, bits, 0)
 	x := b.input(c.xs, 0)
 	ws := c.weightShape()
 	w := b.weight(ws, 0, randInts(rng, ws.Size(), -1<<20, 1<<20)...)
-	y := b.op(&ir.Instr{Op: ir.FxConv, In: []int{x}, Weight: w, Group: c.group, Win: c.wn})
+	y := b.op(&fixed.Instr{Op: fixed.OpConv, In: []int{x}, Weight: w, Group: c.group, Win: c.wn})
 	if twice {
 		ys := b.p.Tensors[y].Shape
 		ones := make([]int, len(ys)-2)
@@ -123,14 +124,14 @@ func convProgram(t *testing.T, rng *rand.Rand, c convCase, bits int, twice bool)
 		zeros := make([]int, 2*len(ones))
 		w2s := append(ir.Shape{3, ys[1]}, ones...)
 		w2 := b.weight(w2s, 0, randInts(rng, w2s.Size(), -1<<20, 1<<20)...)
-		y = b.op(&ir.Instr{Op: ir.FxConv, In: []int{y}, Weight: w2, Group: 1, Win: win(ones, ones, zeros, ones, false)})
+		y = b.op(&fixed.Instr{Op: fixed.OpConv, In: []int{y}, Weight: w2, Group: 1, Win: win(ones, ones, zeros, ones, false)})
 	}
 	b.output(y)
 	// Inputs of full ring width, so that products and sums wrap.
 	return b.p, randInts(rng, c.xs.Size(), -1<<61, 1<<61)
 }
 
-func runOn(t *testing.T, p *ir.FixedProgram, be Backend, in []int64) []uint64 {
+func runOn(t *testing.T, p *fixed.Program, be Backend, in []int64) []uint64 {
 	t.Helper()
 	m, err := New(p, be)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
@@ -11,13 +12,13 @@ import (
 // index arithmetic beyond table lookups.
 type plan struct {
 	idx  []int32 // gather map (meaning depends on the opcode)
-	idx2 []int32 // second operand's broadcast map (FxAdd/FxSub)
+	idx2 []int32 // second operand's broadcast map (OpAdd/OpSub)
 	d    int     // window size (pools), rows of the im2col matrix per group (conv)
 	p    int     // output positions per plane
 	// planes and inPlane: pools map one (image, channel) plane at a time.
 	planes, inPlane int
-	groups          []divGroup // FxDiv with several divisors
-	// conv is the geometry of an FxConv; native means the backend runs it (ConvBackend.Conv2D)
+	groups          []divGroup // OpDiv with several divisors
+	// conv is the geometry of an OpConv; native means the backend runs it (ConvBackend.Conv2D)
 	// and idx is not built.
 	conv   ring.ConvGeom
 	native bool
@@ -29,11 +30,11 @@ type divGroup struct {
 }
 
 // makePlan builds the plan of one instruction and returns the scratch space (in elements) it needs.
-func (m *Machine) makePlan(in *ir.Instr) (plan, int, error) {
+func (m *Machine) makePlan(in *fixed.Instr) (plan, int, error) {
 	p := m.prog
 	var pl plan
 	switch in.Op {
-	case ir.FxConv:
+	case fixed.OpConv:
 		x := p.Tensors[in.In[0]].Shape
 		out := p.Tensors[in.Out].Shape
 		wt := p.Weights[in.Weight].Shape
@@ -77,7 +78,7 @@ func (m *Machine) makePlan(in *ir.Instr) (plan, int, error) {
 			need += wt[0] / in.Group * cols
 		}
 		return pl, need, nil
-	case ir.FxMaxPool, ir.FxSumPool:
+	case fixed.OpMaxPool, fixed.OpSumPool:
 		x := p.Tensors[in.In[0]].Shape
 		out := p.Tensors[in.Out].Shape
 		geo, err := newWindowGeom(in.Win, x[2:], out[2:])
@@ -96,7 +97,7 @@ func (m *Machine) makePlan(in *ir.Instr) (plan, int, error) {
 					first = j
 				}
 			}
-			if in.Op == ir.FxMaxPool {
+			if in.Op == fixed.OpMaxPool {
 				if first < 0 {
 					return pl, 0, fmt.Errorf("output position %d has a window with no input element", q)
 				}
@@ -122,11 +123,11 @@ func (m *Machine) makePlan(in *ir.Instr) (plan, int, error) {
 				}
 			}
 		}
-		if in.Op == ir.FxMaxPool {
+		if in.Op == fixed.OpMaxPool {
 			return pl, len(pl.idx), nil
 		}
 		return pl, 0, nil
-	case ir.FxAdd, ir.FxSub:
+	case fixed.OpAdd, fixed.OpSub:
 		out := p.Tensors[in.Out].Shape
 		a := p.Tensors[in.In[0]].Shape
 		b := p.Tensors[in.In[1]].Shape
@@ -137,7 +138,7 @@ func (m *Machine) makePlan(in *ir.Instr) (plan, int, error) {
 			pl.idx2 = broadcastIndex(b, out)
 		}
 		return pl, 2 * out.Size(), nil
-	case ir.FxArgMax:
+	case fixed.OpArgMax:
 		x := p.Tensors[in.In[0]].Shape
 		if in.Axis != len(x)-1 {
 			perm := make([]int, 0, len(x))
@@ -150,14 +151,14 @@ func (m *Machine) makePlan(in *ir.Instr) (plan, int, error) {
 			pl.idx = transposeIndex(x, perm)
 		}
 		return pl, x.Size(), nil
-	case ir.FxTranspose:
+	case fixed.OpTranspose:
 		pl.idx = transposeIndex(p.Tensors[in.In[0]].Shape, in.Perm)
 		return pl, 0, nil
-	case ir.FxPad:
+	case fixed.OpPad:
 		idx, err := padIndex(p.Tensors[in.In[0]].Shape, in.Pads, in.PadMode)
 		pl.idx = idx
 		return pl, 0, err
-	case ir.FxDiv:
+	case fixed.OpDiv:
 		n := p.Tensors[in.In[0]].Shape.Size()
 		byD := map[int][]int32{}
 		var order []int
@@ -207,7 +208,7 @@ func newWindowGeom(w ir.Window, in, out ir.Shape) (windowGeom, error) {
 		return g, fmt.Errorf("%d spatial dimensions (want 1 or 2)", len(in))
 	}
 	g.d, g.p, g.inSize = g.kh*g.kw, g.oh*g.ow, g.ih*g.iw
-	if g.d*g.p > ir.MaxFixedElems {
+	if g.d*g.p > fixed.MaxElems {
 		return g, fmt.Errorf("window table of %d x %d entries is too large", g.p, g.d)
 	}
 	return g, nil
@@ -291,7 +292,7 @@ func transposeIndex(src ir.Shape, perm []int) []int32 {
 }
 
 // padIndex maps each element of the padded tensor to its source offset, or -1 for constant padding.
-func padIndex(src ir.Shape, pads []int, mode ir.PadMode) ([]int32, error) {
+func padIndex(src ir.Shape, pads []int, mode fixed.PadMode) ([]int32, error) {
 	r := len(src)
 	out := make(ir.Shape, r)
 	maps := make([][]int, r)
@@ -303,13 +304,13 @@ func padIndex(src ir.Shape, pads []int, mode ir.PadMode) ([]int32, error) {
 			i := o - b
 			switch {
 			case i >= 0 && i < n:
-			case mode == ir.PadConstant:
+			case mode == fixed.PadConstant:
 				i = -1
-			case mode == ir.PadEdge:
+			case mode == fixed.PadEdge:
 				i = min(max(i, 0), n-1)
-			case mode == ir.PadWrap:
+			case mode == fixed.PadWrap:
 				i = ((i % n) + n) % n
-			case mode == ir.PadReflect:
+			case mode == fixed.PadReflect:
 				if n == 1 {
 					i = 0
 					break
@@ -342,8 +343,8 @@ func padIndex(src ir.Shape, pads []int, mode ir.PadMode) ([]int32, error) {
 	return idx, nil
 }
 
-// expandConst broadcasts the weight of an FxAddConst/FxMulConst to the operand's shape.
-func (m *Machine) expandConst(in *ir.Instr) (*ring.Tensor, error) {
+// expandConst broadcasts the weight of an OpAddConst/OpMulConst to the operand's shape.
+func (m *Machine) expandConst(in *fixed.Instr) (*ring.Tensor, error) {
 	x := m.prog.Tensors[in.In[0]].Shape
 	w := m.weights[in.Weight]
 	ws := m.prog.Weights[in.Weight].Shape

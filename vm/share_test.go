@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
@@ -172,37 +173,37 @@ func (s *shareBackend) ArgMaxRows(_ context.Context, dst, x ring.Tensor, rows, d
 }
 
 // zooProgram uses every opcode, with constants and padding values that only party 0 may add.
-func zooProgram(t *testing.T) *ir.FixedProgram {
+func zooProgram(t *testing.T) *fixed.Program {
 	rng := rand.New(rand.NewPCG(3, 4))
 	b := newBuilder(t, 32, 4)
 	x := b.input(ir.Shape{1, 2, 5, 5}, 4)
 	cw := b.weight(ir.Shape{4, 1, 3, 3}, 4, randInts(rng, 36, -16, 16)...)
-	c := b.op(&ir.Instr{Op: ir.FxConv, In: []int{x}, Weight: cw, Group: 2, Win: win([]int{3, 3}, []int{1, 1}, []int{1, 1, 1, 1}, []int{1, 1}, false)})
+	c := b.op(&fixed.Instr{Op: fixed.OpConv, In: []int{x}, Weight: cw, Group: 2, Win: win([]int{3, 3}, []int{1, 1}, []int{1, 1, 1, 1}, []int{1, 1}, false)})
 	bias := b.weight(ir.Shape{4, 1, 1}, 8, randInts(rng, 4, -300, 300)...)
-	c = b.op(&ir.Instr{Op: ir.FxAddConst, In: []int{c}, Weight: bias})
-	mp := b.op(&ir.Instr{Op: ir.FxMaxPool, In: []int{c}, Win: win([]int{2, 2}, []int{2, 2}, []int{1, 1, 0, 0}, []int{1, 1}, false)})
-	r := b.op(&ir.Instr{Op: ir.FxReLU, In: []int{mp}})
-	tr := b.op(&ir.Instr{Op: ir.FxTrunc, In: []int{r}, Shift: 4, NonNeg: true})
-	pd := b.op(&ir.Instr{Op: ir.FxPad, In: []int{tr}, Pads: []int{0, 0, 1, 0, 0, 0, 0, 1}, PadMode: ir.PadConstant, PadValue: -5})
-	sp := b.op(&ir.Instr{Op: ir.FxSumPool, In: []int{pd}, Win: win([]int{2, 2}, []int{1, 1}, []int{0, 0, 0, 0}, []int{1, 1}, false)})
-	dv := b.op(&ir.Instr{Op: ir.FxDiv, In: []int{sp}, Divisors: []int{3, 4, 4}})
+	c = b.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{c}, Weight: bias})
+	mp := b.op(&fixed.Instr{Op: fixed.OpMaxPool, In: []int{c}, Win: win([]int{2, 2}, []int{2, 2}, []int{1, 1, 0, 0}, []int{1, 1}, false)})
+	r := b.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{mp}})
+	tr := b.op(&fixed.Instr{Op: fixed.OpTrunc, In: []int{r}, Shift: 4, NonNeg: true})
+	pd := b.op(&fixed.Instr{Op: fixed.OpPad, In: []int{tr}, Pads: []int{0, 0, 1, 0, 0, 0, 0, 1}, PadMode: fixed.PadConstant, PadValue: -5})
+	sp := b.op(&fixed.Instr{Op: fixed.OpSumPool, In: []int{pd}, Win: win([]int{2, 2}, []int{1, 1}, []int{0, 0, 0, 0}, []int{1, 1}, false)})
+	dv := b.op(&fixed.Instr{Op: fixed.OpDiv, In: []int{sp}, Divisors: []int{3, 4, 4}})
 	return b.finishZoo(t, rng, dv)
 }
 
-func (b *builder) finishZoo(t *testing.T, rng *rand.Rand, dv int) *ir.FixedProgram {
+func (b *builder) finishZoo(t *testing.T, rng *rand.Rand, dv int) *fixed.Program {
 	n := b.p.Tensors[dv].Shape.Size()
-	flat := b.op(&ir.Instr{Op: ir.FxReshape, In: []int{dv}}, ir.Shape{n, 1})
+	flat := b.op(&fixed.Instr{Op: fixed.OpReshape, In: []int{dv}}, ir.Shape{n, 1})
 	mw := b.weight(ir.Shape{6, n}, 4, randInts(rng, 6*n, -16, 16)...)
-	mm := b.op(&ir.Instr{Op: ir.FxMatMul, In: []int{flat}, Weight: mw})
-	mt := b.op(&ir.Instr{Op: ir.FxTrunc, In: []int{mm}, Shift: 4})
-	row := b.op(&ir.Instr{Op: ir.FxTranspose, In: []int{mt}, Perm: []int{1, 0}})
+	mm := b.op(&fixed.Instr{Op: fixed.OpMatMul, In: []int{flat}, Weight: mw})
+	mt := b.op(&fixed.Instr{Op: fixed.OpTrunc, In: []int{mm}, Shift: 4})
+	row := b.op(&fixed.Instr{Op: fixed.OpTranspose, In: []int{mt}, Perm: []int{1, 0}})
 	sc := b.weight(ir.Shape{6}, 4, randInts(rng, 6, -32, 32)...)
-	mc := b.op(&ir.Instr{Op: ir.FxMulConst, In: []int{row}, Weight: sc})
-	up := b.op(&ir.Instr{Op: ir.FxScaleUp, In: []int{row}, Shift: 4})
-	sum := b.op(&ir.Instr{Op: ir.FxAdd, In: []int{mc, up}})
-	diff := b.op(&ir.Instr{Op: ir.FxSub, In: []int{sum, up}})
-	cat := b.op(&ir.Instr{Op: ir.FxConcat, In: []int{sum, diff}, Axis: 1})
-	am := b.op(&ir.Instr{Op: ir.FxArgMax, In: []int{cat}, Axis: 1}, ir.Shape{1})
+	mc := b.op(&fixed.Instr{Op: fixed.OpMulConst, In: []int{row}, Weight: sc})
+	up := b.op(&fixed.Instr{Op: fixed.OpScaleUp, In: []int{row}, Shift: 4})
+	sum := b.op(&fixed.Instr{Op: fixed.OpAdd, In: []int{mc, up}})
+	diff := b.op(&fixed.Instr{Op: fixed.OpSub, In: []int{sum, up}})
+	cat := b.op(&fixed.Instr{Op: fixed.OpConcat, In: []int{sum, diff}, Axis: 1})
+	am := b.op(&fixed.Instr{Op: fixed.OpArgMax, In: []int{cat}, Axis: 1}, ir.Shape{1})
 	b.output(cat)
 	b.output(am)
 	if err := b.p.Validate(); err != nil {

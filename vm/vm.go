@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
@@ -26,7 +27,7 @@ type Output struct {
 // buffers, which every Run reuses; a Machine is not safe for concurrent use (make one per
 // goroutine; the program and a Clear backend may be shared).
 type Machine struct {
-	prog    *ir.FixedProgram
+	prog    *fixed.Program
 	be      Backend
 	r       ring.Ring
 	party   int
@@ -42,7 +43,7 @@ type Machine struct {
 
 // New prepares a Machine for program p (which must pass p.Validate) on backend b. Party 0 needs
 // the weights; the backend's ring must be the program's.
-func New(p *ir.FixedProgram, b Backend) (*Machine, error) {
+func New(p *fixed.Program, b Backend) (*Machine, error) {
 	if p == nil || b == nil {
 		return nil, fmt.Errorf("vm: nil program or backend")
 	}
@@ -82,7 +83,7 @@ func New(p *ir.FixedProgram, b Backend) (*Machine, error) {
 		}
 		m.plans[i] = pl
 		scratch = max(scratch, need)
-		if party == 0 && (in.Op == ir.FxAddConst || in.Op == ir.FxMulConst) {
+		if party == 0 && (in.Op == fixed.OpAddConst || in.Op == fixed.OpMulConst) {
 			c, err := m.expandConst(in)
 			if err != nil {
 				return nil, fmt.Errorf("vm: instruction %d (%s): %w", i, in.Op, err)
@@ -95,7 +96,7 @@ func New(p *ir.FixedProgram, b Backend) (*Machine, error) {
 }
 
 // Program returns the program the machine runs.
-func (m *Machine) Program() *ir.FixedProgram { return m.prog }
+func (m *Machine) Program() *fixed.Program { return m.prog }
 
 func (m *Machine) allocSlots() {
 	p := m.prog
@@ -147,19 +148,19 @@ func (m *Machine) Run(ctx context.Context, inputs []ring.Tensor) ([]Output, erro
 			}
 			return nil, fmt.Errorf("vm: instruction %d (%s): %w", i, in.Op, err)
 		}
-		if m.Observe != nil && in.Op != ir.FxOutput {
+		if m.Observe != nil && in.Op != fixed.OpOutput {
 			m.Observe(in.Out, m.tensor(in.Out))
 		}
 	}
 	return outs, nil
 }
 
-func (m *Machine) exec(ctx context.Context, i int, in *ir.Instr, inputs []ring.Tensor, outs []Output) error {
+func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []ring.Tensor, outs []Output) error {
 	p := m.prog
 	b := m.be
 	r := m.r
 	var dst ring.Tensor
-	if in.Op != ir.FxOutput {
+	if in.Op != fixed.OpOutput {
 		dst = m.tensor(in.Out)
 	}
 	var x ring.Tensor
@@ -168,7 +169,7 @@ func (m *Machine) exec(ctx context.Context, i int, in *ir.Instr, inputs []ring.T
 	}
 	pl := &m.plans[i]
 	switch in.Op {
-	case ir.FxInput:
+	case fixed.OpInput:
 		io := p.Inputs[in.Index]
 		src := inputs[in.Index]
 		switch {
@@ -186,7 +187,7 @@ func (m *Machine) exec(ctx context.Context, i int, in *ir.Instr, inputs []ring.T
 			clear(dst.Data)
 		}
 		return b.Input(ctx, io.Party, dst)
-	case ir.FxOutput:
+	case fixed.OpOutput:
 		io := p.Outputs[in.Index]
 		v := x.Clone()
 		ok, err := b.Reveal(ctx, io.Party, v)
@@ -195,21 +196,21 @@ func (m *Machine) exec(ctx context.Context, i int, in *ir.Instr, inputs []ring.T
 		}
 		outs[in.Index] = Output{Name: io.Name, Party: io.Party, Scale: p.Tensors[in.In[0]].Scale, Value: v, Revealed: ok}
 		return nil
-	case ir.FxMatMul:
+	case fixed.OpMatMul:
 		w := p.Weights[in.Weight].Shape
 		return b.MatMul(ctx, dst, m.weight(in.Weight), w[0], w[1], x.Shape[1], x)
-	case ir.FxConv:
+	case fixed.OpConv:
 		return m.conv(ctx, in, pl, dst, x)
-	case ir.FxAddConst:
+	case fixed.OpAddConst:
 		if m.party == 0 {
 			r.AddVec(dst.Data, x.Data, m.consts[i].Data)
 		} else {
 			copy(dst.Data, x.Data)
 		}
 		return nil
-	case ir.FxMulConst:
+	case fixed.OpMulConst:
 		return b.MulConst(ctx, dst, m.consts[i], x)
-	case ir.FxAdd, ir.FxSub:
+	case fixed.OpAdd, fixed.OpSub:
 		y := m.tensor(in.In[1])
 		a, c := x.Data, y.Data
 		if pl.idx != nil {
@@ -220,29 +221,29 @@ func (m *Machine) exec(ctx context.Context, i int, in *ir.Instr, inputs []ring.T
 			c = m.scratch[len(dst.Data) : 2*len(dst.Data)]
 			gather(c, y.Data, pl.idx2, 0)
 		}
-		if in.Op == ir.FxAdd {
+		if in.Op == fixed.OpAdd {
 			r.AddVec(dst.Data, a, c)
 		} else {
 			r.SubVec(dst.Data, a, c)
 		}
 		return nil
-	case ir.FxScaleUp:
+	case fixed.OpScaleUp:
 		r.ScaleVec(dst.Data, x.Data, uint64(1)<<uint(in.Shift))
 		return nil
-	case ir.FxTrunc:
+	case fixed.OpTrunc:
 		if in.Shift == 0 {
 			copy(dst.Data, x.Data)
 			return nil
 		}
 		return b.Trunc(ctx, dst, x, in.Shift, in.NonNeg)
-	case ir.FxReLU:
+	case fixed.OpReLU:
 		return b.ReLU(ctx, dst, x)
-	case ir.FxMaxPool:
+	case fixed.OpMaxPool:
 		rows, d := len(dst.Data), pl.d
 		g := ring.Tensor{Shape: []int{rows, d}, Data: m.scratch[:rows*d]}
 		gather(g.Data, x.Data, pl.idx, 0)
 		return b.MaxRows(ctx, dst, g, rows, d)
-	case ir.FxSumPool:
+	case fixed.OpSumPool:
 		d := pl.d
 		mask := r.Mask()
 		for o := range dst.Data {
@@ -255,9 +256,9 @@ func (m *Machine) exec(ctx context.Context, i int, in *ir.Instr, inputs []ring.T
 			dst.Data[o] = s & mask
 		}
 		return nil
-	case ir.FxDiv:
+	case fixed.OpDiv:
 		return m.div(ctx, in, pl, dst, x)
-	case ir.FxArgMax:
+	case fixed.OpArgMax:
 		rows := len(dst.Data)
 		d := len(x.Data) / max(rows, 1)
 		src := x
@@ -266,20 +267,20 @@ func (m *Machine) exec(ctx context.Context, i int, in *ir.Instr, inputs []ring.T
 			gather(src.Data, x.Data, pl.idx, 0)
 		}
 		return b.ArgMaxRows(ctx, dst, src, rows, d)
-	case ir.FxReshape:
+	case fixed.OpReshape:
 		copy(dst.Data, x.Data)
 		return nil
-	case ir.FxTranspose:
+	case fixed.OpTranspose:
 		gather(dst.Data, x.Data, pl.idx, 0)
 		return nil
-	case ir.FxPad:
+	case fixed.OpPad:
 		var fill uint64
 		if m.party == 0 {
 			fill = r.FromSigned(in.PadValue)
 		}
 		gather(dst.Data, x.Data, pl.idx, fill)
 		return nil
-	case ir.FxConcat:
+	case fixed.OpConcat:
 		m.concat(in, dst)
 		return nil
 	}
@@ -305,7 +306,7 @@ func gather(dst, src []uint64, idx []int32, fill uint64) {
 	}
 }
 
-func (m *Machine) conv(ctx context.Context, in *ir.Instr, pl *plan, dst, x ring.Tensor) error {
+func (m *Machine) conv(ctx context.Context, in *fixed.Instr, pl *plan, dst, x ring.Tensor) error {
 	if pl.native {
 		return m.be.(ConvBackend).Conv2D(ctx, dst, m.weight(in.Weight), x, pl.conv)
 	}
@@ -367,7 +368,7 @@ func (m *Machine) conv(ctx context.Context, in *ir.Instr, pl *plan, dst, x ring.
 	return nil
 }
 
-func (m *Machine) div(ctx context.Context, in *ir.Instr, pl *plan, dst, x ring.Tensor) error {
+func (m *Machine) div(ctx context.Context, in *fixed.Instr, pl *plan, dst, x ring.Tensor) error {
 	if len(pl.groups) == 1 {
 		return m.be.Div(ctx, dst, x, pl.groups[0].d)
 	}
@@ -387,7 +388,7 @@ func (m *Machine) div(ctx context.Context, in *ir.Instr, pl *plan, dst, x ring.T
 	return nil
 }
 
-func (m *Machine) concat(in *ir.Instr, dst ring.Tensor) {
+func (m *Machine) concat(in *fixed.Instr, dst ring.Tensor) {
 	outShape := dst.Shape
 	outer := ir.Shape(outShape[:in.Axis]).Size()
 	innerOut := ir.Shape(outShape[in.Axis:]).Size()

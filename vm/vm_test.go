@@ -8,23 +8,24 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
 // builder assembles fixed-point programs by hand for tests.
 type builder struct {
 	t *testing.T
-	p *ir.FixedProgram
+	p *fixed.Program
 }
 
 func newBuilder(t *testing.T, bits, scale int) *builder {
-	return &builder{t: t, p: &ir.FixedProgram{Bits: bits, Scale: scale}}
+	return &builder{t: t, p: &fixed.Program{Bits: bits, Scale: scale}}
 }
 
 func (b *builder) input(shape ir.Shape, scale int) int {
 	id := b.p.AddTensor("in", shape, scale)
-	b.p.Inputs = append(b.p.Inputs, ir.FixedIO{Name: "in", Tensor: id, Party: 1})
-	b.p.Instrs = append(b.p.Instrs, &ir.Instr{Op: ir.FxInput, Out: id, Weight: -1, Index: len(b.p.Inputs) - 1})
+	b.p.Inputs = append(b.p.Inputs, fixed.IO{Name: "in", Tensor: id, Party: 1})
+	b.p.Instrs = append(b.p.Instrs, &fixed.Instr{Op: fixed.OpInput, Out: id, Weight: -1, Index: len(b.p.Inputs) - 1})
 	return id
 }
 
@@ -33,14 +34,14 @@ func (b *builder) weight(shape ir.Shape, scale int, data ...int64) int {
 }
 
 // op appends an instruction, inferring its result (pass out for Reshape/ArgMax).
-func (b *builder) op(in *ir.Instr, out ...ir.Shape) int {
+func (b *builder) op(in *fixed.Instr, out ...ir.Shape) int {
 	b.t.Helper()
 	if !in.Op.UsesWeight() {
 		in.Weight = -1
 	}
 	if len(out) > 0 {
 		sc := b.p.Tensors[in.In[0]].Scale
-		if in.Op == ir.FxArgMax {
+		if in.Op == fixed.OpArgMax {
 			sc = 0
 		}
 		in.Out = b.p.AddTensor("t", out[0], sc)
@@ -56,12 +57,12 @@ func (b *builder) op(in *ir.Instr, out ...ir.Shape) int {
 }
 
 func (b *builder) output(t int) {
-	b.p.Outputs = append(b.p.Outputs, ir.FixedIO{Name: "out", Tensor: t, Party: 1})
-	b.p.Instrs = append(b.p.Instrs, &ir.Instr{Op: ir.FxOutput, Out: -1, In: []int{t}, Weight: -1, Index: len(b.p.Outputs) - 1})
+	b.p.Outputs = append(b.p.Outputs, fixed.IO{Name: "out", Tensor: t, Party: 1})
+	b.p.Instrs = append(b.p.Instrs, &fixed.Instr{Op: fixed.OpOutput, Out: -1, In: []int{t}, Weight: -1, Index: len(b.p.Outputs) - 1})
 }
 
 // runClear runs p in the clear on signed inputs and returns the signed outputs.
-func runClear(t *testing.T, p *ir.FixedProgram, inputs ...[]int64) [][]int64 {
+func runClear(t *testing.T, p *fixed.Program, inputs ...[]int64) [][]int64 {
 	t.Helper()
 	r := ring.Must(p.Bits)
 	c, _ := NewClear(r)
@@ -147,7 +148,7 @@ func TestConvMatchesNaive(t *testing.T) {
 		x := b.input(c.xs, 4)
 		wdata := randInts(rng, c.ws.Size(), -20, 20)
 		w := b.weight(c.ws, 4, wdata...)
-		y := b.op(&ir.Instr{Op: ir.FxConv, In: []int{x}, Weight: w, Group: c.group, Win: c.wn})
+		y := b.op(&fixed.Instr{Op: fixed.OpConv, In: []int{x}, Weight: w, Group: c.group, Win: c.wn})
 		b.output(y)
 		xdata := randInts(rng, c.xs.Size(), -50, 50)
 		got := runClear(t, b.p, xdata)[0]
@@ -162,7 +163,7 @@ func TestConv1D(t *testing.T) {
 	b := newBuilder(t, 32, 0)
 	x := b.input(ir.Shape{1, 1, 5}, 0)
 	w := b.weight(ir.Shape{1, 1, 3}, 0, 1, 2, 3)
-	y := b.op(&ir.Instr{Op: ir.FxConv, In: []int{x}, Weight: w, Group: 1, Win: win([]int{3}, []int{2}, []int{1, 1}, []int{1}, false)})
+	y := b.op(&fixed.Instr{Op: fixed.OpConv, In: []int{x}, Weight: w, Group: 1, Win: win([]int{3}, []int{2}, []int{1, 1}, []int{1}, false)})
 	b.output(y)
 	got := runClear(t, b.p, []int64{1, 2, 3, 4, 5})[0]
 	// Windows over [0,1,2,3,4,5,0] starting at 0, 2, 4: (0,1,2), (2,3,4), (4,5,0).
@@ -175,9 +176,9 @@ func TestPooling(t *testing.T) {
 	b := newBuilder(t, 16, 0)
 	x := b.input(ir.Shape{1, 1, 3, 3}, 0)
 	wn := win([]int{2, 2}, []int{2, 2}, []int{1, 1, 0, 0}, []int{1, 1}, true)
-	mx := b.op(&ir.Instr{Op: ir.FxMaxPool, In: []int{x}, Win: wn})
-	sum := b.op(&ir.Instr{Op: ir.FxSumPool, In: []int{x}, Win: wn})
-	div := b.op(&ir.Instr{Op: ir.FxDiv, In: []int{sum}, Divisors: []int{1, 2, 2, 4}})
+	mx := b.op(&fixed.Instr{Op: fixed.OpMaxPool, In: []int{x}, Win: wn})
+	sum := b.op(&fixed.Instr{Op: fixed.OpSumPool, In: []int{x}, Win: wn})
+	div := b.op(&fixed.Instr{Op: fixed.OpDiv, In: []int{sum}, Divisors: []int{1, 2, 2, 4}})
 	b.output(mx)
 	b.output(sum)
 	b.output(div)
@@ -198,15 +199,15 @@ func TestPooling(t *testing.T) {
 func TestDataMovement(t *testing.T) {
 	b := newBuilder(t, 16, 0)
 	x := b.input(ir.Shape{2, 3}, 2)
-	tr := b.op(&ir.Instr{Op: ir.FxTranspose, In: []int{x}, Perm: []int{1, 0}})
-	rs := b.op(&ir.Instr{Op: ir.FxReshape, In: []int{x}}, ir.Shape{3, 2})
-	cc := b.op(&ir.Instr{Op: ir.FxConcat, In: []int{x, x}, Axis: 1})
-	pc := b.op(&ir.Instr{Op: ir.FxPad, In: []int{x}, Pads: []int{0, 1, 1, 0}, PadMode: ir.PadConstant, PadValue: -7})
-	pr := b.op(&ir.Instr{Op: ir.FxPad, In: []int{x}, Pads: []int{0, 2, 0, 2}, PadMode: ir.PadReflect})
-	pe := b.op(&ir.Instr{Op: ir.FxPad, In: []int{x}, Pads: []int{1, 1, 0, 0}, PadMode: ir.PadEdge})
-	pw := b.op(&ir.Instr{Op: ir.FxPad, In: []int{x}, Pads: []int{0, 1, 0, 1}, PadMode: ir.PadWrap})
-	am := b.op(&ir.Instr{Op: ir.FxArgMax, In: []int{x}, Axis: 0}, ir.Shape{3})
-	su := b.op(&ir.Instr{Op: ir.FxScaleUp, In: []int{x}, Shift: 3})
+	tr := b.op(&fixed.Instr{Op: fixed.OpTranspose, In: []int{x}, Perm: []int{1, 0}})
+	rs := b.op(&fixed.Instr{Op: fixed.OpReshape, In: []int{x}}, ir.Shape{3, 2})
+	cc := b.op(&fixed.Instr{Op: fixed.OpConcat, In: []int{x, x}, Axis: 1})
+	pc := b.op(&fixed.Instr{Op: fixed.OpPad, In: []int{x}, Pads: []int{0, 1, 1, 0}, PadMode: fixed.PadConstant, PadValue: -7})
+	pr := b.op(&fixed.Instr{Op: fixed.OpPad, In: []int{x}, Pads: []int{0, 2, 0, 2}, PadMode: fixed.PadReflect})
+	pe := b.op(&fixed.Instr{Op: fixed.OpPad, In: []int{x}, Pads: []int{1, 1, 0, 0}, PadMode: fixed.PadEdge})
+	pw := b.op(&fixed.Instr{Op: fixed.OpPad, In: []int{x}, Pads: []int{0, 1, 0, 1}, PadMode: fixed.PadWrap})
+	am := b.op(&fixed.Instr{Op: fixed.OpArgMax, In: []int{x}, Axis: 0}, ir.Shape{3})
+	su := b.op(&fixed.Instr{Op: fixed.OpScaleUp, In: []int{x}, Shift: 3})
 	for _, o := range []int{tr, rs, cc, pc, pr, pe, pw, am, su} {
 		b.output(o)
 	}
@@ -234,11 +235,11 @@ func TestArithmeticBroadcast(t *testing.T) {
 	b := newBuilder(t, 8, 0)
 	x := b.input(ir.Shape{1, 2, 2}, 0)
 	y := b.input(ir.Shape{2, 1}, 0)
-	add := b.op(&ir.Instr{Op: ir.FxAdd, In: []int{x, y}})
-	sub := b.op(&ir.Instr{Op: ir.FxSub, In: []int{y, x}})
+	add := b.op(&fixed.Instr{Op: fixed.OpAdd, In: []int{x, y}})
+	sub := b.op(&fixed.Instr{Op: fixed.OpSub, In: []int{y, x}})
 	w := b.weight(ir.Shape{2, 1}, 0, 100, -2)
-	ac := b.op(&ir.Instr{Op: ir.FxAddConst, In: []int{x}, Weight: w})
-	mc := b.op(&ir.Instr{Op: ir.FxMulConst, In: []int{x}, Weight: w})
+	ac := b.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{x}, Weight: w})
+	mc := b.op(&fixed.Instr{Op: fixed.OpMulConst, In: []int{x}, Weight: w})
 	for _, o := range []int{add, sub, ac, mc} {
 		b.output(o)
 	}
@@ -260,7 +261,7 @@ func TestMachineErrors(t *testing.T) {
 	b := newBuilder(t, 16, 4)
 	x := b.input(ir.Shape{2}, 4)
 	w := b.weight(ir.Shape{2}, 4, 1, 2)
-	y := b.op(&ir.Instr{Op: ir.FxAddConst, In: []int{x}, Weight: w})
+	y := b.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{x}, Weight: w})
 	b.output(y)
 	r := ring.Must(16)
 	c, _ := NewClear(r)
@@ -296,9 +297,9 @@ func TestMachineErrors(t *testing.T) {
 func TestObserveAndSlotReuse(t *testing.T) {
 	b := newBuilder(t, 16, 0)
 	x := b.input(ir.Shape{4}, 0)
-	y := b.op(&ir.Instr{Op: ir.FxReLU, In: []int{x}})
-	z := b.op(&ir.Instr{Op: ir.FxScaleUp, In: []int{y}, Shift: 1})
-	u := b.op(&ir.Instr{Op: ir.FxReLU, In: []int{z}})
+	y := b.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{x}})
+	z := b.op(&fixed.Instr{Op: fixed.OpScaleUp, In: []int{y}, Shift: 1})
+	u := b.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{z}})
 	b.output(u)
 	// Two slots suffice: x and z share one, y and u the other.
 	for id, s := range []int{0, 1, 0, 1} {

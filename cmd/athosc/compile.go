@@ -16,6 +16,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/passes"
 )
 
@@ -97,8 +98,8 @@ func parseCompile(args []string) (*compileConfig, error) {
 	switch {
 	case c.bits != 0 && (c.bits < 2 || c.bits > 64):
 		return nil, cli.Usagef("--bitwidth %d is not in 2..64", c.bits)
-	case c.scale < -1 || c.scale > ir.MaxFixedScale/2:
-		return nil, cli.Usagef("--scale %d is not in 0..%d", c.scale, ir.MaxFixedScale/2)
+	case c.scale < -1 || c.scale > fixed.MaxScale/2:
+		return nil, cli.Usagef("--scale %d is not in 0..%d", c.scale, fixed.MaxScale/2)
 	case c.headroom < 0 || c.headroom > 32:
 		return nil, cli.Usagef("--headroom %d is not in 0..32", c.headroom)
 	case c.jobs < 1:
@@ -125,8 +126,8 @@ func parseScales(s string) ([]int, error) {
 	if a, b, ok := strings.Cut(s, "-"); ok {
 		lo, err1 := strconv.Atoi(strings.TrimSpace(a))
 		hi, err2 := strconv.Atoi(strings.TrimSpace(b))
-		if err1 != nil || err2 != nil || lo < 0 || hi < lo || hi > ir.MaxFixedScale/2 {
-			return nil, fmt.Errorf("bad range %q (want A-B with 0 <= A <= B <= %d)", s, ir.MaxFixedScale/2)
+		if err1 != nil || err2 != nil || lo < 0 || hi < lo || hi > fixed.MaxScale/2 {
+			return nil, fmt.Errorf("bad range %q (want A-B with 0 <= A <= B <= %d)", s, fixed.MaxScale/2)
 		}
 		var out []int
 		for v := lo; v <= hi; v++ {
@@ -137,7 +138,7 @@ func parseScales(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 0 || v > ir.MaxFixedScale/2 {
+		if err != nil || v < 0 || v > fixed.MaxScale/2 {
 			return nil, fmt.Errorf("bad scale %q", f)
 		}
 		out = append(out, v)

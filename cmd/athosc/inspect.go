@@ -10,6 +10,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/irtext"
 )
 
 const inspectUsage = `usage: athosc inspect MODEL.onnx [flags]
@@ -24,7 +25,7 @@ Flags:
 func runInspect(args []string) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	batch := fs.Int("batch", 1, "fix a symbolic batch dimension to `N`")
-	data := fs.Bool("data", false, "print constant data in full (the text then parses back with ir.ParseText)")
+	data := fs.Bool("data", false, "print constant data in full (the text then parses back with irtext.Parse)")
 	summaryOnly := fs.Bool("summary", false, "print only the summary, not the HLIL text")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), inspectUsage); fs.PrintDefaults() }
 	pos, err := cli.Parse(fs, args)
@@ -48,7 +49,7 @@ func runInspect(args []string) error {
 
 func inspect(w io.Writer, g *ir.Graph, data, summaryOnly bool) error {
 	if !summaryOnly {
-		if err := ir.WriteText(w, g, ir.TextOptions{ElideData: !data}); err != nil {
+		if err := irtext.Write(w, g, irtext.Options{ElideData: !data}); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)

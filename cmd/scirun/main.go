@@ -38,6 +38,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/sciot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -687,7 +688,7 @@ type progressBar struct {
 	drew bool
 }
 
-func (b *progressBar) update(done, total int, in *ir.Instr) {
+func (b *progressBar) update(done, total int, in *fixed.Instr) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()

@@ -11,6 +11,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
+	"github.com/cryptflow-go/cryptflow/ir/irtext"
 )
 
 // TestBundledMNISTMatchesPyTorch runs the project's own MNIST model (testdata/mnist-small, made by
@@ -26,7 +27,7 @@ func TestBundledMNISTMatchesPyTorch(t *testing.T) {
 		if got := g.Inputs[0].Shape; !got.Equal(ir.Shape{batch, 1, 28, 28}) {
 			t.Fatalf("batch %d: input shape %v", batch, got)
 		}
-		if err := ir.CheckTextRoundTrip(g); err != nil {
+		if err := irtext.CheckRoundTrip(g); err != nil {
 			t.Fatalf("text round trip: %v", err)
 		}
 	}

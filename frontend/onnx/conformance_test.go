@@ -15,6 +15,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
+	"github.com/cryptflow-go/cryptflow/ir/irtext"
 )
 
 // Conformance tests against ../shared/testdata (ONNX backend node tests, pytorch-converted and
@@ -189,7 +190,7 @@ func runCase(dir string, tol tolerance) caseResult {
 			}
 			return res
 		}
-		if err := ir.CheckTextRoundTrip(g); err != nil {
+		if err := irtext.CheckRoundTrip(g); err != nil {
 			res.status, res.reason = "fail", fmt.Sprintf("HLIL text round trip: %v", err)
 			return res
 		}

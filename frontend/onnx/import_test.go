@@ -9,6 +9,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
+	"github.com/cryptflow-go/cryptflow/ir/irtext"
 )
 
 // convNetModel builds Conv(SAME_UPPER) -> Relu -> MaxPool -> Flatten -> Gemm over an input
@@ -141,7 +142,7 @@ func TestImportConvNet(t *testing.T) {
 		if s, ok := g.ShapeOf("y"); !ok || !s.Equal(ir.Shape{3, 4}) {
 			t.Errorf("output shape %v", s)
 		}
-		if err := ir.CheckTextRoundTrip(g); err != nil {
+		if err := irtext.CheckRoundTrip(g); err != nil {
 			t.Errorf("opset %d: text round trip: %v", opset, err)
 		}
 
@@ -694,8 +695,8 @@ func TestOpsetFormsAgree(t *testing.T) {
 		outputs: []pb{valueInfo("y", Float)},
 	})
 	a, b := mustImport(t, legacy, Options{}), mustImport(t, modern, Options{})
-	if err := ir.CompareGraphs(a, b); err != nil {
-		t.Fatalf("%v\nlegacy:\n%s\nmodern:\n%s", err, a.Text(), b.Text())
+	if err := irtext.Compare(a, b); err != nil {
+		t.Fatalf("%v\nlegacy:\n%s\nmodern:\n%s", err, irtext.Format(a), irtext.Format(b))
 	}
 	if s, _ := a.ShapeOf("y"); !s.Equal(ir.Shape{2 * 6}) {
 		t.Errorf("output shape %v", s)

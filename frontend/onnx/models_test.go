@@ -15,6 +15,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
+	"github.com/cryptflow-go/cryptflow/ir/irtext"
 )
 
 // modelMeta is the part of a shared model's meta.json the tests use.
@@ -63,7 +64,7 @@ func checkModel(t *testing.T, dir string, tol tolerance) {
 		weights += len(c.Data)
 	}
 	if weights < 1<<20 { // the text form prints every weight; keep it to the small models
-		if err := ir.CheckTextRoundTrip(g); err != nil {
+		if err := irtext.CheckRoundTrip(g); err != nil {
 			t.Errorf("text round trip: %v", err)
 		}
 	}

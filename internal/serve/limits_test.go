@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -19,7 +20,7 @@ func TestFrameLimit(t *testing.T) {
 		t.Errorf("mnist-small: frame limit %d, want MaxFrame %d", got, MaxFrame)
 	}
 	// A revealed output larger than MaxFrame raises the limit to its packed size.
-	big := &ir.FixedProgram{Bits: 64, Tensors: []ir.FixedTensor{{Shape: ir.Shape{3, 1 << 22}}}, Outputs: []ir.FixedIO{{Tensor: 0, Party: 1}}}
+	big := &fixed.Program{Bits: 64, Tensors: []fixed.Tensor{{Shape: ir.Shape{3, 1 << 22}}}, Outputs: []fixed.IO{{Tensor: 0, Party: 1}}}
 	if got, want := frameLimit(big), 3<<22*8; got != want {
 		t.Errorf("big output: frame limit %d, want %d", got, want)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -200,16 +200,16 @@ func FormatBytes(n int64) string {
 type recorder struct {
 	vm.Backend
 	conns    []*transport.Conn
-	prog     *ir.FixedProgram
+	prog     *fixed.Program
 	producer []int // tensor id -> index of the instruction that defines it
 	labels   []string
 	layers   []Layer
 	cur      int // the instruction running now
 	mark     time.Time
-	progress func(done, total int, in *ir.Instr)
+	progress func(done, total int, in *fixed.Instr)
 }
 
-func newRecorder(be vm.Backend, conns []*transport.Conn, p *ir.FixedProgram, progress func(int, int, *ir.Instr)) *recorder {
+func newRecorder(be vm.Backend, conns []*transport.Conn, p *fixed.Program, progress func(int, int, *fixed.Instr)) *recorder {
 	rc := &recorder{Backend: be, conns: conns, prog: p, progress: progress}
 	rc.producer = make([]int, len(p.Tensors))
 	rc.labels = make([]string, len(p.Instrs))
@@ -217,7 +217,7 @@ func newRecorder(be vm.Backend, conns []*transport.Conn, p *ir.FixedProgram, pro
 	for i, in := range p.Instrs {
 		rc.labels[i] = "instr " + strconv.Itoa(i)
 		l := Layer{Index: i, Op: in.Op.String(), Source: in.Source}
-		if in.Op == ir.FxOutput {
+		if in.Op == fixed.OpOutput {
 			l.Shape = p.Tensors[in.In[0]].Shape.Clone()
 		} else {
 			rc.producer[in.Out] = i
@@ -283,7 +283,7 @@ func (rc *recorder) observe(tensor int, _ ring.Tensor) { rc.finish(rc.producer[t
 // Reveal is the one backend call of an output instruction.
 func (rc *recorder) Reveal(ctx context.Context, to int, x ring.Tensor) (bool, error) {
 	j := rc.cur
-	for j < len(rc.prog.Instrs) && rc.prog.Instrs[j].Op != ir.FxOutput {
+	for j < len(rc.prog.Instrs) && rc.prog.Instrs[j].Op != fixed.OpOutput {
 		j++
 	}
 	if j != rc.cur && j < len(rc.labels) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
-	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -48,7 +48,7 @@ var ErrSessionTimeout = errors.New("the session exceeded its time limit")
 const MaxFrame = 64 << 20
 
 // frameLimit is the frame bound of a session of p: MaxFrame, or a larger revealed output.
-func frameLimit(p *ir.FixedProgram) int {
+func frameLimit(p *fixed.Program) int {
 	lim := MaxFrame
 	for _, o := range p.Outputs {
 		if o.Tensor >= 0 && o.Tensor < len(p.Tensors) {
@@ -81,7 +81,7 @@ type Options struct {
 	NetName string
 	// Progress, when set, is called after every instruction with the number done and the total.
 	// It runs on the session's goroutine and must be quick.
-	Progress func(done, total int, in *ir.Instr)
+	Progress func(done, total int, in *fixed.Instr)
 	// Software is announced in the handshake (free text, for the peer's logs).
 	Software string
 	// Streams is the number of connections per session, 1 to MaxStreams (0 means 1); both

@@ -14,6 +14,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/serve/servetest"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -24,7 +25,7 @@ func TestLocalBitwiseAndReport(t *testing.T) {
 	base := countGoroutines()
 	var progress []int
 	copt := options(client)
-	copt.Progress = func(done, total int, in *ir.Instr) {
+	copt.Progress = func(done, total int, in *fixed.Instr) {
 		if total != len(client.Program.Instrs) || in != client.Program.Instrs[done-1] {
 			t.Errorf("progress %d/%d for %v", done, total, in.Op)
 		}
@@ -234,7 +235,7 @@ func TestNativeConvPassesThrough(t *testing.T) {
 	checkOutputs(t, "native conv", cres, clearRun(t, full, in))
 	nconv := 0
 	for _, in := range full.Program.Instrs {
-		if in.Op == ir.FxConv {
+		if in.Op == fixed.OpConv {
 			nconv++
 		}
 	}

@@ -1,8 +1,9 @@
-package ir
-
-// The HLIL text form: a printer (this file) and a parser (parse.go). docs/hlil.md describes the
-// syntax. The text form is lossless: ParseText(g.Text()) reproduces g exactly (see CompareGraphs
-// for what "exactly" means) unless the text was printed with elided constant data.
+// Package irtext is the HLIL text form: a printer (this file) and a participle parser (parse.go).
+// docs/hlil.md describes the syntax. The text form is lossless: Parse(Format(g)) reproduces g
+// exactly (see Compare for what "exactly" means) unless the text was printed with elided constant
+// data. It is a package of its own so that the runtime, which never reads HLIL text, does not link
+// the parser.
+package irtext
 
 import (
 	"bufio"
@@ -16,13 +17,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cryptflow-go/cryptflow/ir"
 )
 
-// TextOptions controls WriteText.
-type TextOptions struct {
+// Options controls Write.
+type Options struct {
 	// ElideData replaces the data of every constant with more than KeepElems elements by a short
 	// digest: `elided "sha256:1a2b3c4d"`, the first 8 hex digits of the SHA-256 of the constant's
-	// data as little-endian float32 bytes. Such text is for reading (athosc inspect); ParseText
+	// data as little-endian float32 bytes. Such text is for reading (athosc inspect); Parse
 	// rejects it, because the graph it describes has no weights.
 	ElideData bool
 	// KeepElems is the largest constant (in elements) still printed in full when ElideData is set.
@@ -30,20 +33,20 @@ type TextOptions struct {
 }
 
 // Text returns the text form of g with all constant data. It is meant for tests and debugging;
-// for a graph that WriteText rejects (a nil node, a Values entry filed under another name, a
+// for a graph that Write rejects (a nil node, a Values entry filed under another name, a
 // constant whose data does not match its shape, ...) it returns a single comment line naming the
 // problem, which does not parse.
-func (g *Graph) Text() string {
+func Format(g *ir.Graph) string {
 	var b bytes.Buffer
-	if err := WriteText(&b, g, TextOptions{}); err != nil {
+	if err := Write(&b, g, Options{}); err != nil {
 		return "# cannot print HLIL graph: " + err.Error() + "\n"
 	}
 	return b.String()
 }
 
-// WriteText writes the text form of g to w. It fails, writing nothing, when g holds something the
+// Write writes the text form of g to w. It fails, writing nothing, when g holds something the
 // text form cannot represent (see Text), and otherwise only when w fails.
-func WriteText(w io.Writer, g *Graph, opts TextOptions) error {
+func Write(w io.Writer, g *ir.Graph, opts Options) error {
 	if g == nil {
 		return fmt.Errorf("print HLIL text: nil graph")
 	}
@@ -59,7 +62,7 @@ func WriteText(w io.Writer, g *Graph, opts TextOptions) error {
 }
 
 // checkTextPrintable rejects graphs whose text would not parse back into the same graph.
-func checkTextPrintable(g *Graph) error {
+func checkTextPrintable(g *ir.Graph) error {
 	for i, in := range g.Inputs {
 		if err := checkTextDType(in.DType); err != nil {
 			return fmt.Errorf("input %d (%q): %w", i, in.Name, err)
@@ -83,7 +86,7 @@ func checkTextPrintable(g *Graph) error {
 			return fmt.Errorf("node %d is nil", i)
 		}
 		for _, a := range n.Attrs.Names() {
-			if k := n.Attrs[a].Kind; k < AttrInt || k > AttrFloats {
+			if k := n.Attrs[a].Kind; k < ir.AttrInt || k > ir.AttrFloats {
 				return fmt.Errorf("%v: attribute %q has invalid kind %d", n, a, k)
 			}
 		}
@@ -102,15 +105,15 @@ func checkTextPrintable(g *Graph) error {
 	return nil
 }
 
-func checkTextDType(d DType) error {
-	if d != Float32 && d != Int64 {
+func checkTextDType(d ir.DType) error {
+	if d != ir.Float32 && d != ir.Int64 {
 		return fmt.Errorf("invalid dtype %d", uint8(d))
 	}
 	return nil
 }
 
 // textTensorSize is Shape.Size for a tensor shape, with negative dimensions and overflow reported.
-func textTensorSize(s Shape) (int, error) {
+func textTensorSize(s ir.Shape) (int, error) {
 	for _, d := range s {
 		if d < 0 {
 			return 0, fmt.Errorf("negative dimension in shape %v", s)
@@ -132,21 +135,21 @@ func textTensorSize(s Shape) (int, error) {
 // textPrinter writes the text form. Write errors are sticky in bufio.Writer and reported by Flush.
 type textPrinter struct {
 	w    *bufio.Writer
-	opts TextOptions
+	opts Options
 	buf  []byte // scratch for number formatting
 }
 
 // textType is a Value without its name: what the text shows after "name:".
 type textType struct {
-	dtype DType
-	shape Shape // nil: unknown shape
+	dtype ir.DType
+	shape ir.Shape // nil: unknown shape
 }
 
 func (t textType) equal(u textType) bool {
 	return t.dtype == u.dtype && (t.shape == nil) == (u.shape == nil) && t.shape.Equal(u.shape)
 }
 
-func (p *textPrinter) graph(g *Graph) {
+func (p *textPrinter) graph(g *ir.Graph) {
 	p.w.WriteString("graph ")
 	p.w.WriteString(strconv.Quote(g.Name))
 	p.w.WriteString(" {\n")
@@ -189,7 +192,7 @@ func (p *textPrinter) graph(g *Graph) {
 	p.w.WriteString("}\n")
 }
 
-func (p *textPrinter) valueFixups(g *Graph, implied map[string]textType) {
+func (p *textPrinter) valueFixups(g *ir.Graph, implied map[string]textType) {
 	names := make([]string, 0, len(g.Values)+len(implied))
 	for n := range g.Values {
 		names = append(names, n)
@@ -223,15 +226,15 @@ func (p *textPrinter) valueFixups(g *Graph, implied map[string]textType) {
 	}
 }
 
-func (p *textPrinter) constant(name string, c *Tensor) {
+func (p *textPrinter) constant(name string, c *ir.Tensor) {
 	p.w.WriteString("  const ")
 	p.name('%', name)
 	p.w.WriteString(": ")
 	shape := c.Shape
 	if shape == nil {
-		shape = Shape{} // a tensor's shape is always known; nil is a scalar
+		shape = ir.Shape{} // a tensor's shape is always known; nil is a scalar
 	}
-	p.typ(textType{Float32, shape})
+	p.typ(textType{ir.Float32, shape})
 	p.w.WriteString(" = ")
 	if p.opts.ElideData && len(c.Data) > p.opts.KeepElems {
 		p.w.WriteString("elided ")
@@ -312,7 +315,7 @@ func (p *textPrinter) floatList(data []float32, indent int) {
 	p.w.WriteByte(']')
 }
 
-func (p *textPrinter) node(g *Graph, n *Node, implied map[string]textType) {
+func (p *textPrinter) node(g *ir.Graph, n *ir.Node, implied map[string]textType) {
 	p.w.WriteString("  ")
 	for i, o := range n.Outputs {
 		if i > 0 {
@@ -358,16 +361,16 @@ func (p *textPrinter) node(g *Graph, n *Node, implied map[string]textType) {
 	p.w.WriteByte('\n')
 }
 
-func (p *textPrinter) attr(a Attr) {
+func (p *textPrinter) attr(a ir.Attr) {
 	b := p.buf[:0]
 	switch a.Kind {
-	case AttrInt:
+	case ir.AttrInt:
 		b = strconv.AppendInt(b, a.Int, 10)
-	case AttrFloat:
+	case ir.AttrFloat:
 		b = AppendFloat32(b, a.Float)
-	case AttrString:
+	case ir.AttrString:
 		b = strconv.AppendQuote(b, a.String)
-	case AttrInts:
+	case ir.AttrInts:
 		if len(a.Ints) == 0 {
 			b = append(b, "ints"...)
 		}
@@ -379,7 +382,7 @@ func (p *textPrinter) attr(a Attr) {
 			b = strconv.AppendInt(b, x, 10)
 		}
 		b = append(b, ']')
-	case AttrFloats:
+	case ir.AttrFloats:
 		if len(a.Floats) == 0 {
 			b = append(b, "floats"...)
 		}
@@ -506,13 +509,13 @@ func AppendFloat32(b []byte, f float32) []byte {
 	return append(b, ".0"...)
 }
 
-// CompareGraphs returns nil when a and b are the same graph as far as the text form can tell,
+// Compare returns nil when a and b are the same graph as far as the text form can tell,
 // and otherwise an error describing the first difference. It compares the graph name, inputs,
 // outputs, nodes (name, operator, inputs, outputs, and the meaningful field of every attribute),
 // constants (shape and data bit for bit), and Values. A nil and an empty slice or map are the
 // same; a nil and an empty constant shape are the same (both scalars), but a nil Value shape
 // (unknown) differs from an empty one (scalar).
-func CompareGraphs(a, b *Graph) error {
+func Compare(a, b *ir.Graph) error {
 	if a == nil || b == nil {
 		if a == b {
 			return nil
@@ -568,7 +571,7 @@ func CompareGraphs(a, b *Graph) error {
 	return nil
 }
 
-func diffValues(a, b *Value) error {
+func diffValues(a, b *ir.Value) error {
 	if a == nil || b == nil {
 		if a == b {
 			return nil
@@ -584,14 +587,14 @@ func diffValues(a, b *Value) error {
 	return nil
 }
 
-func textTypeString(v *Value) string {
+func textTypeString(v *ir.Value) string {
 	if v.Shape == nil {
 		return v.DType.String() + "[*]"
 	}
 	return v.DType.String() + v.Shape.String()
 }
 
-func diffTensors(a, b *Tensor) error {
+func diffTensors(a, b *ir.Tensor) error {
 	if a == nil || b == nil {
 		if a == b {
 			return nil
@@ -629,7 +632,7 @@ func diffStrings(what string, a, b []string) error {
 	return nil
 }
 
-func diffNodes(a, b *Node) error {
+func diffNodes(a, b *ir.Node) error {
 	if a == nil || b == nil {
 		if a == b {
 			return nil
@@ -660,22 +663,22 @@ func diffNodes(a, b *Node) error {
 	return nil
 }
 
-func diffAttrs(x, y Attr) error {
+func diffAttrs(x, y ir.Attr) error {
 	if x.Kind != y.Kind {
 		return fmt.Errorf("kind %d != %d", x.Kind, y.Kind)
 	}
 	switch x.Kind {
-	case AttrInt:
+	case ir.AttrInt:
 		if x.Int != y.Int {
 			return fmt.Errorf("%d != %d", x.Int, y.Int)
 		}
-	case AttrFloat:
+	case ir.AttrFloat:
 		return diffFloats([]float32{x.Float}, []float32{y.Float})
-	case AttrString:
+	case ir.AttrString:
 		if x.String != y.String {
 			return fmt.Errorf("%q != %q", x.String, y.String)
 		}
-	case AttrInts:
+	case ir.AttrInts:
 		if len(x.Ints) != len(y.Ints) {
 			return fmt.Errorf("%d ints != %d", len(x.Ints), len(y.Ints))
 		}
@@ -684,30 +687,30 @@ func diffAttrs(x, y Attr) error {
 				return fmt.Errorf("element %d: %d != %d", i, x.Ints[i], y.Ints[i])
 			}
 		}
-	case AttrFloats:
+	case ir.AttrFloats:
 		return diffFloats(x.Floats, y.Floats)
 	}
 	return nil
 }
 
-// CheckTextRoundTrip prints g, parses the text back and checks that the result is the same graph
-// (CompareGraphs) and prints to the same text. It is the test every producer of HLIL graphs can
+// CheckRoundTrip prints g, parses the text back and checks that the result is the same graph
+// (Compare) and prints to the same text. It is the test every producer of HLIL graphs can
 // run on its output.
-func CheckTextRoundTrip(g *Graph) error {
+func CheckRoundTrip(g *ir.Graph) error {
 	var b bytes.Buffer
-	if err := WriteText(&b, g, TextOptions{}); err != nil {
+	if err := Write(&b, g, Options{}); err != nil {
 		return err
 	}
 	text := b.String()
-	h, err := ParseText(text)
+	h, err := Parse(text)
 	if err != nil {
 		return fmt.Errorf("parse printed text of graph %q: %w", g.Name, err)
 	}
-	if err := CompareGraphs(g, h); err != nil {
+	if err := Compare(g, h); err != nil {
 		return fmt.Errorf("graph %q changed in a text round trip: %w", g.Name, err)
 	}
 	b.Reset()
-	if err := WriteText(&b, h, TextOptions{}); err != nil {
+	if err := Write(&b, h, Options{}); err != nil {
 		return fmt.Errorf("reprint parsed graph %q: %w", g.Name, err)
 	}
 	if b.String() != text {

@@ -1,33 +1,35 @@
-package ir
+package fixed
 
 import (
 	"fmt"
 	"slices"
+
+	"github.com/cryptflow-go/cryptflow/ir"
 )
 
-// MaxFixedElems bounds the number of elements of any tensor or weight of a fixed-point program, so
+// MaxElems bounds the number of elements of any tensor or weight of a fixed-point program, so
 // that a corrupted program file cannot make the VM allocate without limit.
-const MaxFixedElems = 1 << 28
+const MaxElems = 1 << 28
 
-// MaxFixedRank bounds the rank of every tensor and weight of a fixed-point program.
-const MaxFixedRank = 16
+// MaxRank bounds the rank of every tensor and weight of a fixed-point program.
+const MaxRank = 16
 
-// MaxFixedScale bounds every scale of a fixed-point program.
-const MaxFixedScale = 62
+// MaxScale bounds every scale of a fixed-point program.
+const MaxScale = 62
 
 // checkedShapeSize returns the element count of s, rejecting negative dimensions and sizes above
-// MaxFixedElems.
-func checkedShapeSize(s Shape) (int, error) {
-	if len(s) > MaxFixedRank {
-		return 0, fmt.Errorf("shape %v has rank %d > %d", s, len(s), MaxFixedRank)
+// MaxElems.
+func checkedShapeSize(s ir.Shape) (int, error) {
+	if len(s) > MaxRank {
+		return 0, fmt.Errorf("shape %v has rank %d > %d", s, len(s), MaxRank)
 	}
 	n := 1
 	for _, d := range s {
 		if d < 0 {
 			return 0, fmt.Errorf("shape %v has a negative dimension", s)
 		}
-		if d != 0 && n > MaxFixedElems/d {
-			return 0, fmt.Errorf("shape %v has more than %d elements", s, MaxFixedElems)
+		if d != 0 && n > MaxElems/d {
+			return 0, fmt.Errorf("shape %v has more than %d elements", s, MaxElems)
 		}
 		n *= d
 	}
@@ -39,19 +41,19 @@ func checkedShapeSize(s Shape) (int, error) {
 // matched to their instructions, weight data of the right size (or absent), and, when slots are
 // assigned, no two simultaneously live tensors sharing a slot. The VM runs only validated programs;
 // the program-file reader calls Validate on everything it decodes.
-func (p *FixedProgram) Validate() error {
+func (p *Program) Validate() error {
 	if p.Bits < 1 || p.Bits > 64 {
 		return fmt.Errorf("ring bitwidth %d is not in 1..64", p.Bits)
 	}
-	if p.Scale < 0 || p.Scale > MaxFixedScale {
-		return fmt.Errorf("scale %d is not in 0..%d", p.Scale, MaxFixedScale)
+	if p.Scale < 0 || p.Scale > MaxScale {
+		return fmt.Errorf("scale %d is not in 0..%d", p.Scale, MaxScale)
 	}
 	for i, t := range p.Tensors {
 		if _, err := checkedShapeSize(t.Shape); err != nil {
 			return fmt.Errorf("tensor %d (%s): %w", i, t.Name, err)
 		}
-		if t.Scale < 0 || t.Scale > MaxFixedScale {
-			return fmt.Errorf("tensor %d (%s): scale %d is not in 0..%d", i, t.Name, t.Scale, MaxFixedScale)
+		if t.Scale < 0 || t.Scale > MaxScale {
+			return fmt.Errorf("tensor %d (%s): scale %d is not in 0..%d", i, t.Name, t.Scale, MaxScale)
 		}
 	}
 	for i, w := range p.Weights {
@@ -59,8 +61,8 @@ func (p *FixedProgram) Validate() error {
 		if err != nil {
 			return fmt.Errorf("weight %d (%s): %w", i, w.Name, err)
 		}
-		if w.Scale < 0 || w.Scale > MaxFixedScale {
-			return fmt.Errorf("weight %d (%s): scale %d is not in 0..%d", i, w.Name, w.Scale, MaxFixedScale)
+		if w.Scale < 0 || w.Scale > MaxScale {
+			return fmt.Errorf("weight %d (%s): scale %d is not in 0..%d", i, w.Name, w.Scale, MaxScale)
 		}
 		if w.Data != nil && len(w.Data) != n {
 			return fmt.Errorf("weight %d (%s): %d values for shape %v", i, w.Name, len(w.Data), w.Shape)
@@ -76,7 +78,7 @@ func (p *FixedProgram) Validate() error {
 		if err := p.checkInstr(in, defined, inputSeen, outputSeen); err != nil {
 			return fmt.Errorf("instruction %d (%s%s): %w", i, in.Op, sourceSuffix(in), err)
 		}
-		if in.Op != FxOutput {
+		if in.Op != OpOutput {
 			defined[in.Out] = true
 		}
 	}
@@ -100,7 +102,7 @@ func sourceSuffix(in *Instr) string {
 	return " from " + in.Source
 }
 
-func (p *FixedProgram) checkInstr(in *Instr, defined, inputSeen, outputSeen []bool) error {
+func (p *Program) checkInstr(in *Instr, defined, inputSeen, outputSeen []bool) error {
 	if !in.Op.Valid() {
 		return fmt.Errorf("unknown opcode %d", uint8(in.Op))
 	}
@@ -112,7 +114,7 @@ func (p *FixedProgram) checkInstr(in *Instr, defined, inputSeen, outputSeen []bo
 			return fmt.Errorf("operand tensor %d (%s) is read before it is defined", t, p.Tensors[t].Name)
 		}
 	}
-	if in.Op == FxOutput {
+	if in.Op == OpOutput {
 		if in.Out != -1 {
 			return fmt.Errorf("output instruction defines tensor %d", in.Out)
 		}
@@ -132,7 +134,7 @@ func (p *FixedProgram) checkInstr(in *Instr, defined, inputSeen, outputSeen []bo
 		return fmt.Errorf("has weight %d but %s takes none", in.Weight, in.Op)
 	}
 	switch in.Op {
-	case FxInput:
+	case OpInput:
 		if len(in.In) != 0 {
 			return fmt.Errorf("has %d operands, want 0", len(in.In))
 		}
@@ -148,7 +150,7 @@ func (p *FixedProgram) checkInstr(in *Instr, defined, inputSeen, outputSeen []bo
 		}
 		inputSeen[in.Index] = true
 		return nil
-	case FxOutput:
+	case OpOutput:
 		if len(in.In) != 1 {
 			return fmt.Errorf("has %d operands, want 1", len(in.In))
 		}
@@ -179,17 +181,17 @@ func (p *FixedProgram) checkInstr(in *Instr, defined, inputSeen, outputSeen []bo
 	return nil
 }
 
-// InferInstr returns the shape and scale of the result of instruction in (not FxInput or FxOutput)
+// InferInstr returns the shape and scale of the result of instruction in (not OpInput or OpOutput)
 // from its operands, checking the operation's constraints. Operand and weight ids must be in range.
-func (p *FixedProgram) InferInstr(in *Instr) (Shape, int, error) {
+func (p *Program) InferInstr(in *Instr) (ir.Shape, int, error) {
 	arity := func(lo, hi int) error {
 		if len(in.In) < lo || len(in.In) > hi {
 			return fmt.Errorf("has %d operands, want %d..%d", len(in.In), lo, hi)
 		}
 		return nil
 	}
-	nIn := map[Opcode]int{FxAdd: 2, FxSub: 2}
-	if in.Op != FxConcat {
+	nIn := map[Opcode]int{OpAdd: 2, OpSub: 2}
+	if in.Op != OpConcat {
 		want := 1
 		if n, ok := nIn[in.Op]; ok {
 			want = n
@@ -201,54 +203,54 @@ func (p *FixedProgram) InferInstr(in *Instr) (Shape, int, error) {
 		return nil, 0, err
 	}
 	x := p.Tensors[in.In[0]]
-	var w *FixedWeight
+	var w *Weight
 	if in.Op.UsesWeight() {
 		w = &p.Weights[in.Weight]
 	}
 	switch in.Op {
-	case FxMatMul:
+	case OpMatMul:
 		if len(w.Shape) != 2 || len(x.Shape) != 2 || w.Shape[1] != x.Shape[0] {
 			return nil, 0, fmt.Errorf("matmul of weight %v and operand %v", w.Shape, x.Shape)
 		}
-		return Shape{w.Shape[0], x.Shape[1]}, x.Scale + w.Scale, checkScale(x.Scale + w.Scale)
-	case FxConv:
+		return ir.Shape{w.Shape[0], x.Shape[1]}, x.Scale + w.Scale, checkScale(x.Scale + w.Scale)
+	case OpConv:
 		s, err := fixedConvShape(in, x.Shape, w.Shape)
 		return s, x.Scale + w.Scale, firstErr(err, checkScale(x.Scale+w.Scale))
-	case FxAddConst, FxMulConst:
-		b, err := Broadcast(x.Shape, w.Shape)
+	case OpAddConst, OpMulConst:
+		b, err := ir.Broadcast(x.Shape, w.Shape)
 		if err != nil || !b.Equal(x.Shape) {
 			return nil, 0, fmt.Errorf("constant of shape %v does not broadcast to %v", w.Shape, x.Shape)
 		}
-		if in.Op == FxAddConst {
+		if in.Op == OpAddConst {
 			if w.Scale != x.Scale {
 				return nil, 0, fmt.Errorf("constant at scale %d added to operand at scale %d", w.Scale, x.Scale)
 			}
 			return x.Shape.Clone(), x.Scale, nil
 		}
 		return x.Shape.Clone(), x.Scale + w.Scale, checkScale(x.Scale + w.Scale)
-	case FxAdd, FxSub:
+	case OpAdd, OpSub:
 		y := p.Tensors[in.In[1]]
 		if x.Scale != y.Scale {
 			return nil, 0, fmt.Errorf("operands at scales %d and %d", x.Scale, y.Scale)
 		}
-		b, err := Broadcast(x.Shape, y.Shape)
+		b, err := ir.Broadcast(x.Shape, y.Shape)
 		return b, x.Scale, err
-	case FxScaleUp:
-		if in.Shift < 0 || in.Shift > MaxFixedScale {
-			return nil, 0, fmt.Errorf("shift %d is not in 0..%d", in.Shift, MaxFixedScale)
+	case OpScaleUp:
+		if in.Shift < 0 || in.Shift > MaxScale {
+			return nil, 0, fmt.Errorf("shift %d is not in 0..%d", in.Shift, MaxScale)
 		}
 		return x.Shape.Clone(), x.Scale + in.Shift, checkScale(x.Scale + in.Shift)
-	case FxTrunc:
+	case OpTrunc:
 		if in.Shift < 0 || in.Shift > x.Scale {
 			return nil, 0, fmt.Errorf("shift %d is not in 0..%d (the operand's scale)", in.Shift, x.Scale)
 		}
 		return x.Shape.Clone(), x.Scale - in.Shift, nil
-	case FxReLU:
+	case OpReLU:
 		return x.Shape.Clone(), x.Scale, nil
-	case FxMaxPool, FxSumPool:
+	case OpMaxPool, OpSumPool:
 		s, err := fixedPoolShape(in, x.Shape)
 		return s, x.Scale, err
-	case FxDiv:
+	case OpDiv:
 		n := x.Shape.Size()
 		if len(in.Divisors) == 0 || n%len(in.Divisors) != 0 {
 			return nil, 0, fmt.Errorf("%d divisors for %d elements", len(in.Divisors), n)
@@ -259,7 +261,7 @@ func (p *FixedProgram) InferInstr(in *Instr) (Shape, int, error) {
 			}
 		}
 		return x.Shape.Clone(), x.Scale, nil
-	case FxArgMax:
+	case OpArgMax:
 		if in.Axis < 0 || in.Axis >= len(x.Shape) || x.Shape[in.Axis] == 0 {
 			return nil, 0, fmt.Errorf("axis %d of shape %v", in.Axis, x.Shape)
 		}
@@ -271,22 +273,22 @@ func (p *FixedProgram) InferInstr(in *Instr) (Shape, int, error) {
 		}
 		drop := slices.Delete(x.Shape.Clone(), in.Axis, in.Axis+1)
 		return drop, 0, nil
-	case FxReshape:
+	case OpReshape:
 		out := p.Tensors[in.Out].Shape
 		if out.Size() != x.Shape.Size() {
 			return nil, 0, fmt.Errorf("cannot reshape %v to %v", x.Shape, out)
 		}
 		return out.Clone(), x.Scale, nil
-	case FxTranspose:
-		if err := checkPerm(in.Perm, len(x.Shape)); err != nil {
+	case OpTranspose:
+		if err := ir.CheckPerm(in.Perm, len(x.Shape)); err != nil {
 			return nil, 0, err
 		}
-		out := make(Shape, len(x.Shape))
+		out := make(ir.Shape, len(x.Shape))
 		for i, a := range in.Perm {
 			out[i] = x.Shape[a]
 		}
 		return out, x.Scale, nil
-	case FxConcat:
+	case OpConcat:
 		if in.Axis < 0 || in.Axis >= len(x.Shape) {
 			return nil, 0, fmt.Errorf("axis %d of shape %v", in.Axis, x.Shape)
 		}
@@ -308,7 +310,7 @@ func (p *FixedProgram) InferInstr(in *Instr) (Shape, int, error) {
 		}
 		_, err := checkedShapeSize(out)
 		return out, x.Scale, err
-	case FxPad:
+	case OpPad:
 		r := len(x.Shape)
 		if len(in.Pads) != 2*r {
 			return nil, 0, fmt.Errorf("%d pads for rank %d", len(in.Pads), r)
@@ -316,10 +318,10 @@ func (p *FixedProgram) InferInstr(in *Instr) (Shape, int, error) {
 		if int(in.PadMode) >= len(padModeNames) {
 			return nil, 0, fmt.Errorf("unknown pad mode %d", in.PadMode)
 		}
-		out := make(Shape, r)
+		out := make(ir.Shape, r)
 		for a := 0; a < r; a++ {
 			b, e, n := in.Pads[a], in.Pads[r+a], x.Shape[a]
-			if b < 0 || e < 0 || b > MaxFixedElems || e > MaxFixedElems {
+			if b < 0 || e < 0 || b > MaxElems || e > MaxElems {
 				return nil, 0, fmt.Errorf("pads %v must be non-negative and bounded", in.Pads)
 			}
 			if (b > 0 || e > 0) && in.PadMode != PadConstant && n == 0 {
@@ -337,8 +339,8 @@ func (p *FixedProgram) InferInstr(in *Instr) (Shape, int, error) {
 }
 
 func checkScale(s int) error {
-	if s > MaxFixedScale {
-		return fmt.Errorf("result scale %d exceeds %d", s, MaxFixedScale)
+	if s > MaxScale {
+		return fmt.Errorf("result scale %d exceeds %d", s, MaxScale)
 	}
 	return nil
 }
@@ -353,7 +355,7 @@ func firstErr(errs ...error) error {
 }
 
 // checkFixedWindow checks a window for k spatial dimensions.
-func checkFixedWindow(w Window, k int) error {
+func checkFixedWindow(w ir.Window, k int) error {
 	if len(w.Kernel) != k || len(w.Strides) != k || len(w.Dilations) != k || len(w.Pads) != 2*k {
 		return fmt.Errorf("window kernel=%v strides=%v dilations=%v pads=%v does not fit %d spatial dimensions",
 			w.Kernel, w.Strides, w.Dilations, w.Pads, k)
@@ -370,8 +372,8 @@ func checkFixedWindow(w Window, k int) error {
 	return nil
 }
 
-func windowOut(w Window, spatial Shape) (Shape, error) {
-	out := make(Shape, len(spatial))
+func windowOut(w ir.Window, spatial ir.Shape) (ir.Shape, error) {
+	out := make(ir.Shape, len(spatial))
 	for i, n := range spatial {
 		o, err := w.OutSize(i, n)
 		if err != nil {
@@ -382,7 +384,7 @@ func windowOut(w Window, spatial Shape) (Shape, error) {
 	return out, nil
 }
 
-func fixedConvShape(in *Instr, x, wt Shape) (Shape, error) {
+func fixedConvShape(in *Instr, x, wt ir.Shape) (ir.Shape, error) {
 	if len(x) < 3 || len(x) > 4 || len(wt) != len(x) {
 		return nil, fmt.Errorf("conv of operand %v and weight %v: want equal ranks 3 or 4", x, wt)
 	}
@@ -403,12 +405,12 @@ func fixedConvShape(in *Instr, x, wt Shape) (Shape, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := append(Shape{x[0], wt[0]}, sp...)
+	out := append(ir.Shape{x[0], wt[0]}, sp...)
 	_, err = checkedShapeSize(out)
 	return out, err
 }
 
-func fixedPoolShape(in *Instr, x Shape) (Shape, error) {
+func fixedPoolShape(in *Instr, x ir.Shape) (ir.Shape, error) {
 	if len(x) < 3 || len(x) > 4 {
 		return nil, fmt.Errorf("pool of operand %v: want rank 3 or 4", x)
 	}
@@ -420,7 +422,7 @@ func fixedPoolShape(in *Instr, x Shape) (Shape, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := append(Shape{x[0], x[1]}, sp...)
+	out := append(ir.Shape{x[0], x[1]}, sp...)
 	_, err = checkedShapeSize(out)
 	return out, err
 }
@@ -428,7 +430,7 @@ func fixedPoolShape(in *Instr, x Shape) (Shape, error) {
 // LiveRanges returns, for every tensor, the index of the instruction that defines it and of the
 // last instruction that reads it (the definition itself when nothing reads it). Tensors that no
 // instruction defines get (-1, -1).
-func (p *FixedProgram) LiveRanges() (def, last []int) {
+func (p *Program) LiveRanges() (def, last []int) {
 	def = p.Defs()
 	last = slices.Clone(def)
 	for i, in := range p.Instrs {
@@ -443,7 +445,7 @@ func (p *FixedProgram) LiveRanges() (def, last []int) {
 
 // checkSlots verifies a slot assignment: all tensors assigned or none; no instruction writes a slot
 // it reads; tensors sharing a slot have disjoint live ranges.
-func (p *FixedProgram) checkSlots() error {
+func (p *Program) checkSlots() error {
 	assigned := 0
 	for _, t := range p.Tensors {
 		if t.Slot >= 0 {
@@ -468,7 +470,7 @@ func (p *FixedProgram) checkSlots() error {
 		owner[i] = -1
 	}
 	for i, in := range p.Instrs {
-		if in.Op == FxOutput {
+		if in.Op == OpOutput {
 			continue
 		}
 		s := p.Tensors[in.Out].Slot

@@ -1,14 +1,15 @@
-package ir
-
-// The fixed-point IR (this file and the other fixed*.go files): the form a model takes after
-// float-to-fixed conversion. It is a flat list of instructions over numbered tensors; every tensor
+// Package fixed holds the fixed-point program: the form a model takes after float-to-fixed
+// conversion. It is a flat list of instructions over numbered tensors; every tensor
 // has a static shape and a fixed-point scale, and lives in a slot (storage reused by liveness).
 // Peepholes, liveness and code generation work on it; the VM executes it. docs/fixed-point.md
 // describes the semantics of each opcode, docs/sciir.md its file encoding.
+package fixed
 
 import (
 	"fmt"
 	"slices"
+
+	"github.com/cryptflow-go/cryptflow/ir"
 )
 
 // Opcode is a fixed-point IR instruction code. The numeric values are part of the .sciir file
@@ -18,56 +19,56 @@ type Opcode uint8
 // The opcodes. "local" operations are done by the VM on each party's share tensor; the others are
 // calls into the backend (secure protocols, or plain arithmetic for the cleartext backend).
 const (
-	// FxInput: Out <- program input Index (owned by Inputs[Index].Party). Backend.Input.
-	FxInput Opcode = 1
-	// FxOutput: reveal In[0] as program output Index to Outputs[Index].Party. Backend.Reveal.
-	FxOutput Opcode = 2
-	// FxMatMul: Out[M,N] = W[M,K] x In[0][K,N] with W = Weights[Weight] (party 0's). Backend.MatMul.
-	FxMatMul Opcode = 3
-	// FxConv: Out[N,M,out...] = conv(In[0][N,C,in...], W[M,C/Group,kernel...]) with window Win,
+	// OpInput: Out <- program input Index (owned by Inputs[Index].Party). Backend.Input.
+	OpInput Opcode = 1
+	// OpOutput: reveal In[0] as program output Index to Outputs[Index].Party. Backend.Reveal.
+	OpOutput Opcode = 2
+	// OpMatMul: Out[M,N] = W[M,K] x In[0][K,N] with W = Weights[Weight] (party 0's). Backend.MatMul.
+	OpMatMul Opcode = 3
+	// OpConv: Out[N,M,out...] = conv(In[0][N,C,in...], W[M,C/Group,kernel...]) with window Win,
 	// 1 or 2 spatial dimensions; the VM lowers it to im2col (local) and one Backend.MatMul per group.
-	FxConv Opcode = 4
-	// FxAddConst: Out = In[0] + broadcast(W); party 0 adds the constant (local).
-	FxAddConst Opcode = 5
-	// FxMulConst: Out = In[0] * broadcast(W), elementwise by party 0's constant. Backend.MulConst.
-	FxMulConst Opcode = 6
-	// FxAdd, FxSub: Out = In[0] +/- In[1] with numpy broadcasting (local).
-	FxAdd Opcode = 7
-	FxSub Opcode = 8
-	// FxScaleUp: Out = In[0] * 2^Shift (local).
-	FxScaleUp Opcode = 9
-	// FxTrunc: Out = floor(signed(In[0]) / 2^Shift); NonNeg records that the input is known to be
+	OpConv Opcode = 4
+	// OpAddConst: Out = In[0] + broadcast(W); party 0 adds the constant (local).
+	OpAddConst Opcode = 5
+	// OpMulConst: Out = In[0] * broadcast(W), elementwise by party 0's constant. Backend.MulConst.
+	OpMulConst Opcode = 6
+	// OpAdd, OpSub: Out = In[0] +/- In[1] with numpy broadcasting (local).
+	OpAdd Opcode = 7
+	OpSub Opcode = 8
+	// OpScaleUp: Out = In[0] * 2^Shift (local).
+	OpScaleUp Opcode = 9
+	// OpTrunc: Out = floor(signed(In[0]) / 2^Shift); NonNeg records that the input is known to be
 	// non-negative. Backend.Trunc.
-	FxTrunc Opcode = 10
-	// FxReLU: Out = max(In[0], 0). Backend.ReLU.
-	FxReLU Opcode = 11
-	// FxMaxPool: window maximum (window Win, padding ignored). The VM gathers windows into rows;
+	OpTrunc Opcode = 10
+	// OpReLU: Out = max(In[0], 0). Backend.ReLU.
+	OpReLU Opcode = 11
+	// OpMaxPool: window maximum (window Win, padding ignored). The VM gathers windows into rows;
 	// Backend.MaxRows.
-	FxMaxPool Opcode = 12
-	// FxSumPool: window sum with zero padding (local); followed by FxDiv for average pooling.
-	FxSumPool Opcode = 13
-	// FxDiv: Out[i] = floor(signed(In[0][i]) / Divisors[i mod len(Divisors)]). Backend.Div, called
+	OpMaxPool Opcode = 12
+	// OpSumPool: window sum with zero padding (local); followed by OpDiv for average pooling.
+	OpSumPool Opcode = 13
+	// OpDiv: Out[i] = floor(signed(In[0][i]) / Divisors[i mod len(Divisors)]). Backend.Div, called
 	// once per distinct divisor.
-	FxDiv Opcode = 14
-	// FxArgMax: index of the largest element along Axis (ties: lowest index); Out has scale 0.
+	OpDiv Opcode = 14
+	// OpArgMax: index of the largest element along Axis (ties: lowest index); Out has scale 0.
 	// Backend.ArgMaxRows.
-	FxArgMax Opcode = 15
-	// FxReshape: Out = In[0] with Out's shape (local). Flatten, Squeeze and Unsqueeze lower to it.
-	FxReshape Opcode = 16
-	// FxTranspose: Out = In[0] with axes permuted by Perm (local).
-	FxTranspose Opcode = 17
-	// FxConcat: Out = concatenation of In along Axis (local).
-	FxConcat Opcode = 18
-	// FxPad: Out = In[0] padded by Pads (begins then ends, non-negative) in mode PadMode; constant
+	OpArgMax Opcode = 15
+	// OpReshape: Out = In[0] with Out's shape (local). Flatten, Squeeze and Unsqueeze lower to it.
+	OpReshape Opcode = 16
+	// OpTranspose: Out = In[0] with axes permuted by Perm (local).
+	OpTranspose Opcode = 17
+	// OpConcat: Out = concatenation of In along Axis (local).
+	OpConcat Opcode = 18
+	// OpPad: Out = In[0] padded by Pads (begins then ends, non-negative) in mode PadMode; constant
 	// padding uses PadValue (an encoded ring value, added by party 0).
-	FxPad Opcode = 19
+	OpPad Opcode = 19
 )
 
 var opcodeNames = map[Opcode]string{
-	FxInput: "input", FxOutput: "output", FxMatMul: "matmul", FxConv: "conv", FxAddConst: "addconst",
-	FxMulConst: "mulconst", FxAdd: "add", FxSub: "sub", FxScaleUp: "scaleup", FxTrunc: "trunc",
-	FxReLU: "relu", FxMaxPool: "maxpool", FxSumPool: "sumpool", FxDiv: "div", FxArgMax: "argmax",
-	FxReshape: "reshape", FxTranspose: "transpose", FxConcat: "concat", FxPad: "pad",
+	OpInput: "input", OpOutput: "output", OpMatMul: "matmul", OpConv: "conv", OpAddConst: "addconst",
+	OpMulConst: "mulconst", OpAdd: "add", OpSub: "sub", OpScaleUp: "scaleup", OpTrunc: "trunc",
+	OpReLU: "relu", OpMaxPool: "maxpool", OpSumPool: "sumpool", OpDiv: "div", OpArgMax: "argmax",
+	OpReshape: "reshape", OpTranspose: "transpose", OpConcat: "concat", OpPad: "pad",
 }
 
 func (o Opcode) String() string {
@@ -83,13 +84,13 @@ func (o Opcode) Valid() bool { _, ok := opcodeNames[o]; return ok }
 // UsesWeight reports whether instructions with this opcode read a weight tensor.
 func (o Opcode) UsesWeight() bool {
 	switch o {
-	case FxMatMul, FxConv, FxAddConst, FxMulConst:
+	case OpMatMul, OpConv, OpAddConst, OpMulConst:
 		return true
 	}
 	return false
 }
 
-// PadMode is the padding mode of FxPad.
+// PadMode is the padding mode of OpPad.
 type PadMode uint8
 
 // The pad modes (file format values).
@@ -123,22 +124,22 @@ func ParsePadMode(s string) (PadMode, error) {
 // opcode constants); the rest are zero (Weight is -1 when unused).
 type Instr struct {
 	Op     Opcode
-	Out    int   // the tensor produced (-1 for FxOutput)
+	Out    int   // the tensor produced (-1 for OpOutput)
 	In     []int // the tensors read
-	Weight int   // index into FixedProgram.Weights, or -1
+	Weight int   // index into Program.Weights, or -1
 
-	Index    int     // FxInput/FxOutput: index into Inputs/Outputs
-	Shift    int     // FxScaleUp, FxTrunc
-	NonNeg   bool    // FxTrunc: the input is known to be non-negative
-	Axis     int     // FxArgMax, FxConcat
-	Group    int     // FxConv
-	Win      Window  // FxConv, FxMaxPool, FxSumPool (CeilMode is already resolved into Out's shape)
-	Perm     []int   // FxTranspose
-	Pads     []int   // FxPad: begins then ends, one pair per axis
-	PadMode  PadMode // FxPad
-	PadValue int64   // FxPad with PadConstant: the signed encoded value
-	Divisors []int   // FxDiv
-	Source   string  // the HLIL node this instruction came from (for reports and errors)
+	Index    int       // OpInput/OpOutput: index into Inputs/Outputs
+	Shift    int       // OpScaleUp, OpTrunc
+	NonNeg   bool      // OpTrunc: the input is known to be non-negative
+	Axis     int       // OpArgMax, OpConcat
+	Group    int       // OpConv
+	Win      ir.Window // OpConv, OpMaxPool, OpSumPool (CeilMode is already resolved into Out's shape)
+	Perm     []int     // OpTranspose
+	Pads     []int     // OpPad: begins then ends, one pair per axis
+	PadMode  PadMode   // OpPad
+	PadValue int64     // OpPad with PadConstant: the signed encoded value
+	Divisors []int     // OpDiv
+	Source   string    // the HLIL node this instruction came from (for reports and errors)
 }
 
 // Clone returns a deep copy of the instruction.
@@ -148,49 +149,49 @@ func (in *Instr) Clone() *Instr {
 	c.Perm = slices.Clone(in.Perm)
 	c.Pads = slices.Clone(in.Pads)
 	c.Divisors = slices.Clone(in.Divisors)
-	c.Win = Window{Kernel: slices.Clone(in.Win.Kernel), Strides: slices.Clone(in.Win.Strides),
+	c.Win = ir.Window{Kernel: slices.Clone(in.Win.Kernel), Strides: slices.Clone(in.Win.Strides),
 		Pads: slices.Clone(in.Win.Pads), Dilations: slices.Clone(in.Win.Dilations), CeilMode: in.Win.CeilMode}
 	return &c
 }
 
-// FixedTensor is a tensor of the fixed-point program: a runtime value (an input, an intermediate or
+// Tensor is a tensor of the fixed-point program: a runtime value (an input, an intermediate or
 // an output) in the ring, with a public shape and scale.
-type FixedTensor struct {
+type Tensor struct {
 	Name  string // the HLIL value it comes from, or a derived name; for reports only
-	Shape Shape
+	Shape ir.Shape
 	Scale int // fixed-point scale: the tensor holds encode(x, Scale)
 	Slot  int // storage slot assigned by liveness; -1 when unassigned
 }
 
-// FixedWeight is a constant of the program known only to party 0 (weights, biases, BatchNorm
+// Weight is a constant of the program known only to party 0 (weights, biases, BatchNorm
 // factors), as signed integers at Scale. Data is nil in a client copy.
-type FixedWeight struct {
+type Weight struct {
 	Name  string
-	Shape Shape
+	Shape ir.Shape
 	Scale int
 	Data  []int64
 }
 
-// FixedIO is a program input or output.
-type FixedIO struct {
+// IO is a program input or output.
+type IO struct {
 	Name   string // the model's input or output name
 	Tensor int    // the tensor it defines or reveals
 	Party  int    // the input's owner, or the party the output is revealed to
 }
 
-// FixedProgram is a fixed-point program over Z_{2^Bits} (the only ring kind so far).
-type FixedProgram struct {
+// Program is a fixed-point program over Z_{2^Bits} (the only ring kind so far).
+type Program struct {
 	Bits    int // ring bitwidth l
 	Scale   int // the program's scale s (weights and activations between layers)
-	Tensors []FixedTensor
-	Weights []FixedWeight
+	Tensors []Tensor
+	Weights []Weight
 	Instrs  []*Instr
-	Inputs  []FixedIO
-	Outputs []FixedIO
+	Inputs  []IO
+	Outputs []IO
 }
 
 // HasWeights reports whether every weight carries its data (false for a client copy).
-func (p *FixedProgram) HasWeights() bool {
+func (p *Program) HasWeights() bool {
 	for i := range p.Weights {
 		if p.Weights[i].Data == nil && p.Weights[i].Shape.Size() > 0 {
 			return false
@@ -200,14 +201,14 @@ func (p *FixedProgram) HasWeights() bool {
 }
 
 // Clone returns a deep copy of the program (weight data is shared: it is never modified).
-func (p *FixedProgram) Clone() *FixedProgram {
-	c := &FixedProgram{Bits: p.Bits, Scale: p.Scale}
-	c.Tensors = make([]FixedTensor, len(p.Tensors))
+func (p *Program) Clone() *Program {
+	c := &Program{Bits: p.Bits, Scale: p.Scale}
+	c.Tensors = make([]Tensor, len(p.Tensors))
 	for i, t := range p.Tensors {
 		t.Shape = t.Shape.Clone()
 		c.Tensors[i] = t
 	}
-	c.Weights = make([]FixedWeight, len(p.Weights))
+	c.Weights = make([]Weight, len(p.Weights))
 	for i, w := range p.Weights {
 		w.Shape = w.Shape.Clone()
 		c.Weights[i] = w
@@ -222,7 +223,7 @@ func (p *FixedProgram) Clone() *FixedProgram {
 }
 
 // StripWeights returns a copy of the program without weight data (the client's view).
-func (p *FixedProgram) StripWeights() *FixedProgram {
+func (p *Program) StripWeights() *Program {
 	c := p.Clone()
 	for i := range c.Weights {
 		c.Weights[i].Data = nil
@@ -231,19 +232,19 @@ func (p *FixedProgram) StripWeights() *FixedProgram {
 }
 
 // AddTensor appends a tensor (slot unassigned) and returns its id.
-func (p *FixedProgram) AddTensor(name string, shape Shape, scale int) int {
-	p.Tensors = append(p.Tensors, FixedTensor{Name: name, Shape: shape.Clone(), Scale: scale, Slot: -1})
+func (p *Program) AddTensor(name string, shape ir.Shape, scale int) int {
+	p.Tensors = append(p.Tensors, Tensor{Name: name, Shape: shape.Clone(), Scale: scale, Slot: -1})
 	return len(p.Tensors) - 1
 }
 
 // AddWeight appends a weight and returns its index.
-func (p *FixedProgram) AddWeight(name string, shape Shape, scale int, data []int64) int {
-	p.Weights = append(p.Weights, FixedWeight{Name: name, Shape: shape.Clone(), Scale: scale, Data: data})
+func (p *Program) AddWeight(name string, shape ir.Shape, scale int, data []int64) int {
+	p.Weights = append(p.Weights, Weight{Name: name, Shape: shape.Clone(), Scale: scale, Data: data})
 	return len(p.Weights) - 1
 }
 
 // Uses returns, for every tensor, the indices of the instructions that read it, in order.
-func (p *FixedProgram) Uses() [][]int {
+func (p *Program) Uses() [][]int {
 	uses := make([][]int, len(p.Tensors))
 	for i, in := range p.Instrs {
 		for _, t := range in.In {
@@ -256,13 +257,13 @@ func (p *FixedProgram) Uses() [][]int {
 }
 
 // Defs returns, for every tensor, the index of the instruction that produces it (-1 if none).
-func (p *FixedProgram) Defs() []int {
+func (p *Program) Defs() []int {
 	defs := make([]int, len(p.Tensors))
 	for i := range defs {
 		defs[i] = -1
 	}
 	for i, in := range p.Instrs {
-		if in.Op != FxOutput && in.Out >= 0 && in.Out < len(defs) {
+		if in.Op != OpOutput && in.Out >= 0 && in.Out < len(defs) {
 			defs[in.Out] = i
 		}
 	}
@@ -272,7 +273,7 @@ func (p *FixedProgram) Defs() []int {
 // Compact drops tensors and weights that no instruction references and renumbers the rest:
 // tensors in the order instructions define them, weights in their original order. Passes call it
 // after rewriting.
-func (p *FixedProgram) Compact() {
+func (p *Program) Compact() {
 	tmap := make([]int, len(p.Tensors))
 	wmap := make([]int, len(p.Weights))
 	for i := range tmap {
@@ -281,9 +282,9 @@ func (p *FixedProgram) Compact() {
 	for i := range wmap {
 		wmap[i] = -1
 	}
-	var ts []FixedTensor
+	var ts []Tensor
 	for _, in := range p.Instrs {
-		if in.Op != FxOutput && tmap[in.Out] < 0 {
+		if in.Op != OpOutput && tmap[in.Out] < 0 {
 			tmap[in.Out] = len(ts)
 			ts = append(ts, p.Tensors[in.Out])
 		}
@@ -291,7 +292,7 @@ func (p *FixedProgram) Compact() {
 			wmap[in.Weight] = 0
 		}
 	}
-	var ws []FixedWeight
+	var ws []Weight
 	for i, w := range p.Weights {
 		if wmap[i] == 0 {
 			wmap[i] = len(ws)
@@ -299,7 +300,7 @@ func (p *FixedProgram) Compact() {
 		}
 	}
 	for _, in := range p.Instrs {
-		if in.Op != FxOutput {
+		if in.Op != OpOutput {
 			in.Out = tmap[in.Out]
 		}
 		for j, t := range in.In {

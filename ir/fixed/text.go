@@ -1,4 +1,4 @@
-package ir
+package fixed
 
 import (
 	"bufio"
@@ -9,7 +9,7 @@ import (
 
 // WriteText prints the program in a readable assembly-like form (one instruction per line, with
 // the result's shape, scale and slot). It is what `athosc disasm` shows below the file header.
-func (p *FixedProgram) WriteText(w io.Writer) error {
+func (p *Program) WriteText(w io.Writer) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "ring Z_2^%d  scale %d  (%d tensors, %d weights, %d instructions)\n",
 		p.Bits, p.Scale, len(p.Tensors), len(p.Weights), len(p.Instrs))
@@ -32,7 +32,7 @@ func (p *FixedProgram) WriteText(w io.Writer) error {
 	fmt.Fprintf(b, "\ncode:\n")
 	for i, in := range p.Instrs {
 		line := p.InstrText(in)
-		if in.Op != FxOutput && in.Out >= 0 && in.Out < len(p.Tensors) {
+		if in.Op != OpOutput && in.Out >= 0 && in.Out < len(p.Tensors) {
 			line = fmt.Sprintf("%-58s ; %s", line, p.tensorType(in.Out))
 			if s := p.Tensors[in.Out].Slot; s >= 0 {
 				line += fmt.Sprintf(" slot %d", s)
@@ -43,7 +43,7 @@ func (p *FixedProgram) WriteText(w io.Writer) error {
 	return b.Flush()
 }
 
-func (p *FixedProgram) tensorType(t int) string {
+func (p *Program) tensorType(t int) string {
 	if t < 0 || t >= len(p.Tensors) {
 		return "?"
 	}
@@ -51,9 +51,9 @@ func (p *FixedProgram) tensorType(t int) string {
 }
 
 // InstrText returns one instruction in the text form, e.g. `%7 = trunc %6 by 12 nonneg`.
-func (p *FixedProgram) InstrText(in *Instr) string {
+func (p *Program) InstrText(in *Instr) string {
 	var b strings.Builder
-	if in.Op != FxOutput {
+	if in.Op != OpOutput {
 		fmt.Fprintf(&b, "%%%d = ", in.Out)
 	}
 	b.WriteString(in.Op.String())
@@ -86,33 +86,33 @@ func (p *FixedProgram) InstrText(in *Instr) string {
 		}
 	}
 	switch in.Op {
-	case FxInput:
+	case OpInput:
 		fmt.Fprintf(&b, " in%d", in.Index)
-	case FxOutput:
+	case OpOutput:
 		fmt.Fprintf(&b, " -> out%d", in.Index)
-	case FxScaleUp:
+	case OpScaleUp:
 		fmt.Fprintf(&b, " by %d", in.Shift)
-	case FxTrunc:
+	case OpTrunc:
 		fmt.Fprintf(&b, " by %d", in.Shift)
 		if in.NonNeg {
 			b.WriteString(" nonneg")
 		}
-	case FxConv:
+	case OpConv:
 		fmt.Fprintf(&b, " group=%d", in.Group)
 		win()
-	case FxMaxPool, FxSumPool:
+	case OpMaxPool, OpSumPool:
 		win()
-	case FxDiv:
+	case OpDiv:
 		if len(in.Divisors) <= 8 {
 			fmt.Fprintf(&b, " by %s", ints(in.Divisors))
 		} else {
 			fmt.Fprintf(&b, " by %s,... (%d divisors)", ints(in.Divisors[:8]), len(in.Divisors))
 		}
-	case FxArgMax, FxConcat:
+	case OpArgMax, OpConcat:
 		fmt.Fprintf(&b, " axis=%d", in.Axis)
-	case FxTranspose:
+	case OpTranspose:
 		fmt.Fprintf(&b, " perm=%s", ints(in.Perm))
-	case FxPad:
+	case OpPad:
 		fmt.Fprintf(&b, " %s pads=%s", in.PadMode, ints(in.Pads))
 		if in.PadMode == PadConstant && in.PadValue != 0 {
 			fmt.Fprintf(&b, " value=%d", in.PadValue)

@@ -1,4 +1,4 @@
-package ir
+package irtext
 
 // The HLIL text parser. The statement grammar is a participle grammar over a hand-written lexer.
 // The lexer returns every bracketed list ("[1,2]", a shape, a constant's data) as one List token,
@@ -18,34 +18,35 @@ import (
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
+	"github.com/cryptflow-go/cryptflow/ir"
 )
 
-// TextError is a syntax or semantic error in HLIL text, at a 1-based line and column (columns
+// Error is a syntax or semantic error in HLIL text, at a 1-based line and column (columns
 // count characters). Its message has the form "line:col: what is wrong".
-type TextError struct {
+type Error struct {
 	Line, Column int
 	Msg          string
 }
 
-func (e *TextError) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Column, e.Msg) }
+func (e *Error) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Column, e.Msg) }
 
-func textErrAt(pos lexer.Position, format string, args ...any) *TextError {
-	return &TextError{Line: pos.Line, Column: pos.Column, Msg: fmt.Sprintf(format, args...)}
+func textErrAt(pos lexer.Position, format string, args ...any) *Error {
+	return &Error{Line: pos.Line, Column: pos.Column, Msg: fmt.Sprintf(format, args...)}
 }
 
-// ParseText parses the text form of an HLIL graph (docs/hlil.md). Errors are *TextError values
-// with the line and column of the problem. Text printed with TextOptions.ElideData is rejected:
-// it has no constant data to build a graph from. ParseText checks the syntax and what the Graph
+// Parse parses the text form of an HLIL graph (docs/hlil.md). Errors are *Error values
+// with the line and column of the problem. Text printed with Options.ElideData is rejected:
+// it has no constant data to build a graph from. Parse checks the syntax and what the Graph
 // structure needs (no duplicate constants, attributes or value statements, constant data that
 // matches its shape), not whether the graph is a valid program.
-func ParseText(src string) (*Graph, error) {
+func Parse(src string) (*ir.Graph, error) {
 	p, err := textParser()
 	if err != nil {
 		return nil, fmt.Errorf("build HLIL text parser: %w", err)
 	}
 	file, err := p.ParseString("", src)
 	if err != nil {
-		var te *TextError
+		var te *Error
 		if errors.As(err, &te) {
 			return nil, te
 		}
@@ -225,20 +226,20 @@ type astAttr struct {
 
 // ---- AST to Graph ----
 
-func (f *astFile) graph() (*Graph, *TextError) {
+func (f *astFile) graph() (*ir.Graph, *Error) {
 	name, err := textUnquote(f.Name)
 	if err != nil {
 		return nil, err
 	}
-	g := NewGraph(name)
+	g := ir.NewGraph(name)
 	type valueStmt struct {
 		name string
-		v    *Value // nil: `none`
+		v    *ir.Value // nil: `none`
 	}
 	var valueStmts []valueStmt
 	seenValue := map[string]bool{}
 	setValue := func(name string, t textType) {
-		g.Values[name] = &Value{Name: name, DType: t.dtype, Shape: t.shape}
+		g.Values[name] = &ir.Value{Name: name, DType: t.dtype, Shape: t.shape}
 	}
 	for _, s := range f.Stmts {
 		switch {
@@ -251,7 +252,7 @@ func (f *astFile) graph() (*Graph, *TextError) {
 			if err != nil {
 				return nil, err
 			}
-			g.Inputs = append(g.Inputs, Value{Name: name, DType: t.dtype, Shape: cloneShapeKeepEmpty(t.shape)})
+			g.Inputs = append(g.Inputs, ir.Value{Name: name, DType: t.dtype, Shape: cloneShapeKeepEmpty(t.shape)})
 			setValue(name, t)
 		case s.Const != nil:
 			name, c, err := s.Const.tensor()
@@ -283,7 +284,7 @@ func (f *astFile) graph() (*Graph, *TextError) {
 				if err != nil {
 					return nil, err
 				}
-				vs.v = &Value{Name: name, DType: t.dtype, Shape: t.shape}
+				vs.v = &ir.Value{Name: name, DType: t.dtype, Shape: t.shape}
 			}
 			valueStmts = append(valueStmts, vs)
 		case s.Bad != nil:
@@ -322,20 +323,20 @@ func (f *astFile) graph() (*Graph, *TextError) {
 }
 
 // cloneShapeKeepEmpty copies a shape, keeping the difference between nil (unknown) and empty (scalar).
-func cloneShapeKeepEmpty(s Shape) Shape {
+func cloneShapeKeepEmpty(s ir.Shape) ir.Shape {
 	if s == nil {
 		return nil
 	}
-	return append(Shape{}, s...)
+	return append(ir.Shape{}, s...)
 }
 
-func (t *astType) textType() (textType, *TextError) {
+func (t *astType) textType() (textType, *Error) {
 	var vt textType
 	switch t.DType.Value {
 	case "f32":
-		vt.dtype = Float32
+		vt.dtype = ir.Float32
 	case "i64":
-		vt.dtype = Int64
+		vt.dtype = ir.Int64
 	default:
 		return vt, textErrAt(t.DType.Pos, "unknown element type %q (want f32 or i64)", t.DType.Value)
 	}
@@ -348,13 +349,13 @@ func (t *astType) textType() (textType, *TextError) {
 }
 
 // parseTextShape reads "[d0,d1,...]" (empty for a scalar) or "[*]" (unknown shape: nil).
-func parseTextShape(tok lexer.Token) (Shape, *TextError) {
+func parseTextShape(tok lexer.Token) (ir.Shape, *Error) {
 	inner := strings.TrimSpace(tok.Value[1 : len(tok.Value)-1])
 	if inner == "*" {
 		return nil, nil
 	}
-	shape := Shape{}
-	err := scanTextList(tok, func(off int, isFloat bool, elem string) *TextError {
+	shape := ir.Shape{}
+	err := scanTextList(tok, func(off int, isFloat bool, elem string) *Error {
 		if isFloat {
 			return textErrAt(textPosIn(tok, off), "dimension %s is not an integer", elem)
 		}
@@ -371,7 +372,7 @@ func parseTextShape(tok lexer.Token) (Shape, *TextError) {
 	return shape, nil
 }
 
-func (c *astConst) tensor() (string, *Tensor, *TextError) {
+func (c *astConst) tensor() (string, *ir.Tensor, *Error) {
 	name, err := decodeTextName(c.Name)
 	if err != nil {
 		return "", nil, err
@@ -380,7 +381,7 @@ func (c *astConst) tensor() (string, *Tensor, *TextError) {
 	if err != nil {
 		return "", nil, err
 	}
-	if t.dtype != Float32 {
+	if t.dtype != ir.Float32 {
 		return "", nil, textErrAt(c.Type.DType.Pos, "constant %s has element type %v; constants are f32", c.Name.Value, t.dtype)
 	}
 	if t.shape == nil {
@@ -402,7 +403,7 @@ func (c *astConst) tensor() (string, *Tensor, *TextError) {
 		return "", nil, textErrAt(data.Pos, "constant %s: shape %v needs %d values, the list has fewer", c.Name.Value, t.shape, n)
 	}
 	vals := make([]float32, 0, n)
-	err = scanTextList(*data, func(off int, _ bool, elem string) *TextError {
+	err = scanTextList(*data, func(off int, _ bool, elem string) *Error {
 		if len(vals) == n {
 			return textErrAt(textPosIn(*data, off), "constant %s: more than the %d values of shape %v", c.Name.Value, n, t.shape)
 		}
@@ -419,16 +420,16 @@ func (c *astConst) tensor() (string, *Tensor, *TextError) {
 	if len(vals) != n {
 		return "", nil, textErrAt(data.Pos, "constant %s: %d values for shape %v (%d elements)", c.Name.Value, len(vals), t.shape, n)
 	}
-	return name, &Tensor{Shape: t.shape, Data: vals}, nil
+	return name, &ir.Tensor{Shape: t.shape, Data: vals}, nil
 }
 
-func (a *astNode) node() (*Node, *TextError) {
-	n := &Node{}
+func (a *astNode) node() (*ir.Node, *Error) {
+	n := &ir.Node{}
 	op, err := decodeTextIdent(a.Op)
 	if err != nil {
 		return nil, err
 	}
-	n.Op = Op(op)
+	n.Op = ir.Op(op)
 	if a.Label != nil {
 		if n.Name, err = decodeTextName(*a.Label); err != nil {
 			return nil, err
@@ -449,7 +450,7 @@ func (a *astNode) node() (*Node, *TextError) {
 		n.Inputs = append(n.Inputs, name)
 	}
 	if a.Attrs != nil {
-		n.Attrs = make(Attrs, len(a.Attrs))
+		n.Attrs = make(ir.Attrs, len(a.Attrs))
 	}
 	for _, at := range a.Attrs {
 		name, err := decodeTextIdent(at.Name)
@@ -468,52 +469,52 @@ func (a *astNode) node() (*Node, *TextError) {
 	return n, nil
 }
 
-func (a *astAttr) value() (Attr, *TextError) {
+func (a *astAttr) value() (ir.Attr, *Error) {
 	if t := a.Scalar; t != nil {
 		switch t.Type {
 		case tokInt:
 			v, err := strconv.ParseInt(t.Value, 10, 64)
 			if err != nil {
-				return Attr{}, textErrAt(t.Pos, "integer %s is out of the int64 range", t.Value)
+				return ir.Attr{}, textErrAt(t.Pos, "integer %s is out of the int64 range", t.Value)
 			}
-			return Attr{Kind: AttrInt, Int: v}, nil
+			return ir.Attr{Kind: ir.AttrInt, Int: v}, nil
 		case tokFloat:
 			f, err := parseTextFloat32(t.Value)
 			if err != nil {
-				return Attr{}, textErrAt(t.Pos, "%v", err)
+				return ir.Attr{}, textErrAt(t.Pos, "%v", err)
 			}
-			return Attr{Kind: AttrFloat, Float: f}, nil
+			return ir.Attr{Kind: ir.AttrFloat, Float: f}, nil
 		default:
 			s, err := textUnquote(*t)
 			if err != nil {
-				return Attr{}, err
+				return ir.Attr{}, err
 			}
-			return Attr{Kind: AttrString, String: s}, nil
+			return ir.Attr{Kind: ir.AttrString, String: s}, nil
 		}
 	}
-	kind := AttrKind(0)
+	kind := ir.AttrKind(0)
 	if a.Kind != nil {
 		switch a.Kind.Value {
 		case "ints":
-			kind = AttrInts
+			kind = ir.AttrInts
 		case "floats":
-			kind = AttrFloats
+			kind = ir.AttrFloats
 		default:
-			return Attr{}, textErrAt(a.Kind.Pos, "unknown list kind %q (want ints or floats)", a.Kind.Value)
+			return ir.Attr{}, textErrAt(a.Kind.Pos, "unknown list kind %q (want ints or floats)", a.Kind.Value)
 		}
 	}
 	tok := *a.List
 	var ints []int64
 	var floats []float32
-	err := scanTextList(tok, func(off int, isFloat bool, elem string) *TextError {
+	err := scanTextList(tok, func(off int, isFloat bool, elem string) *Error {
 		if kind == 0 {
-			kind = AttrInts
+			kind = ir.AttrInts
 			if isFloat {
-				kind = AttrFloats
+				kind = ir.AttrFloats
 			}
 		}
 		switch {
-		case kind == AttrFloats:
+		case kind == ir.AttrFloats:
 			f, err := parseTextFloat32(elem)
 			if err != nil {
 				return textErrAt(textPosIn(tok, off), "%v", err)
@@ -531,19 +532,19 @@ func (a *astAttr) value() (Attr, *TextError) {
 		return nil
 	})
 	if err != nil {
-		return Attr{}, err
+		return ir.Attr{}, err
 	}
 	switch kind {
-	case AttrInts:
-		return Attr{Kind: AttrInts, Ints: ints}, nil
-	case AttrFloats:
-		return Attr{Kind: AttrFloats, Floats: floats}, nil
+	case ir.AttrInts:
+		return ir.Attr{Kind: ir.AttrInts, Ints: ints}, nil
+	case ir.AttrFloats:
+		return ir.Attr{Kind: ir.AttrFloats, Floats: floats}, nil
 	}
-	return Attr{}, textErrAt(tok.Pos, "empty list needs a kind: write ints[] or floats[]")
+	return ir.Attr{}, textErrAt(tok.Pos, "empty list needs a kind: write ints[] or floats[]")
 }
 
 // decodeTextName returns the name in a %name or @name token.
-func decodeTextName(tok lexer.Token) (string, *TextError) {
+func decodeTextName(tok lexer.Token) (string, *Error) {
 	s := tok.Value[1:]
 	if strings.HasPrefix(s, `"`) {
 		return textUnquoteAt(tok.Pos, s)
@@ -552,16 +553,16 @@ func decodeTextName(tok lexer.Token) (string, *TextError) {
 }
 
 // decodeTextIdent returns an operator or attribute name given bare or quoted.
-func decodeTextIdent(tok lexer.Token) (string, *TextError) {
+func decodeTextIdent(tok lexer.Token) (string, *Error) {
 	if tok.Type == tokString {
 		return textUnquote(tok)
 	}
 	return tok.Value, nil
 }
 
-func textUnquote(tok lexer.Token) (string, *TextError) { return textUnquoteAt(tok.Pos, tok.Value) }
+func textUnquote(tok lexer.Token) (string, *Error) { return textUnquoteAt(tok.Pos, tok.Value) }
 
-func textUnquoteAt(pos lexer.Position, s string) (string, *TextError) {
+func textUnquoteAt(pos lexer.Position, s string) (string, *Error) {
 	v, err := strconv.Unquote(s)
 	if err != nil {
 		return "", textErrAt(pos, "invalid escape in string %s", s)
@@ -612,7 +613,7 @@ func parseTextFloat32(s string) (float32, error) {
 // scanTextList calls visit for each element of a bracketed, comma-separated list of numbers (the raw
 // text of a List token), with the element's byte offset in the token and whether it is written as
 // a float.
-func scanTextList(tok lexer.Token, visit func(off int, isFloat bool, elem string) *TextError) *TextError {
+func scanTextList(tok lexer.Token, visit func(off int, isFloat bool, elem string) *Error) *Error {
 	s := tok.Value
 	end := len(s) - 1 // the ']'
 	i := textSkipSpace(s, 1)

@@ -1,4 +1,4 @@
-package ir
+package irtext
 
 import (
 	"bytes"
@@ -11,34 +11,36 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cryptflow-go/cryptflow/ir"
 )
 
 // mnistGraph is a small hand-built graph in the shape of the ONNX model zoo's MNIST.
-func mnistGraph() *Graph {
-	g := NewGraph("mnist")
-	g.Inputs = []Value{{Name: "Input3", DType: Float32, Shape: Shape{1, 1, 28, 28}}}
-	g.Consts["W0"] = &Tensor{Shape: Shape{2, 1, 1, 2}, Data: []float32{0.1, -2.5e-3, 1, float32(math.Inf(-1))}}
-	g.Consts["onnx::B0"] = &Tensor{Shape: Shape{2}, Data: []float32{0, float32(math.Copysign(0, -1))}}
-	g.Consts["scalar"] = &Tensor{Shape: Shape{}, Data: []float32{3}}
-	g.Nodes = []*Node{
-		{Name: "Conv28", Op: Conv, Inputs: []string{"Input3", "W0", "onnx::B0"}, Outputs: []string{"c1"}, Attrs: Attrs{
-			"group": IntAttr(1), "kernel_shape": IntsAttr([]int{1, 2}), "strides": IntsAttr([]int{1, 1}),
-			"pads": IntsAttr([]int{0, 0, 0, 1}), "dilations": IntsAttr([]int{1, 1}),
+func mnistGraph() *ir.Graph {
+	g := ir.NewGraph("mnist")
+	g.Inputs = []ir.Value{{Name: "Input3", DType: ir.Float32, Shape: ir.Shape{1, 1, 28, 28}}}
+	g.Consts["W0"] = &ir.Tensor{Shape: ir.Shape{2, 1, 1, 2}, Data: []float32{0.1, -2.5e-3, 1, float32(math.Inf(-1))}}
+	g.Consts["onnx::B0"] = &ir.Tensor{Shape: ir.Shape{2}, Data: []float32{0, float32(math.Copysign(0, -1))}}
+	g.Consts["scalar"] = &ir.Tensor{Shape: ir.Shape{}, Data: []float32{3}}
+	g.Nodes = []*ir.Node{
+		{Name: "Conv28", Op: ir.Conv, Inputs: []string{"Input3", "W0", "onnx::B0"}, Outputs: []string{"c1"}, Attrs: ir.Attrs{
+			"group": ir.IntAttr(1), "kernel_shape": ir.IntsAttr([]int{1, 2}), "strides": ir.IntsAttr([]int{1, 1}),
+			"pads": ir.IntsAttr([]int{0, 0, 0, 1}), "dilations": ir.IntsAttr([]int{1, 1}),
 		}},
-		{Op: Relu, Inputs: []string{"c1"}, Outputs: []string{"/relu/Relu_output_0"}},
-		{Name: "pad 1", Op: Pad, Inputs: []string{"/relu/Relu_output_0"}, Outputs: []string{"p"}, Attrs: Attrs{
-			"mode": StringAttr("constant"), "pads": IntsAttr([]int{0, 0, 0, 0, 0, 0, 0, 0}), "value": FloatAttr(0),
+		{Op: ir.Relu, Inputs: []string{"c1"}, Outputs: []string{"/relu/Relu_output_0"}},
+		{Name: "pad 1", Op: ir.Pad, Inputs: []string{"/relu/Relu_output_0"}, Outputs: []string{"p"}, Attrs: ir.Attrs{
+			"mode": ir.StringAttr("constant"), "pads": ir.IntsAttr([]int{0, 0, 0, 0, 0, 0, 0, 0}), "value": ir.FloatAttr(0),
 		}},
-		{Op: Squeeze, Inputs: []string{"p"}, Outputs: []string{"s"}, Attrs: Attrs{"axes": IntsAttr(nil)}},
-		{Op: Clip, Inputs: []string{"s"}, Outputs: []string{"out"}, Attrs: Attrs{
-			"min": FloatAttr(float32(math.Inf(-1))), "max": FloatAttr(6), "f": FloatsAttr(nil), "g": FloatsAttr([]float32{0.5, 2}),
+		{Op: ir.Squeeze, Inputs: []string{"p"}, Outputs: []string{"s"}, Attrs: ir.Attrs{"axes": ir.IntsAttr(nil)}},
+		{Op: ir.Clip, Inputs: []string{"s"}, Outputs: []string{"out"}, Attrs: ir.Attrs{
+			"min": ir.FloatAttr(float32(math.Inf(-1))), "max": ir.FloatAttr(6), "f": ir.FloatsAttr(nil), "g": ir.FloatsAttr([]float32{0.5, 2}),
 		}},
 	}
 	g.Outputs = []string{"out"}
-	g.Values["Input3"] = &Value{Name: "Input3", DType: Float32, Shape: Shape{1, 1, 28, 28}}
-	g.Values["c1"] = &Value{Name: "c1", DType: Float32, Shape: Shape{1, 2, 28, 28}}
-	g.Values["/relu/Relu_output_0"] = &Value{Name: "/relu/Relu_output_0", DType: Float32, Shape: Shape{1, 2, 28, 28}}
-	g.Values["p"] = &Value{Name: "p", DType: Float32} // shape not known
+	g.Values["Input3"] = &ir.Value{Name: "Input3", DType: ir.Float32, Shape: ir.Shape{1, 1, 28, 28}}
+	g.Values["c1"] = &ir.Value{Name: "c1", DType: ir.Float32, Shape: ir.Shape{1, 2, 28, 28}}
+	g.Values["/relu/Relu_output_0"] = &ir.Value{Name: "/relu/Relu_output_0", DType: ir.Float32, Shape: ir.Shape{1, 2, 28, 28}}
+	g.Values["p"] = &ir.Value{Name: "p", DType: ir.Float32} // shape not known
 	return g
 }
 
@@ -61,17 +63,17 @@ const mnistText = `graph "mnist" {
 
 func TestTextGolden(t *testing.T) {
 	g := mnistGraph()
-	if got := g.Text(); got != mnistText {
+	if got := Format(g); got != mnistText {
 		t.Fatalf("Text() =\n%s\nwant\n%s", got, mnistText)
 	}
-	h, err := ParseText(mnistText)
+	h, err := Parse(mnistText)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CompareGraphs(g, h); err != nil {
+	if err := Compare(g, h); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckTextRoundTrip(g); err != nil {
+	if err := CheckRoundTrip(g); err != nil {
 		t.Fatal(err)
 	}
 	// The parsed graph owns its memory: input shapes do not alias Values shapes.
@@ -93,7 +95,7 @@ graph "hand \"written\"" {   # trailing comment
   ]
 }`
 	// Comments inside a list are rejected with a position.
-	if _, err := ParseText(src); err == nil || !strings.HasPrefix(err.Error(), "8:18: comments are not allowed inside a list") {
+	if _, err := Parse(src); err == nil || !strings.HasPrefix(err.Error(), "8:18: comments are not allowed inside a list") {
 		t.Fatalf("comment inside a list: got %v, want a comment error at 8:18", err)
 	}
 	src = `
@@ -115,29 +117,29 @@ graph "hand \"written\"" {   # trailing comment
   value %extra: f32[2]
 }
 `
-	g, err := ParseText(src)
+	g, err := Parse(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g.Name != `hand "written"` {
 		t.Errorf("name %q", g.Name)
 	}
-	if len(g.Inputs) != 2 || g.Inputs[1].Name != "имя 2" || g.Inputs[1].DType != Int64 || g.Inputs[1].Shape == nil || len(g.Inputs[1].Shape) != 0 {
+	if len(g.Inputs) != 2 || g.Inputs[1].Name != "имя 2" || g.Inputs[1].DType != ir.Int64 || g.Inputs[1].Shape == nil || len(g.Inputs[1].Shape) != 0 {
 		t.Errorf("inputs %+v", g.Inputs)
 	}
-	if w := g.Consts["w"]; w == nil || !w.Shape.Equal(Shape{2, 2}) || diffFloats(w.Data, []float32{1, 2, 3.5, -4}) != nil {
+	if w := g.Consts["w"]; w == nil || !w.Shape.Equal(ir.Shape{2, 2}) || diffFloats(w.Data, []float32{1, 2, 3.5, -4}) != nil {
 		t.Errorf("const w %+v", w)
 	}
 	if len(g.Nodes) != 3 || len(g.Nodes[0].Outputs) != 0 || g.Nodes[0].Op != "no outputs" || g.Nodes[2].Name != "node/label" || len(g.Nodes[2].Inputs) != 0 {
 		t.Fatalf("nodes %+v", g.Nodes)
 	}
 	a := g.Nodes[1].Attrs
-	want := Attrs{
-		"ints": IntsAttr([]int{-1}), "fl": FloatsAttr([]float32{1, 2}), "s": StringAttr("tab\there"),
-		"i": {Kind: AttrInt, Int: math.MinInt64}, "e": FloatAttr(float32(math.Inf(1))),
-		"n": FloatAttr(math.Float32frombits(0x7fa00001)),
+	want := ir.Attrs{
+		"ints": ir.IntsAttr([]int{-1}), "fl": ir.FloatsAttr([]float32{1, 2}), "s": ir.StringAttr("tab\there"),
+		"i": {Kind: ir.AttrInt, Int: math.MinInt64}, "e": ir.FloatAttr(float32(math.Inf(1))),
+		"n": ir.FloatAttr(math.Float32frombits(0x7fa00001)),
 	}
-	if err := diffNodes(&Node{Op: MatMul, Inputs: []string{"x", "w"}, Outputs: []string{"y", "z"}, Attrs: want}, g.Nodes[1]); err != nil {
+	if err := diffNodes(&ir.Node{Op: ir.MatMul, Inputs: []string{"x", "w"}, Outputs: []string{"y", "z"}, Attrs: want}, g.Nodes[1]); err != nil {
 		t.Error(err)
 	}
 	if len(a) != len(want) {
@@ -147,7 +149,7 @@ graph "hand \"written\"" {   # trailing comment
 		t.Errorf("outputs %v", g.Outputs)
 	}
 	// Values: x's type was overridden to unknown shape, z's was removed, extra added, y never typed.
-	if v := g.Values["x"]; v == nil || v.Shape != nil || v.DType != Float32 {
+	if v := g.Values["x"]; v == nil || v.Shape != nil || v.DType != ir.Float32 {
 		t.Errorf("Values[x] = %+v", v)
 	}
 	if g.Inputs[0].Shape == nil {
@@ -159,13 +161,13 @@ graph "hand \"written\"" {   # trailing comment
 	if _, ok := g.Values["y"]; ok {
 		t.Error("untyped output y has a Values entry")
 	}
-	if v := g.Values["extra"]; v == nil || !v.Shape.Equal(Shape{2}) || v.Name != "extra" {
+	if v := g.Values["extra"]; v == nil || !v.Shape.Equal(ir.Shape{2}) || v.Name != "extra" {
 		t.Errorf("Values[extra] = %+v", v)
 	}
-	if v := g.Values["имя 2"]; v == nil || v.DType != Int64 {
+	if v := g.Values["имя 2"]; v == nil || v.DType != ir.Int64 {
 		t.Errorf("Values[имя 2] = %+v", v)
 	}
-	if err := CheckTextRoundTrip(g); err != nil {
+	if err := CheckRoundTrip(g); err != nil {
 		t.Error(err)
 	}
 }
@@ -256,11 +258,11 @@ func (gg graphGen) float() float32 {
 	return math.Float32frombits(gg.r.Uint32())
 }
 
-func (gg graphGen) shape(unknownOK bool) Shape {
+func (gg graphGen) shape(unknownOK bool) ir.Shape {
 	if unknownOK && gg.r.IntN(6) == 0 {
 		return nil
 	}
-	s := Shape{}
+	s := ir.Shape{}
 	for range gg.r.IntN(4) {
 		d := 1 + gg.r.IntN(3)
 		switch gg.r.IntN(12) {
@@ -276,17 +278,17 @@ func (gg graphGen) shape(unknownOK bool) Shape {
 	return s
 }
 
-func (gg graphGen) dtype() DType { return DType(gg.r.IntN(2)) }
+func (gg graphGen) dtype() ir.DType { return ir.DType(gg.r.IntN(2)) }
 
-func (gg graphGen) attr() Attr {
+func (gg graphGen) attr() ir.Attr {
 	switch gg.r.IntN(5) {
 	case 0:
 		ints := []int64{0, 1, -1, math.MaxInt64, math.MinInt64, gg.r.Int64() - gg.r.Int64()}
-		return Attr{Kind: AttrInt, Int: ints[gg.r.IntN(len(ints))]}
+		return ir.Attr{Kind: ir.AttrInt, Int: ints[gg.r.IntN(len(ints))]}
 	case 1:
-		return FloatAttr(gg.float())
+		return ir.FloatAttr(gg.float())
 	case 2:
-		return StringAttr(gg.name())
+		return ir.StringAttr(gg.name())
 	case 3:
 		v := make([]int64, gg.r.IntN(4))
 		for i := range v {
@@ -295,20 +297,20 @@ func (gg graphGen) attr() Attr {
 				v[i] = -v[i]
 			}
 		}
-		return Attr{Kind: AttrInts, Ints: v}
+		return ir.Attr{Kind: ir.AttrInts, Ints: v}
 	}
 	v := make([]float32, gg.r.IntN(4))
 	for i := range v {
 		v[i] = gg.float()
 	}
-	return Attr{Kind: AttrFloats, Floats: v}
+	return ir.Attr{Kind: ir.AttrFloats, Floats: v}
 }
 
 // graph returns a random graph. It is structurally arbitrary (names need not be defined, Values
 // may disagree with inputs): the text form must carry any graph, not only valid programs.
-func (gg graphGen) graph() *Graph {
+func (gg graphGen) graph() *ir.Graph {
 	r := gg.r
-	g := NewGraph(gg.name())
+	g := ir.NewGraph(gg.name())
 	var names []string
 	pick := func() string {
 		if len(names) == 0 || r.IntN(5) == 0 {
@@ -317,15 +319,15 @@ func (gg graphGen) graph() *Graph {
 		return names[r.IntN(len(names))]
 	}
 	for range r.IntN(4) {
-		v := Value{Name: gg.name(), DType: gg.dtype(), Shape: gg.shape(true)}
+		v := ir.Value{Name: gg.name(), DType: gg.dtype(), Shape: gg.shape(true)}
 		g.Inputs = append(g.Inputs, v)
 		names = append(names, v.Name)
 		switch r.IntN(6) {
 		case 0: // no Values entry
 		case 1: // a different one
-			g.Values[v.Name] = &Value{Name: v.Name, DType: gg.dtype(), Shape: gg.shape(true)}
+			g.Values[v.Name] = &ir.Value{Name: v.Name, DType: gg.dtype(), Shape: gg.shape(true)}
 		default:
-			g.Values[v.Name] = &Value{Name: v.Name, DType: v.DType, Shape: v.Shape.Clone()}
+			g.Values[v.Name] = &ir.Value{Name: v.Name, DType: v.DType, Shape: v.Shape.Clone()}
 		}
 	}
 	for range r.IntN(4) {
@@ -333,7 +335,7 @@ func (gg graphGen) graph() *Graph {
 		if r.IntN(8) == 0 {
 			s = nil // a scalar made by NewTensor(Shape{})
 		}
-		c := &Tensor{Shape: s, Data: make([]float32, s.Size())}
+		c := &ir.Tensor{Shape: s, Data: make([]float32, s.Size())}
 		for i := range c.Data {
 			c.Data[i] = gg.float()
 		}
@@ -341,11 +343,11 @@ func (gg graphGen) graph() *Graph {
 		g.Consts[name] = c
 		names = append(names, name)
 	}
-	ops := AllOps()
+	ops := ir.AllOps()
 	for range r.IntN(7) {
-		n := &Node{Op: ops[r.IntN(len(ops))]}
+		n := &ir.Node{Op: ops[r.IntN(len(ops))]}
 		if r.IntN(5) == 0 {
-			n.Op = Op(gg.name())
+			n.Op = ir.Op(gg.name())
 		}
 		if r.IntN(2) == 0 {
 			n.Name = gg.name()
@@ -359,12 +361,12 @@ func (gg graphGen) graph() *Graph {
 			switch r.IntN(5) {
 			case 0:
 			default:
-				g.Values[o] = &Value{Name: o, DType: gg.dtype(), Shape: gg.shape(true)}
+				g.Values[o] = &ir.Value{Name: o, DType: gg.dtype(), Shape: gg.shape(true)}
 			}
 		}
 		names = append(names, n.Outputs...)
 		if k := r.IntN(6); k > 0 {
-			n.Attrs = Attrs{}
+			n.Attrs = ir.Attrs{}
 			for range k {
 				n.Attrs[gg.name()] = gg.attr()
 			}
@@ -376,7 +378,7 @@ func (gg graphGen) graph() *Graph {
 	}
 	for range r.IntN(2) { // Values entries that belong to nothing
 		n := gg.name()
-		g.Values[n] = &Value{Name: n, DType: gg.dtype(), Shape: gg.shape(true)}
+		g.Values[n] = &ir.Value{Name: n, DType: gg.dtype(), Shape: gg.shape(true)}
 	}
 	return g
 }
@@ -385,88 +387,88 @@ func TestTextRoundTripRandom(t *testing.T) {
 	gg := graphGen{rand.New(rand.NewPCG(7, 11))}
 	for i := range 500 {
 		g := gg.graph()
-		if err := CheckTextRoundTrip(g); err != nil {
-			t.Fatalf("graph %d: %v\n%s", i, err, g.Text())
+		if err := CheckRoundTrip(g); err != nil {
+			t.Fatalf("graph %d: %v\n%s", i, err, Format(g))
 		}
 	}
 }
 
 func TestCompareGraphsFindsDifferences(t *testing.T) {
-	mutations := map[string]func(g *Graph){
-		"name":        func(g *Graph) { g.Name = "other" },
-		"input shape": func(g *Graph) { g.Inputs[0].Shape = Shape{1, 1, 28, 27} },
-		"input nil":   func(g *Graph) { g.Inputs[0].Shape = nil },
-		"const bit":   func(g *Graph) { g.Consts["onnx::B0"].Data[1] = 0 },
-		"const shape": func(g *Graph) { g.Consts["W0"].Shape = Shape{4} },
-		"attr kind":   func(g *Graph) { g.Nodes[0].Attrs["group"] = FloatAttr(1) },
-		"attr value":  func(g *Graph) { g.Nodes[4].Attrs["g"] = FloatsAttr([]float32{0.5, 2.0000002}) },
-		"node name":   func(g *Graph) { g.Nodes[1].Name = "r" },
-		"node input":  func(g *Graph) { g.Nodes[0].Inputs[2] = "B0" },
-		"op":          func(g *Graph) { g.Nodes[1].Op = Sigmoid },
-		"output":      func(g *Graph) { g.Outputs = append(g.Outputs, "c1") },
-		"value":       func(g *Graph) { g.Values["p"].Shape = Shape{} },
-		"value gone":  func(g *Graph) { delete(g.Values, "c1") },
-		"value dtype": func(g *Graph) { g.Values["c1"].DType = Int64 },
+	mutations := map[string]func(g *ir.Graph){
+		"name":        func(g *ir.Graph) { g.Name = "other" },
+		"input shape": func(g *ir.Graph) { g.Inputs[0].Shape = ir.Shape{1, 1, 28, 27} },
+		"input nil":   func(g *ir.Graph) { g.Inputs[0].Shape = nil },
+		"const bit":   func(g *ir.Graph) { g.Consts["onnx::B0"].Data[1] = 0 },
+		"const shape": func(g *ir.Graph) { g.Consts["W0"].Shape = ir.Shape{4} },
+		"attr kind":   func(g *ir.Graph) { g.Nodes[0].Attrs["group"] = ir.FloatAttr(1) },
+		"attr value":  func(g *ir.Graph) { g.Nodes[4].Attrs["g"] = ir.FloatsAttr([]float32{0.5, 2.0000002}) },
+		"node name":   func(g *ir.Graph) { g.Nodes[1].Name = "r" },
+		"node input":  func(g *ir.Graph) { g.Nodes[0].Inputs[2] = "B0" },
+		"op":          func(g *ir.Graph) { g.Nodes[1].Op = ir.Sigmoid },
+		"output":      func(g *ir.Graph) { g.Outputs = append(g.Outputs, "c1") },
+		"value":       func(g *ir.Graph) { g.Values["p"].Shape = ir.Shape{} },
+		"value gone":  func(g *ir.Graph) { delete(g.Values, "c1") },
+		"value dtype": func(g *ir.Graph) { g.Values["c1"].DType = ir.Int64 },
 	}
 	for name, mutate := range mutations {
 		g := mnistGraph()
 		mutate(g)
-		if err := CompareGraphs(mnistGraph(), g); err == nil {
-			t.Errorf("%s: CompareGraphs found no difference", name)
+		if err := Compare(mnistGraph(), g); err == nil {
+			t.Errorf("%s: Compare found no difference", name)
 		}
-		if g.Text() == mnistText {
+		if Format(g) == mnistText {
 			t.Errorf("%s: the text does not show the difference", name)
 		}
-		if err := CheckTextRoundTrip(g); err != nil {
+		if err := CheckRoundTrip(g); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	// Equivalences the text form does not preserve are not differences.
 	g := mnistGraph()
 	g.Consts["scalar"].Shape = nil
-	g.Nodes[1].Attrs = Attrs{}
+	g.Nodes[1].Attrs = ir.Attrs{}
 	g.Nodes[0].Inputs = append([]string{}, g.Nodes[0].Inputs...)
-	if err := CompareGraphs(mnistGraph(), g); err != nil {
+	if err := Compare(mnistGraph(), g); err != nil {
 		t.Error(err)
 	}
 }
 
 func TestWriteTextRejects(t *testing.T) {
-	cases := map[string]func(g *Graph){
-		"nil node":          func(g *Graph) { g.Nodes[1] = nil },
-		"nil const":         func(g *Graph) { g.Consts["W0"] = nil },
-		"short const":       func(g *Graph) { g.Consts["W0"].Data = g.Consts["W0"].Data[:3] },
-		"negative dim":      func(g *Graph) { g.Consts["W0"].Shape = Shape{-1, -4} },
-		"huge shape":        func(g *Graph) { g.Consts["W0"].Shape = Shape{1 << 40, 1 << 40} },
-		"misfiled value":    func(g *Graph) { g.Values["c1"] = &Value{Name: "c2"} },
-		"nil value":         func(g *Graph) { g.Values["c1"] = nil },
-		"bad dtype":         func(g *Graph) { g.Values["c1"].DType = 9 },
-		"bad input dtype":   func(g *Graph) { g.Inputs[0].DType = 9 },
-		"bad attr kind":     func(g *Graph) { g.Nodes[0].Attrs["x"] = Attr{} },
-		"bad attr kind big": func(g *Graph) { g.Nodes[0].Attrs["x"] = Attr{Kind: 6} },
+	cases := map[string]func(g *ir.Graph){
+		"nil node":          func(g *ir.Graph) { g.Nodes[1] = nil },
+		"nil const":         func(g *ir.Graph) { g.Consts["W0"] = nil },
+		"short const":       func(g *ir.Graph) { g.Consts["W0"].Data = g.Consts["W0"].Data[:3] },
+		"negative dim":      func(g *ir.Graph) { g.Consts["W0"].Shape = ir.Shape{-1, -4} },
+		"huge shape":        func(g *ir.Graph) { g.Consts["W0"].Shape = ir.Shape{1 << 40, 1 << 40} },
+		"misfiled value":    func(g *ir.Graph) { g.Values["c1"] = &ir.Value{Name: "c2"} },
+		"nil value":         func(g *ir.Graph) { g.Values["c1"] = nil },
+		"bad dtype":         func(g *ir.Graph) { g.Values["c1"].DType = 9 },
+		"bad input dtype":   func(g *ir.Graph) { g.Inputs[0].DType = 9 },
+		"bad attr kind":     func(g *ir.Graph) { g.Nodes[0].Attrs["x"] = ir.Attr{} },
+		"bad attr kind big": func(g *ir.Graph) { g.Nodes[0].Attrs["x"] = ir.Attr{Kind: 6} },
 	}
 	for name, mutate := range cases {
 		g := mnistGraph()
 		mutate(g)
 		var b bytes.Buffer
-		err := WriteText(&b, g, TextOptions{})
+		err := Write(&b, g, Options{})
 		if err == nil {
-			t.Errorf("%s: WriteText succeeded", name)
+			t.Errorf("%s: Write succeeded", name)
 			continue
 		}
 		if b.Len() != 0 {
-			t.Errorf("%s: WriteText wrote output before failing", name)
+			t.Errorf("%s: Write wrote output before failing", name)
 		}
-		if txt := g.Text(); !strings.HasPrefix(txt, "# cannot print HLIL graph: ") {
+		if txt := Format(g); !strings.HasPrefix(txt, "# cannot print HLIL graph: ") {
 			t.Errorf("%s: Text() = %q", name, txt)
-		} else if _, err := ParseText(txt); err == nil {
+		} else if _, err := Parse(txt); err == nil {
 			t.Errorf("%s: the error text parses", name)
 		}
 	}
-	if err := WriteText(&bytes.Buffer{}, nil, TextOptions{}); err == nil {
-		t.Error("WriteText(nil graph) succeeded")
+	if err := Write(&bytes.Buffer{}, nil, Options{}); err == nil {
+		t.Error("Write(nil graph) succeeded")
 	}
-	if err := WriteText(failingWriter{}, mnistGraph(), TextOptions{}); err == nil {
+	if err := Write(failingWriter{}, mnistGraph(), Options{}); err == nil {
 		t.Error("a failing writer was not reported")
 	}
 }
@@ -477,13 +479,13 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 
 func TestElidedData(t *testing.T) {
 	g := mnistGraph()
-	big := &Tensor{Shape: Shape{3, 100}, Data: make([]float32, 300)}
+	big := &ir.Tensor{Shape: ir.Shape{3, 100}, Data: make([]float32, 300)}
 	for i := range big.Data {
 		big.Data[i] = float32(i) / 3
 	}
 	g.Consts["big"] = big
 	var b bytes.Buffer
-	if err := WriteText(&b, g, TextOptions{ElideData: true, KeepElems: 2}); err != nil {
+	if err := Write(&b, g, Options{ElideData: true, KeepElems: 2}); err != nil {
 		t.Fatal(err)
 	}
 	// The digest is SHA-256 of the little-endian float32 bytes, computed independently here.
@@ -507,20 +509,20 @@ func TestElidedData(t *testing.T) {
 	if DataDigest(big.Data) != digest {
 		t.Errorf("DataDigest = %s, want %s", DataDigest(big.Data), digest)
 	}
-	_, err := ParseText(text)
-	var te *TextError
+	_, err := Parse(text)
+	var te *Error
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "elided") || te.Line != 4 {
-		t.Fatalf("parsing elided text: %v; want a TextError on line 4 about elided data", err)
+		t.Fatalf("parsing elided text: %v; want a Error on line 4 about elided data", err)
 	}
 	// Without ElideData, or with a large KeepElems, everything is printed.
 	b.Reset()
-	if err := WriteText(&b, g, TextOptions{ElideData: true, KeepElems: 300}); err != nil {
+	if err := Write(&b, g, Options{ElideData: true, KeepElems: 300}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "elided") {
 		t.Error("KeepElems 300 still elided a 300-element constant")
 	}
-	if err := CheckTextRoundTrip(g); err != nil {
+	if err := CheckRoundTrip(g); err != nil {
 		t.Error(err)
 	}
 }
@@ -576,7 +578,7 @@ func TestParseErrors(t *testing.T) {
 		{head + "  %y = Relu(%x) {a=\"\n\"}\n}", `2:20: string is not closed before the end of the line`},
 	}
 	for _, c := range cases {
-		_, err := ParseText(c.src)
+		_, err := Parse(c.src)
 		if err == nil {
 			t.Errorf("%q: parsed without error, want %q", c.src, c.want)
 			continue
@@ -584,9 +586,9 @@ func TestParseErrors(t *testing.T) {
 		if !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q:\n got %q\nwant %q", c.src, err.Error(), c.want)
 		}
-		var te *TextError
+		var te *Error
 		if !errors.As(err, &te) || te.Line == 0 || te.Column == 0 {
-			t.Errorf("%q: error %v is not a positioned *TextError", c.src, err)
+			t.Errorf("%q: error %v is not a positioned *Error", c.src, err)
 		}
 	}
 }
@@ -599,7 +601,7 @@ func TestParseConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 5 {
-				if _, err := ParseText(mnistText); err != nil {
+				if _, err := Parse(mnistText); err != nil {
 					t.Error(err)
 				}
 			}
@@ -609,27 +611,27 @@ func TestParseConcurrent(t *testing.T) {
 }
 
 // bigConstGraph is a graph with one constant of n elements.
-func bigConstGraph(n int) *Graph {
-	g := NewGraph("big")
+func bigConstGraph(n int) *ir.Graph {
+	g := ir.NewGraph("big")
 	r := rand.New(rand.NewPCG(3, 4))
-	c := &Tensor{Shape: Shape{n}, Data: make([]float32, n)}
+	c := &ir.Tensor{Shape: ir.Shape{n}, Data: make([]float32, n)}
 	for i := range c.Data {
 		c.Data[i] = float32(r.NormFloat64() * 0.05)
 	}
 	g.Consts["w"] = c
-	g.Inputs = []Value{{Name: "x", DType: Float32, Shape: Shape{1, n}}}
-	g.Values["x"] = &Value{Name: "x", DType: Float32, Shape: Shape{1, n}}
-	g.Nodes = []*Node{{Op: Mul, Inputs: []string{"x", "w"}, Outputs: []string{"y"}}}
+	g.Inputs = []ir.Value{{Name: "x", DType: ir.Float32, Shape: ir.Shape{1, n}}}
+	g.Values["x"] = &ir.Value{Name: "x", DType: ir.Float32, Shape: ir.Shape{1, n}}
+	g.Nodes = []*ir.Node{{Op: ir.Mul, Inputs: []string{"x", "w"}, Outputs: []string{"y"}}}
 	g.Outputs = []string{"y"}
 	return g
 }
 
 func TestTextLargeConst(t *testing.T) {
 	g := bigConstGraph(100000)
-	if err := CheckTextRoundTrip(g); err != nil {
+	if err := CheckRoundTrip(g); err != nil {
 		t.Fatal(err)
 	}
-	for i, line := range strings.Split(g.Text(), "\n") {
+	for i, line := range strings.Split(Format(g), "\n") {
 		if len(line) > textLineWidth {
 			t.Fatalf("line %d is %d columns wide", i+1, len(line))
 		}
@@ -637,22 +639,22 @@ func TestTextLargeConst(t *testing.T) {
 }
 
 // chainGraph is a graph of n small nodes, like a deep CNN's structure.
-func chainGraph(n int) *Graph {
-	g := NewGraph("chain")
-	g.Inputs = []Value{{Name: "x0", DType: Float32, Shape: Shape{1, 8, 32, 32}}}
-	g.Values["x0"] = &Value{Name: "x0", DType: Float32, Shape: Shape{1, 8, 32, 32}}
+func chainGraph(n int) *ir.Graph {
+	g := ir.NewGraph("chain")
+	g.Inputs = []ir.Value{{Name: "x0", DType: ir.Float32, Shape: ir.Shape{1, 8, 32, 32}}}
+	g.Values["x0"] = &ir.Value{Name: "x0", DType: ir.Float32, Shape: ir.Shape{1, 8, 32, 32}}
 	prev := "x0"
 	for i := range n {
 		out := "/block" + string(rune('a'+i%26)) + "/conv/Conv_output_" + strings.Repeat("0", i%3)
 		out += string(rune('0' + i%10))
-		g.Nodes = append(g.Nodes, &Node{Name: "/block/Conv", Op: Conv, Inputs: []string{prev, "w", "b"}, Outputs: []string{out},
-			Attrs: Attrs{"group": IntAttr(1), "kernel_shape": IntsAttr([]int{3, 3}), "strides": IntsAttr([]int{1, 1}),
-				"pads": IntsAttr([]int{1, 1, 1, 1}), "dilations": IntsAttr([]int{1, 1})}})
-		g.Values[out] = &Value{Name: out, DType: Float32, Shape: Shape{1, 8, 32, 32}}
+		g.Nodes = append(g.Nodes, &ir.Node{Name: "/block/Conv", Op: ir.Conv, Inputs: []string{prev, "w", "b"}, Outputs: []string{out},
+			Attrs: ir.Attrs{"group": ir.IntAttr(1), "kernel_shape": ir.IntsAttr([]int{3, 3}), "strides": ir.IntsAttr([]int{1, 1}),
+				"pads": ir.IntsAttr([]int{1, 1, 1, 1}), "dilations": ir.IntsAttr([]int{1, 1})}})
+		g.Values[out] = &ir.Value{Name: out, DType: ir.Float32, Shape: ir.Shape{1, 8, 32, 32}}
 		prev = out
 	}
-	g.Consts["w"] = &Tensor{Shape: Shape{8, 8, 3, 3}, Data: make([]float32, 8*8*9)}
-	g.Consts["b"] = &Tensor{Shape: Shape{8}, Data: make([]float32, 8)}
+	g.Consts["w"] = &ir.Tensor{Shape: ir.Shape{8, 8, 3, 3}, Data: make([]float32, 8*8*9)}
+	g.Consts["b"] = &ir.Tensor{Shape: ir.Shape{8}, Data: make([]float32, 8)}
 	g.Outputs = []string{prev}
 	return g
 }
@@ -662,7 +664,7 @@ func BenchmarkWriteTextConst1M(b *testing.B) {
 	var buf bytes.Buffer
 	for b.Loop() {
 		buf.Reset()
-		if err := WriteText(&buf, g, TextOptions{}); err != nil {
+		if err := Write(&buf, g, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -670,20 +672,20 @@ func BenchmarkWriteTextConst1M(b *testing.B) {
 }
 
 func BenchmarkParseTextConst1M(b *testing.B) {
-	text := bigConstGraph(1 << 20).Text()
+	text := Format(bigConstGraph(1 << 20))
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		if _, err := ParseText(text); err != nil {
+		if _, err := Parse(text); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkParseText200Nodes(b *testing.B) {
-	text := chainGraph(200).Text()
+	text := Format(chainGraph(200))
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		if _, err := ParseText(text); err != nil {
+		if _, err := Parse(text); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -694,7 +696,7 @@ func BenchmarkWriteText200Nodes(b *testing.B) {
 	var buf bytes.Buffer
 	for b.Loop() {
 		buf.Reset()
-		if err := WriteText(&buf, g, TextOptions{}); err != nil {
+		if err := Write(&buf, g, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

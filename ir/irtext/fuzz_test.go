@@ -1,4 +1,4 @@
-package ir
+package irtext
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// FuzzParseText checks that ParseText never panics, that its errors carry a position, and that
+// FuzzParseText checks that Parse never panics, that its errors carry a position, and that
 // every text it accepts round-trips: print(parse(src)) parses to the same graph and prints the same.
 func FuzzParseText(f *testing.F) {
 	f.Add(mnistText)
@@ -16,18 +16,18 @@ func FuzzParseText(f *testing.F) {
 	f.Add("graph \"g\" {\n  %y = Relu(%x) {a=[1, 2.5]}\n}")
 	gg := graphGen{rand.New(rand.NewPCG(5, 6))}
 	for range 8 {
-		f.Add(gg.graph().Text())
+		f.Add(Format(gg.graph()))
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		g, err := ParseText(src)
+		g, err := Parse(src)
 		if err != nil {
-			var te *TextError
+			var te *Error
 			if !errors.As(err, &te) || te.Line < 1 || te.Column < 1 {
 				t.Fatalf("error without a position: %v", err)
 			}
 			return
 		}
-		if err := CheckTextRoundTrip(g); err != nil {
+		if err := CheckRoundTrip(g); err != nil {
 			t.Fatalf("%v\nsource:\n%s", err, src)
 		}
 	})
