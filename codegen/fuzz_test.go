@@ -8,6 +8,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
 // checkDecoded asserts the properties every accepted file must have: it re-encodes, and the
@@ -36,7 +37,7 @@ func checkDecoded(t *testing.T, f *File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := vm.NewClear(r)
+	c, _ := cleartext.New(r)
 	m, err := vm.New(f.Program, c)
 	if err != nil {
 		return

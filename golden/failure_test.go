@@ -9,9 +9,9 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
-	"github.com/cryptflow-go/cryptflow/protocols/sciot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/sciot"
 )
 
 // TestPeerFailureMidInference cancels the client in the middle of an inference: both parties'

@@ -16,9 +16,10 @@ import (
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
-	"github.com/cryptflow-go/cryptflow/protocols/sciot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
+	"github.com/cryptflow-go/cryptflow/vm/sciot"
 )
 
 // program is a compiled model as the two parties hold it: the server's copy with weights and
@@ -107,7 +108,7 @@ func encodeInputs(t testing.TB, p *fixed.Program, xs [][]float32) []ring.Tensor 
 // runClear runs the cleartext backend on every input.
 func runClear(t testing.TB, p *fixed.Program, inputs []ring.Tensor) [][]vm.Output {
 	t.Helper()
-	c, err := vm.NewClear(ring.Must(p.Bits))
+	c, err := cleartext.New(ring.Must(p.Bits))
 	if err != nil {
 		t.Fatal(err)
 	}

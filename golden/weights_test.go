@@ -14,6 +14,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
 // recorder is a net.Conn that keeps a copy of every byte read from it.
@@ -111,7 +112,7 @@ func TestWeightsNeverReachClient(t *testing.T) {
 		}
 	}
 	// Party 0 cannot run from the client copy.
-	b, err := vm.NewClear(ring.Must(prog.client.Bits))
+	b, err := cleartext.New(ring.Must(prog.client.Bits))
 	if err != nil {
 		t.Fatal(err)
 	}

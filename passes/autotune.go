@@ -13,6 +13,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
 // TuneOptions controls Autotune.
@@ -418,7 +419,7 @@ func runClear(p *fixed.Program, samples []Sample, workers int, track bool, prog 
 	if err != nil {
 		return nil, err
 	}
-	be, err := vm.NewClear(r)
+	be, err := cleartext.New(r)
 	if err != nil {
 		return nil, err
 	}
@@ -484,7 +485,7 @@ func runClear(p *fixed.Program, samples []Sample, workers int, track bool, prog 
 		if isIndex {
 			run.top[i] = int(signed[0])
 		} else {
-			run.top[i] = vm.ArgMaxSigned(r, o)
+			run.top[i] = r.ArgMax(o)
 		}
 		prog.add(1)
 		return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
 // gb builds HLIL graphs for tests.
@@ -105,7 +106,7 @@ func runFloat(t testing.TB, g *ir.Graph, x []float32) []float32 {
 func runFixedRaw(t testing.TB, p *fixed.Program, x []float32) ([]int64, int) {
 	t.Helper()
 	r := ring.Must(p.Bits)
-	c, err := vm.NewClear(r)
+	c, err := cleartext.New(r)
 	if err != nil {
 		t.Fatal(err)
 	}

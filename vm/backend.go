@@ -8,8 +8,9 @@
 // im2col and one MatMul per group, unless the backend implements the optional ConvBackend and
 // accepts the convolution's geometry: then it gets the un-gathered input (Conv2D).
 //
-// Clear is the cleartext backend: one process holding full values. It is the reference the secure
-// backends must match bit for bit.
+// The backends live in packages of their own above vm and protocols: vm/cleartext (full values in
+// one process, the reference) and vm/sciot (CrypTFlow2's OT-based protocols). vm knows them only
+// through the Backend interface.
 package vm
 
 import (

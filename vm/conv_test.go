@@ -11,12 +11,13 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
 // nativeConv is the cleartext backend plus a convolution of its own: a direct loop over the
 // definition in ring.ConvGeom, independent of the Machine's im2col lowering. use decides per geometry.
 type nativeConv struct {
-	*Clear
+	*cleartext.Backend
 	use   func(ring.ConvGeom) bool
 	calls []ring.ConvGeom
 }
@@ -138,7 +139,7 @@ func runOn(t *testing.T, p *fixed.Program, be Backend, in []int64) []uint64 {
 		t.Fatal(err)
 	}
 	r := be.Ring()
-	outs, err := m.Run(context.Background(), []ring.Tensor{signedTensor(r, p.Tensors[p.Inputs[0].Tensor].Shape, in...)})
+	outs, err := m.Run(context.Background(), []ring.Tensor{r.SignedTensor(p.Tensors[p.Inputs[0].Tensor].Shape, in...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +156,10 @@ func TestConvBackendMatchesIm2col(t *testing.T) {
 		bits := []int{8, 32, 41, 64}[i%4]
 		r := ring.Must(bits)
 		p, in := convProgram(t, rng, c, bits, i%3 == 0)
-		clear, _ := NewClear(r)
+		clear, _ := cleartext.New(r)
 		want := runOn(t, p, clear, in)
 		for _, mode := range []string{"all", "spatial-only"} {
-			nb := &nativeConv{Clear: clear, use: func(g ring.ConvGeom) bool { return mode == "all" || g.KH*g.KW > 1 }}
+			nb := &nativeConv{Backend: clear, use: func(g ring.ConvGeom) bool { return mode == "all" || g.KH*g.KW > 1 }}
 			got := runOn(t, p, nb, in)
 			if !slices.Equal(got, want) {
 				t.Fatalf("case %d %+v (l=%d, %s): Conv2D path differs from im2col", i, c, bits, mode)
@@ -175,7 +176,7 @@ func TestConvBackendMatchesIm2col(t *testing.T) {
 func TestConvGeomFromProgram(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	r := ring.Must(16)
-	clear, _ := NewClear(r)
+	clear, _ := cleartext.New(r)
 	for _, tc := range []struct {
 		c    convCase
 		want ring.ConvGeom
@@ -187,13 +188,13 @@ func TestConvGeomFromProgram(t *testing.T) {
 	} {
 		p, in := convProgram(t, rng, tc.c, 16, false)
 		asked := 0
-		nb := &nativeConv{Clear: clear, use: func(ring.ConvGeom) bool { asked++; return true }}
+		nb := &nativeConv{Backend: clear, use: func(ring.ConvGeom) bool { asked++; return true }}
 		m, err := New(p, nb)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for run := 0; run < 2; run++ {
-			if _, err := m.Run(context.Background(), []ring.Tensor{signedTensor(r, tc.c.xs, in...)}); err != nil {
+			if _, err := m.Run(context.Background(), []ring.Tensor{r.SignedTensor(tc.c.xs, in...)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -231,7 +232,7 @@ func TestConvGeomValidate(t *testing.T) {
 
 // failingConv refuses every convolution: the Machine must return its error, wrapped with the
 // instruction.
-type failingConv struct{ *Clear }
+type failingConv struct{ *cleartext.Backend }
 
 func (failingConv) UseConv2D(ring.ConvGeom) bool { return true }
 func (failingConv) Conv2D(context.Context, ring.Tensor, *ring.Tensor, ring.Tensor, ring.ConvGeom) error {
@@ -243,12 +244,12 @@ func TestConvBackendError(t *testing.T) {
 	c := convCase{ir.Shape{1, 1, 4, 4}, 1, 1, win([]int{3, 3}, []int{1, 1}, []int{1, 1, 1, 1}, []int{1, 1}, false)}
 	p, in := convProgram(t, rng, c, 16, false)
 	r := ring.Must(16)
-	clear, _ := NewClear(r)
+	clear, _ := cleartext.New(r)
 	m, err := New(p, failingConv{clear})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.Run(context.Background(), []ring.Tensor{signedTensor(r, c.xs, in...)})
+	_, err = m.Run(context.Background(), []ring.Tensor{r.SignedTensor(c.xs, in...)})
 	if err == nil || !strings.Contains(err.Error(), "no convolutions today") || !strings.Contains(err.Error(), "conv") {
 		t.Fatalf("error %v", err)
 	}

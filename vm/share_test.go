@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
 // This file checks the VM's share-local operations the way a secure backend will use them: two
@@ -31,14 +33,14 @@ type shareReq struct {
 
 type dealer struct {
 	r     ring.Ring
-	clear *Clear
+	clear *cleartext.Backend
 	reqs  [2]chan *shareReq
 	rng   *rand.Rand
 	calls int
 }
 
 func newDealer(r ring.Ring) *dealer {
-	c, _ := NewClear(r)
+	c, _ := cleartext.New(r)
 	return &dealer{r: r, clear: c, reqs: [2]chan *shareReq{make(chan *shareReq), make(chan *shareReq)},
 		rng: rand.New(rand.NewPCG(7, 8))}
 }
@@ -231,7 +233,7 @@ func TestTwoPartySharesMatchClear(t *testing.T) {
 			var in ring.Tensor
 			if party == 1 {
 				prog = p.StripWeights() // the client holds no weights
-				in = signedTensor(r, p.Tensors[p.Inputs[0].Tensor].Shape, xin...)
+				in = r.SignedTensor(p.Tensors[p.Inputs[0].Tensor].Shape, xin...)
 			}
 			m, err := New(prog, &shareBackend{party: party, d: d})
 			if err != nil {
@@ -252,7 +254,7 @@ func TestTwoPartySharesMatchClear(t *testing.T) {
 			if !o.Revealed {
 				t.Fatalf("output %d not revealed to the client", i)
 			}
-			if got := signedOf(r, o.Value); !eq(got, want[i]) {
+			if got := r.SignedValues(o.Value); !slices.Equal(got, want[i]) {
 				t.Errorf("trial %d output %d: two-party %v, clear %v", trial, i, got, want[i])
 			}
 		}

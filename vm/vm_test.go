@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
 // builder assembles fixed-point programs by hand for tests.
@@ -65,14 +67,14 @@ func (b *builder) output(t int) {
 func runClear(t *testing.T, p *fixed.Program, inputs ...[]int64) [][]int64 {
 	t.Helper()
 	r := ring.Must(p.Bits)
-	c, _ := NewClear(r)
+	c, _ := cleartext.New(r)
 	m, err := New(p, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var in []ring.Tensor
 	for i, x := range inputs {
-		in = append(in, signedTensor(r, p.Tensors[p.Inputs[i].Tensor].Shape, x...))
+		in = append(in, r.SignedTensor(p.Tensors[p.Inputs[i].Tensor].Shape, x...))
 	}
 	outs, err := m.Run(context.Background(), in)
 	if err != nil {
@@ -83,7 +85,7 @@ func runClear(t *testing.T, p *fixed.Program, inputs ...[]int64) [][]int64 {
 		if !o.Revealed {
 			t.Fatal("clear output not revealed")
 		}
-		res = append(res, signedOf(r, o.Value))
+		res = append(res, r.SignedValues(o.Value))
 	}
 	return res
 }
@@ -153,7 +155,7 @@ func TestConvMatchesNaive(t *testing.T) {
 		xdata := randInts(rng, c.xs.Size(), -50, 50)
 		got := runClear(t, b.p, xdata)[0]
 		want := naiveConv(xdata, c.xs, wdata, c.ws, c.group, c.wn, b.p.Tensors[y].Shape)
-		if !eq(got, want) {
+		if !slices.Equal(got, want) {
 			t.Errorf("conv %v * %v group %d: got %v, want %v", c.xs, c.ws, c.group, got, want)
 		}
 	}
@@ -167,7 +169,7 @@ func TestConv1D(t *testing.T) {
 	b.output(y)
 	got := runClear(t, b.p, []int64{1, 2, 3, 4, 5})[0]
 	// Windows over [0,1,2,3,4,5,0] starting at 0, 2, 4: (0,1,2), (2,3,4), (4,5,0).
-	if want := []int64{0*1 + 1*2 + 2*3, 2*1 + 3*2 + 4*3, 4*1 + 5*2}; !eq(got, want) {
+	if want := []int64{0*1 + 1*2 + 2*3, 2*1 + 3*2 + 4*3, 4*1 + 5*2}; !slices.Equal(got, want) {
 		t.Errorf("conv1d = %v, want %v", got, want)
 	}
 }
@@ -185,13 +187,13 @@ func TestPooling(t *testing.T) {
 	// x = [[-9,-8,-7],[-6,-5,-4],[-3,-2,-1]]; padded by one row/col at the start, ceil mode: windows
 	// {(-9)}, {(-8,-7)}, {(-6,-3)}, {(-5,-4,-2,-1)}.
 	res := runClear(t, b.p, []int64{-9, -8, -7, -6, -5, -4, -3, -2, -1})
-	if want := []int64{-9, -7, -3, -1}; !eq(res[0], want) {
+	if want := []int64{-9, -7, -3, -1}; !slices.Equal(res[0], want) {
 		t.Errorf("maxpool = %v, want %v (padding must not take part in the maximum)", res[0], want)
 	}
-	if want := []int64{-9, -15, -9, -12}; !eq(res[1], want) {
+	if want := []int64{-9, -15, -9, -12}; !slices.Equal(res[1], want) {
 		t.Errorf("sumpool = %v, want %v", res[1], want)
 	}
-	if want := []int64{-9, -8, -5, -3}; !eq(res[2], want) {
+	if want := []int64{-9, -8, -5, -3}; !slices.Equal(res[2], want) {
 		t.Errorf("div = %v, want %v (floor division)", res[2], want)
 	}
 }
@@ -225,7 +227,7 @@ func TestDataMovement(t *testing.T) {
 	}
 	names := []string{"transpose", "reshape", "concat", "pad constant", "pad reflect", "pad edge", "pad wrap", "argmax axis 0", "scaleup"}
 	for i := range want {
-		if !eq(res[i], want[i]) {
+		if !slices.Equal(res[i], want[i]) {
 			t.Errorf("%s = %v, want %v", names[i], res[i], want[i])
 		}
 	}
@@ -251,7 +253,7 @@ func TestArithmeticBroadcast(t *testing.T) {
 		{100, 200 - 256, -60, -80},     // * [[100],[-2]], wrapping
 	}
 	for i := range want {
-		if !eq(res[i], want[i]) {
+		if !slices.Equal(res[i], want[i]) {
 			t.Errorf("op %d = %v, want %v", i, res[i], want[i])
 		}
 	}
@@ -264,11 +266,11 @@ func TestMachineErrors(t *testing.T) {
 	y := b.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{x}, Weight: w})
 	b.output(y)
 	r := ring.Must(16)
-	c, _ := NewClear(r)
+	c, _ := cleartext.New(r)
 	if _, err := New(b.p.StripWeights(), c); !errors.Is(err, ErrNoWeights) {
 		t.Errorf("party 0 without weights: %v", err)
 	}
-	c32, _ := NewClear(ring.Must(32))
+	c32, _ := cleartext.New(ring.Must(32))
 	if _, err := New(b.p, c32); err == nil || !strings.Contains(err.Error(), "ring") {
 		t.Errorf("ring mismatch: %v", err)
 	}
@@ -308,7 +310,11 @@ func TestObserveAndSlotReuse(t *testing.T) {
 	if err := b.p.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c, r := newClear(t, 16)
+	r := ring.Must(16)
+	c, err := cleartext.New(r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := New(b.p, c)
 	if err != nil {
 		t.Fatal(err)
@@ -316,11 +322,11 @@ func TestObserveAndSlotReuse(t *testing.T) {
 	seen := map[int]int64{}
 	m.Observe = func(id int, v ring.Tensor) { seen[id] = r.Signed(v.Data[0]) }
 	for run := 0; run < 2; run++ { // buffers are reused across runs
-		outs, err := m.Run(context.Background(), []ring.Tensor{signedTensor(r, []int{4}, -3, 2, 0, 5)})
+		outs, err := m.Run(context.Background(), []ring.Tensor{r.SignedTensor([]int{4}, -3, 2, 0, 5)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := signedOf(r, outs[0].Value); !eq(got, []int64{0, 4, 0, 10}) {
+		if got := r.SignedValues(outs[0].Value); !slices.Equal(got, []int64{0, 4, 0, 10}) {
 			t.Fatalf("run %d: %v", run, got)
 		}
 	}

@@ -40,9 +40,10 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
-	"github.com/cryptflow-go/cryptflow/protocols/sciot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
+	"github.com/cryptflow-go/cryptflow/vm/sciot"
 )
 
 const usage = `usage:
@@ -361,7 +362,7 @@ func runClear(ctx context.Context, c *config, f *codegen.File, e *env) error {
 	if err != nil {
 		return err
 	}
-	be, err := vm.NewClear(r)
+	be, err := cleartext.New(r)
 	if err != nil {
 		return err
 	}
@@ -658,7 +659,7 @@ func printTop(w io.Writer, r ring.Ring, o vm.Output, k int, classes []string) {
 	for row := range rows {
 		data := o.Value.Data[row*d : (row+1)*d]
 		v := vals[row*d : (row+1)*d]
-		top := vm.ArgMaxSigned(r, data)
+		top := r.ArgMax(data)
 		prefix := o.Name
 		if rows > 1 {
 			prefix = fmt.Sprintf("%s[%d]", o.Name, row)

@@ -22,6 +22,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
 // compile builds the program of an ONNX model at Z_2^bits, scale s, and returns the full file
@@ -107,7 +108,7 @@ func input(t testing.TB, f *codegen.File, i int) []ring.Tensor {
 // clearRun runs f in the clear on inputs and returns the outputs' ring values.
 func clearRun(t testing.TB, f *codegen.File, inputs []ring.Tensor) [][]uint64 {
 	t.Helper()
-	be, err := vm.NewClear(ring.Must(f.Program.Bits))
+	be, err := cleartext.New(ring.Must(f.Program.Bits))
 	if err != nil {
 		t.Fatal(err)
 	}

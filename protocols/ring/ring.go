@@ -181,3 +181,15 @@ func BitsFor(x int64) int {
 	}
 	return bits.Len64(u)
 }
+
+// ArgMax returns the index of the first largest signed element of v (v must be non-empty): the
+// fixed-point ArgMax, ties to the lowest index.
+func (r Ring) ArgMax(v []uint64) int {
+	best, at := r.Signed(v[0]), 0
+	for j := 1; j < len(v); j++ {
+		if s := r.Signed(v[j]); s > best {
+			best, at = s, j
+		}
+	}
+	return at
+}

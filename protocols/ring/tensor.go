@@ -119,3 +119,22 @@ func (r Ring) ReduceVec(x []uint64) {
 		x[i] &= m
 	}
 }
+
+// SignedTensor returns a tensor of the given shape holding v (signed integers, reduced into the
+// ring) in its first len(v) elements and zeros after them.
+func (r Ring) SignedTensor(shape []int, v ...int64) Tensor {
+	t := NewTensor(shape)
+	for i, x := range v {
+		t.Data[i] = r.FromSigned(x)
+	}
+	return t
+}
+
+// SignedValues returns the elements of t read as signed integers.
+func (r Ring) SignedValues(t Tensor) []int64 {
+	out := make([]int64, len(t.Data))
+	for i, v := range t.Data {
+		out[i] = r.Signed(v)
+	}
+	return out
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
 // Insecure is a two-party vm.Backend that computes every non-local operation in the clear after
@@ -22,7 +23,7 @@ type Insecure struct {
 	party int
 	r     ring.Ring
 	conn  *transport.Conn
-	clear *vm.Clear
+	clear *cleartext.Backend
 	mask  *prg.PRG
 	buf   []uint64
 	// Calls counts the backend calls made so far (for fault injection in tests).
@@ -34,7 +35,7 @@ type Insecure struct {
 
 // New starts the insecure backend for party over conn.
 func New(ctx context.Context, conn *transport.Conn, party int, r ring.Ring) (*Insecure, error) {
-	c, err := vm.NewClear(r)
+	c, err := cleartext.New(r)
 	if err != nil {
 		return nil, err
 	}

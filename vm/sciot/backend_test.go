@@ -12,9 +12,10 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
-	"github.com/cryptflow-go/cryptflow/protocols/sciot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
+	"github.com/cryptflow-go/cryptflow/vm/sciot"
 )
 
 var _ vm.Backend = (*sciot.Backend)(nil)
@@ -106,7 +107,7 @@ func TestOpsMatchClear(t *testing.T) {
 		for _, streams := range []int{1, 2} {
 			t.Run(fmt.Sprintf("l%d_streams%d", l, streams), func(t *testing.T) {
 				p := newPair(t, l, streams)
-				c, err := vm.NewClear(p.r)
+				c, err := cleartext.New(p.r)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,44 +1,17 @@
-package vm
+package cleartext
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
-func signedTensor(r ring.Ring, shape []int, v ...int64) ring.Tensor {
-	t := ring.NewTensor(shape)
-	for i, x := range v {
-		t.Data[i] = r.FromSigned(x)
-	}
-	return t
-}
-
-func signedOf(r ring.Ring, t ring.Tensor) []int64 {
-	out := make([]int64, len(t.Data))
-	for i, v := range t.Data {
-		out[i] = r.Signed(v)
-	}
-	return out
-}
-
-func eq(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func newClear(t *testing.T, l int) (*Clear, ring.Ring) {
+func newClear(t *testing.T, l int) (*Backend, ring.Ring) {
 	t.Helper()
 	r := ring.Must(l)
-	c, err := NewClear(r)
+	c, err := New(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,20 +20,20 @@ func newClear(t *testing.T, l int) (*Clear, ring.Ring) {
 
 func TestClearDivFloors(t *testing.T) {
 	c, r := newClear(t, 8)
-	x := signedTensor(r, []int{9}, -7, -8, -1, 7, 8, 0, -128, 127, -9)
+	x := r.SignedTensor([]int{9}, -7, -8, -1, 7, 8, 0, -128, 127, -9)
 	dst := ring.NewTensor([]int{9})
 	if err := c.Div(context.Background(), dst, x, 2); err != nil {
 		t.Fatal(err)
 	}
 	want := []int64{-4, -4, -1, 3, 4, 0, -64, 63, -5}
-	if got := signedOf(r, dst); !eq(got, want) {
+	if got := r.SignedValues(dst); !slices.Equal(got, want) {
 		t.Errorf("div by 2 = %v, want %v", got, want)
 	}
 	if err := c.Div(context.Background(), dst, x, 3); err != nil {
 		t.Fatal(err)
 	}
 	want = []int64{-3, -3, -1, 2, 2, 0, -43, 42, -3}
-	if got := signedOf(r, dst); !eq(got, want) {
+	if got := r.SignedValues(dst); !slices.Equal(got, want) {
 		t.Errorf("div by 3 = %v, want %v", got, want)
 	}
 	if err := c.Div(context.Background(), dst, x, 0); err == nil {
@@ -73,35 +46,35 @@ func TestClearDivFloors(t *testing.T) {
 
 func TestClearTruncAndReLUEdges(t *testing.T) {
 	c, r := newClear(t, 8)
-	x := signedTensor(r, []int{6}, -128, 127, -1, 0, -5, 5)
+	x := r.SignedTensor([]int{6}, -128, 127, -1, 0, -5, 5)
 	dst := ring.NewTensor([]int{6})
 	ctx := context.Background()
 	if err := c.Trunc(ctx, dst, x, 2, false); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := signedOf(r, dst), []int64{-32, 31, -1, 0, -2, 1}; !eq(got, want) {
+	if got, want := r.SignedValues(dst), []int64{-32, 31, -1, 0, -2, 1}; !slices.Equal(got, want) {
 		t.Errorf("trunc = %v, want %v", got, want)
 	}
 	if err := c.Trunc(ctx, dst, x, 7, false); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := signedOf(r, dst), []int64{-1, 0, -1, 0, -1, 0}; !eq(got, want) {
+	if got, want := r.SignedValues(dst), []int64{-1, 0, -1, 0, -1, 0}; !slices.Equal(got, want) {
 		t.Errorf("trunc by l-1 = %v, want %v", got, want)
 	}
 	if err := c.ReLU(ctx, dst, x); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := signedOf(r, dst), []int64{0, 127, 0, 0, 0, 5}; !eq(got, want) {
+	if got, want := r.SignedValues(dst), []int64{0, 127, 0, 0, 0, 5}; !slices.Equal(got, want) {
 		t.Errorf("relu = %v, want %v", got, want)
 	}
 	// Z_2^64: the top bit is the sign.
 	c64, r64 := newClear(t, 64)
-	x = signedTensor(r64, []int{2}, -1<<63, 1<<62)
+	x = r64.SignedTensor([]int{2}, -1<<63, 1<<62)
 	dst = ring.NewTensor([]int{2})
 	if err := c64.ReLU(ctx, dst, x); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := signedOf(r64, dst), []int64{0, 1 << 62}; !eq(got, want) {
+	if got, want := r64.SignedValues(dst), []int64{0, 1 << 62}; !slices.Equal(got, want) {
 		t.Errorf("relu 64 = %v", got)
 	}
 }
@@ -110,13 +83,13 @@ func TestClearMatMulWraps(t *testing.T) {
 	c, r := newClear(t, 8)
 	ctx := context.Background()
 	// W [2,3] x X [3,1]: 100*3 = 300 wraps to 44; negative weights.
-	w := signedTensor(r, []int{2, 3}, 100, 0, 0, -1, 2, -3)
-	x := signedTensor(r, []int{3, 1}, 3, 5, 7)
+	w := r.SignedTensor([]int{2, 3}, 100, 0, 0, -1, 2, -3)
+	x := r.SignedTensor([]int{3, 1}, 3, 5, 7)
 	dst := ring.NewTensor([]int{2, 1})
 	if err := c.MatMul(ctx, dst, &w, 2, 3, 1, x); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := signedOf(r, dst), []int64{44, -3 + 10 - 21}; !eq(got, want) {
+	if got, want := r.SignedValues(dst), []int64{44, -3 + 10 - 21}; !slices.Equal(got, want) {
 		t.Errorf("matmul = %v, want %v", got, want)
 	}
 	// A wide product (n >= 4) takes the row-streaming path; check against the dot-product path.
@@ -153,7 +126,7 @@ func TestClearMatMulWraps(t *testing.T) {
 func TestClearMaxAndArgMax(t *testing.T) {
 	c, r := newClear(t, 8)
 	ctx := context.Background()
-	x := signedTensor(r, []int{3, 4},
+	x := r.SignedTensor([]int{3, 4},
 		-5, -3, -3, -128,
 		7, 7, 7, 7,
 		-128, 127, 0, 127)
@@ -161,14 +134,14 @@ func TestClearMaxAndArgMax(t *testing.T) {
 	if err := c.MaxRows(ctx, dst, x, 3, 4); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := signedOf(r, dst), []int64{-3, 7, 127}; !eq(got, want) {
+	if got, want := r.SignedValues(dst), []int64{-3, 7, 127}; !slices.Equal(got, want) {
 		t.Errorf("max = %v, want %v", got, want)
 	}
 	if err := c.ArgMaxRows(ctx, dst, x, 3, 4); err != nil {
 		t.Fatal(err)
 	}
 	// Ties go to the lowest index.
-	if got, want := signedOf(r, dst), []int64{1, 0, 1}; !eq(got, want) {
+	if got, want := r.SignedValues(dst), []int64{1, 0, 1}; !slices.Equal(got, want) {
 		t.Errorf("argmax = %v, want %v", got, want)
 	}
 	if err := c.MaxRows(ctx, dst, x, 3, 3); err == nil {
@@ -179,13 +152,13 @@ func TestClearMaxAndArgMax(t *testing.T) {
 func TestClearMulConstAndIO(t *testing.T) {
 	c, r := newClear(t, 8)
 	ctx := context.Background()
-	w := signedTensor(r, []int{3}, 2, -1, 64)
-	x := signedTensor(r, []int{3}, 3, 4, 4)
+	w := r.SignedTensor([]int{3}, 2, -1, 64)
+	x := r.SignedTensor([]int{3}, 3, 4, 4)
 	dst := ring.NewTensor([]int{3})
 	if err := c.MulConst(ctx, dst, &w, x); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := signedOf(r, dst), []int64{6, -4, 0}; !eq(got, want) {
+	if got, want := r.SignedValues(dst), []int64{6, -4, 0}; !slices.Equal(got, want) {
 		t.Errorf("mulconst = %v, want %v (64*4 wraps to 0)", got, want)
 	}
 	if err := c.Input(ctx, 1, x); err != nil {
@@ -200,7 +173,7 @@ func TestClearMulConstAndIO(t *testing.T) {
 	if c.Party() != 0 || c.Ring() != r {
 		t.Error("party/ring")
 	}
-	if _, err := NewClear(ring.Ring{}); err == nil {
-		t.Error("NewClear accepted an invalid ring")
+	if _, err := New(ring.Ring{}); err == nil {
+		t.Error("New accepted an invalid ring")
 	}
 }

@@ -1,4 +1,7 @@
-package vm
+// Package cleartext is the cleartext fixed-point backend of the VM: one process holding full
+// values, computing every operation exactly as docs/fixed-point.md defines it. It is the reference
+// the secure backends must match bit for bit.
+package cleartext
 
 import (
 	"context"
@@ -7,29 +10,29 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
-// Clear is the cleartext fixed-point backend: it computes every operation on full values in one
+// Backend is the cleartext fixed-point backend: it computes every operation on full values in one
 // process, exactly as the fixed-point semantics (docs/fixed-point.md) define it. It is safe for
 // concurrent use by several Machines.
-type Clear struct {
+type Backend struct {
 	r ring.Ring
 }
 
-// NewClear returns the cleartext backend over r.
-func NewClear(r ring.Ring) (*Clear, error) {
+// New returns the cleartext backend over r.
+func New(r ring.Ring) (*Backend, error) {
 	if !r.Valid() {
 		return nil, fmt.Errorf("clear backend: invalid ring %v", r)
 	}
-	return &Clear{r: r}, nil
+	return &Backend{r: r}, nil
 }
 
 // Party is 0: the cleartext backend holds the weights and full values.
-func (c *Clear) Party() int { return 0 }
+func (c *Backend) Party() int { return 0 }
 
 // Ring returns the backend's ring.
-func (c *Clear) Ring() ring.Ring { return c.r }
+func (c *Backend) Ring() ring.Ring { return c.r }
 
 // Input leaves x unchanged: the value is its own share.
-func (c *Clear) Input(_ context.Context, owner int, x ring.Tensor) error {
+func (c *Backend) Input(_ context.Context, owner int, x ring.Tensor) error {
 	if owner != 0 && owner != 1 {
 		return fmt.Errorf("input owned by party %d", owner)
 	}
@@ -37,7 +40,7 @@ func (c *Clear) Input(_ context.Context, owner int, x ring.Tensor) error {
 }
 
 // Reveal leaves x unchanged and reports that it holds the value.
-func (c *Clear) Reveal(_ context.Context, to int, x ring.Tensor) (bool, error) {
+func (c *Backend) Reveal(_ context.Context, to int, x ring.Tensor) (bool, error) {
 	if to != 0 && to != 1 {
 		return false, fmt.Errorf("reveal to party %d", to)
 	}
@@ -52,7 +55,7 @@ func checkLen(what string, t ring.Tensor, n int) error {
 }
 
 // MatMul computes dst = W x X exactly in the ring (products and sums wrap).
-func (c *Clear) MatMul(_ context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+func (c *Backend) MatMul(_ context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
 	if w == nil {
 		return fmt.Errorf("clear matmul: no weights")
 	}
@@ -65,7 +68,7 @@ func (c *Clear) MatMul(_ context.Context, dst ring.Tensor, w *ring.Tensor, m, k,
 }
 
 // MulConst computes dst = w * x elementwise.
-func (c *Clear) MulConst(_ context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor) error {
+func (c *Backend) MulConst(_ context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor) error {
 	if w == nil {
 		return fmt.Errorf("clear mulconst: no weights")
 	}
@@ -77,7 +80,7 @@ func (c *Clear) MulConst(_ context.Context, dst ring.Tensor, w *ring.Tensor, x r
 }
 
 // ReLU computes dst = max(signed(x), 0).
-func (c *Clear) ReLU(_ context.Context, dst, x ring.Tensor) error {
+func (c *Backend) ReLU(_ context.Context, dst, x ring.Tensor) error {
 	if err := checkLen("relu result", dst, len(x.Data)); err != nil {
 		return err
 	}
@@ -91,7 +94,7 @@ func (c *Clear) ReLU(_ context.Context, dst, x ring.Tensor) error {
 }
 
 // Trunc computes dst = floor(signed(x) / 2^k).
-func (c *Clear) Trunc(_ context.Context, dst, x ring.Tensor, k int, _ bool) error {
+func (c *Backend) Trunc(_ context.Context, dst, x ring.Tensor, k int, _ bool) error {
 	if err := checkLen("trunc result", dst, len(x.Data)); err != nil {
 		return err
 	}
@@ -108,7 +111,7 @@ func (c *Clear) Trunc(_ context.Context, dst, x ring.Tensor, k int, _ bool) erro
 }
 
 // Div computes dst = floor(signed(x) / d).
-func (c *Clear) Div(_ context.Context, dst, x ring.Tensor, d int) error {
+func (c *Backend) Div(_ context.Context, dst, x ring.Tensor, d int) error {
 	if err := checkLen("div result", dst, len(x.Data)); err != nil {
 		return err
 	}
@@ -132,7 +135,7 @@ func FloorDiv(a, d int64) int64 {
 }
 
 // MaxRows computes the signed maximum of each row.
-func (c *Clear) MaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) error {
+func (c *Backend) MaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) error {
 	if err := firstError(checkLen("maxpool operand", x, rows*d), checkLen("maxpool result", dst, rows)); err != nil {
 		return err
 	}
@@ -154,7 +157,7 @@ func (c *Clear) MaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) erro
 }
 
 // ArgMaxRows computes the index of the first signed maximum of each row.
-func (c *Clear) ArgMaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) error {
+func (c *Backend) ArgMaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) error {
 	if err := firstError(checkLen("argmax operand", x, rows*d), checkLen("argmax result", dst, rows)); err != nil {
 		return err
 	}
@@ -162,20 +165,9 @@ func (c *Clear) ArgMaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) e
 		return fmt.Errorf("argmax over %d elements", d)
 	}
 	for i := 0; i < rows; i++ {
-		dst.Data[i] = c.r.Reduce(uint64(ArgMaxSigned(c.r, x.Data[i*d:i*d+d])))
+		dst.Data[i] = c.r.Reduce(uint64(c.r.ArgMax(x.Data[i*d : i*d+d])))
 	}
 	return nil
-}
-
-// ArgMaxSigned returns the index of the first largest signed element of v (v must be non-empty).
-func ArgMaxSigned(r ring.Ring, v []uint64) int {
-	best, at := r.Signed(v[0]), 0
-	for j := 1; j < len(v); j++ {
-		if s := r.Signed(v[j]); s > best {
-			best, at = s, j
-		}
-	}
-	return at
 }
 
 func firstError(errs ...error) error {

@@ -9,7 +9,7 @@
 //
 // A Backend is one party's end of a session: New runs the OT setup (base OTs, KK13 bases) once,
 // and the Backend can then run any number of inferences (Machine.Run calls) one after the other.
-// The secure run's revealed outputs equal the cleartext backend's (vm.Clear) bit for bit.
+// The secure run's revealed outputs equal the cleartext backend's (cleartext.Backend) bit for bit.
 //
 // Party 1 never receives weights: it runs the client copy of the program (no weights section) and
 // every message it receives is an OT message, a PRG seed or a share masked by fresh randomness.
