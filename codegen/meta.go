@@ -61,6 +61,14 @@ func (p *Preprocess) Check() error {
 	return nil
 }
 
+// Shape is the model input shape the preprocessing produces.
+func (p *Preprocess) Shape() []int {
+	if p.Layout == "NHWC" {
+		return []int{1, p.Height, p.Width, p.Channels}
+	}
+	return []int{1, p.Channels, p.Height, p.Width}
+}
+
 // Autotune records the autotuner's sweep and choice.
 type Autotune struct {
 	Validation string       `json:"validation,omitempty"` // the folder (base name)

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
-	"github.com/cryptflow-go/cryptflow/internal/npy"
+	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/ir"
 )
 
@@ -67,25 +67,17 @@ func LoadValidation(dir string, input ir.Value, prep *codegen.Preprocess) (*Data
 	return nil, fmt.Errorf("%w %s: no .npy files and no class subfolders; %s", ErrValidationFormat, dir, validationFormats)
 }
 
-func loadNpyFolder(dir string, files []string, input ir.Value) (*Dataset, error) {
+func loadNpyFolder(dir string, files []string, in ir.Value) (*Dataset, error) {
 	labels, err := readLabels(filepath.Join(dir, "labels.txt"))
 	if err != nil {
 		return nil, err
 	}
 	ds := &Dataset{Format: "npy", Labelled: labels != nil}
-	want := input.Shape
+	want := in.Shape
 	for _, name := range files {
-		a, err := npy.ReadFile(filepath.Join(dir, name))
+		x, err := input.ReadNpy(filepath.Join(dir, name), want)
 		if err != nil {
-			return nil, fmt.Errorf("validation input %s: %w", name, err)
-		}
-		shape := ir.Shape(a.Shape)
-		if !shape.Equal(want) && !(len(want) > 0 && want[0] == 1 && shape.Equal(want[1:])) {
-			return nil, fmt.Errorf("validation input %s has shape %v, the model input %q is %v", name, shape, input.Name, want)
-		}
-		x, err := a.Float32()
-		if err != nil {
-			return nil, fmt.Errorf("validation input %s: %w", name, err)
+			return nil, fmt.Errorf("validation input for model input %q: %w", in.Name, err)
 		}
 		s := Sample{Name: name, Input: x, Label: -1}
 		if labels != nil {
@@ -143,27 +135,19 @@ func readLabels(path string) (map[string]int, error) {
 	return labels, nil
 }
 
-func isImage(name string) bool {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".png", ".jpg", ".jpeg":
-		return true
-	}
-	return false
-}
-
-func loadImageFolder(dir string, classes []string, input ir.Value, prep *codegen.Preprocess) (*Dataset, error) {
+func loadImageFolder(dir string, classes []string, in ir.Value, prep *codegen.Preprocess) (*Dataset, error) {
 	if prep == nil {
 		var err error
-		if prep, err = codegen.DefaultPreprocess(input.Shape, "NCHW"); err != nil {
+		if prep, err = input.DefaultPreprocess(in.Shape, "NCHW"); err != nil {
 			return nil, fmt.Errorf("validation folder %s: %w", dir, err)
 		}
 	}
 	if err := prep.Check(); err != nil {
 		return nil, err
 	}
-	if got := ir.Shape(prep.Shape()); !got.Equal(input.Shape) {
+	if got := ir.Shape(prep.Shape()); !got.Equal(in.Shape) {
 		return nil, fmt.Errorf("validation folder %s: preprocessing makes inputs of shape %v, the model input %q is %v",
-			dir, got, input.Name, input.Shape)
+			dir, got, in.Name, in.Shape)
 	}
 	p := *prep
 	p.ClassDirs = classes
@@ -175,11 +159,11 @@ func loadImageFolder(dir string, classes []string, input ir.Value, prep *codegen
 		}
 		n := 0
 		for _, e := range entries {
-			if e.IsDir() || !isImage(e.Name()) {
+			if e.IsDir() || !input.IsImage(e.Name()) {
 				continue
 			}
 			path := filepath.Join(dir, class, e.Name())
-			x, err := p.LoadFile(path)
+			x, err := input.LoadImage(&p, path)
 			if err != nil {
 				return nil, fmt.Errorf("validation image: %w", err)
 			}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/ir"
 )
@@ -65,7 +65,7 @@ func TestLoadNpyFolder(t *testing.T) {
 	}
 	os.Remove(filepath.Join(dir, "labels.txt"))
 	writeNpy(t, filepath.Join(dir, "00002.npy"), []int{3, 2}, 0)
-	if _, err := LoadValidation(dir, in, nil); err == nil || !strings.Contains(err.Error(), "has shape [3,2]") {
+	if _, err := LoadValidation(dir, in, nil); err == nil || !strings.Contains(err.Error(), "array of shape [3,2] does not fit") {
 		t.Errorf("wrong shape: %v", err)
 	}
 }
@@ -99,7 +99,7 @@ func TestLoadImageFolder(t *testing.T) {
 	writePNG(t, filepath.Join(dir, "dog", "b.PNG"), 3, 3, color.RGBA{0, 0, 255, 255})
 	os.WriteFile(filepath.Join(dir, "dog", "notes.txt"), []byte("ignored"), 0o644)
 	in := ir.Value{Name: "x", Shape: ir.Shape{1, 3, 4, 4}}
-	prep, err := codegen.DefaultPreprocess(in.Shape, "NCHW")
+	prep, err := input.DefaultPreprocess(in.Shape, "NCHW")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestLoadImageFolder(t *testing.T) {
 	}
 	// NHWC and grey.
 	grey := ir.Value{Name: "x", Shape: ir.Shape{1, 4, 4, 1}}
-	gp, _ := codegen.DefaultPreprocess(grey.Shape, "NHWC")
+	gp, _ := input.DefaultPreprocess(grey.Shape, "NHWC")
 	ds, err = LoadValidation(dir, grey, gp)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/passes"
@@ -179,9 +180,9 @@ func parseFloats(s string, n int, def float64) ([]float64, error) {
 }
 
 // preprocessFor builds the image preprocessing from the flags and the model input's shape.
-func (c *compileConfig) preprocessFor(input ir.Value) (*codegen.Preprocess, error) {
+func (c *compileConfig) preprocessFor(in ir.Value) (*codegen.Preprocess, error) {
 	f := c.imageFlags
-	p, err := codegen.DefaultPreprocess(input.Shape, f.layout)
+	p, err := input.DefaultPreprocess(in.Shape, f.layout)
 	if err != nil {
 		return nil, err
 	}

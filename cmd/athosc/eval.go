@@ -9,6 +9,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
@@ -108,19 +109,11 @@ func readInputs(g *ir.Graph, specs []string) (map[string]*ir.Tensor, error) {
 	return feeds, nil
 }
 
-// readTensor reads a .npy file as float32. An array with the right number of elements but another
-// shape (e.g. [28,28] for [1,1,28,28]) is accepted and reshaped.
+// readTensor reads an input of shape want with the project's one input loader.
 func readTensor(path string, want ir.Shape) (*ir.Tensor, error) {
-	a, err := npy.ReadFile(path)
+	data, err := input.ReadNpy(path, want)
 	if err != nil {
 		return nil, err
-	}
-	data, err := a.Float32()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) != want.Size() {
-		return nil, fmt.Errorf("%s: array of shape %v does not fit the model input %v", path, a.Shape, want)
 	}
 	return &ir.Tensor{Shape: want.Clone(), Data: data}, nil
 }

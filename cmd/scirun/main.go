@@ -25,7 +25,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -35,9 +34,9 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
-	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -569,39 +568,15 @@ func encodeInput(path string, f *codegen.File) ([]ring.Tensor, error) {
 		return nil, err
 	}
 	in := p.Tensors[p.Inputs[0].Tensor]
-	x, err := readInput(path, in.Shape, f.Meta.Preprocess)
+	x, err := input.Read(path, in.Shape, f.Meta.Preprocess)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("input: %w", err)
 	}
 	enc, err := r.EncodeTensor(in.Shape, x, in.Scale)
 	if err != nil {
 		return nil, fmt.Errorf("input %s: %w", path, err)
 	}
 	return []ring.Tensor{enc}, nil
-}
-
-// readInput reads a .npy input of the given shape (a missing leading batch dimension of 1 is
-// accepted) or an image preprocessed as the program records.
-func readInput(path string, shape ir.Shape, prep *codegen.Preprocess) ([]float32, error) {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".png", ".jpg", ".jpeg":
-		if prep == nil {
-			return nil, fmt.Errorf("input %s is an image, but the program records no image preprocessing; give a .npy input", path)
-		}
-		if !ir.Shape(prep.Shape()).Equal(shape) {
-			return nil, fmt.Errorf("the program's preprocessing makes %v inputs, its input is %v", prep.Shape(), shape)
-		}
-		return prep.LoadFile(path)
-	}
-	a, err := npy.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("input: %w", err)
-	}
-	s := ir.Shape(a.Shape)
-	if !s.Equal(shape) && !(len(shape) > 0 && shape[0] == 1 && s.Equal(shape[1:])) {
-		return nil, fmt.Errorf("input %s has shape %v, the program wants %v", path, s, shape)
-	}
-	return a.Float32()
 }
 
 // emit prints the revealed outputs and writes --output.

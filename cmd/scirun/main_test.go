@@ -20,6 +20,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
@@ -69,7 +70,7 @@ func compileTo(t testing.TB, model, dir, name string, bits, scale int) (full, cl
 	}
 	codegen.AssignSlots(p)
 	full, client = filepath.Join(dir, name+".sciir"), filepath.Join(dir, name+".client.sciir")
-	prep, err := codegen.DefaultPreprocess(p.Tensors[p.Inputs[0].Tensor].Shape, "NCHW")
+	prep, err := input.DefaultPreprocess(p.Tensors[p.Inputs[0].Tensor].Shape, "NCHW")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,25 @@
-package codegen
+package input
 
 import (
 	"fmt"
 	"image"
 	"image/color"
-	_ "image/jpeg" // register JPEG decoding for Preprocess.LoadFile
-	_ "image/png"  // register PNG decoding for Preprocess.LoadFile
+	_ "image/jpeg" // register JPEG decoding for LoadImage
+	_ "image/png"  // register PNG decoding for LoadImage
 	"math"
 	"os"
+
+	"github.com/cryptflow-go/cryptflow/codegen"
 )
 
 // DefaultPreprocess returns the preprocessing for a model input of the given shape ([1,C,H,W] for
 // NCHW or [1,H,W,C] for NHWC, C = 1 or 3): resize bilinearly to the input's size, scale pixels to
 // 0..1, mean 0 and std 1 per channel.
-func DefaultPreprocess(shape []int, layout string) (*Preprocess, error) {
+func DefaultPreprocess(shape []int, layout string) (*codegen.Preprocess, error) {
 	if len(shape) != 4 || shape[0] != 1 {
 		return nil, fmt.Errorf("preprocess: model input shape %v is not an image batch of one ([1,C,H,W] or [1,H,W,C])", shape)
 	}
-	p := &Preprocess{Layout: layout, Scale: 1.0 / 255, Resize: "bilinear"}
+	p := &codegen.Preprocess{Layout: layout, Scale: 1.0 / 255, Resize: "bilinear"}
 	switch layout {
 	case "NCHW":
 		p.Channels, p.Height, p.Width = shape[1], shape[2], shape[3]
@@ -34,16 +36,8 @@ func DefaultPreprocess(shape []int, layout string) (*Preprocess, error) {
 	return p, p.Check()
 }
 
-// Shape is the model input shape the preprocessing produces.
-func (p *Preprocess) Shape() []int {
-	if p.Layout == "NHWC" {
-		return []int{1, p.Height, p.Width, p.Channels}
-	}
-	return []int{1, p.Channels, p.Height, p.Width}
-}
-
-// LoadFile decodes a PNG or JPEG image and preprocesses it.
-func (p *Preprocess) LoadFile(path string) ([]float32, error) {
+// LoadImage decodes a PNG or JPEG image and preprocesses it as p says.
+func LoadImage(p *codegen.Preprocess, path string) ([]float32, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -53,7 +47,7 @@ func (p *Preprocess) LoadFile(path string) ([]float32, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode image %s: %w", path, err)
 	}
-	x, err := p.Apply(img)
+	x, err := Apply(p, img)
 	if err != nil {
 		return nil, fmt.Errorf("preprocess %s: %w", path, err)
 	}
@@ -63,7 +57,7 @@ func (p *Preprocess) LoadFile(path string) ([]float32, error) {
 // Apply turns an image into the model input: convert to grey (ITU-R 601 luma, as image/color
 // does) or RGB, resize to Width x Height (bilinear with half-pixel centres, or nearest), then per
 // channel (pixel*Scale - Mean[c]) / Std[c], laid out as Layout.
-func (p *Preprocess) Apply(img image.Image) ([]float32, error) {
+func Apply(p *codegen.Preprocess, img image.Image) ([]float32, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package codegen
+package input
 
 import (
 	"image"
@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/cryptflow-go/cryptflow/codegen"
 )
 
 func TestPreprocessCheck(t *testing.T) {
@@ -23,13 +25,13 @@ func TestPreprocessCheck(t *testing.T) {
 	if err != nil || p.Width != 6 || p.Height != 8 || p.Channels != 3 {
 		t.Fatalf("NHWC default %+v %v", p, err)
 	}
-	for name, mutate := range map[string]func(q *Preprocess){
-		"std zero":   func(q *Preprocess) { q.Std[1] = 0 },
-		"mean nan":   func(q *Preprocess) { q.Mean[0] = math.NaN() },
-		"scale inf":  func(q *Preprocess) { q.Scale = math.Inf(1) },
-		"resize":     func(q *Preprocess) { q.Resize = "lanczos" },
-		"size":       func(q *Preprocess) { q.Width = 0 },
-		"mean count": func(q *Preprocess) { q.Mean = q.Mean[:1] },
+	for name, mutate := range map[string]func(q *codegen.Preprocess){
+		"std zero":   func(q *codegen.Preprocess) { q.Std[1] = 0 },
+		"mean nan":   func(q *codegen.Preprocess) { q.Mean[0] = math.NaN() },
+		"scale inf":  func(q *codegen.Preprocess) { q.Scale = math.Inf(1) },
+		"resize":     func(q *codegen.Preprocess) { q.Resize = "lanczos" },
+		"size":       func(q *codegen.Preprocess) { q.Width = 0 },
+		"mean count": func(q *codegen.Preprocess) { q.Mean = q.Mean[:1] },
 	} {
 		q := *p
 		q.Mean = append([]float64(nil), p.Mean...)
@@ -45,9 +47,9 @@ func TestPreprocessApply(t *testing.T) {
 	// A 2x1 grey image [0, 255] resized to 4x1.
 	img := image.NewGray(image.Rect(0, 0, 2, 1))
 	img.Pix[1] = 255
-	p := &Preprocess{Width: 4, Height: 1, Channels: 1, Layout: "NCHW", Scale: 1.0 / 255,
+	p := &codegen.Preprocess{Width: 4, Height: 1, Channels: 1, Layout: "NCHW", Scale: 1.0 / 255,
 		Mean: []float64{0}, Std: []float64{1}, Resize: "bilinear"}
-	x, err := p.Apply(img)
+	x, err := Apply(p, img)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,27 +62,27 @@ func TestPreprocessApply(t *testing.T) {
 		}
 	}
 	p.Resize = "nearest"
-	if x, _ = p.Apply(img); x[0] != 0 || x[1] != 0 || x[2] != 1 || x[3] != 1 {
+	if x, _ = Apply(p, img); x[0] != 0 || x[1] != 0 || x[2] != 1 || x[3] != 1 {
 		t.Errorf("nearest %v", x)
 	}
 	// RGB, NHWC, mean/std.
 	rgb := image.NewRGBA(image.Rect(0, 0, 1, 1))
 	rgb.Set(0, 0, color.RGBA{255, 0, 51, 255})
-	q := &Preprocess{Width: 1, Height: 1, Channels: 3, Layout: "NHWC", Scale: 1.0 / 255,
+	q := &codegen.Preprocess{Width: 1, Height: 1, Channels: 3, Layout: "NHWC", Scale: 1.0 / 255,
 		Mean: []float64{0.5, 0.5, 0.5}, Std: []float64{0.5, 0.5, 0.1}, Resize: "bilinear"}
-	y, err := q.Apply(rgb)
+	y, err := Apply(q, rgb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if math.Abs(float64(y[0]-1)) > 1e-6 || math.Abs(float64(y[1]+1)) > 1e-6 || math.Abs(float64(y[2]+3)) > 1e-5 {
 		t.Errorf("rgb %v", y)
 	}
-	if _, err := q.LoadFile(filepath.Join(t.TempDir(), "missing.png")); err == nil {
+	if _, err := LoadImage(q, filepath.Join(t.TempDir(), "missing.png")); err == nil {
 		t.Error("missing file loaded")
 	}
 	bad := filepath.Join(t.TempDir(), "bad.png")
 	os.WriteFile(bad, []byte("not a png"), 0o644)
-	if _, err := q.LoadFile(bad); err == nil {
+	if _, err := LoadImage(q, bad); err == nil {
 		t.Error("garbage decoded")
 	}
 }
