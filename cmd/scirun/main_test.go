@@ -358,7 +358,7 @@ func TestLocalReportAndProgress(t *testing.T) {
 		t.Fatal("the secure output differs from the clear run")
 	}
 	s := stderr.String()
-	if !strings.Contains(s, "\r\033[K[") || !strings.Contains(s, "client (party 1) with 127.0.0.1:") || !strings.Contains(s, "emulated lan") {
+	if !strings.Contains(s, "\r\033[Ksecure run [") || !strings.Contains(s, "client (party 1) with 127.0.0.1:") || !strings.Contains(s, "emulated lan") {
 		t.Errorf("stderr: %q", s)
 	}
 	r := readReport(t, rep)

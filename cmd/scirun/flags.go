@@ -1,0 +1,163 @@
+package main
+
+// Command-line flags of scirun and the checks that reject flags outside their mode.
+
+import (
+	"flag"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/internal/serve"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+// defaultStreams is the default of --streams: two OT streams (one core each) where there are two
+// cores, else one.
+func defaultStreams() int { return min(2, runtime.NumCPU()) }
+
+// config is the parsed command line.
+type config struct {
+	program, input, output string
+	clear, local, raw      bool
+	party                  int
+	top                    int
+	streams                int
+
+	listen, connect          string
+	serveMany                bool
+	maxSessions              int
+	timeout, connectTimeout  time.Duration
+	sessionTimeout           time.Duration
+	tlsCert, tlsKey          string
+	tlsCA, tlsServerName     string
+	report, netName, backend string
+	quiet                    bool
+	set                      map[string]bool // flags given explicitly
+}
+
+func parse(args []string) (*config, error) {
+	fs := flag.NewFlagSet("scirun", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	c := &config{}
+	fs.BoolVar(&c.clear, "clear", false, "run in the clear with the cleartext fixed-point backend")
+	fs.IntVar(&c.party, "party", -1, "run as party `P` of a secure run: 0 server (full program), 1 client (client copy)")
+	fs.BoolVar(&c.local, "local", false, "run both parties in this process over loopback TCP")
+	fs.StringVar(&c.input, "input", "", "input `FILE` (.npy, or .png/.jpg for image programs); client, --local, --clear")
+	fs.StringVar(&c.output, "output", "", "write the output to `FILE` (.npy)")
+	fs.BoolVar(&c.raw, "raw", false, "write the output as signed ring values (int64) instead of decoded floats")
+	fs.IntVar(&c.top, "top", 5, "print the `K` highest-scoring classes")
+	fs.StringVar(&c.listen, "listen", ":7070", "server: listen on `ADDR` (host:port)")
+	fs.BoolVar(&c.serveMany, "serve", false, "server: keep accepting clients, several sessions at a time")
+	fs.IntVar(&c.maxSessions, "max-sessions", runtime.NumCPU(), "server with --serve: at most `N` sessions at a time")
+	fs.DurationVar(&c.timeout, "timeout", serve.DefaultTimeout, "end a session when the peer stalls for `D` (any wait: handshake, each message)")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", serve.DefaultSessionTimeout, "server: end a session that runs longer than `D` in all (0: no limit)")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "server: TLS certificate `FILE` (PEM); with --tls-key")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "server: TLS private key `FILE` (PEM)")
+	fs.StringVar(&c.connect, "connect", "", "client: the server's `HOST:PORT`")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", serve.DefaultConnectTimeout, "client: keep retrying a refused connection for `D`")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "client: use TLS and trust the server certificate signed by (or equal to) the PEM `FILE`")
+	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "client: the `NAME` to check the server's certificate against (default: the host of --connect)")
+	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
+	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages: lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT)")
+	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME` (default: the program's, sciot)")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")
+	fs.IntVar(&c.streams, "streams", defaultStreams(), "run each session over `N` connections (OT streams, one core each); both parties must agree (default min(2, CPUs))")
+	pos, err := cli.Parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	c.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	if len(pos) != 1 {
+		return nil, cli.Usagef("want one program file, got %d arguments", len(pos))
+	}
+	c.program = pos[0]
+	return c, nil
+}
+
+// check rejects flags that do not belong to the chosen mode.
+func (c *config) check() error {
+	modes := 0
+	for _, on := range []bool{c.clear, c.local, c.party >= 0} {
+		if on {
+			modes++
+		}
+	}
+	if c.set["party"] && (c.party < 0 || c.party > 1) {
+		return cli.Usagef("--party %d: want 0 (the server, with the full program) or 1 (the client, with the client copy)", c.party)
+	}
+	switch {
+	case modes == 0:
+		return cli.Usagef("choose a mode: --clear, --party 0 (server), --party 1 (client) or --local")
+	case modes > 1:
+		return cli.Usagef("--clear, --party and --local exclude each other")
+	}
+	only := func(mode string, ok bool, flags ...string) error {
+		for _, f := range flags {
+			if c.set[f] && !ok {
+				return cli.Usagef("--%s is not used %s", f, mode)
+			}
+		}
+		return nil
+	}
+	server, client := c.party == 0, c.party == 1
+	for _, err := range []error{
+		only("by the server (--party 0): the client holds the input", !server, "input", "output", "raw", "top"),
+		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "session-timeout"),
+		only("without --party 0 --serve", server && c.serveMany, "max-sessions"),
+		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name"),
+		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "quiet", "streams"),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if !server && c.input == "" {
+		return cli.Usagef("--input is required")
+	}
+	if client && c.connect == "" {
+		return cli.Usagef("--connect HOST:PORT is required for the client (the address the server listens on)")
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return cli.Usagef("--tls-cert and --tls-key go together")
+	}
+	if c.set["max-sessions"] && c.maxSessions < 1 {
+		return cli.Usagef("--max-sessions %d: want at least 1", c.maxSessions)
+	}
+	if c.timeout <= 0 {
+		return cli.Usagef("--timeout %v: want a positive duration", c.timeout)
+	}
+	if c.sessionTimeout < 0 {
+		return cli.Usagef("--session-timeout %v: want a positive duration, or 0 for no limit", c.sessionTimeout)
+	}
+	if c.top < 1 {
+		return cli.Usagef("--top %d: want at least 1", c.top)
+	}
+	if c.streams < 1 || c.streams > serve.MaxStreams {
+		return cli.Usagef("--streams %d: want 1 to %d", c.streams, serve.MaxStreams)
+	}
+	if _, _, err := netModel(c.netName); err != nil {
+		return err
+	}
+	return nil
+}
+
+func netModel(name string) (*transport.NetModel, string, error) {
+	switch strings.ToLower(name) {
+	case "", "none":
+		return nil, "", nil
+	case "lan":
+		m := transport.LAN()
+		return &m, "lan", nil
+	case "wan":
+		m := transport.WAN()
+		return &m, "wan", nil
+	}
+	return nil, "", cli.Usagef("--net %q: want lan or wan", name)
+}

@@ -1,0 +1,133 @@
+package main
+
+// Inputs in, outputs out: encoding the input, printing and writing the revealed outputs.
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/internal/input"
+	"github.com/cryptflow-go/cryptflow/internal/npy"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/vm"
+)
+
+// encodeInput reads the input file and encodes it at the program input's scale.
+func encodeInput(path string, f *codegen.File) ([]ring.Tensor, error) {
+	p := f.Program
+	if len(p.Inputs) != 1 {
+		return nil, fmt.Errorf("the program has %d inputs; scirun takes one --input", len(p.Inputs))
+	}
+	r, err := ring.New(p.Bits)
+	if err != nil {
+		return nil, err
+	}
+	in := p.Tensors[p.Inputs[0].Tensor]
+	x, err := input.Read(path, in.Shape, f.Meta.Preprocess)
+	if err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	enc, err := r.EncodeTensor(in.Shape, x, in.Scale)
+	if err != nil {
+		return nil, fmt.Errorf("input %s: %w", path, err)
+	}
+	return []ring.Tensor{enc}, nil
+}
+
+// emit prints the revealed outputs and writes --output.
+func (c *config) emit(outs []vm.Output, f *codegen.File, e *env) error {
+	r := ring.Must(f.Program.Bits)
+	var classes []string
+	if f.Meta.Preprocess != nil {
+		classes = f.Meta.Preprocess.ClassDirs
+	}
+	var revealed []vm.Output
+	for _, o := range outs {
+		if o.Revealed {
+			revealed = append(revealed, o)
+			printTop(e.stdout, r, o, c.top, classes)
+		}
+	}
+	if c.output == "" {
+		return nil
+	}
+	if len(revealed) != 1 {
+		return fmt.Errorf("--output: %d outputs are revealed to this party, want 1", len(revealed))
+	}
+	o := revealed[0]
+	var err error
+	if c.raw {
+		signed := make([]int64, len(o.Value.Data))
+		for i, v := range o.Value.Data {
+			signed[i] = r.Signed(v)
+		}
+		err = npy.WriteFileInt64(c.output, o.Value.Shape, signed)
+	} else {
+		err = npy.WriteFileFloat32(c.output, o.Value.Shape, r.DecodeTensor(o.Value, o.Scale))
+	}
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+// classRows returns how an output of this shape splits into rows of class scores: the leading and
+// trailing 1-dimensions of a classifier output are one vector ([1,1000,1,1] is one row of 1000
+// classes), and otherwise each row of the last remaining axis is one prediction ([2,10]: two rows).
+func classRows(shape []int, n int) (rows, d int) {
+	lo, hi := 0, len(shape)
+	for lo < hi && shape[lo] == 1 {
+		lo++
+	}
+	for hi > lo && shape[hi-1] == 1 {
+		hi--
+	}
+	d = 1
+	if hi > lo {
+		d = shape[hi-1]
+	}
+	if d < 1 || n%d != 0 {
+		return 1, n
+	}
+	return n / d, d
+}
+
+// printTop prints, for each row of class scores (see classRows), the top class and the k highest
+// scores.
+func printTop(w io.Writer, r ring.Ring, o vm.Output, k int, classes []string) {
+	vals := r.DecodeTensor(o.Value, o.Scale)
+	shape := o.Value.Shape
+	rows, d := classRows(shape, len(vals))
+	name := func(j int) string {
+		if len(classes) == d {
+			return fmt.Sprintf("%d (%s)", j, classes[j])
+		}
+		return fmt.Sprint(j)
+	}
+	for row := range rows {
+		data := o.Value.Data[row*d : (row+1)*d]
+		v := vals[row*d : (row+1)*d]
+		top := r.ArgMax(data)
+		prefix := o.Name
+		if rows > 1 {
+			prefix = fmt.Sprintf("%s[%d]", o.Name, row)
+		}
+		fmt.Fprintf(w, "%s %v (Z_2^%d, scale %d): top class %s (%.4g)\n", prefix, shape, r.Bits, o.Scale, name(top), v[top])
+		if d < 2 {
+			continue
+		}
+		idx := make([]int, d)
+		for j := range idx {
+			idx[j] = j
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return r.Signed(data[idx[a]]) > r.Signed(data[idx[b]]) })
+		parts := make([]string, 0, k)
+		for _, j := range idx[:min(k, d)] {
+			parts = append(parts, fmt.Sprintf("%s %.4g", name(j), v[j]))
+		}
+		fmt.Fprintf(w, "  top %d: %s\n", min(k, d), strings.Join(parts, ", "))
+	}
+}

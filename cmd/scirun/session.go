@@ -1,0 +1,240 @@
+package main
+
+// The run modes: cleartext, client, server, and both parties in one process.
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/internal/serve"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
+	"github.com/cryptflow-go/cryptflow/vm/sciot"
+)
+
+// newSCIOT starts the SCI_OT backend on the session's connections (one OT stream each).
+func newSCIOT(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
+	return sciot.New(ctx, conn, party, r, sciot.Options{Streams: streams})
+}
+
+// options builds the session options; a server with the client copy fails here, before
+// listening.
+func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {
+	m, name, _ := netModel(c.netName)
+	be := c.backend
+	if be == "" {
+		be = f.Backend
+	}
+	opt := &serve.Options{File: f, Backend: be, Timeout: c.timeout, Net: m, NetName: name, Software: softwareName, Streams: c.streams}
+	if c.party == 0 {
+		opt.SessionTimeout = c.sessionTimeout
+		if opt.SessionTimeout == 0 {
+			opt.SessionTimeout = -1 // no limit
+		}
+	}
+	opt.NewBackend = e.backends[be]
+	if opt.NewBackend == nil {
+		names := make([]string, 0, len(e.backends))
+		for n := range e.backends {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("backend %q is not available in this build (available: %s)", be, strings.Join(names, ", "))
+	}
+	party := c.party
+	if c.local {
+		party = 0
+	}
+	if err := opt.Check(party); err != nil {
+		if errors.Is(err, vm.ErrNoWeights) {
+			who := "the server (--party 0)"
+			if c.local {
+				who = "--local (which also runs the server)"
+			}
+			return nil, fmt.Errorf("%s has no weights (it is a client copy): %s needs the full program file", c.program, who)
+		}
+		return nil, fmt.Errorf("%s: %w", c.program, err)
+	}
+	return opt, nil
+}
+
+func runClear(ctx context.Context, c *config, f *codegen.File, e *env) error {
+	p := f.Program
+	r, err := ring.New(p.Bits)
+	if err != nil {
+		return err
+	}
+	be, err := cleartext.New(r)
+	if err != nil {
+		return err
+	}
+	m, err := vm.New(p, be)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.program, err)
+	}
+	in, err := encodeInput(c.input, f)
+	if err != nil {
+		return err
+	}
+	outs, err := m.Run(ctx, in)
+	if err != nil {
+		return err
+	}
+	return c.emit(outs, f, e)
+}
+
+func runClient(ctx context.Context, c *config, f *codegen.File, opt *serve.Options, e *env) error {
+	in, err := encodeInput(c.input, f)
+	if err != nil {
+		return err
+	}
+	tlsConf, err := c.clientTLS()
+	if err != nil {
+		return err
+	}
+	bar := c.progress(e, opt)
+	nc, err := serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
+	if err != nil {
+		return err
+	}
+	opt.DialStream = func(ctx context.Context) (net.Conn, error) {
+		return serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
+	}
+	res, err := serve.Run(ctx, nc, 1, opt, in)
+	bar.Done()
+	if err != nil {
+		c.writeReports(res, e)
+		return err
+	}
+	if err := c.emit(res.Outputs, f, e); err != nil {
+		return err
+	}
+	return c.writeReports(res, e)
+}
+
+func runLocal(ctx context.Context, c *config, f *codegen.File, opt *serve.Options, e *env) error {
+	in, err := encodeInput(c.input, f)
+	if err != nil {
+		return err
+	}
+	sopt := *opt
+	copt := *opt
+	bar := c.progress(e, &copt)
+	res, _, err := serve.RunLocal(ctx, &sopt, &copt, in)
+	bar.Done()
+	if err != nil {
+		c.writeReports(res, e)
+		return err
+	}
+	if err := c.emit(res.Outputs, f, e); err != nil {
+		return err
+	}
+	return c.writeReports(res, e)
+}
+
+func (c *config) clientTLS() (*tls.Config, error) {
+	if c.tlsCA == "" {
+		if c.tlsServerName != "" {
+			return nil, cli.Usagef("--tls-server-name needs --tls-ca")
+		}
+		return nil, nil
+	}
+	return serve.LoadClientTLS(c.tlsCA, c.tlsServerName)
+}
+
+func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error {
+	var tlsConf *tls.Config
+	if c.tlsCert != "" {
+		var err error
+		if tlsConf, err = serve.LoadServerTLS(c.tlsCert, c.tlsKey); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return listenError(c.listen, err)
+	}
+	addr := ln.Addr().String()
+	f := opt.File
+	fmt.Fprintf(e.stderr, "scirun: server for program %s (%s, %s scale %d, backend %s%s) listening on %s\n",
+		f.IDString()[:16], orDash(f.Meta.Source), ringName(f), f.Program.Scale, opt.Backend, tlsNote(tlsConf), addr)
+	if e.listening != nil {
+		e.listening(addr)
+	}
+	if !c.serveMany {
+		bar := c.progress(e, opt)
+		s := &serve.Server{Options: opt, TLS: tlsConf}
+		res, err := s.ServeOne(ctx, ln)
+		bar.Done()
+		if err != nil {
+			c.writeReports(res, e)
+			return err
+		}
+		return c.writeReports(res, e)
+	}
+
+	var jsonl *os.File
+	if c.report != "" {
+		if jsonl, err = os.Create(c.report); err != nil {
+			ln.Close()
+			return fmt.Errorf("report: %w", err)
+		}
+		defer jsonl.Close()
+	}
+	s := &serve.Server{
+		Options:     opt,
+		MaxSessions: c.maxSessions,
+		TLS:         tlsConf,
+		Log:         slog.New(slog.NewTextHandler(e.stderr, nil)),
+		Drain:       e.drain,
+	}
+	if jsonl != nil {
+		enc := json.NewEncoder(jsonl)
+		s.OnReport = func(r *serve.Report) {
+			if err := enc.Encode(r); err != nil {
+				s.Log.Warn("writing the report failed", "err", err)
+			}
+		}
+	}
+	return s.Serve(ctx, ln)
+}
+
+// listenError explains a failed listen.
+func listenError(addr string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Errorf("listen on %s: the address is already in use (another scirun server?): choose another port with --listen", addr)
+	case errors.Is(err, syscall.EACCES):
+		return fmt.Errorf("listen on %s: permission denied (ports below 1024 need privileges): choose another port with --listen", addr)
+	}
+	return fmt.Errorf("listen on %s: %w", addr, err)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ringName(f *codegen.File) string { return fmt.Sprintf("Z_2^%d", f.Program.Bits) }
+
+func tlsNote(t *tls.Config) string {
+	if t != nil {
+		return ", TLS"
+	}
+	return ""
+}
