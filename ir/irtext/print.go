@@ -1,4 +1,4 @@
-// Package irtext is the HLIL text form: a printer (this file) and a participle parser (parse.go).
+// Package irtext is the HLIL text form: a printer (print.go) and a participle parser (parse.go).
 // docs/hlil.md describes the syntax. The text form is lossless: Parse(Format(g)) reproduces g
 // exactly (see Compare for what "exactly" means) unless the text was printed with elided constant
 // data. It is a package of its own so that the runtime, which never reads HLIL text, does not link
