@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
@@ -287,10 +288,10 @@ func (p *convProduct) sendCorrections(ctx context.Context, st *stream, b *oneBat
 	half := l * (l + 1) / 2
 	corr := grow(&st.corr, (max(convFrameBits, mg*p.ix.most*half)+63)/64)
 	x := st.expander(mg * p.ix.most * l)
-	var bw bitWriter
+	var bw bitvec.Writer
 	for f0 := c0; f0 < c1; {
 		f1, bits := p.frame(f0, c1, half)
-		bw.reset(corr)
+		bw.Reset(corr)
 		for e := f0; e < f1; e++ {
 			n, ci, t := p.coords(e)
 			ks := p.ix.k[p.ix.start[t]:p.ix.start[t+1]]
@@ -300,29 +301,29 @@ func (p *convProduct) sendCorrections(ctx context.Context, st *stream, b *oneBat
 				inst := (e-c0)*l + i
 				L, sh := uint(l-i), uint(i)
 				s0, s1 := seedAt(b.m0, inst), seedAt(b.m1, inst)
-				if ot.Bit(flips, inst) == 1 {
+				if bitvec.Bit(flips, inst) == 1 {
 					s0, s1 = s1, s0
 				}
 				nbits := len(ks) * mg * int(L)
 				pad0 := x.expand(x.pad0, s0, nbits, e, i)
 				pad1 := x.expand(x.pad1, s1, nbits, e, i)
-				mask := lowMask(L)
+				mask := bitvec.Mask(int(L))
 				var pos uint
 				for pi, k := range ks {
 					a := p.V[(ci*p.kk+int(k))*mg:][:mg]
 					out := acc[(n*p.p+int(qs[pi]))*mg:][:mg]
 					for j, aj := range a {
-						v0 := bitsAt(pad0, pos)
-						v1 := bitsAt(pad1, pos)
+						v0 := bitvec.Peek(pad0, pos)
+						v1 := bitvec.Peek(pad1, pos)
 						pos += L
-						bw.put((v0-v1+aj)&mask, L)
+						bw.Put((v0-v1+aj)&mask, L)
 						out[j] -= v0 << sh
 					}
 				}
 			}
 		}
-		bw.flush()
-		if err := st.conn.Send(ctx, wordBytes(corr)[:(bits+7)/8]); err != nil {
+		bw.Flush()
+		if err := st.conn.Send(ctx, bitvec.Bytes(corr)[:(bits+7)/8]); err != nil {
 			return err
 		}
 		f0 = f1
@@ -337,7 +338,7 @@ func (p *convProduct) recvCorrections(ctx context.Context, st *stream, b *oneBat
 	l, mg := st.l, p.mg
 	half := l * (l + 1) / 2
 	words := (max(convFrameBits, mg*p.ix.most*half) + 63) / 64
-	corr := grow(&st.corr, words+1)[:words+1] // one word past the stream for bitsAt
+	corr := grow(&st.corr, words+1)[:words+1] // one word past the stream for bitvec.Peek
 	x := st.expander(mg * p.ix.most * l)
 	for f0 := c0; f0 < c1; {
 		f1, bits := p.frame(f0, c1, half)
@@ -345,7 +346,7 @@ func (p *convProduct) recvCorrections(ctx context.Context, st *stream, b *oneBat
 		if nb > 0 {
 			corr[(nb+7)/8-1] = 0
 		}
-		if err := st.conn.Recv(ctx, wordBytes(corr)[:nb]); err != nil {
+		if err := st.conn.Recv(ctx, bitvec.Bytes(corr)[:nb]); err != nil {
 			return err
 		}
 		var cpos uint // position in the frame's corrections
@@ -363,7 +364,7 @@ func (p *convProduct) recvCorrections(ctx context.Context, st *stream, b *oneBat
 					for _, q := range qs {
 						out := acc[(n*p.p+int(q))*mg:][:mg]
 						for j := range out {
-							out[j] += bitsAt(pad, pos) << sh
+							out[j] += bitvec.Peek(pad, pos) << sh
 							pos += L
 						}
 					}
@@ -373,7 +374,7 @@ func (p *convProduct) recvCorrections(ctx context.Context, st *stream, b *oneBat
 				for _, q := range qs {
 					out := acc[(n*p.p+int(q))*mg:][:mg]
 					for j := range out {
-						out[j] += (bitsAt(pad, pos) + bitsAt(corr, cpos)) << sh
+						out[j] += (bitvec.Peek(pad, pos) + bitvec.Peek(corr, cpos)) << sh
 						pos += L
 						cpos += L
 					}

@@ -14,54 +14,6 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
-func TestBitWriterReader(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	var vals []uint64
-	var widths []uint
-	total := 0
-	for i := 0; i < 5000; i++ {
-		w := uint(1 + rng.IntN(64))
-		if i < 128 {
-			w = uint(64 - i%64) // every width, including runs of 64
-		}
-		vals = append(vals, rng.Uint64()&lowMask(w))
-		widths = append(widths, w)
-		total += int(w)
-	}
-	buf := make([]uint64, (total+63)/64)
-	var bw bitWriter
-	bw.reset(buf)
-	for i, v := range vals {
-		bw.put(v, widths[i])
-	}
-	if got := bw.flush(); got != len(buf) {
-		t.Fatalf("writer used %d words, want %d", got, len(buf))
-	}
-	var br bitReader
-	br.reset(buf)
-	for i, v := range vals {
-		if got := br.get(widths[i]) & lowMask(widths[i]); got != v {
-			t.Fatalf("value %d (width %d): read %#x, wrote %#x", i, widths[i], got, v)
-		}
-	}
-	// The layout is transport.Pack's for a constant width.
-	same := make([]uint64, 100)
-	for i := range same {
-		same[i] = rng.Uint64() & lowMask(13)
-	}
-	packed := make([]uint64, transport.PackedWords(100, 13))
-	transport.Pack(packed, same, 13)
-	mine := make([]uint64, len(packed))
-	bw.reset(mine)
-	for _, v := range same {
-		bw.put(v, 13)
-	}
-	bw.flush()
-	if !slices.Equal(packed, mine) {
-		t.Fatal("bitWriter layout differs from transport.Pack")
-	}
-}
-
 // runMatMul shares x, runs MatMul at both parties and returns the reconstructed result.
 func runMatMul(t *testing.T, p *pair, rng *rand.Rand, w []uint64, m, k, n int, x []uint64) []uint64 {
 	t.Helper()

@@ -3,7 +3,7 @@ package linear
 import (
 	"context"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -77,8 +77,8 @@ func (st *stream) crossOneBatch(ctx context.Context, job oneBatchJob, lo, hi int
 		cur, next := &st.ob[j%2], &st.ob[(j+1)%2]
 		c0, c1 := chunk(j)
 		if st.party == 0 {
-			flips := grow(&st.choice, ot.BitWords((c1-c0)*st.l))
-			if err := st.conn.Recv(ctx, wordBytes(flips)[:((c1-c0)*st.l+7)/8]); err != nil {
+			flips := grow(&st.choice, bitvec.Words((c1-c0)*st.l))
+			if err := st.conn.Recv(ctx, bitvec.Bytes(flips)[:((c1-c0)*st.l+7)/8]); err != nil {
 				return err
 			}
 			if j+1 < J {
@@ -94,13 +94,13 @@ func (st *stream) crossOneBatch(ctx context.Context, job oneBatchJob, lo, hi int
 		}
 		// Party 1: the flips of chunk j leave with chunk j+1's OT matrix.
 		n := c1 - c0
-		nw := ot.BitWords(n * st.l)
+		nw := bitvec.Words(n * st.l)
 		flips := grow(&st.choice, nw)
 		transport.Pack(flips, job.shares()[c0:c1], st.l) // bit e·l+i is bit i of x[e]
 		for k := range flips {
 			flips[k] ^= cur.choice[k]
 		}
-		if err := st.conn.Send(ctx, wordBytes(flips)[:(n*st.l+7)/8]); err != nil {
+		if err := st.conn.Send(ctx, bitvec.Bytes(flips)[:(n*st.l+7)/8]); err != nil {
 			return err
 		}
 		if j+1 < J {
@@ -119,11 +119,11 @@ func (st *stream) crossOneBatch(ctx context.Context, job oneBatchJob, lo, hi int
 // startOneBatch runs the random OTs of the elements [c0, c1) into b.
 func (st *stream) startOneBatch(ctx context.Context, b *oneBatchBufs, c0, c1, pw int) error {
 	nI := (c1 - c0) * st.l
-	// One word of slack after the pads: the correction loops read a word ahead (bitsAt).
+	// One word of slack after the pads: the correction loops read a word ahead (bitvec.Peek).
 	if st.party == 0 {
 		return st.ot.SendROTWide(ctx, pw, 64, grow(&b.m0, nI*pw+1)[:nI*pw], grow(&b.m1, nI*pw+1)[:nI*pw])
 	}
-	return st.ot.RecvROTWide(ctx, pw, 64, grow(&b.choice, ot.BitWords(nI)), grow(&b.m0, nI*pw+1)[:nI*pw])
+	return st.ot.RecvROTWide(ctx, pw, 64, grow(&b.choice, bitvec.Words(nI)), grow(&b.m0, nI*pw+1)[:nI*pw])
 }
 
 // sendCorrections is party 0's side of a chunk after the flips: per OT, with the pads (ρ0, ρ1)
@@ -135,11 +135,11 @@ func (p *product) sendCorrections(ctx context.Context, st *stream, b *oneBatchBu
 	G := frameElems(M, l)
 	per := M * l * (l + 1) / 2
 	corr := grow(&st.corr, (min(G, n)*per+63)/64)
-	var bw bitWriter
-	var r0, r1 bitReader
+	var bw bitvec.Writer
+	var r0, r1 bitvec.Reader
 	for f0 := 0; f0 < n; f0 += G {
 		f1 := min(f0+G, n)
-		bw.reset(corr)
+		bw.Reset(corr)
 		for e := f0; e < f1; e++ {
 			ge := c0 + e
 			a := p.V[(ge%p.kv)*M:][:M]
@@ -147,22 +147,22 @@ func (p *product) sendCorrections(ctx context.Context, st *stream, b *oneBatchBu
 			for i := 0; i < l; i++ {
 				inst := e*l + i
 				pad0, pad1 := b.m0[inst*pw:(inst+1)*pw], b.m1[inst*pw:(inst+1)*pw]
-				if ot.Bit(flips, inst) == 1 {
+				if bitvec.Bit(flips, inst) == 1 {
 					pad0, pad1 = pad1, pad0
 				}
-				r0.reset(pad0)
-				r1.reset(pad1)
+				r0.Reset(pad0)
+				r1.Reset(pad1)
 				L := uint(l - i)
-				mask := lowMask(L)
+				mask := bitvec.Mask(int(L))
 				for j, aj := range a {
-					v0 := r0.get(L)
-					bw.put((v0-r1.get(L)+aj)&mask, L)
+					v0 := r0.Get(L)
+					bw.Put((v0-r1.Get(L)+aj)&mask, L)
 					t[j] -= v0 << uint(i)
 				}
 			}
 		}
-		bw.flush()
-		if err := st.conn.Send(ctx, wordBytes(corr)[:((f1-f0)*per+7)/8]); err != nil {
+		bw.Flush()
+		if err := st.conn.Send(ctx, bitvec.Bytes(corr)[:((f1-f0)*per+7)/8]); err != nil {
 			return err
 		}
 	}
@@ -178,25 +178,25 @@ func (p *product) recvCorrections(ctx context.Context, st *stream, b *oneBatchBu
 	G := frameElems(M, l)
 	per := M * l * (l + 1) / 2
 	corr := grow(&st.corr, (min(G, n)*per+63)/64)
-	var br, pad bitReader
+	var br, pad bitvec.Reader
 	for f0 := 0; f0 < n; f0 += G {
 		f1 := min(f0+G, n)
 		nb := ((f1-f0)*per + 7) / 8
 		corr[(nb+7)/8-1] = 0
-		if err := st.conn.Recv(ctx, wordBytes(corr)[:nb]); err != nil {
+		if err := st.conn.Recv(ctx, bitvec.Bytes(corr)[:nb]); err != nil {
 			return err
 		}
-		br.reset(corr)
+		br.Reset(corr)
 		for e := f0; e < f1; e++ {
 			xe := xs[e]
 			t := acc[((c0+e)/p.kt)*M:][:M]
 			for i := 0; i < l; i++ {
 				inst := e*l + i
-				pad.reset(b.m0[inst*pw : (inst+1)*pw])
+				pad.Reset(b.m0[inst*pw : (inst+1)*pw])
 				L := uint(l - i)
 				sel := -(xe >> uint(i) & 1)
 				for j := range t {
-					t[j] += (pad.get(L) + br.get(L)&sel) << uint(i)
+					t[j] += (pad.Get(L) + br.Get(L)&sel) << uint(i)
 				}
 			}
 		}

@@ -1,8 +1,6 @@
 package linear
 
 import (
-	"unsafe"
-
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 )
 
@@ -28,7 +26,7 @@ const maxPadBits = 1 << 22
 type expander struct {
 	h          *prg.Hash
 	rep        []prg.Block // the seed, repeated
-	pad0, pad1 []prg.Block // expanded pads (one spare block: bitsAt reads a word ahead)
+	pad0, pad1 []prg.Block // expanded pads (one spare block: bitvec.Peek reads a word ahead)
 }
 
 // expander returns the stream's pad expander with room for pads of maxBits bits.
@@ -56,7 +54,7 @@ func (x *expander) expand(buf []prg.Block, seed prg.Block, nbits, e, i int) []ui
 	}
 	x.h.TCCR(buf[:nb], rep, prg.Tweak{Lo: (uint64(e)*64 + uint64(i)) << 24, Hi: padDomain})
 	buf[nb] = prg.Block{}
-	return unsafe.Slice(&buf[0][0], 2*len(buf))
+	return prg.BlockWords(buf)
 }
 
 // seedAt returns the seed of OT instance inst from a buffer of seedWords words per instance.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 // product is a batch of scalar-times-vector products, the core of every linear layer: element e
@@ -32,8 +32,6 @@ func chunkElems(M, budget int) int {
 	}
 	return max(ce, 1)
 }
-
-func lowMask(l uint) uint64 { return ^uint64(0) >> (64 - l) }
 
 func grow(b *[]uint64, n int) []uint64 {
 	if cap(*b) < n {
@@ -95,7 +93,7 @@ func (st *stream) recvChunk(ctx context.Context, p *product, c0, c1 int, acc []u
 	l, M := st.l, p.M
 	n := c1 - c0
 	xs := p.x[c0:c1]
-	nw := ot.BitWords(n)
+	nw := bitvec.Words(n)
 	planes := grow(&st.choice, l*nw)
 	bitPlanes(planes, xs, l)
 	y := grow(&st.m0, n*M)
@@ -114,9 +112,9 @@ func (st *stream) recvChunk(ctx context.Context, p *product, c0, c1 int, acc []u
 }
 
 // bitPlanes sets planes[i·nw : (i+1)·nw] to bit i of every x (packed, LSB first), i < l, with
-// nw = ot.BitWords(len(x)).
+// nw = bitvec.Words(len(x)).
 func bitPlanes(planes, x []uint64, l int) {
-	nw := ot.BitWords(len(x))
+	nw := bitvec.Words(len(x))
 	clear(planes[:l*nw])
 	for e, v := range x {
 		w, sh := e/64, uint(e%64)

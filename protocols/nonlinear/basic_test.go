@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 func TestBitTriples(t *testing.T) {
@@ -46,14 +47,14 @@ func TestAND(t *testing.T) {
 	p := newPair(t, 16, Options{}, 2)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 63, 64, 130, 5000} {
-		x0, x1, y0, y1 := make([]uint64, bitWords(n)), make([]uint64, bitWords(n)), make([]uint64, bitWords(n)), make([]uint64, bitWords(n))
+		x0, x1, y0, y1 := make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n))
 		for _, v := range [][]uint64{x0, x1, y0, y1} {
 			for i := range v {
 				v[i] = rng.Uint64()
 			}
-			clearTail(v, n)
+			bitvec.ClearTail(v, n)
 		}
-		z0, z1 := make([]uint64, bitWords(n)), make([]uint64, bitWords(n))
+		z0, z1 := make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n))
 		p.run(t, func(s *Session, party int) error {
 			if party == 0 {
 				return s.AND(context.Background(), z0, x0, y0, n)
@@ -76,7 +77,7 @@ func TestMillionaires(t *testing.T) {
 		for _, b := range []int{1, 2, 3, 5, 8, 9, 12, 17, 31, 32, 33, 63, 64} {
 			n := 300
 			x, y := make([]uint64, n), make([]uint64, n)
-			mask := lowMask(b)
+			mask := bitvec.Mask(b)
 			for i := range x {
 				x[i], y[i] = rng.Uint64()&mask, rng.Uint64()&mask
 				switch i % 5 {
@@ -90,7 +91,7 @@ func TestMillionaires(t *testing.T) {
 					x[i] ^= 1
 				}
 			}
-			r0, r1 := make([]uint64, bitWords(n)), make([]uint64, bitWords(n))
+			r0, r1 := make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n))
 			p.run(t, func(s *Session, party int) error {
 				if party == 0 {
 					return s.Millionaires(context.Background(), r0, x, b)
@@ -125,7 +126,7 @@ func TestDReLUAndReLU(t *testing.T) {
 			} else {
 				x0, x1 = share(r, rng, v)
 			}
-			d0, d1 := make([]uint64, bitWords(n)), make([]uint64, bitWords(n))
+			d0, d1 := make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n))
 			z0, z1 := make([]uint64, n), make([]uint64, n)
 			p.run(t, func(s *Session, party int) error {
 				x, d, z := x0, d0, z0
@@ -164,12 +165,12 @@ func TestMUXAndB2A(t *testing.T) {
 		n := 200
 		v := testValues(r, rng, n)
 		a0, a1 := share(r, rng, v)
-		c0, c1 := make([]uint64, bitWords(n)), make([]uint64, bitWords(n))
+		c0, c1 := make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n))
 		for i := range c0 {
 			c0[i], c1[i] = rng.Uint64(), rng.Uint64()
 		}
-		clearTail(c0, n)
-		clearTail(c1, n)
+		bitvec.ClearTail(c0, n)
+		bitvec.ClearTail(c1, n)
 		z0, z1 := make([]uint64, n), make([]uint64, n)
 		b0, b1 := make([]uint64, n), make([]uint64, n)
 		p.run(t, func(s *Session, party int) error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 // commBatch is the batch for communication assertions: large enough that
@@ -34,7 +36,7 @@ func TestCommunicationMillionaires(t *testing.T) {
 			x[i] = rng.Uint64() & 0xffffffff
 		}
 		bits, flights := p.measure(t, commBatch, func(s *Session, party int) error {
-			return s.Millionaires(context.Background(), make([]uint64, bitWords(commBatch)), x, 32)
+			return s.Millionaires(context.Background(), make([]uint64, bitvec.Words(commBatch)), x, 32)
 		})
 		checkComm(t, name("millionaires l=32 m=%d", tc.m), bits, MillionairesBits(32, tc.m), tc.paper)
 		t.Logf("flights %d", flights)

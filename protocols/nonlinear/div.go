@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 // Division by a public positive integer d over Z_2^l (Alg. 9 / App. D, the
@@ -80,12 +82,12 @@ func (st *stream) div(ctx context.Context, dst, a []uint64, d uint64) error {
 
 	// Round 2: the signs of A−d, A, A+d over δ bits. Party 1 shifts its
 	// share by ∓d, so party 0's share is the same in all three.
-	dmask := lowMask(delta)
-	low := lowMask(delta - 1)
+	dmask := bitvec.Mask(delta)
+	low := bitvec.Mask(delta - 1)
 	top := uint(delta - 1)
 	aShare := make([]uint64, 3*n) // shares of A_j, j-major
 	for i, v := range a {
-		ab := ((v&mask)%d - (bitAt(x, i)-corr[i])*n0) & dmask
+		ab := ((v&mask)%d - (bitvec.Bit(x, i)-corr[i])*n0) & dmask
 		for j := 0; j < 3; j++ {
 			s := ab
 			if !p0 {
@@ -117,7 +119,7 @@ func (st *stream) div(ctx context.Context, dst, a []uint64, d uint64) error {
 		v &= mask
 		ab0 := v % d
 		var bb uint64 // B_b = idiv(a_b' − x_b·n0, d) ∈ {−1, 0}
-		if ab0 < bitAt(x, i)*n0 {
+		if ab0 < bitvec.Bit(x, i)*n0 {
 			bb = mask
 		}
 		z := uint64(floorDiv(st.r.Signed(v), d)) + corr[i]*n1 - cs[i] - cs[n+i] - cs[2*n+i] - bb

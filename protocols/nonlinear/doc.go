@@ -12,7 +12,7 @@
 //
 // Arithmetic shares are uint64 words below 2^l whose sum mod 2^l is the
 // value, read as a two's-complement signed integer. Boolean shares are packed
-// bit vectors in the layout of package ot: bit i of v is v[i/64]>>(i%64)&1,
+// bit vectors (package bitvec): bit i of v is v[i/64]>>(i%64)&1,
 // and the shared bit is the XOR of the two parties' bits.
 //
 // # Sessions and streams

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -140,7 +141,7 @@ func reconstruct(r ring.Ring, x0, x1 []uint64) []uint64 {
 func reconstructBits(b0, b1 []uint64, n int) []uint64 {
 	out := make([]uint64, n)
 	for i := range out {
-		out[i] = bitAt(b0, i) ^ bitAt(b1, i)
+		out[i] = bitvec.Bit(b0, i) ^ bitvec.Bit(b1, i)
 	}
 	return out
 }

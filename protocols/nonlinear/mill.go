@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 // Millionaires' protocol Π_MILL^{b,m} (CrypTFlow2 Alg. 1 with the general
@@ -235,10 +237,10 @@ func (q *leafReq) send(msgs []uint64) {
 		base := msgs[k*g.n*N : (k+1)*g.n*N]
 		for e := 0; e < g.n; e++ {
 			s := int(g.v[e] >> shift & mask)
-			a := bitAt(lt, e)
+			a := bitvec.Bit(lt, e)
 			var c uint64
 			if eq != nil {
-				c = bitAt(eq, e) << 1
+				c = bitvec.Bit(eq, e) << 1
 			}
 			m := base[e*N : e*N+N : e*N+N]
 			if table != nil {
@@ -285,11 +287,11 @@ func (q *leafReq) receive(out []uint64) {
 	g := q.g
 	for k, j := range q.leaves {
 		o := out[k*g.n : (k+1)*g.n]
-		g.lt[j] = make([]uint64, bitWords(g.n))
-		packLow(g.lt[j], o, 0)
+		g.lt[j] = make([]uint64, bitvec.Words(g.n))
+		bitvec.PackBit(g.lt[j], o, 0)
 		if q.l == 2 {
-			g.eq[j] = make([]uint64, bitWords(g.n))
-			packLow(g.eq[j], o, 1)
+			g.eq[j] = make([]uint64, bitvec.Words(g.n))
+			bitvec.PackBit(g.eq[j], o, 1)
 		}
 	}
 }
@@ -339,7 +341,7 @@ func (st *stream) andPhase(ctx context.Context, groups []*millGroup, pool *tripl
 	for _, g := range groups {
 		L = max(L, g.depth())
 		if len(g.lt) == 0 {
-			g.res = make([]uint64, bitWords(g.n))
+			g.res = make([]uint64, bitvec.Words(g.n))
 		} else {
 			g.res = g.lt[0]
 		}
@@ -358,7 +360,7 @@ func (st *stream) andPhase(ctx context.Context, groups []*millGroup, pool *tripl
 	p0 := st.party == 0
 
 	// prepare computes and writes this party's masked bits of level i.
-	var w bitWriter
+	var w bitvec.Appender
 	prepare := func(i int) error {
 		lv := make([]*andLevel, len(groups))
 		for gi, g := range groups {
@@ -377,17 +379,17 @@ func (st *stream) andPhase(ctx context.Context, groups []*millGroup, pool *tripl
 					}
 					d, e, f = pool.takeReg(g.n)
 					mx, my = xorNew(g.lt[op.lo], d), xorNew(g.eq[op.hi], e)
-					w.put(mx, g.n)
-					w.put(my, g.n)
+					w.Append(mx, g.n)
+					w.Append(my, g.n)
 				default:
 					if !pool.hasCorr(g.n) {
 						return errors.New("internal error: correlated triples exhausted")
 					}
 					d, d2, e, f, f2 = pool.takeCorr(g.n)
 					mx, mx2, my = xorNew(g.lt[op.lo], d), xorNew(g.eq[op.lo], d2), xorNew(g.eq[op.hi], e)
-					w.put(mx, g.n)
-					w.put(mx2, g.n)
-					w.put(my, g.n)
+					w.Append(mx, g.n)
+					w.Append(mx2, g.n)
+					w.Append(my, g.n)
 				}
 				a.d, a.d2, a.e, a.f, a.f2 = append(a.d, d), append(a.d2, d2), append(a.e, e), append(a.f, f), append(a.f2, f2)
 				a.mx, a.mx2, a.my = append(a.mx, mx), append(a.mx2, mx2), append(a.my, my)
@@ -403,8 +405,8 @@ func (st *stream) andPhase(ctx context.Context, groups []*millGroup, pool *tripl
 		off := 0
 		buf := theirs[i]
 		next := func(n int) []uint64 {
-			v := make([]uint64, bitWords(n))
-			extractBits(v, buf, off, n)
+			v := make([]uint64, bitvec.Words(n))
+			bitvec.Extract(v, buf, off, n)
 			off += n
 			return v
 		}
@@ -424,13 +426,13 @@ func (st *stream) andPhase(ctx context.Context, groups []*millGroup, pool *tripl
 				case op.lo == 0:
 					ox, oy := next(n), next(n)
 					z := beaver(a.mx[k], ox, a.my[k], oy, a.d[k], a.e[k], a.f[k], p0)
-					xorInto(z, g.lt[op.hi])
+					bitvec.Xor(z, g.lt[op.hi])
 					lt[k] = z
 				default:
 					ox, ox2, oy := next(n), next(n), next(n)
 					dy := xorNew(a.my[k], oy)
 					z1 := beaverD(xorNew(a.mx[k], ox), dy, a.d[k], a.e[k], a.f[k], p0)
-					xorInto(z1, g.lt[op.hi])
+					bitvec.Xor(z1, g.lt[op.hi])
 					lt[k] = z1
 					eq[k] = beaverD(xorNew(a.mx2[k], ox2), dy, a.d2[k], a.e[k], a.f2[k], p0)
 				}
@@ -475,7 +477,7 @@ func (st *stream) andPhase(ctx context.Context, groups []*millGroup, pool *tripl
 		}
 		ls := levelsOf(f)
 		if sender == st.party {
-			w.reset(st.sc.frame)
+			w.Reset(st.sc.frame)
 			for _, i := range ls {
 				advance()
 				if done < i-1 {
@@ -485,8 +487,8 @@ func (st *stream) andPhase(ctx context.Context, groups []*millGroup, pool *tripl
 					return err
 				}
 			}
-			st.sc.frame = w.buf
-			if err := st.sendFlight(ctx, w.bytes()); err != nil {
+			st.sc.frame = w.Words()
+			if err := st.sendFlight(ctx, w.Bytes()); err != nil {
 				return err
 			}
 		} else {
@@ -501,8 +503,8 @@ func (st *stream) andPhase(ctx context.Context, groups []*millGroup, pool *tripl
 			off := 0
 			for _, i := range ls {
 				nb := bitsOf(i)
-				v := make([]uint64, bitWords(nb))
-				extractBits(v, buf, off, nb)
+				v := make([]uint64, bitvec.Words(nb))
+				bitvec.Extract(v, buf, off, nb)
 				theirs[i] = v
 				off += nb
 			}

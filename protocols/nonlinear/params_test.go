@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 // Random parameter combinations (any l, any m, shifts and divisors that do
@@ -89,7 +91,7 @@ func TestManyStreamsAndChunks(t *testing.T) {
 			x = x1
 		}
 		z[party] = make([]uint64, n)
-		b[party] = make([]uint64, bitWords(n))
+		b[party] = make([]uint64, bitvec.Words(n))
 		if err := ss.DReLU(context.Background(), b[party], x); err != nil {
 			return err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 // millWords bounds the OT message words the sender builds per comparison of
@@ -42,8 +44,8 @@ func chunks(n, size int, f func(a, b int) error) error {
 }
 
 func (s *Session) checkBits(op, name string, v []uint64, n int) error {
-	if len(v) < bitWords(n) {
-		return fmt.Errorf("nonlinear: %s: %s has %d words, want %d for %d bits", op, name, len(v), bitWords(n), n)
+	if len(v) < bitvec.Words(n) {
+		return fmt.Errorf("nonlinear: %s: %s has %d words, want %d for %d bits", op, name, len(v), bitvec.Words(n), n)
 	}
 	return nil
 }
@@ -60,7 +62,7 @@ func checkLen(op, name string, v []uint64, n int) error {
 // Millionaires computes boolean shares of 1{x < y} for n = len(v)
 // comparisons of b-bit unsigned integers, where party 0 holds x = v and
 // party 1 holds y = v (values are taken mod 2^b). dst receives this party's
-// shares, packed (bitWords(n) words; see the package documentation).
+// shares, packed (bitvec.Words(n) words; see the package documentation).
 // 1 ≤ b ≤ 64. Communication per comparison, λ = 128, M = 2^m, q = ⌈b/m⌉,
 // r = b−(q−1)m, L = ⌈log2 q⌉ (q ≥ 2):
 // λ(4q−L−2) + M(2q−3) + 2·2^r + 22(q−1) − 2L bits (CrypTFlow2 §3.1.2).
@@ -76,7 +78,7 @@ func (s *Session) Millionaires(ctx context.Context, dst, v []uint64, b int) erro
 	if err := s.checkBits(op, "dst", dst, n); err != nil {
 		return err
 	}
-	mask := lowMask(b)
+	mask := bitvec.Mask(b)
 	return s.run(ctx, op, s.parts(n, 64), func(ctx context.Context, st *stream, lo, hi int) error {
 		return chunks(hi-lo, st.chunkSize(millWords(b, st.m)), func(a, c int) error {
 			x := make([]uint64, c-a)
@@ -100,7 +102,7 @@ func (s *Session) Millionaires(ctx context.Context, dst, v []uint64, b int) erro
 // x1', where x' is a share's low l−1 bits.
 func (st *stream) dreluGroup(x []uint64) *millGroup {
 	b := st.r.Bits - 1
-	mask := lowMask(b)
+	mask := bitvec.Mask(b)
 	v := make([]uint64, len(x))
 	if st.party == 0 {
 		for i, a := range x {
@@ -118,7 +120,7 @@ func (st *stream) dreluGroup(x []uint64) *millGroup {
 // MSB(x) = msb(x0) ⊕ msb(x1) ⊕ carry.
 func (st *stream) msbShares(g *millGroup, x []uint64) []uint64 {
 	top := uint(st.r.Bits - 1)
-	out := make([]uint64, bitWords(len(x)))
+	out := make([]uint64, bitvec.Words(len(x)))
 	copy(out, g.res)
 	for i, a := range x {
 		out[i>>6] ^= (a >> top & 1) << (i & 63)
@@ -132,10 +134,10 @@ func (st *stream) flipParty0(v []uint64, n int) {
 	if st.party != 0 {
 		return
 	}
-	for i := range v[:bitWords(n)] {
+	for i := range v[:bitvec.Words(n)] {
 		v[i] = ^v[i]
 	}
-	clearTail(v, n)
+	bitvec.ClearTail(v, n)
 }
 
 // drelu returns shares of DReLU(x) = 1 ⊕ MSB(x) (Alg. 2).
@@ -151,7 +153,7 @@ func (st *stream) drelu(ctx context.Context, x []uint64) ([]uint64, error) {
 
 // DReLU computes boolean shares of DReLU(x) = 1{signed(x) ≥ 0} for the
 // shared vector x (Alg. 2: one millionaires' of l−1 bits). dst gets this
-// party's packed shares (bitWords(len(x)) words).
+// party's packed shares (bitvec.Words(len(x)) words).
 func (s *Session) DReLU(ctx context.Context, dst, x []uint64) error {
 	const op = "DReLU"
 	if err := s.usable(op); err != nil {
@@ -220,7 +222,7 @@ func (st *stream) muxWide(ctx context.Context, dst, a, c []uint64, w int) error 
 		err := st.cot(ctx, n, w, l,
 			func(x []uint64) {
 				for i := 0; i < n; i++ {
-					neg := -bitAt(c, i) // all ones when c_S = 1
+					neg := -bitvec.Bit(c, i) // all ones when c_S = 1
 					for j := i * w; j < i*w+w; j++ {
 						x[j] = ((a[j] ^ neg) - neg) & mask // a_S or −a_S
 					}
@@ -228,7 +230,7 @@ func (st *stream) muxWide(ctx context.Context, dst, a, c []uint64, w int) error 
 			},
 			func(r []uint64) {
 				for i := 0; i < n; i++ {
-					ci := -bitAt(c, i)
+					ci := -bitvec.Bit(c, i)
 					for j := i * w; j < i*w+w; j++ {
 						acc[j] += a[j]&ci - r[j]
 					}
@@ -251,7 +253,7 @@ func (st *stream) muxWide(ctx context.Context, dst, a, c []uint64, w int) error 
 }
 
 // MUX sets dst = c·a on shares: a is an arithmetic share vector, c packed
-// boolean shares (bitWords(len(a)) words). dst and a may be the same slice.
+// boolean shares (bitvec.Words(len(a)) words). dst and a may be the same slice.
 // Communication per element: 2λ + 2l bits (two COT_l).
 func (s *Session) MUX(ctx context.Context, dst, a, c []uint64) error {
 	const op = "MUX"
@@ -275,22 +277,22 @@ func (s *Session) MUX(ctx context.Context, dst, a, c []uint64) error {
 // c_S + c_R − 2c_S·c_R = c_S ⊕ c_R.
 func (st *stream) b2a(ctx context.Context, dst, c []uint64, l int) error {
 	n := len(dst)
-	mask := lowMask(l)
+	mask := bitvec.Mask(l)
 	return st.cot(ctx, n, 1, l,
 		func(x []uint64) {
 			for i := range x {
-				x[i] = bitAt(c, i)
+				x[i] = bitvec.Bit(c, i)
 			}
 		},
 		func(r []uint64) {
 			for i := range dst {
-				dst[i] = (bitAt(c, i) + 2*r[i]) & mask
+				dst[i] = (bitvec.Bit(c, i) + 2*r[i]) & mask
 			}
 		},
 		func() []uint64 { return c },
 		func(y []uint64) {
 			for i := range dst {
-				dst[i] = (bitAt(c, i) - 2*y[i]) & mask
+				dst[i] = (bitvec.Bit(c, i) - 2*y[i]) & mask
 			}
 		})
 }
@@ -335,10 +337,10 @@ func (s *Session) AND(ctx context.Context, dst, x, y []uint64, n int) error {
 	return s.run(ctx, op, s.parts(n, 64), func(ctx context.Context, st *stream, lo, hi int) error {
 		return chunks(hi-lo, st.chunkSize(8), func(a, b int) error {
 			m := b - a
-			xs := make([]uint64, bitWords(m))
-			ys := make([]uint64, bitWords(m))
-			extractBits(xs, x, lo+a, m)
-			extractBits(ys, y, lo+a, m)
+			xs := make([]uint64, bitvec.Words(m))
+			ys := make([]uint64, bitvec.Words(m))
+			bitvec.Extract(xs, x, lo+a, m)
+			bitvec.Extract(ys, y, lo+a, m)
 			z, err := st.and(ctx, xs, ys, m)
 			if err != nil {
 				return err
@@ -358,29 +360,29 @@ func (st *stream) and(ctx context.Context, x, y []uint64, n int) ([]uint64, erro
 	}
 	d, e, f := pool.takeReg(n)
 	mx, my := xorNew(x, d), xorNew(y, e)
-	var w bitWriter
-	w.reset(st.sc.frame)
-	w.put(mx, n)
-	w.put(my, n)
-	st.sc.frame = w.buf
+	var w bitvec.Appender
+	w.Reset(st.sc.frame)
+	w.Append(mx, n)
+	w.Append(my, n)
+	st.sc.frame = w.Words()
 	// The party that sent last sends first; the other answers.
 	var buf []uint64
 	var err error
 	if st.last == st.party {
-		if err = st.sendFlight(ctx, w.bytes()); err == nil {
+		if err = st.sendFlight(ctx, w.Bytes()); err == nil {
 			buf, err = st.recvFlight(ctx, 2*n)
 		}
 	} else {
 		if buf, err = st.recvFlight(ctx, 2*n); err == nil {
-			err = st.sendFlight(ctx, w.bytes())
+			err = st.sendFlight(ctx, w.Bytes())
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	ox, oy := make([]uint64, bitWords(n)), make([]uint64, bitWords(n))
-	extractBits(ox, buf, 0, n)
-	extractBits(oy, buf, n, n)
+	ox, oy := make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n))
+	bitvec.Extract(ox, buf, 0, n)
+	bitvec.Extract(oy, buf, n, n)
 	return beaver(mx, ox, my, oy, d, e, f, st.party == 0), nil
 }
 
@@ -407,7 +409,7 @@ func (s *Session) BitTriples(ctx context.Context, n int) (BitTriples, error) {
 	if n < 0 {
 		return BitTriples{}, fmt.Errorf("nonlinear: %s: negative count %d", op, n)
 	}
-	t := BitTriples{N: n, D: make([]uint64, bitWords(n)), E: make([]uint64, bitWords(n)), F: make([]uint64, bitWords(n))}
+	t := BitTriples{N: n, D: make([]uint64, bitvec.Words(n)), E: make([]uint64, bitvec.Words(n)), F: make([]uint64, bitvec.Words(n))}
 	st := s.streams[0]
 	err := chunks(n, st.chunkSize(8), func(a, b int) error {
 		pool := &triplePool{}
@@ -436,7 +438,7 @@ func (s *Session) CorrelatedBitTriples(ctx context.Context, n int) (CorrelatedBi
 	if n < 0 {
 		return CorrelatedBitTriples{}, fmt.Errorf("nonlinear: %s: negative count %d", op, n)
 	}
-	w := bitWords(n)
+	w := bitvec.Words(n)
 	t := CorrelatedBitTriples{N: n, D: make([]uint64, w), D2: make([]uint64, w), E: make([]uint64, w),
 		F: make([]uint64, w), F2: make([]uint64, w)}
 	st := s.streams[0]

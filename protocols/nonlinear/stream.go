@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
@@ -48,9 +49,9 @@ func (st *stream) other() int { return 1 - st.party }
 
 // randBits returns n fresh random bits, packed.
 func (st *stream) randBits(n int) []uint64 {
-	v := make([]uint64, bitWords(n))
+	v := make([]uint64, bitvec.Words(n))
 	st.rng.Uint64s(v)
-	clearTail(v, n)
+	bitvec.ClearTail(v, n)
 	return v
 }
 
@@ -59,7 +60,7 @@ func (st *stream) randWords(n, b int) []uint64 {
 	v := make([]uint64, n)
 	st.rng.Uint64s(v)
 	if b < 64 {
-		m := lowMask(b)
+		m := bitvec.Mask(b)
 		for i := range v {
 			v[i] &= m
 		}
@@ -195,12 +196,28 @@ func (st *stream) sendFlight(ctx context.Context, b []byte) error {
 
 // recvFlight receives a flight of nbits bits into a fresh view of st.sc.rx.
 func (st *stream) recvFlight(ctx context.Context, nbits int) ([]uint64, error) {
-	nw := bitWords(nbits)
+	nw := bitvec.Words(nbits)
 	buf := grow(&st.sc.rx, nw+1)
 	buf[nw-1], buf[nw] = 0, 0
-	if err := st.conn.Recv(ctx, wordBytes(buf)[:(nbits+7)/8]); err != nil {
+	if err := st.conn.Recv(ctx, bitvec.Bytes(buf)[:(nbits+7)/8]); err != nil {
 		return nil, fmt.Errorf("receiving masked bits: %w", err)
 	}
 	st.last = st.other()
 	return buf[:nw+1], nil
+}
+
+// grow returns b resized to n words, reallocating only when needed. The
+// contents are not cleared.
+func grow(b *[]uint64, n int) []uint64 {
+	if cap(*b) < n {
+		*b = make([]uint64, n, n+n/4)
+	}
+	return (*b)[:n]
+}
+
+func growBytes(b *[]uint8, n int) []uint8 {
+	if cap(*b) < n {
+		*b = make([]uint8, n, n+n/4)
+	}
+	return (*b)[:n]
 }

@@ -1,5 +1,7 @@
 package nonlinear
 
+import "github.com/cryptflow-go/cryptflow/protocols/bitvec"
+
 // Beaver bit triples (CrypTFlow2 App. A.1, A.2), produced in bulk.
 //
 // Regular triples: one (16 choose 1)-OT_2 gives two triples (d,e,f) and
@@ -62,16 +64,16 @@ func (q *regReq) size() int        { return (q.out.n + 1) / 2 }
 func (q *regReq) alloc() {
 	t := q.out
 	t.d, t.e = q.st.randBits(t.n), q.st.randBits(t.n)
-	t.f = make([]uint64, bitWords(t.n))
+	t.f = make([]uint64, bitvec.Words(t.n))
 }
 
 // pairBits returns bit i and bit i+h of v (0 for the missing partner of
 // an odd count).
 func pairBits(v []uint64, i, h, n int) (uint64, uint64) {
-	a := bitAt(v, i)
+	a := bitvec.Bit(v, i)
 	var b uint64
 	if i+h < n {
-		b = bitAt(v, i+h)
+		b = bitvec.Bit(v, i+h)
 	}
 	return a, b
 }
@@ -134,7 +136,7 @@ func (q *corrReq) send(msgs []uint64) {
 	t := q.out
 	t.f, t.f2 = q.st.randBits(t.n), q.st.randBits(t.n)
 	for i := 0; i < t.n; i++ {
-		s := bitAt(t.d, i) | bitAt(t.d2, i)<<1 | bitAt(t.e, i)<<2 | bitAt(t.f, i)<<3 | bitAt(t.f2, i)<<4
+		s := bitvec.Bit(t.d, i) | bitvec.Bit(t.d2, i)<<1 | bitvec.Bit(t.e, i)<<2 | bitvec.Bit(t.f, i)<<3 | bitvec.Bit(t.f2, i)<<4
 		row := &corrTable[s]
 		m := msgs[i*8 : i*8+8 : i*8+8]
 		for c := range m {
@@ -147,15 +149,15 @@ func (q *corrReq) choose(c []uint8) {
 	q.alloc()
 	t := q.out
 	for i := 0; i < t.n; i++ {
-		c[i] = uint8(bitAt(t.d, i) | bitAt(t.d2, i)<<1 | bitAt(t.e, i)<<2)
+		c[i] = uint8(bitvec.Bit(t.d, i) | bitvec.Bit(t.d2, i)<<1 | bitvec.Bit(t.e, i)<<2)
 	}
 }
 
 func (q *corrReq) receive(out []uint64) {
 	t := q.out
-	t.f, t.f2 = make([]uint64, bitWords(t.n)), make([]uint64, bitWords(t.n))
-	packLow(t.f, out, 0)
-	packLow(t.f2, out, 1)
+	t.f, t.f2 = make([]uint64, bitvec.Words(t.n)), make([]uint64, bitvec.Words(t.n))
+	bitvec.PackBit(t.f, out, 0)
+	bitvec.PackBit(t.f2, out, 1)
 }
 
 // triplePool hands out consecutive triples of a bulk production.
@@ -187,10 +189,10 @@ func (p *triplePool) hasCorr(n int) bool { return p.cOff+n <= p.corr.n }
 
 // takeReg returns the next n regular triples.
 func (p *triplePool) takeReg(n int) (d, e, f []uint64) {
-	d, e, f = make([]uint64, bitWords(n)), make([]uint64, bitWords(n)), make([]uint64, bitWords(n))
-	extractBits(d, p.reg.d, p.rOff, n)
-	extractBits(e, p.reg.e, p.rOff, n)
-	extractBits(f, p.reg.f, p.rOff, n)
+	d, e, f = make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n))
+	bitvec.Extract(d, p.reg.d, p.rOff, n)
+	bitvec.Extract(e, p.reg.e, p.rOff, n)
+	bitvec.Extract(f, p.reg.f, p.rOff, n)
 	p.rOff += n
 	return
 }
@@ -198,8 +200,8 @@ func (p *triplePool) takeReg(n int) (d, e, f []uint64) {
 // takeCorr returns the next n correlated pairs.
 func (p *triplePool) takeCorr(n int) (d, d2, e, f, f2 []uint64) {
 	mk := func(src []uint64) []uint64 {
-		v := make([]uint64, bitWords(n))
-		extractBits(v, src, p.cOff, n)
+		v := make([]uint64, bitvec.Words(n))
+		bitvec.Extract(v, src, p.cOff, n)
 		return v
 	}
 	d, d2, e, f, f2 = mk(p.corr.d), mk(p.corr.d2), mk(p.corr.e), mk(p.corr.f), mk(p.corr.f2)

@@ -3,6 +3,8 @@ package nonlinear
 import (
 	"context"
 	"fmt"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 // Faithful truncation Π_Trunc^{int,l,s}: Trunc(a, s) = floor(signed(a)/2^s),
@@ -47,9 +49,9 @@ func (q *wrapReq) size() int        { return q.n }
 
 func (q *wrapReq) send(msgs []uint64) {
 	q.out = q.st.randWords(q.n, q.w)
-	mask := lowMask(q.w)
+	mask := bitvec.Mask(q.w)
 	for i := 0; i < q.n; i++ {
-		ms, xs := bitAt(q.m, i), bitAt(q.x, i)
+		ms, xs := bitvec.Bit(q.m, i), bitvec.Bit(q.x, i)
 		z := -q.out[i]
 		for j := uint64(0); j < 4; j++ {
 			j0, j1 := j&1, j>>1
@@ -65,7 +67,7 @@ func (q *wrapReq) send(msgs []uint64) {
 
 func (q *wrapReq) choose(c []uint8) {
 	for i := range c {
-		c[i] = uint8(bitAt(q.m, i) | bitAt(q.x, i)<<1)
+		c[i] = uint8(bitvec.Bit(q.m, i) | bitvec.Bit(q.x, i)<<1)
 	}
 }
 
@@ -73,8 +75,8 @@ func (q *wrapReq) receive(out []uint64) { q.out = append([]uint64(nil), out...) 
 
 // shareMSBs returns the packed MSBs (bit l−1) of the shares x.
 func (st *stream) shareMSBs(x []uint64) []uint64 {
-	out := make([]uint64, bitWords(len(x)))
-	packLow(out, x, uint(st.r.Bits-1))
+	out := make([]uint64, bitvec.Words(len(x)))
+	bitvec.PackBit(out, x, uint(st.r.Bits-1))
 	return out
 }
 
@@ -136,7 +138,7 @@ func (st *stream) truncNonNeg(ctx context.Context, dst, a []uint64, s int) error
 	l := st.r.Bits
 	n := len(a)
 	mask := st.r.Mask()
-	lowS := lowMask(s)
+	lowS := bitvec.Mask(s)
 	// The carry comparison: party 0 holds 2^s−1−a0', party 1 holds a1'.
 	cv := make([]uint64, n)
 	for i, v := range a {
@@ -161,7 +163,7 @@ func (st *stream) truncNonNeg(ctx context.Context, dst, a []uint64, s int) error
 	err := st.cot(ctx, n, 1, s,
 		func(c []uint64) {
 			for i := range c {
-				c[i] = bitAt(x, i)
+				c[i] = bitvec.Bit(x, i)
 			}
 		},
 		func(r []uint64) {
@@ -191,7 +193,7 @@ func (st *stream) truncAlg5(ctx context.Context, dst, a []uint64, s int) error {
 	l := st.r.Bits
 	n := len(a)
 	mask := st.r.Mask()
-	lowS := lowMask(s)
+	lowS := bitvec.Mask(s)
 	cv := make([]uint64, n)
 	for i, v := range a {
 		if st.party == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -23,8 +24,18 @@ func checkShape(call string, w, l, words int) (int, error) {
 	return words / w, nil
 }
 
+// BitWords is the number of words that hold n packed choice bits.
+//
+// Deprecated: use bitvec.Words (this forwarder remains for cmd/scibench).
+func BitWords(n int) int { return bitvec.Words(n) }
+
+// Bit returns choice bit i of the packed vector v.
+//
+// Deprecated: use bitvec.Bit (this forwarder remains for cmd/scibench).
+func Bit(v []uint64, i int) uint64 { return bitvec.Bit(v, i) }
+
 func checkChoice(call string, b []uint64, n int) error {
-	if len(b) < BitWords(n) {
+	if len(b) < bitvec.Words(n) {
 		return fmt.Errorf("ot: %s: %d choice words cannot hold %d choice bits", call, len(b), n)
 	}
 	return nil
@@ -153,19 +164,19 @@ func (s *Session) recvCOT(ctx context.Context, call string, w, l int, b, y []uin
 	if err != nil {
 		return s.failCall(call, err)
 	}
-	m := lowMask(l)
+	m := bitvec.Mask(l)
 	apply := func(off, nc int, packed []uint64) {
 		d := growU(&s.sc.vals, nc*w)
 		transport.Unpack(d, packed, l)
 		if w == 1 {
 			yc := y[off : off+nc]
 			for i := range yc {
-				yc[i] = (yc[i] + d[i]&-Bit(b, off+i)) & m
+				yc[i] = (yc[i] + d[i]&-bitvec.Bit(b, off+i)) & m
 			}
 			return
 		}
 		for i := 0; i < nc; i++ {
-			bm := -Bit(b, off+i)
+			bm := -bitvec.Bit(b, off+i)
 			yi := y[(off+i)*w : (off+i+1)*w]
 			di := d[i*w : (i+1)*w]
 			for k := range yi {
@@ -260,11 +271,11 @@ func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint
 	}
 	apply := func(off, nc int, packed []uint64) {
 		for i := 0; i < nc; i++ {
-			c := int(Bit(b, off+i))
+			c := int(bitvec.Bit(b, off+i))
 			mi := m[(off+i)*w : (off+i+1)*w]
 			base := (2*i + c) * w * l
 			for k := range mi {
-				mi[k] ^= getBits(packed, base+k*l, l)
+				mi[k] ^= bitvec.Get(packed, base+k*l, l)
 			}
 		}
 	}
@@ -287,7 +298,7 @@ func (s *Session) SendROT(ctx context.Context, l int, m0, m1 []uint64) error {
 }
 
 // RecvROT is the receiver of n = len(m) random OTs: it writes its random
-// choice bits, packed, into b (at least BitWords(n) words; bits past n are
+// choice bits, packed, into b (at least bitvec.Words(n) words; bits past n are
 // cleared) and m[i] = m_{b_i}[i].
 func (s *Session) RecvROT(ctx context.Context, l int, b, m []uint64) error {
 	return s.recvROT(ctx, "RecvROT", opROT, 1, l, b, m)
@@ -322,7 +333,7 @@ func (s *Session) SendROTChosen(ctx context.Context, l int, m0, m1 []uint64) err
 }
 
 // RecvROTChosen is the receiver of n = len(m) random OTs with its own packed
-// choice bits b (at least BitWords(n) words; bits past n are ignored and
+// choice bits b (at least bitvec.Words(n) words; bits past n are ignored and
 // left as they are): m[i] = m_{b_i}[i] of SendROTChosen. It sends the batch
 // header and the extension matrix (λ bits per instance) and returns without
 // waiting for the sender, who sends no reply.
@@ -380,10 +391,10 @@ func (s *Session) recvROT(ctx context.Context, call string, op uint8, w, l int, 
 		return err
 	}
 	if op == opROT {
-		nw := BitWords(n)
+		nw := bitvec.Words(n)
 		s.rng.Uint64s(b[:nw])
 		if n%64 != 0 {
-			b[nw-1] &= lowMask(n % 64)
+			b[nw-1] &= bitvec.Mask(n % 64)
 		}
 	}
 	ctr, err := s.recvExtend(ctx, op, w, l, n, b, m)

@@ -9,6 +9,7 @@ import (
 
 	"filippo.io/edwards25519"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -74,7 +75,7 @@ func runBaseOTs(ctx context.Context, conn *transport.Conn, rng *prg.PRG, party i
 		}
 		bG.ScalarBaseMult(b)
 		bGA.Add(&bG, peerA)
-		B.Select(&bGA, &bG, int(Bit(out.choice, j)))
+		B.Select(&bGA, &bG, int(bitvec.Bit(out.choice, j)))
 		copy(Bs[j*pointSize:], B.Bytes())
 		K.ScalarMult(b, peerA8)
 		out.keys[j] = baseKey(1-party, j, peerAbytes, Bs[j*pointSize:(j+1)*pointSize], &K)

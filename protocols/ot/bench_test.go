@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -58,7 +59,7 @@ const benchN = 1 << 16
 func BenchmarkCOT32TCP(b *testing.B) {
 	s0, s1 := tcpSessions(b)
 	ctx := context.Background()
-	x, r, y, c := make([]uint64, benchN), make([]uint64, benchN), make([]uint64, benchN), make([]uint64, BitWords(benchN))
+	x, r, y, c := make([]uint64, benchN), make([]uint64, benchN), make([]uint64, benchN), make([]uint64, bitvec.Words(benchN))
 	benchBatches(b, benchN, s0, s1, func() error { return s0.SendCOT(ctx, 32, x, r) },
 		func() error { return s1.RecvCOT(ctx, 32, c, y) })
 }
@@ -70,7 +71,7 @@ func BenchmarkCOT37x16TCP(b *testing.B) {
 	s0, s1 := tcpSessions(b)
 	ctx := context.Background()
 	const w = 16
-	x, r, y, c := make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, BitWords(benchN))
+	x, r, y, c := make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, bitvec.Words(benchN))
 	benchBatches(b, benchN, s0, s1, func() error { return s0.SendCOTWide(ctx, w, 37, x, r) },
 		func() error { return s1.RecvCOTWide(ctx, w, 37, c, y) })
 }
@@ -78,7 +79,7 @@ func BenchmarkCOT37x16TCP(b *testing.B) {
 func BenchmarkOT32TCP(b *testing.B) {
 	s0, s1 := tcpSessions(b)
 	ctx := context.Background()
-	m0, m1, m, c := make([]uint64, benchN), make([]uint64, benchN), make([]uint64, benchN), make([]uint64, BitWords(benchN))
+	m0, m1, m, c := make([]uint64, benchN), make([]uint64, benchN), make([]uint64, benchN), make([]uint64, bitvec.Words(benchN))
 	benchBatches(b, benchN, s0, s1, func() error { return s0.SendOT(ctx, 32, m0, m1) },
 		func() error { return s1.RecvOT(ctx, 32, c, m) })
 }
@@ -86,7 +87,7 @@ func BenchmarkOT32TCP(b *testing.B) {
 func BenchmarkROT128TCP(b *testing.B) {
 	s0, s1 := tcpSessions(b)
 	ctx := context.Background()
-	m0, m1, m, c := make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, BitWords(benchN))
+	m0, m1, m, c := make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, bitvec.Words(benchN))
 	benchBatches(b, benchN, s0, s1, func() error { return s0.SendROTWide(ctx, 2, 64, m0, m1) },
 		func() error { return s1.RecvROTWide(ctx, 2, 64, c, m) })
 }
@@ -94,7 +95,7 @@ func BenchmarkROT128TCP(b *testing.B) {
 func BenchmarkROTChosen128TCP(b *testing.B) {
 	s0, s1 := tcpSessions(b)
 	ctx := context.Background()
-	m0, m1, m, c := make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, BitWords(benchN))
+	m0, m1, m, c := make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, 2*benchN), make([]uint64, bitvec.Words(benchN))
 	for i := range c {
 		c[i] = 0x5555555555555555
 	}
@@ -108,7 +109,7 @@ func BenchmarkROTChosen37x8TCP(b *testing.B) {
 	s0, s1 := tcpSessions(b)
 	ctx := context.Background()
 	const w = 8
-	m0, m1, m, c := make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, BitWords(benchN))
+	m0, m1, m, c := make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, w*benchN), make([]uint64, bitvec.Words(benchN))
 	benchBatches(b, benchN, s0, s1, func() error { return s0.SendROTChosenWide(ctx, w, 37, m0, m1) },
 		func() error { return s1.RecvROTChosenWide(ctx, w, 37, c, m) })
 }

@@ -34,8 +34,9 @@
 // are taken mod 2^l and outputs are masked to l bits. The Wide variants carry
 // w such words per instance in flat slices (instance i owns words
 // [i·w, (i+1)·w)). Choice bits of the 1-of-2 receivers are packed, LSB first:
-// bit i is b[i/64]>>(i%64)&1 ([PackBits], [UnpackBits] and [Bit] convert);
-// packing is what the extension needs internally, so it is the fastest form.
+// bit i is b[i/64]>>(i%64)&1 (the bit vectors of package bitvec, whose
+// PackBytes, UnpackBytes and Bit convert); packing is what the extension
+// needs internally, so it is the fastest form.
 // The 1-of-N receiver gives one byte per instance.
 //
 // # Protocol and communication

@@ -1,6 +1,9 @@
 package ot
 
-import "github.com/cryptflow-go/cryptflow/protocols/prg"
+import (
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
+)
 
 // chunkOTs is the number of instances per extension-matrix frame. Frames of
 // this size let the sender work on one chunk while the receiver computes the
@@ -74,7 +77,7 @@ func (e *extSender) extend(nc int, u, q []uint64) {
 	for j := 0; j < e.cols; j++ {
 		qj := q[j*W : j*W+W]
 		e.g[j].Uint64s(qj)
-		if Bit(e.s, j) == 1 {
+		if bitvec.Bit(e.s, j) == 1 {
 			uj := u[j*Wt : j*Wt+Wt]
 			qj = qj[:Wt]
 			for k := range uj {

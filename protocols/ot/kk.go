@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -41,7 +42,7 @@ func (s *Session) SendOTN(ctx context.Context, N, l int, msgs []uint64) error {
 	h := header{op: opOTN, l: uint8(l), w: uint32(N), n: uint64(n), ctr: e.ctr}
 	dom := s.domain(famKK, s.party)
 	corr := growU(&s.sc.corr, transport.PackedWords(n*N, l))
-	m := lowMask(l)
+	m := bitvec.Mask(l)
 	run := func() error {
 		if err := s.checkHeader(ctx, h); err != nil {
 			return err
@@ -114,7 +115,7 @@ func (s *Session) RecvOTN(ctx context.Context, N, l int, c []uint8, m []uint64) 
 	e := &s.kkRcv
 	h := header{op: opOTN, l: uint8(l), w: uint32(N), n: uint64(n), ctr: e.ctr}
 	dom := s.domain(famKK, 1-s.party)
-	mask := lowMask(l)
+	mask := bitvec.Mask(l)
 	run := func() error {
 		if err := s.sendHeader(ctx, h); err != nil {
 			return err
@@ -152,7 +153,7 @@ func (s *Session) RecvOTN(ctx context.Context, N, l int, c []uint8, m []uint64) 
 		apply := func(off, nc int, packed []uint64) {
 			mo := m[off : off+nc]
 			for i := range mo {
-				mo[i] ^= getBits(packed, (i*N+int(c[off+i]))*l, l)
+				mo[i] ^= bitvec.Get(packed, (i*N+int(c[off+i]))*l, l)
 			}
 		}
 		return s.awaitReply(ctx, h.ctr, n, N, l, apply)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -65,7 +66,7 @@ func randWords(r *rand.Rand, n int) []uint64 {
 // ones, 2^(l-1), and garbage above bit l which must be ignored).
 func inputs(r *rand.Rand, n, w, l int) []uint64 {
 	v := randWords(r, n*w)
-	edges := []uint64{0, ^uint64(0), 1 << (l - 1), lowMask(l), 1}
+	edges := []uint64{0, ^uint64(0), 1 << (l - 1), bitvec.Mask(l), 1}
 	for i := 0; i < len(v) && i < len(edges); i++ {
 		v[i] = edges[i]
 	}
@@ -75,7 +76,7 @@ func inputs(r *rand.Rand, n, w, l int) []uint64 {
 // choices returns n packed choice bits: the first 64 all ones, the next 64
 // all zeros, then random; garbage past n.
 func choices(r *rand.Rand, n int) []uint64 {
-	b := randWords(r, BitWords(n)+1)
+	b := randWords(r, bitvec.Words(n)+1)
 	if len(b) > 0 {
 		b[0] = ^uint64(0)
 	}
@@ -108,11 +109,11 @@ func TestCOT(t *testing.T) {
 					y := make([]uint64, n*w)
 					testenv.MustBoth(t, func() error { return snd.SendCOTWide(ctx, w, l, x, rr) },
 						func() error { return rcv.RecvCOTWide(ctx, w, l, b, y) })
-					m := lowMask(l)
+					m := bitvec.Mask(l)
 					for i := 0; i < n; i++ {
 						for k := 0; k < w; k++ {
 							j := i*w + k
-							want := (rr[j] + Bit(b, i)*x[j]) & m
+							want := (rr[j] + bitvec.Bit(b, i)*x[j]) & m
 							if rr[j]&^m != 0 || y[j] != want {
 								t.Fatalf("l=%d n=%d w=%d dir=%d i=%d k=%d: r=%x y=%x want %x", l, n, w, dir, i, k, rr[j], y[j], want)
 							}
@@ -136,11 +137,11 @@ func TestCOTWideLarge(t *testing.T) {
 		rr, y := make([]uint64, n*c.w), make([]uint64, n*c.w)
 		testenv.MustBoth(t, func() error { return s0.SendCOTWide(ctx, c.w, c.l, x, rr) },
 			func() error { return s1.RecvCOTWide(ctx, c.w, c.l, b, y) })
-		m := lowMask(c.l)
+		m := bitvec.Mask(c.l)
 		for i := 0; i < n; i++ {
 			for k := 0; k < c.w; k++ {
 				j := i*c.w + k
-				if y[j] != (rr[j]+Bit(b, i)*x[j])&m {
+				if y[j] != (rr[j]+bitvec.Bit(b, i)*x[j])&m {
 					t.Fatalf("w=%d l=%d: instance %d word %d wrong", c.w, c.l, i, k)
 				}
 			}
@@ -172,12 +173,12 @@ func TestChosenOT(t *testing.T) {
 					got := make([]uint64, n*w)
 					testenv.MustBoth(t, func() error { return snd.SendOTWide(ctx, w, l, m0, m1) },
 						func() error { return rcv.RecvOTWide(ctx, w, l, b, got) })
-					mk := lowMask(l)
+					mk := bitvec.Mask(l)
 					for i := 0; i < n; i++ {
 						for k := 0; k < w; k++ {
 							j := i*w + k
 							want := m0[j] & mk
-							if Bit(b, i) == 1 {
+							if bitvec.Bit(b, i) == 1 {
 								want = m1[j] & mk
 							}
 							if got[j] != want {
@@ -198,7 +199,7 @@ func TestROT(t *testing.T) {
 		for _, n := range sizes {
 			for _, w := range []int{1, 2} {
 				m0, m1 := make([]uint64, n*w), make([]uint64, n*w)
-				b := make([]uint64, BitWords(n))
+				b := make([]uint64, bitvec.Words(n))
 				for i := range b {
 					b[i] = ^uint64(0) // must be overwritten
 				}
@@ -207,7 +208,7 @@ func TestROT(t *testing.T) {
 					func() error { return s0.RecvROTWide(ctx, w, l, b, m) })
 				ones, diff := 0, 0
 				for i := 0; i < n; i++ {
-					c := Bit(b, i)
+					c := bitvec.Bit(b, i)
 					ones += int(c)
 					for k := 0; k < w; k++ {
 						j := i*w + k
@@ -215,7 +216,7 @@ func TestROT(t *testing.T) {
 						if c == 1 {
 							want = m1[j]
 						}
-						if m[j] != want || m0[j]&^lowMask(l) != 0 {
+						if m[j] != want || m0[j]&^bitvec.Mask(l) != 0 {
 							t.Fatalf("l=%d n=%d i=%d: wrong message", l, n, i)
 						}
 						if m0[j] != m1[j] {
@@ -262,7 +263,7 @@ func TestOTN(t *testing.T) {
 					testenv.MustBoth(t, func() error { return snd.SendOTN(ctx, N, l, msgs) },
 						func() error { return rcv.RecvOTN(ctx, N, l, c, got) })
 					for i := range got {
-						if want := msgs[i*N+int(c[i])] & lowMask(l); got[i] != want {
+						if want := msgs[i*N+int(c[i])] & bitvec.Mask(l); got[i] != want {
 							t.Fatalf("N=%d l=%d n=%d dir=%d i=%d: got %x want %x", N, l, n, dir, i, got[i], want)
 						}
 					}
@@ -299,7 +300,7 @@ func TestInterleavedDirections(t *testing.T) {
 			return s1.SendOTN(ctx, 4, 3, msgs)
 		})
 		for i := 0; i < n; i++ {
-			if y[i] != (rr[i]+Bit(b, i)*x[i])&0xffffffff || got[i] != msgs[4*i+int(c[i])]&7 {
+			if y[i] != (rr[i]+bitvec.Bit(b, i)*x[i])&0xffffffff || got[i] != msgs[4*i+int(c[i])]&7 {
 				t.Fatalf("round %d instance %d wrong", round, i)
 			}
 		}
@@ -402,7 +403,7 @@ func TestCommunication(t *testing.T) {
 		check("COT_32x10", n, st0, st1, sendBytes(n, w, 32), recvBytes(n, 128), lambda+float64(w*32))
 
 		m0, m1, m := make([]uint64, n), make([]uint64, n), make([]uint64, n)
-		bb := make([]uint64, BitWords(n))
+		bb := make([]uint64, bitvec.Words(n))
 		st0, st1 = exchange(t, s0, s1, func() error { return s0.SendROT(ctx, 64, m0, m1) },
 			func() error { return s1.RecvROT(ctx, 64, bb, m) })
 		check("ROT", n, st0, st1, sendBytes(n, 0, 64), recvBytes(n, 128), lambda)
@@ -455,9 +456,6 @@ func TestArgumentErrorsKeepSessionUsable(t *testing.T) {
 		func() error { return s1.RecvCOT(ctx, 8, []uint64{2}, y) })
 	if y[0] != rr[0] || y[1] != (rr[1]+6)&0xff {
 		t.Fatal("COT after argument errors is wrong")
-	}
-	if PackBits(nil, []uint8{1}) == nil || UnpackBits([]uint8{0}, nil) == nil {
-		t.Fatal("PackBits/UnpackBits accepted a short buffer")
 	}
 }
 
@@ -614,7 +612,7 @@ func TestForkConcurrentStreams(t *testing.T) {
 	}
 	for _, v := range []*res{main, fork} {
 		for i := 0; i < n; i++ {
-			if v.y[i] != (v.rr[i]+Bit(v.b, i)*v.x[i])&0xffff {
+			if v.y[i] != (v.rr[i]+bitvec.Bit(v.b, i)*v.x[i])&0xffff {
 				t.Fatalf("instance %d wrong", i)
 			}
 		}
@@ -663,7 +661,7 @@ func TestBaseOT(t *testing.T) {
 	for _, p := range []struct{ snd, rcv *baseOTs }{{b0, b1}, {b1, b0}} {
 		for j := 0; j < numBase; j++ {
 			kc, kn := p.snd.k0[j], p.snd.k1[j]
-			if Bit(p.rcv.choice, j) == 1 {
+			if bitvec.Bit(p.rcv.choice, j) == 1 {
 				kc, kn = kn, kc
 			}
 			if p.rcv.keys[j] != kc || p.rcv.keys[j] == kn {
@@ -720,29 +718,6 @@ func TestCodeColumns(t *testing.T) {
 	}
 }
 
-func TestPackBitsRoundTrip(t *testing.T) {
-	r := rand.New(rand.NewPCG(8, 8))
-	for _, n := range []int{0, 1, 63, 64, 65, 200} {
-		b := make([]uint8, n)
-		for i := range b {
-			b[i] = uint8(r.IntN(2))
-		}
-		p := make([]uint64, BitWords(n))
-		if err := PackBits(p, b); err != nil {
-			t.Fatal(err)
-		}
-		back := make([]uint8, n)
-		if err := UnpackBits(back, p); err != nil {
-			t.Fatal(err)
-		}
-		for i := range b {
-			if back[i] != b[i] || Bit(p, i) != uint64(b[i]) {
-				t.Fatalf("n=%d bit %d", n, i)
-			}
-		}
-	}
-}
-
 // Steady-state batches must not allocate per instance (only a constant
 // number of closures and frame buffers per batch).
 func TestBatchesDoNotAllocatePerInstance(t *testing.T) {
@@ -750,7 +725,7 @@ func TestBatchesDoNotAllocatePerInstance(t *testing.T) {
 	s0, s1 := tcpPair(t)
 	ctx := context.Background()
 	allocs := func(n int) float64 {
-		x, r, y, b := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, BitWords(n))
+		x, r, y, b := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, bitvec.Words(n))
 		msgs, c, m := make([]uint64, 16*n), make([]uint8, n), make([]uint64, n)
 		m0, m1 := make([]uint64, n), make([]uint64, n)
 		run := func() {

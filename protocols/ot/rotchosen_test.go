@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -23,10 +24,10 @@ func checkROTChosen(t *testing.T, name string, n, w, l int, b, m0, m1, m []uint6
 		for k := 0; k < w; k++ {
 			j := i*w + k
 			want := m0[j]
-			if Bit(b, i) == 1 {
+			if bitvec.Bit(b, i) == 1 {
 				want = m1[j]
 			}
-			if m[j] != want || (m0[j]|m1[j])&^lowMask(l) != 0 {
+			if m[j] != want || (m0[j]|m1[j])&^bitvec.Mask(l) != 0 {
 				t.Fatalf("%s: instance %d word %d: got %x, want %x (m0 %x, m1 %x)", name, i, k, m[j], want, m0[j], m1[j])
 			}
 			if m0[j] != m1[j] {
@@ -232,7 +233,7 @@ func TestROTChosenInterplay(t *testing.T) {
 				return err
 			}
 			for i := 0; i < n; i++ {
-				sel := Bit(bc, i)
+				sel := bitvec.Bit(bc, i)
 				for k := 0; k < w; k++ {
 					got[(c*n+i)*w+k] = e[int(sel)*n*w+i*w+k] ^ m[i*w+k]
 				}
@@ -244,7 +245,7 @@ func TestROTChosenInterplay(t *testing.T) {
 		for k := 0; k < w; k++ {
 			j := i*w + k
 			want := x0[j]
-			if Bit(b, i) == 1 {
+			if bitvec.Bit(b, i) == 1 {
 				want = x1[j]
 			}
 			if got[j] != want {
@@ -261,7 +262,7 @@ func TestROTChosenInterplay(t *testing.T) {
 		nn := 200 + 700*round
 		x, bb, rr, y := randWords(r, nn), choices(r, nn), make([]uint64, nn), make([]uint64, nn)
 		cb, cm0, cm1, cm := choices(r, nn), make([]uint64, nn), make([]uint64, nn), make([]uint64, nn)
-		rb, rm0, rm1, rm := make([]uint64, BitWords(nn)), make([]uint64, nn), make([]uint64, nn), make([]uint64, nn)
+		rb, rm0, rm1, rm := make([]uint64, bitvec.Words(nn)), make([]uint64, nn), make([]uint64, nn), make([]uint64, nn)
 		msgs, oc, om := randWords(r, 4*nn), make([]uint8, nn), make([]uint64, nn)
 		for i := range oc {
 			oc[i] = uint8(r.IntN(4))
@@ -292,7 +293,7 @@ func TestROTChosenInterplay(t *testing.T) {
 		checkROTChosen(t, fmt.Sprintf("round %d ROTChosen", round), nn, 1, 19, cb, cm0, cm1, cm)
 		checkROTChosen(t, fmt.Sprintf("round %d ROT", round), nn, 1, 64, rb, rm0, rm1, rm)
 		for i := 0; i < nn; i++ {
-			if y[i] != (rr[i]+Bit(bb, i)*x[i])&0xffffffff || om[i] != msgs[4*i+int(oc[i])]&7 {
+			if y[i] != (rr[i]+bitvec.Bit(bb, i)*x[i])&0xffffffff || om[i] != msgs[4*i+int(oc[i])]&7 {
 				t.Fatalf("round %d instance %d: COT or OTN wrong", round, i)
 			}
 		}
@@ -301,9 +302,9 @@ func TestROTChosenInterplay(t *testing.T) {
 
 // shiftBits returns the n bits of b starting at bit off, packed from bit 0.
 func shiftBits(b []uint64, off, n int) []uint64 {
-	out := make([]uint64, BitWords(n))
+	out := make([]uint64, bitvec.Words(n))
 	for i := 0; i < n; i++ {
-		out[i/64] |= Bit(b, off+i) << (i % 64)
+		out[i/64] |= bitvec.Bit(b, off+i) << (i % 64)
 	}
 	return out
 }

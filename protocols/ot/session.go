@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
-	"unsafe"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -247,10 +247,9 @@ func (s *Session) hello(ctx context.Context, stream uint32) error {
 	return nil
 }
 
-func littleEndian() bool {
-	probe := uint16(1)
-	return *(*byte)(unsafe.Pointer(&probe)) == 1
-}
+// littleEndian reports whether this host stores words least significant byte first, the wire
+// order of the words that bitvec.Bytes puts on the wire in memory order.
+func littleEndian() bool { return binary.NativeEndian.Uint16([]byte{1, 0}) == 1 }
 
 func seedsOf(m []uint64) []prg.Seed {
 	out := make([]prg.Seed, len(m)/2)
@@ -359,7 +358,7 @@ func (s *Session) reply(ctx context.Context, ctr uint64, packed []uint64, n, v, 
 		return err
 	}
 	if v > 0 {
-		b := wordBytes(packed)
+		b := bitvec.Bytes(packed)
 		for off := 0; off < n; off += chunkOTs {
 			nc := min(chunkOTs, n-off)
 			start := off * v * l / 8
@@ -389,7 +388,7 @@ func (s *Session) awaitReply(ctx context.Context, ctr uint64, n, v, l int, apply
 		nw := transport.PackedWords(nc*v, l)
 		buf := growU(&s.sc.in, nw)
 		buf[nw-1] = 0
-		if err := s.conn.Recv(ctx, wordBytes(buf)[:transport.PackedBytes(nc*v, l)]); err != nil {
+		if err := s.conn.Recv(ctx, bitvec.Bytes(buf)[:transport.PackedBytes(nc*v, l)]); err != nil {
 			return err
 		}
 		apply(off, nc, buf)
@@ -483,10 +482,10 @@ func (s *Session) expandHash(dst []uint64, rows []prg.Block, d prg.Block, tweak0
 		}
 		s.hash.TCCRXor(hb, rep, d, prg.Tweak{Lo: tweak0 * uint64(nb), Hi: dom | uint64(nb)})
 	}
-	words := blockWords(hb)
+	words := prg.BlockWords(hb)
 	switch {
 	case w == 1:
-		m := lowMask(l)
+		m := bitvec.Mask(l)
 		dst = dst[:cnt]
 		for i := range dst {
 			dst[i] = hb[i][0] & m
@@ -502,20 +501,4 @@ func (s *Session) expandHash(dst []uint64, rows []prg.Block, d prg.Block, tweak0
 			transport.Unpack(dst[i*w:(i+1)*w], words[2*nb*i:], l)
 		}
 	}
-}
-
-// blockWords views blocks as their words.
-func blockWords(b []prg.Block) []uint64 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice(&b[0][0], 2*len(b))
-}
-
-// wordBytes views a word slice as its bytes in memory order.
-func wordBytes(w []uint64) []byte {
-	if len(w) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/cipher"
 	"sync"
 	"unsafe"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 // Block is a 128-bit value as two little-endian words: bit i of the block is
@@ -14,13 +16,17 @@ type Block [2]uint64
 // Xor returns a ⊕ b.
 func (a Block) Xor(b Block) Block { return Block{a[0] ^ b[0], a[1] ^ b[1]} }
 
-// BlockBytes views a block slice as its bytes in memory order.
-func BlockBytes(b []Block) []byte {
+// BlockWords views a block slice as its 2·len(b) words, low word of each block first (nil for
+// an empty b). The view shares b's memory.
+func BlockWords(b []Block) []uint64 {
 	if len(b) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), 16*len(b))
+	return unsafe.Slice(&b[0][0], 2*len(b))
 }
+
+// BlockBytes views a block slice as its bytes in memory order.
+func BlockBytes(b []Block) []byte { return bitvec.Bytes(BlockWords(b)) }
 
 // Tweak is the tweak of the hash: Lo is normally an instance index, Hi a
 // domain word (stream, direction, output block). A caller must never hash two

@@ -6,7 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"unsafe"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 // SeedSize is the size of a PRG seed in bytes (an AES-128 key).
@@ -75,7 +76,7 @@ func (g *PRG) Read(p []byte) (int, error) {
 }
 
 // Uint64s fills dst with pseudorandom words.
-func (g *PRG) Uint64s(dst []uint64) { g.Fill(wordBytes(dst)) }
+func (g *PRG) Uint64s(dst []uint64) { g.Fill(bitvec.Bytes(dst)) }
 
 // Blocks fills dst with pseudorandom blocks.
 func (g *PRG) Blocks(dst []Block) { g.Fill(BlockBytes(dst)) }
@@ -95,11 +96,3 @@ func (g *PRG) Seed() Seed {
 
 // Split returns a new, independent PRG keyed by a seed drawn from g.
 func (g *PRG) Split() *PRG { return New(g.Seed()) }
-
-// wordBytes views a word slice as its bytes in memory order.
-func wordBytes(w []uint64) []byte {
-	if len(w) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))
-}

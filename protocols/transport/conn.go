@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 )
 
 // HeaderSize is the number of bytes a frame adds to its payload on the wire.
@@ -763,12 +762,4 @@ func (c *Conn) count(send bool, n int) {
 		c.total.FramesRecv++
 	}
 	c.mu.Unlock()
-}
-
-// wordBytes views a word slice as its bytes in memory order.
-func wordBytes(w []uint64) []byte {
-	if len(w) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))
 }

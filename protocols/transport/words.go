@@ -3,16 +3,18 @@ package transport
 import (
 	"context"
 	"fmt"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
 // SendUint64s sends v as one frame of 8·len(v) bytes.
 func (c *Conn) SendUint64s(ctx context.Context, v []uint64) error {
-	return c.Send(ctx, wordBytes(v))
+	return c.Send(ctx, bitvec.Bytes(v))
 }
 
 // RecvUint64s receives one frame of exactly 8·len(dst) bytes into dst.
 func (c *Conn) RecvUint64s(ctx context.Context, dst []uint64) error {
-	return c.Recv(ctx, wordBytes(dst))
+	return c.Recv(ctx, bitvec.Bytes(dst))
 }
 
 // PackedWords is the number of 64-bit words that hold n values of l bits.
@@ -101,7 +103,7 @@ func (c *Conn) SendPacked(ctx context.Context, v []uint64, l int) error {
 	}
 	buf := c.spack[:nw]
 	Pack(buf, v, l)
-	return c.Send(ctx, wordBytes(buf)[:PackedBytes(len(v), l)])
+	return c.Send(ctx, bitvec.Bytes(buf)[:PackedBytes(len(v), l)])
 }
 
 // RecvPacked receives a frame written by SendPacked with the same len(dst)
@@ -118,7 +120,7 @@ func (c *Conn) RecvPacked(ctx context.Context, dst []uint64, l int) error {
 	if nw > 0 {
 		buf[nw-1] = 0
 	}
-	if err := c.Recv(ctx, wordBytes(buf)[:PackedBytes(len(dst), l)]); err != nil {
+	if err := c.Recv(ctx, bitvec.Bytes(buf)[:PackedBytes(len(dst), l)]); err != nil {
 		return err
 	}
 	Unpack(dst, buf, l)
