@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second set-up command; CI runs exactly this).
-# Checks formatting and vet, then runs every package's tests. Extra arguments go to `go test`
-# (e.g. `bash scripts/test.sh -short`).
+# Checks formatting, vet and staticcheck, then runs every package's tests, and the networked
+# packages again under the race detector. Extra arguments go to `go test` (e.g.
+# `bash scripts/test.sh -short`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +13,8 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go vet ./...
+# staticcheck, pinned; `go run` builds it from the module proxy on first use (cached after).
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 go test -timeout 30m "$@" ./...
+# The session and transport code is the concurrent part: run it under the race detector too.
+go test -race -timeout 20m "$@" ./internal/serve/... ./protocols/transport/... ./protocols/streams/...

@@ -562,10 +562,10 @@ func Compare(a, b *ir.Graph) error {
 	for name, va := range a.Values {
 		vb, ok := b.Values[name]
 		if !ok {
-			return fmt.Errorf("Values entry %q missing from the second graph", name)
+			return fmt.Errorf("the second graph has no Values entry %q", name)
 		}
 		if err := diffValues(va, vb); err != nil {
-			return fmt.Errorf("Values entry %q: %w", name, err)
+			return fmt.Errorf("entry %q of Values: %w", name, err)
 		}
 	}
 	return nil
