@@ -1,3 +1,7 @@
+// Package codegen turns a fixed-point program (fixed.Program) into the versioned binary .sciir
+// program file and back: it writes and reads the file (docs/sciir.md), computes the program ID,
+// and prints a file readably (the disassembler). Storage slots are assigned before, by the
+// compiler's "slots" pass (passes.AssignSlots).
 package codegen
 
 import (

@@ -147,20 +147,12 @@ func BenchmarkMiniONN(b *testing.B) {
 		}
 		samples = append(samples, passes.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
 	}
-	clean, _, err := passes.Clean(g, passes.CleanOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	opts := passes.DefaultTuneOptions()
-	opts.Bits, opts.Scale = 41, 12
-	res, err := passes.Autotune(clean, g, samples, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if res.Chosen.Overflow {
+	opts := passes.DefaultOptions()
+	opts.Samples, opts.Bits, opts.Scale = samples, 41, 12
+	prog, rep := compileOpts(b, g, opts)
+	if res := rep.Tune; res.Chosen.Overflow {
 		b.Fatalf("MiniONN overflows Z_2^41 at scale 12 (%d bits used)", res.Chosen.BitsUsed)
 	}
-	prog := compileGraph(b, clean, 41, 12)
 	x := encodeInputs(b, prog.server, inputsOf(samples[:1]))[0]
 	for _, tc := range benchCases {
 		b.Run(tc.name(), func(b *testing.B) {

@@ -29,15 +29,25 @@ type program struct {
 	clientFile     []byte
 }
 
-// compileGraph lowers a cleaned graph for (bits, scale) with peepholes, assigns slots and round
-// trips the program through both .sciir copies.
-func compileGraph(t testing.TB, clean *ir.Graph, bits, scale int) *program {
+// compileGraph compiles a graph for (bits, scale) with passes.Compile, the driver athosc runs,
+// and round trips the program through both .sciir copies.
+func compileGraph(t testing.TB, g *ir.Graph, bits, scale int) *program {
 	t.Helper()
-	p, err := passes.Build(clean, bits, scale, true)
+	opts := passes.DefaultOptions()
+	opts.Bits, opts.Scale = bits, scale
+	prog, _ := compileOpts(t, g, opts)
+	return prog
+}
+
+// compileOpts compiles g with passes.Compile (checked after every pass) and round trips the
+// program through both .sciir copies.
+func compileOpts(t testing.TB, g *ir.Graph, opts passes.Options) (*program, *passes.Report) {
+	t.Helper()
+	opts.Check = true
+	p, rep, err := passes.Compile(g, opts)
 	if err != nil {
-		t.Fatalf("build l=%d s=%d: %v", bits, scale, err)
+		t.Fatalf("compile l=%d s=%d: %v", opts.Bits, opts.Scale, err)
 	}
-	codegen.AssignSlots(p)
 	f := &codegen.File{Program: p}
 	full, err := codegen.Marshal(f, true)
 	if err != nil {
@@ -61,7 +71,7 @@ func compileGraph(t testing.TB, clean *ir.Graph, bits, scale int) *program {
 	if fc.Program.HasWeights() {
 		t.Fatal("the client copy carries weights")
 	}
-	return &program{server: fs.Program, client: fc.Program, clientFile: cli}
+	return &program{server: fs.Program, client: fc.Program, clientFile: cli}, rep
 }
 
 // loadModel loads an ONNX model with batch 1.
@@ -74,19 +84,13 @@ func loadModel(t testing.TB, path string) *ir.Graph {
 	return g
 }
 
+// compileTuned compiles g with autotune on the samples (scale pinned unless -1).
 func compileTuned(t testing.TB, g *ir.Graph, samples []passes.Sample, scale int) (*program, *passes.TuneResult) {
 	t.Helper()
-	clean, _, err := passes.Clean(g, passes.CleanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := passes.DefaultTuneOptions()
-	opts.Scale = scale
-	res, err := passes.Autotune(clean, g, samples, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return compileGraph(t, clean, res.Bits, res.Scale), res
+	opts := passes.DefaultOptions()
+	opts.Samples, opts.Scale = samples, scale
+	prog, rep := compileOpts(t, g, opts)
+	return prog, rep.Tune
 }
 
 // encodeInputs encodes float inputs at the program input's scale.

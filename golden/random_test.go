@@ -34,20 +34,17 @@ func TestRandomCNNs(t *testing.T) {
 				}
 				samples = append(samples, passes.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
 			}
-			clean, _, err := passes.Clean(g, passes.CleanOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := passes.DefaultTuneOptions()
+			opts := passes.DefaultOptions()
+			opts.Samples = samples
 			opts.Scale = 3 + rng.IntN(9)
 			opts.Headroom = 1 + rng.IntN(3)
-			res, err := passes.Autotune(clean, g, samples, opts)
-			if err != nil {
-				t.Fatal(err)
+			prog, rep := compileOpts(t, g, opts)
+			// Also run rings wider than the autotuned one.
+			bits := min(64, rep.Bits+rng.IntN(6))
+			if bits != rep.Bits {
+				prog = compileGraph(t, g, bits, rep.Scale)
 			}
-			bits := min(64, res.Bits+rng.IntN(6))
-			prog := compileGraph(t, clean, bits, res.Scale)
-			t.Logf("input %v, %d instructions, l=%d s=%d", in, len(prog.server.Instrs), bits, res.Scale)
+			t.Logf("input %v, %d instructions, l=%d s=%d", in, len(prog.server.Instrs), bits, rep.Scale)
 			inputs := encodeInputs(t, prog.server, inputsOf(samples))
 			clear := runClear(t, prog.server, inputs)
 			sec := runSecure(t, prog, inputs, secureOptions{streams: 1 + int(seed%2)})

@@ -29,7 +29,8 @@ type TuneOptions struct {
 	Headroom int
 	// Workers run the validation inputs in parallel (default 2).
 	Workers int
-	// Peephole tunes the peephole-optimised program (what the compiler emits).
+	// Peephole tunes the peephole-optimised program (what the compiler emits). Autotune alone
+	// only; Compile's autotune builds with the passes Compile runs.
 	Peephole bool
 	// Progress, when set, is called as validation inputs complete (done of total, over the whole
 	// sweep), from any goroutine but never concurrently.
@@ -68,21 +69,9 @@ type TuneResult struct {
 	// Verified reports that running the chosen program in Z_{2^Bits} gave outputs identical to the
 	// 64-bit run (so the chosen ring does not overflow on the validation data).
 	Verified bool
-}
-
-// Build makes the fixed-point program for a bitwidth and scale (lowering, then peepholes when
-// enabled).
-func Build(g *ir.Graph, bits, scale int, peephole bool) (*fixed.Program, error) {
-	p, err := Lower(g, LowerOptions{Bits: bits, Scale: scale})
-	if err != nil {
-		return nil, err
-	}
-	if peephole {
-		if p, _, err = Peephole(p); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
+	// Program is the program verified in the chosen ring (no slots assigned yet): the one to
+	// emit, not to be lowered again.
+	Program *fixed.Program
 }
 
 // Autotune picks the ring bitwidth l and scale s for the cleaned graph g on the validation samples.
@@ -93,8 +82,18 @@ func Build(g *ir.Graph, bits, scale int, peephole bool) (*fixed.Program, error) 
 // (agreement with the float model ref when the samples have no labels); ties go to the smaller
 // bitwidth, then the smaller scale. A final run in the chosen ring verifies the choice.
 //
-// ref is the float model used for agreement (usually the graph before clean-up).
+// ref is the float model used for agreement (usually the graph before clean-up). The result
+// carries the program it verified (Program), built by the pass table's build passes (Build).
+// Compile runs this as its autotune pass and emits that program.
 func Autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions) (*TuneResult, error) {
+	return autotune(g, ref, samples, opts, func(bits, scale int, _ bool) (*fixed.Program, error) {
+		return Build(g, bits, scale, opts.Peephole)
+	})
+}
+
+// autotune is Autotune with the program builder given: build(bits, scale, final) makes the
+// program for one candidate (final: the chosen one, which is verified and handed back).
+func autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions, build func(bits, scale int, final bool) (*fixed.Program, error)) (*TuneResult, error) {
 	if len(samples) == 0 {
 		return nil, fmt.Errorf("autotune: no validation samples")
 	}
@@ -107,8 +106,8 @@ func Autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions) (*TuneResult
 	if opts.Headroom < 0 || opts.Headroom > 32 {
 		return nil, fmt.Errorf("autotune: headroom %d bits is not in 0..32", opts.Headroom)
 	}
-	if opts.Bits != 0 && (opts.Bits < 2 || opts.Bits > 64) {
-		return nil, fmt.Errorf("autotune: bitwidth %d is not in 2..64", opts.Bits)
+	if opts.Bits != 0 && (opts.Bits < MinBits || opts.Bits > MaxBits) {
+		return nil, fmt.Errorf("autotune: bitwidth %d is not in %d..%d", opts.Bits, MinBits, MaxBits)
 	}
 	scales := opts.Scales
 	if len(scales) == 0 {
@@ -146,7 +145,7 @@ func Autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions) (*TuneResult
 	}
 	var runs []scaleRun
 	for _, s := range scales {
-		p, err := Build(g, 64, s, opts.Peephole)
+		p, err := build(64, s, false)
 		if err != nil {
 			return nil, fmt.Errorf("autotune at scale %d: %w", s, err)
 		}
@@ -159,7 +158,7 @@ func Autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions) (*TuneResult
 			row.Accuracy = accuracy(run.top, samples)
 		}
 		row.BitsUsed, row.Widest = bitsUsed(p, run.maxAbs)
-		row.Bits = row.BitsUsed + opts.Headroom
+		row.Bits = max(row.BitsUsed+opts.Headroom, MinBits)
 		if opts.Bits != 0 {
 			row.Bits = opts.Bits
 		}
@@ -190,7 +189,7 @@ func Autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions) (*TuneResult
 	}
 	res.Bits, res.Scale = runs[best].row.Bits, runs[best].row.Scale
 	// Verify in the chosen ring.
-	p, err := Build(g, res.Bits, res.Scale, opts.Peephole)
+	p, err := build(res.Bits, res.Scale, true)
 	if err != nil {
 		return nil, fmt.Errorf("autotune: %w", err)
 	}
@@ -204,6 +203,7 @@ func Autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions) (*TuneResult
 		res.Chosen.Accuracy = accuracy(run.top, samples)
 	}
 	res.Verified = equalOutputs(run.outs, runs[best].outs)
+	res.Program = p
 	return res, nil
 }
 

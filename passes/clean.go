@@ -1,7 +1,10 @@
-// Package passes holds the compiler's middle end: clean-up passes on HLIL graphs (constant
-// folding, BatchNorm folding, bias fusion, dropping Identity and a trailing Softmax), the lowering
-// from float HLIL to the fixed-point IR, the peephole optimiser on the fixed-point IR, and the
-// autotuner that picks the ring bitwidth and scale on validation data.
+// Package passes is the compiler driver and its passes. Compile runs one table of named passes
+// (pipeline.go; athosc compile --list-passes prints it): clean-up passes on the float HLIL graph
+// (constant folding, BatchNorm folding, bias fusion, dropping Identity and a trailing Softmax), the
+// autotuner that picks the ring bitwidth and scale on validation data, the lowering from float
+// HLIL to the fixed-point program (ir/fixed), the peepholes on that program, and storage-slot
+// assignment by liveness. Ordering constraints between passes are a table too, checked before a
+// compilation starts, and a checker runs after every pass (always in tests).
 package passes
 
 import (
@@ -21,30 +24,33 @@ type CleanOptions struct {
 }
 
 // Clean returns a cleaned copy of g (g is not modified) and a list of the actions taken, for the
-// compile report: constant folding, dropping Identity (and Dropout, which the front end imports as
-// Identity), fusing a constant Add into the preceding Conv/Gemm/MatMul as its bias, folding
-// BatchNormalization into the preceding Conv or Gemm, dropping a trailing Softmax, and removing
-// dead nodes and constants. The result has its shapes inferred.
+// compile report: it runs the clean-up (HLIL) passes of the pass table as Compile does — dropping
+// Identity (and Dropout, which the front end imports as Identity), constant folding, rewriting a
+// 2-D MatMul with a constant operand as Gemm, fusing a constant Add into the preceding Conv/Gemm as
+// its bias, folding BatchNormalization into the preceding Conv or Gemm, dropping a trailing Softmax,
+// and removing dead nodes and constants. The result has its shapes inferred.
 func Clean(g *ir.Graph, opts CleanOptions) (*ir.Graph, []string, error) {
-	c := &cleaner{g: cloneGraph(g)}
-	if err := c.g.InferShapes(); err != nil {
+	d, err := newDriver(passTable, Options{Scale: -1, KeepSoftmax: opts.KeepSoftmax})
+	if err != nil {
+		return nil, nil, err
+	}
+	st := &state{d: d, ref: g, g: cloneGraph(g)}
+	st.g.Values = map[string]*ir.Value{}
+	if err := st.g.InferShapes(); err != nil {
 		return nil, nil, fmt.Errorf("clean: %w", err)
 	}
-	steps := []func() error{c.dropIdentity, c.foldConstants, c.matmulToGemm, c.fuseBias, c.foldBatchNorm}
-	if !opts.KeepSoftmax {
-		steps = append(steps, c.dropSoftmax)
-	}
-	steps = append(steps, c.dead)
-	for _, step := range steps {
-		if err := step(); err != nil {
+	var log []string
+	for i := range d.table {
+		ps := &d.table[i]
+		if ps.IR != OnHLIL || d.skipReason(ps) != "" {
+			continue
+		}
+		if err := d.runPass(st, ps, true); err != nil {
 			return nil, nil, fmt.Errorf("clean: %w", err)
 		}
+		log = append(log, d.rep.Passes[len(d.rep.Passes)-1].Log...)
 	}
-	c.g.Values = map[string]*ir.Value{}
-	if err := c.g.InferShapes(); err != nil {
-		return nil, nil, fmt.Errorf("clean: after rewriting: %w", err)
-	}
-	return c.g, c.log, nil
+	return st.g, log, nil
 }
 
 type cleaner struct {

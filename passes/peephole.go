@@ -81,108 +81,149 @@ func (r PeepholeReport) Lines() []string {
 	}
 }
 
-// Peephole returns an optimised copy of p (p is not modified). The rewrites are exact — the
+// Peephole returns an optimised copy of p (p is not modified): it runs the peephole passes of the
+// pass table (the peephole-* entries, in table order) as Compile does. The rewrites are exact — the
 // optimised program computes bit-identical results (docs/fixed-point.md):
-//   - MaxPool(ReLU(x)) -> ReLU(MaxPool(x)): ReLU is monotone, so it commutes with max;
-//   - Trunc followed by ReLU or MaxPool is moved after it: truncation is monotone too, so
-//     ReLU(Trunc(x)) = Trunc(ReLU(x)) and MaxPool(Trunc(x)) = Trunc(MaxPool(x));
-//   - Trunc(Trunc(x, a), b) -> Trunc(x, a+b) (floor of floor), Reshape(Reshape(x)) -> Reshape(x);
-//   - every Trunc whose input is provably non-negative (a ReLU result, or computed from such
-//     values by pooling, data movement or scaling) is marked so, letting a secure backend use the
-//     cheaper truncation of CrypTFlow2 §6.2.
+//   - peephole-trunc-hoist: a Trunc followed by ReLU or MaxPool is moved after it: truncation is
+//     monotone, so ReLU(Trunc(x)) = Trunc(ReLU(x)) and MaxPool(Trunc(x)) = Trunc(MaxPool(x));
+//   - peephole-relu-maxpool: MaxPool(ReLU(x)) -> ReLU(MaxPool(x)): ReLU is monotone, so it
+//     commutes with max, and runs on the smaller pooled tensor;
+//   - peephole-trunc-merge: Trunc(Trunc(x, a), b) -> Trunc(x, a+b) (floor of floor);
+//   - peephole-reshape-merge: Reshape(Reshape(x)) -> Reshape(x);
+//   - peephole-trunc-nonneg: every Trunc whose input is provably non-negative (a ReLU result, or
+//     computed from such values by pooling, data movement or scaling) is marked so, letting a
+//     secure backend use the cheaper truncation of CrypTFlow2 §6.2.
 //
 // Rewrites apply only when the intermediate value has no other reader and is not an output.
 func Peephole(p *fixed.Program) (*fixed.Program, PeepholeReport, error) {
 	q := p.Clone()
 	rep := PeepholeReport{Before: Count(p)}
-	for changed := true; changed; {
-		changed = false
+	for _, ps := range passTable {
+		if ps.peephole == nil {
+			continue
+		}
+		ps.peephole(q, &rep)
+		if err := q.Validate(); err != nil {
+			return nil, rep, fmt.Errorf("peephole: internal error after %s: %w", ps.Name, err)
+		}
+	}
+	rep.After = Count(q)
+	return q, rep, nil
+}
+
+// rewriteRule tries one rewrite at instruction i of q; sole(t) is the only reader of tensor t (an
+// instruction index), or -1 when t has several readers or is a program output. A rule that
+// rewrites may set instructions to nil (they are deleted) and must report true.
+type rewriteRule func(q *fixed.Program, i int, sole func(t int) int) bool
+
+// rewriteAll applies rule until it no longer applies anywhere and returns how many rewrites it
+// made. After a rewrite the use lists are stale, so the scan starts over.
+func rewriteAll(q *fixed.Program, rule rewriteRule) int {
+	n := 0
+	for {
 		uses := q.Uses()
 		outputs := map[int]bool{}
 		for _, o := range q.Outputs {
 			outputs[o.Tensor] = true
 		}
-		// sole returns the only reader of tensor t (an instruction index), or -1.
 		sole := func(t int) int {
 			if outputs[t] || len(uses[t]) != 1 {
 				return -1
 			}
 			return uses[t][0]
 		}
-		for i, in := range q.Instrs {
-			switch in.Op {
-			case fixed.OpReLU:
-				j := sole(in.Out)
-				if j < 0 || q.Instrs[j].Op != fixed.OpMaxPool {
-					continue
-				}
-				// i: r = ReLU(x); j: m = MaxPool(r)  =>  i: m' = MaxPool(x); j: m = ReLU(m').
-				mp := q.Instrs[j]
-				x := in.In[0]
-				mid := q.AddTensor(q.Tensors[mp.Out].Name+"_premax", q.Tensors[mp.Out].Shape, q.Tensors[x].Scale)
-				newPool := mp.Clone()
-				newPool.In, newPool.Out = []int{x}, mid
-				newRelu := in.Clone()
-				newRelu.In, newRelu.Out = []int{mid}, mp.Out
-				q.Instrs[i], q.Instrs[j] = newPool, newRelu
-				rep.Swapped++
+		changed := false
+		for i := range q.Instrs {
+			if rule(q, i, sole) {
 				changed = true
-			case fixed.OpReshape:
-				// i: t = Reshape(x); j: u = Reshape(t)  =>  j: u = Reshape(x).
-				j := sole(in.Out)
-				if j < 0 || q.Instrs[j].Op != fixed.OpReshape {
-					continue
-				}
-				merged := q.Instrs[j].Clone()
-				merged.In = []int{in.In[0]}
-				q.Instrs[j], q.Instrs[i] = merged, nil
-				rep.Merged++
-				changed = true
-			case fixed.OpTrunc:
-				j := sole(in.Out)
-				if j < 0 {
-					continue
-				}
-				next := q.Instrs[j]
-				switch next.Op {
-				case fixed.OpReLU, fixed.OpMaxPool:
-					// i: t = Trunc(x); j: u = Op(t)  =>  i: u' = Op(x); j: u = Trunc(u').
-					x := in.In[0]
-					mid := q.AddTensor(q.Tensors[next.Out].Name+"_wide", q.Tensors[next.Out].Shape, q.Tensors[x].Scale)
-					newOp := next.Clone()
-					newOp.In, newOp.Out = []int{x}, mid
-					newTrunc := in.Clone()
-					newTrunc.In, newTrunc.Out = []int{mid}, next.Out
-					q.Instrs[i], q.Instrs[j] = newOp, newTrunc
-					rep.Hoisted++
-					changed = true
-				case fixed.OpTrunc:
-					// i: t = Trunc(x, a); j: u = Trunc(t, b)  =>  j: u = Trunc(x, a+b).
-					merged := next.Clone()
-					merged.In = []int{in.In[0]}
-					merged.Shift += in.Shift
-					merged.NonNeg = merged.NonNeg || in.NonNeg
-					q.Instrs[j] = merged
-					q.Instrs[i] = nil
-					rep.Merged++
-					changed = true
-				}
-			}
-			if changed {
-				break // indices are stale: recompute uses
+				break
 			}
 		}
-		if changed {
-			q.Instrs = slices.DeleteFunc(q.Instrs, func(in *fixed.Instr) bool { return in == nil })
+		if !changed {
+			break
 		}
+		n++
+		q.Instrs = slices.DeleteFunc(q.Instrs, func(in *fixed.Instr) bool { return in == nil })
 	}
-	rep.MarkedNonNeg = markNonNeg(q)
 	q.Compact()
-	if err := q.Validate(); err != nil {
-		return nil, rep, fmt.Errorf("peephole: internal error: %w", err)
+	return n
+}
+
+// swapReLUMaxPool rewrites  i: r = ReLU(x); j: m = MaxPool(r)  as  i: m' = MaxPool(x); j: m = ReLU(m').
+func swapReLUMaxPool(q *fixed.Program, i int, sole func(int) int) bool {
+	in := q.Instrs[i]
+	if in.Op != fixed.OpReLU {
+		return false
 	}
-	rep.After = Count(q)
-	return q, rep, nil
+	j := sole(in.Out)
+	if j < 0 || q.Instrs[j].Op != fixed.OpMaxPool {
+		return false
+	}
+	mp := q.Instrs[j]
+	x := in.In[0]
+	mid := q.AddTensor(q.Tensors[mp.Out].Name+"_premax", q.Tensors[mp.Out].Shape, q.Tensors[x].Scale)
+	newPool := mp.Clone()
+	newPool.In, newPool.Out = []int{x}, mid
+	newRelu := in.Clone()
+	newRelu.In, newRelu.Out = []int{mid}, mp.Out
+	q.Instrs[i], q.Instrs[j] = newPool, newRelu
+	return true
+}
+
+// hoistTrunc rewrites  i: t = Trunc(x); j: u = Op(t)  as  i: u' = Op(x); j: u = Trunc(u')  for Op
+// ReLU or MaxPool.
+func hoistTrunc(q *fixed.Program, i int, sole func(int) int) bool {
+	in := q.Instrs[i]
+	if in.Op != fixed.OpTrunc {
+		return false
+	}
+	j := sole(in.Out)
+	if j < 0 || (q.Instrs[j].Op != fixed.OpReLU && q.Instrs[j].Op != fixed.OpMaxPool) {
+		return false
+	}
+	next := q.Instrs[j]
+	x := in.In[0]
+	mid := q.AddTensor(q.Tensors[next.Out].Name+"_wide", q.Tensors[next.Out].Shape, q.Tensors[x].Scale)
+	newOp := next.Clone()
+	newOp.In, newOp.Out = []int{x}, mid
+	newTrunc := in.Clone()
+	newTrunc.In, newTrunc.Out = []int{mid}, next.Out
+	q.Instrs[i], q.Instrs[j] = newOp, newTrunc
+	return true
+}
+
+// mergeTruncs rewrites  i: t = Trunc(x, a); j: u = Trunc(t, b)  as  j: u = Trunc(x, a+b).
+func mergeTruncs(q *fixed.Program, i int, sole func(int) int) bool {
+	in := q.Instrs[i]
+	if in.Op != fixed.OpTrunc {
+		return false
+	}
+	j := sole(in.Out)
+	if j < 0 || q.Instrs[j].Op != fixed.OpTrunc {
+		return false
+	}
+	merged := q.Instrs[j].Clone()
+	merged.In = []int{in.In[0]}
+	merged.Shift += in.Shift
+	merged.NonNeg = merged.NonNeg || in.NonNeg
+	q.Instrs[j], q.Instrs[i] = merged, nil
+	return true
+}
+
+// mergeReshapes rewrites  i: t = Reshape(x); j: u = Reshape(t)  as  j: u = Reshape(x).
+func mergeReshapes(q *fixed.Program, i int, sole func(int) int) bool {
+	in := q.Instrs[i]
+	if in.Op != fixed.OpReshape {
+		return false
+	}
+	j := sole(in.Out)
+	if j < 0 || q.Instrs[j].Op != fixed.OpReshape {
+		return false
+	}
+	merged := q.Instrs[j].Clone()
+	merged.In = []int{in.In[0]}
+	q.Instrs[j], q.Instrs[i] = merged, nil
+	return true
 }
 
 // NonNegative returns, for every tensor of p, whether its values are provably non-negative:

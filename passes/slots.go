@@ -1,7 +1,4 @@
-// Package codegen turns a fixed-point program (fixed.Program) into the versioned binary .sciir
-// program file and back: it assigns tensor storage slots by liveness, writes and reads the file
-// (docs/sciir.md), computes the program ID, and prints a file readably (the disassembler).
-package codegen
+package passes
 
 import "github.com/cryptflow-go/cryptflow/ir/fixed"
 
@@ -21,7 +18,7 @@ type Memory struct {
 // AssignSlots assigns every tensor of p a storage slot so that tensors whose live ranges do not
 // overlap share storage, and no instruction writes a slot it reads. It uses a best-fit greedy
 // allocation in program order (a tensor's range runs from its defining instruction to its last
-// reader). The result satisfies p.Validate's slot check.
+// reader). The result satisfies p.Validate's slot check. It is the pass table's "slots" pass.
 func AssignSlots(p *fixed.Program) Memory {
 	def, last := p.LiveRanges()
 	// Tensors no instruction defines are dropped by Compact; give any that remain a slot of their own.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,10 +23,13 @@ import (
 )
 
 const compileUsage = `usage: athosc [compile] MODEL.onnx [flags]
+       athosc compile --list-passes
 
 Compiles an ONNX classifier to a fixed-point secure-inference program (.sciir). With --validate,
 the ring bitwidth l and scale s are chosen by running the cleartext fixed-point VM on the
 validation inputs. -o FILE.sciir also writes FILE.client.sciir, the client's copy without weights.
+The compiler runs one table of named passes (--list-passes prints it with its ordering rules);
+--dump-after PASS prints the IR after a pass, --time-passes each pass's time.
 
 Validation folders: (a) NNNNN.npy inputs plus an optional labels.txt ("file label" per line);
 (b) one subfolder per class of PNG/JPEG images, preprocessed as the image flags say (recorded in
@@ -42,6 +46,8 @@ type compileConfig struct {
 	scales                        []int
 	noPeephole                    bool
 	quiet                         bool
+	listPasses, timePasses, check bool
+	dumpAfter                     string
 	prep                          *codegen.Preprocess
 	imageFlags                    imageFlags
 }
@@ -57,19 +63,30 @@ func runCompile(args []string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.listPasses {
+		return listPasses(os.Stdout)
+	}
 	return compile(cfg, os.Stdout, os.Stderr)
 }
 
 func parseCompile(args []string) (*compileConfig, error) {
+	return parseCompileOutput(args, nil)
+}
+
+// parseCompileOutput is parseCompile with the --help text written to w (nil: where cli.Parse puts it).
+func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs := flag.NewFlagSet("athosc compile", flag.ContinueOnError)
 	fs.Usage = func() {
+		if w != nil {
+			fs.SetOutput(w)
+		}
 		fmt.Fprint(fs.Output(), compileUsage)
 		fs.PrintDefaults()
 	}
 	c := &compileConfig{}
 	fs.StringVar(&c.out, "o", "", "output program `FILE` (default: the model's base name + .sciir in the current directory)")
 	fs.StringVar(&c.validate, "validate", "", "validation `DIR` for autotuning l and s")
-	fs.IntVar(&c.bits, "bitwidth", 0, "pin the ring bitwidth `l` (1..64; 0 = choose)")
+	fs.IntVar(&c.bits, "bitwidth", 0, fmt.Sprintf("pin the ring bitwidth `l` (%d..%d; 0 = choose)", passes.MinBits, passes.MaxBits))
 	fs.IntVar(&c.scale, "scale", -1, "pin the fixed-point scale `s` (-1 = choose)")
 	fs.IntVar(&c.headroom, "headroom", 1, "bits kept free above the largest magnitude seen in validation")
 	scales := fs.String("scales", "6-16", "scales to sweep: a range `A-B` or a comma list")
@@ -77,8 +94,12 @@ func parseCompile(args []string) (*compileConfig, error) {
 	fs.IntVar(&c.batch, "batch", 1, "batch size fixed for a symbolic batch dimension")
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
-	fs.StringVar(&c.backend, "backend", codegen.DefaultBackend, "default backend recorded in the program (sciot or clear)")
+	fs.StringVar(&c.backend, "backend", codegen.DefaultBackend, "two-party backend recorded in the program (sciot; any program also runs with scirun --clear)")
 	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
+	fs.BoolVar(&c.listPasses, "list-passes", false, "print the compiler's pass table and ordering rules, then exit")
+	fs.StringVar(&c.dumpAfter, "dump-after", "", "print the IR after pass `PASS` (HLIL text or the fixed-point program)")
+	fs.BoolVar(&c.timePasses, "time-passes", false, "print each pass's time")
+	fs.BoolVar(&c.check, "check", false, "check the IR after every pass (graph checks / program validation)")
 	fs.StringVar(&c.imageFlags.size, "image-size", "", "images: resize to `WxH` (default: the model input's size)")
 	fs.StringVar(&c.imageFlags.layout, "layout", "NCHW", "images: input layout NCHW or NHWC")
 	fs.Float64Var(&c.imageFlags.pixelScale, "pixel-scale", 1.0/255, "images: multiply pixel values (0..255) by this first")
@@ -89,6 +110,12 @@ func parseCompile(args []string) (*compileConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.listPasses {
+		if len(pos) != 0 {
+			return nil, cli.Usagef("--list-passes takes no model file")
+		}
+		return c, nil
+	}
 	if len(pos) != 1 {
 		return nil, cli.Usagef("compile takes one model file, got %d arguments", len(pos))
 	}
@@ -97,8 +124,8 @@ func parseCompile(args []string) (*compileConfig, error) {
 		return nil, cli.Usagef("--scales: %v", err)
 	}
 	switch {
-	case c.bits != 0 && (c.bits < 2 || c.bits > 64):
-		return nil, cli.Usagef("--bitwidth %d is not in 2..64", c.bits)
+	case c.bits != 0 && (c.bits < passes.MinBits || c.bits > passes.MaxBits):
+		return nil, cli.Usagef("--bitwidth %d is not in %d..%d", c.bits, passes.MinBits, passes.MaxBits)
 	case c.scale < -1 || c.scale > fixed.MaxScale/2:
 		return nil, cli.Usagef("--scale %d is not in 0..%d", c.scale, fixed.MaxScale/2)
 	case c.headroom < 0 || c.headroom > 32:
@@ -111,11 +138,18 @@ func parseCompile(args []string) (*compileConfig, error) {
 		return nil, cli.Usagef("--limit must not be negative")
 	}
 	switch c.backend {
-	case "sciot", "clear":
+	case "sciot":
 	case "scihe":
 		return nil, cli.Usagef("--backend scihe: the HE backend is not implemented yet; use sciot (OT-based)")
+	case "clear":
+		// The recorded backend is the default of a two-party run, and the cleartext backend is
+		// not one: scirun --clear runs any program in the clear, whatever it records.
+		return nil, cli.Usagef("--backend clear: the cleartext backend is not a two-party backend; every program runs in the clear with 'scirun --clear'. Two-party backends: sciot")
 	default:
-		return nil, cli.Usagef("--backend %q (want sciot or clear)", c.backend)
+		return nil, cli.Usagef("--backend %q: unknown; two-party backends: sciot", c.backend)
+	}
+	if c.dumpAfter != "" && !slices.ContainsFunc(passes.Table(), func(p passes.PassInfo) bool { return p.Name == c.dumpAfter }) {
+		return nil, cli.Usagef("--dump-after %q: no such pass (athosc compile --list-passes lists them)", c.dumpAfter)
 	}
 	if c.out == "" {
 		c.out = strings.TrimSuffix(filepath.Base(c.model), filepath.Ext(c.model)) + ".sciir"
@@ -256,34 +290,27 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 		s, _ := g.ShapeOf(o)
 		say("  output %s %v\n", o, s)
 	}
-	clean, log, err := passes.Clean(g, passes.CleanOptions{})
-	if err != nil {
-		return err
+	opts := passes.DefaultOptions()
+	opts.Bits, opts.Scale, opts.Check = c.bits, c.scale, c.check
+	if c.noPeephole {
+		opts.Disable = []string{"peephole-*"}
 	}
-	say("clean-up:\n")
-	if len(log) == 0 {
-		say("  nothing to do\n")
-	}
-	for _, l := range log {
-		say("  %s\n", l)
+	if c.dumpAfter != "" {
+		opts.DumpAfter, opts.Dump = c.dumpAfter, stdout
 	}
 	meta := codegen.Meta{Compiler: "athosc (cryptflow-go)", Source: filepath.Base(c.model), SourceSHA256: sum}
-	meta.Passes = append(meta.Passes, log...)
-
-	bits, scale := c.bits, c.scale
-	peephole := !c.noPeephole
+	var ds *passes.Dataset
 	if c.validate != "" {
-		if len(clean.Inputs) != 1 {
-			return fmt.Errorf("--validate needs a model with one input; %s has %d", c.model, len(clean.Inputs))
+		if len(g.Inputs) != 1 {
+			return fmt.Errorf("--validate needs a model with one input; %s has %d", c.model, len(g.Inputs))
 		}
 		var prep *codegen.Preprocess
-		if len(clean.Inputs[0].Shape) == 4 {
-			if prep, err = c.preprocessFor(clean.Inputs[0]); err != nil {
+		if len(g.Inputs[0].Shape) == 4 {
+			if prep, err = c.preprocessFor(g.Inputs[0]); err != nil {
 				return err
 			}
 		}
-		ds, err := passes.LoadValidation(c.validate, clean.Inputs[0], prep)
-		if err != nil {
+		if ds, err = passes.LoadValidation(c.validate, g.Inputs[0], prep); err != nil {
 			return err
 		}
 		samples := ds.Samples
@@ -291,48 +318,52 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 			samples = samples[:c.limit]
 		}
 		say("validation: %d inputs (%s format, labelled=%v) from %s\n", len(samples), ds.Format, ds.Labelled, c.validate)
-		opts := passes.DefaultTuneOptions()
-		opts.Scales, opts.Bits, opts.Scale = c.scales, c.bits, c.scale
-		opts.Headroom, opts.Workers, opts.Peephole = c.headroom, c.jobs, peephole
-		bar := newProgressBar(stderr, isTerminalWriter(stderr) && !c.quiet)
-		opts.Progress = bar.update
-		res, err := passes.Autotune(clean, g, samples, opts)
-		bar.finish()
-		if err != nil {
-			return err
-		}
-		bits, scale = res.Bits, res.Scale
-		meta.Preprocess = ds.Preprocess
-		meta.Autotune = tuneMeta(res, c, filepath.Base(c.validate))
-		printTune(stdout, res, c.quiet)
-	} else {
-		if scale < 0 {
-			scale = 12
-		}
-		if bits == 0 {
-			bits = 64
-		}
-		say("no --validate: using l=%d s=%d without checking for overflow\n", bits, scale)
+		opts.Samples, opts.Scales, opts.Headroom, opts.Workers = samples, c.scales, c.headroom, c.jobs
 	}
-
-	prog, err := passes.Lower(clean, passes.LowerOptions{Bits: bits, Scale: scale})
+	bar := newProgressBar(stderr, isTerminalWriter(stderr) && !c.quiet && c.dumpAfter == "")
+	opts.Progress = bar.update
+	prog, rep, err := passes.Compile(g, opts)
+	bar.finish()
 	if err != nil {
 		return err
 	}
-	if peephole {
-		var rep passes.PeepholeReport
-		if prog, rep, err = passes.Peephole(prog); err != nil {
-			return err
-		}
-		say("peepholes:\n")
-		for _, l := range rep.Lines() {
-			say("  %s\n", l)
-			meta.Passes = append(meta.Passes, "peephole: "+strings.TrimSpace(l))
+	bits, scale := prog.Bits, prog.Scale
+	say("clean-up:\n")
+	cleaned := false
+	for _, r := range rep.Passes {
+		if r.IR == passes.OnHLIL {
+			for _, l := range r.Log {
+				say("  %s\n", l)
+				cleaned = true
+			}
 		}
 	}
-	mem := codegen.AssignSlots(prog)
+	if !cleaned {
+		say("  nothing to do\n")
+	}
+	meta.Passes = rep.Lines()
+	if rep.Tune != nil {
+		meta.Preprocess = ds.Preprocess
+		meta.Autotune = tuneMeta(rep.Tune, c, filepath.Base(c.validate))
+		printTune(stdout, rep.Tune, c.quiet)
+	} else {
+		say("no --validate: using l=%d s=%d without checking for overflow\n", bits, scale)
+	}
+	if rep.Peephole != nil {
+		say("peepholes:\n")
+		for _, l := range rep.Peephole.Lines() {
+			say("  %s\n", l)
+		}
+	}
+	mem := rep.Memory
 	say("memory: tensor storage %s without reuse, %s with slot reuse (%d slots for %d tensors); peak live %s; weights %s as ring elements\n",
 		human(mem.NoReuse), human(mem.WithReuse), mem.Slots, mem.Tensors, human(mem.PeakLive), human(mem.WeightBytes))
+	if c.timePasses {
+		fmt.Fprintf(stdout, "pass times:\n")
+		if err := rep.WriteTimes(stdout); err != nil {
+			return err
+		}
+	}
 	f := &codegen.File{Program: prog, Backend: c.backend, Meta: meta}
 	cp := clientPath(c.out)
 	if err := codegen.WriteFile(c.out, f, true); err != nil {

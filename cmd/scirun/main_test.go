@@ -60,15 +60,12 @@ func compileTo(t testing.TB, model, dir, name string, bits, scale int) (full, cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	cg, _, err := passes.Clean(g, passes.CleanOptions{})
+	opts := passes.DefaultOptions()
+	opts.Bits, opts.Scale, opts.Check = bits, scale, true
+	p, _, err := passes.Compile(g, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := passes.Build(cg, bits, scale, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	codegen.AssignSlots(p)
 	full, client = filepath.Join(dir, name+".sciir"), filepath.Join(dir, name+".client.sciir")
 	prep, err := input.DefaultPreprocess(p.Tensors[p.Inputs[0].Tensor].Shape, "NCHW")
 	if err != nil {

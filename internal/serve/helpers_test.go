@@ -37,15 +37,12 @@ func compile(t testing.TB, model string, bits, scale int) (full, client *codegen
 	if err != nil {
 		t.Fatal(err)
 	}
-	cg, _, err := passes.Clean(g, passes.CleanOptions{})
+	opts := passes.DefaultOptions()
+	opts.Bits, opts.Scale, opts.Check = bits, scale, true
+	p, _, err := passes.Compile(g, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := passes.Build(cg, bits, scale, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	codegen.AssignSlots(p)
 	sum := sha256.Sum256(raw)
 	f := &codegen.File{Program: p, Meta: codegen.Meta{Source: filepath.Base(model), SourceSHA256: hex.EncodeToString(sum[:])}}
 	decode := func(weights bool) *codegen.File {

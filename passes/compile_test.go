@@ -1,0 +1,280 @@
+package passes
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/ir"
+)
+
+func tableIndex(t *testing.T, table []Pass, name string) int {
+	t.Helper()
+	i := slices.IndexFunc(table, func(p Pass) bool { return p.Name == name })
+	if i < 0 {
+		t.Fatalf("no pass %s", name)
+	}
+	return i
+}
+
+func swapped(t *testing.T, a, b string) []Pass {
+	table := slices.Clone(passTable)
+	i, j := tableIndex(t, table, a), tableIndex(t, table, b)
+	table[i], table[j] = table[j], table[i]
+	return table
+}
+
+func TestPassOrder(t *testing.T) {
+	if err := checkOrder(passTable, passOrder); err != nil {
+		t.Fatalf("the shipped table breaks its own rules: %v", err)
+	}
+	// Break rules on purpose: Compile must refuse to run the table.
+	for _, tc := range []struct{ a, b, why string }{
+		{"fuse-bias", "fold-batchnorm", "Conv, Add, BatchNorm folds only once"},
+		{"autotune", "lower", "lowering needs the l and s autotune chooses"},
+		{"peephole-trunc-hoist", "peephole-relu-maxpool", "ReLU->MaxPool pairs to swap"},
+		{"peephole-trunc-nonneg", "slots", "slots are assigned on the final program"},
+		{"drop-softmax", "lower", "lowering has no Softmax"},
+	} {
+		table := swapped(t, tc.a, tc.b)
+		err := checkOrder(table, passOrder)
+		if err == nil || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("swap %s and %s: %v, want the reason %q", tc.a, tc.b, err, tc.why)
+		}
+		_, _, err = compileWith(table, passOrder, cnn(t, 1), Options{Bits: 32, Scale: 8})
+		if err == nil || !strings.Contains(err.Error(), "out of order") {
+			t.Errorf("compile with %s and %s swapped: %v", tc.a, tc.b, err)
+		}
+	}
+	if err := checkOrder(passTable, []OrderRule{{"lower", "no-such-pass", "x"}}); err == nil {
+		t.Error("a rule naming an unknown pass accepted")
+	}
+	if err := checkOrder(append(slices.Clone(passTable), passTable[0]), nil); err == nil {
+		t.Error("a pass listed twice accepted")
+	}
+	info := Table()
+	if len(info) != len(passTable) || info[0].Name != passTable[0].Name || len(OrderRules()) != len(passOrder) {
+		t.Error("Table or OrderRules do not reflect the pass table")
+	}
+}
+
+// insertAfter returns the pass table with p inserted after the named pass.
+func insertAfter(t *testing.T, name string, p Pass) []Pass {
+	table := slices.Clone(passTable)
+	i := tableIndex(t, table, name)
+	return slices.Insert(table, i+1, p)
+}
+
+// TestCheckerCatchesBrokenPasses runs a pass that breaks the IR and sees the checker name it.
+func TestCheckerCatchesBrokenPasses(t *testing.T) {
+	redefine := Pass{Name: "break-hlil", IR: OnHLIL, run: func(st *state) error {
+		// A second definition of an existing value: shape inference accepts it (it overwrites
+		// the recorded shape), the graph checker does not.
+		n := st.g.Nodes[0]
+		st.g.Nodes = append(st.g.Nodes, &ir.Node{Op: ir.Relu, Inputs: []string{st.g.Inputs[0].Name}, Outputs: []string{n.Outputs[0]}})
+		return nil
+	}}
+	badRef := Pass{Name: "break-fixed", IR: OnFixed, run: func(st *state) error {
+		st.p.Instrs[1].In[0] = len(st.p.Tensors) + 5
+		return nil
+	}}
+	for _, tc := range []struct {
+		after string
+		p     Pass
+		want  string
+	}{
+		{"fold-batchnorm", redefine, "check after pass break-hlil"},
+		{"peephole-trunc-merge", badRef, "check after pass break-fixed"},
+	} {
+		table := insertAfter(t, tc.after, tc.p)
+		_, _, err := compileWith(table, passOrder, cnn(t, 2), Options{Bits: 32, Scale: 8, Check: true})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.p.Name, err, tc.want)
+		}
+	}
+	// An HLIL pass whose graph no longer infers fails even without Options.Check.
+	undefined := Pass{Name: "break-shapes", IR: OnHLIL, run: func(st *state) error {
+		st.g.Nodes[0].Inputs[0] = "nowhere"
+		return nil
+	}}
+	_, _, err := compileWith(insertAfter(t, "drop-identity", undefined), passOrder, cnn(t, 2), Options{Bits: 32, Scale: 8})
+	if err == nil || !strings.Contains(err.Error(), "after pass break-shapes") {
+		t.Errorf("break-shapes: %v", err)
+	}
+}
+
+func TestCompileReport(t *testing.T) {
+	g := cnn(t, 60)
+	opts := DefaultOptions()
+	opts.Samples = tuneSamples(t, g, 6, true)
+	opts.Scales = []int{6, 8}
+	p, rep, err := Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Passes) != len(passTable) {
+		t.Fatalf("%d records for %d passes", len(rep.Passes), len(passTable))
+	}
+	for i, r := range rep.Passes {
+		if r.Name != passTable[i].Name || r.Skipped != "" {
+			t.Errorf("record %d: %+v, want pass %s run", i, r, passTable[i].Name)
+		}
+	}
+	// The program autotune verified is the one emitted: not lowered a second time.
+	if rep.Tune == nil || rep.Tune.Program != p || !rep.Tune.Verified {
+		t.Fatalf("compile did not emit autotune's verified program")
+	}
+	if p.Bits != rep.Tune.Bits || p.Scale != rep.Tune.Scale || rep.Bits != p.Bits {
+		t.Errorf("program l=%d s=%d, autotune chose l=%d s=%d", p.Bits, p.Scale, rep.Tune.Bits, rep.Tune.Scale)
+	}
+	if rep.Peephole == nil || rep.Peephole.Swapped+rep.Peephole.Hoisted == 0 || rep.Memory.Slots == 0 || !rep.Checked {
+		t.Errorf("report %+v", rep)
+	}
+	for _, tn := range p.Tensors {
+		if tn.Slot < 0 {
+			t.Fatal("slots not assigned")
+		}
+	}
+	lines := strings.Join(rep.Lines(), "\n")
+	for _, want := range []string{"autotune: chose l=", "slots: ", "lower: Z_2^"} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("report lines lack %q:\n%s", want, lines)
+		}
+	}
+	var times bytes.Buffer
+	if err := rep.WriteTimes(&times); err != nil || strings.Count(times.String(), "\n") != len(passTable) {
+		t.Errorf("times (%v):\n%s", err, times.String())
+	}
+
+	// Pinned, without samples: autotune is skipped and says why.
+	p2, rep2, err := Compile(g, Options{Bits: 40, Scale: 9, Disable: []string{"peephole-*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2.Bits != 40 || p2.Scale != 9 || rep2.Peephole != nil || rep2.Tune != nil {
+		t.Errorf("pinned: l=%d s=%d peephole %v", p2.Bits, p2.Scale, rep2.Peephole)
+	}
+	if r := rep2.Passes[tableIndex(t, passTable, "autotune")]; r.Skipped != "no validation samples" {
+		t.Errorf("autotune record %+v", r)
+	}
+	// Compile matches the hand-wired pipeline it replaces, and does not modify its input.
+	before := len(g.Nodes)
+	cg, _, err := Clean(g, CleanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand, err := Build(cg, 40, 9, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	AssignSlots(hand)
+	var a, b bytes.Buffer
+	p2.WriteText(&a)
+	hand.WriteText(&b)
+	if a.String() != b.String() || len(g.Nodes) != before {
+		t.Error("Compile differs from Clean + Build + AssignSlots")
+	}
+}
+
+func TestCompileDumpAfter(t *testing.T) {
+	g := cnn(t, 61)
+	samples := tuneSamples(t, g, 4, false)
+	for _, ps := range passTable {
+		opts := DefaultOptions()
+		opts.Samples, opts.Scales = samples, []int{8}
+		var out bytes.Buffer
+		opts.DumpAfter, opts.Dump = ps.Name, &out
+		if _, _, err := Compile(g, opts); err != nil {
+			t.Errorf("%s: %v", ps.Name, err)
+			continue
+		}
+		s := out.String()
+		header := "# HLIL after pass " + ps.Name + "\n"
+		if !ps.IR.leavesHLIL() {
+			header = "# fixed-point program after pass " + ps.Name + "\n"
+		}
+		if !strings.HasPrefix(s, header) || strings.Count(s, "\n") < 5 {
+			t.Errorf("%s: dump %q", ps.Name, s)
+		}
+	}
+}
+
+func TestCompileOptionErrors(t *testing.T) {
+	g := cnn(t, 3)
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Bits: 1, Scale: 8}, "bitwidth 1 is not in 2..64"},
+		{Options{Bits: 65, Scale: 8}, "bitwidth 65"},
+		{Options{Scale: -2}, "scale -2"},
+		{Options{Scale: 8, Disable: []string{"lower"}}, "lower is required"},
+		{Options{Scale: 8, Disable: []string{"nope"}}, "no such pass"},
+		{Options{Scale: 8, DumpAfter: "nope", Dump: &bytes.Buffer{}}, "no such pass"},
+		{Options{Scale: 8, DumpAfter: "lower"}, "no writer"},
+		{Options{Scale: 8, DumpAfter: "autotune", Dump: &bytes.Buffer{}}, "did not run (no validation samples)"},
+		{Options{Scale: 8, DumpAfter: "fuse-bias", Dump: &bytes.Buffer{}, Disable: []string{"fuse-bias"}}, "did not run (disabled)"},
+	} {
+		if _, _, err := Compile(g, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+	if _, _, err := Compile(nil, Options{}); err == nil {
+		t.Error("nil graph compiled")
+	}
+}
+
+// TestPeepholePassesClosed: the peephole passes run once each, in table order; running them all
+// again must find nothing left to rewrite (what one enables, a later one has already done).
+func TestPeepholePassesClosed(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		cg, _, err := Clean(cnn(t, seed), CleanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Build(cg, 40, 10, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rep, err := Peephole(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Swapped+rep.Hoisted+rep.Merged+rep.MarkedNonNeg != 0 {
+			t.Errorf("seed %d: a second round rewrote %+v", seed, rep)
+		}
+	}
+}
+
+func TestAssignSlots(t *testing.T) {
+	p, err := Build(cnn(t, 4), 40, 10, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := AssignSlots(p)
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if mem.Slots >= mem.Tensors || mem.WithReuse >= mem.NoReuse {
+		t.Errorf("no reuse: %+v", mem)
+	}
+	if mem.PeakLive > mem.WithReuse || mem.PeakLive == 0 {
+		t.Errorf("peak live %d, storage %d", mem.PeakLive, mem.WithReuse)
+	}
+	// Without slots every tensor has its own storage.
+	for i := range p.Tensors {
+		p.Tensors[i].Slot = -1
+	}
+	if m := MeasureMemory(p); m.WithReuse != m.NoReuse || m.Slots != m.Tensors {
+		t.Errorf("unassigned: %+v", m)
+	}
+	// A program whose slots collide fails validation, which the compiler runs on its result.
+	q := p.Clone()
+	for i := range q.Tensors {
+		q.Tensors[i].Slot = 0
+	}
+	if err := q.Validate(); err == nil {
+		t.Error("all tensors in one slot validated")
+	}
+}
