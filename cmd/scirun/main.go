@@ -31,6 +31,7 @@ const usage = `usage:
   scirun --party 0 PROGRAM.sciir [--listen ADDR] [--serve] [--tls-cert F --tls-key F]
   scirun --party 1 PROGRAM.client.sciir --connect HOST:PORT --input X [--output Y.npy] [--tls-ca F]
   scirun --local   PROGRAM.sciir --input X [--output Y.npy]
+  scirun plot REPORT.json -o FILE.png    (per-layer time and traffic of a --report)
 
 --clear runs the program in the clear (the bitwise reference for the secure runs). --party 0 is
 the server: it holds the weights (the full program file), listens, and learns nothing about the
@@ -97,6 +98,9 @@ func run(ctx context.Context, args []string, e *env) error {
 }
 
 func runMode(ctx context.Context, args []string, e *env) error {
+	if len(args) > 0 && args[0] == "plot" {
+		return runPlot(args[1:], e.stdout)
+	}
 	c, err := parse(args)
 	if err != nil {
 		return err
