@@ -265,7 +265,7 @@ func (b *Backend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m
 // rather than as a MatMul with its im2col matrix: whichever communicates less by the two exact
 // formulas (linear.ConvBits, linear.ConvIm2colBits), which depend on public data only, so both
 // parties decide alike.
-func (b *Backend) UseConv2D(g ring.ConvGeom) bool { return b.lin.ConvDirect(convShape(g)) }
+func (b *Backend) UseConv2D(g ring.ConvGeom) bool { return b.lin.ConvDirect(g) }
 
 // Conv2D sets dst = W * X (convolution) with party 0's weights W and the shared input X by OT on
 // the input elements (linear.Session.Conv2D).
@@ -278,12 +278,7 @@ func (b *Backend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x
 	if err := b.weightErr(w); err != nil {
 		return end(&b.prof.Linear, err)
 	}
-	return end(&b.prof.Linear, b.lin.Conv2D(ctx, dst.Data, weightData(w), convShape(g), x.Data))
-}
-
-func convShape(g ring.ConvGeom) ring.ConvGeom {
-	return ring.ConvGeom{N: g.N, C: g.C, H: g.H, W: g.W, M: g.M, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW,
-		SH: g.SH, SW: g.SW, PH: g.PH, PW: g.PW, DH: g.DH, DW: g.DW, Groups: g.Groups}
+	return end(&b.prof.Linear, b.lin.Conv2D(ctx, dst.Data, weightData(w), g, x.Data))
 }
 
 // MulConst sets dst = w ⊙ x with party 0's private w, by OT.
