@@ -1,5 +1,6 @@
-// Package passes is the compiler driver and its passes. Compile runs one table of named passes
-// (pipeline.go; athosc compile --list-passes prints it): clean-up passes on the float HLIL graph
+// Package passes is the compiler driver and its passes: Compile runs one table of named passes, from
+// the float HLIL graph to the fixed-point program, with a checker after each. The table is in
+// pipeline.go (athosc compile --list-passes prints it): clean-up passes on the float HLIL graph
 // (constant folding, BatchNorm folding, bias fusion, dropping Identity and a trailing Softmax), the
 // autotuner that picks the ring bitwidth and scale on validation data, the lowering from float
 // HLIL to the fixed-point program (ir/fixed), the peepholes on that program, and storage-slot
