@@ -261,12 +261,6 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// isTerminal reports whether f is a character device (an interactive terminal).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	start := time.Now()
 	say := func(format string, args ...any) {
@@ -320,10 +314,10 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 		say("validation: %d inputs (%s format, labelled=%v) from %s\n", len(samples), ds.Format, ds.Labelled, c.validate)
 		opts.Samples, opts.Scales, opts.Headroom, opts.Workers = samples, c.scales, c.headroom, c.jobs
 	}
-	bar := newProgressBar(stderr, isTerminalWriter(stderr) && !c.quiet && c.dumpAfter == "")
-	opts.Progress = bar.update
+	bar := cli.NewProgress(stderr, "autotune", cli.IsTerminal(stderr) && !c.quiet && c.dumpAfter == "")
+	opts.Progress = func(done, total int) { bar.Update(done, total, "") }
 	prog, rep, err := passes.Compile(g, opts)
-	bar.finish()
+	bar.Done()
 	if err != nil {
 		return err
 	}
@@ -353,6 +347,7 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 		say("peepholes:\n")
 		for _, l := range rep.Peephole.Lines() {
 			say("  %s\n", l)
+			meta.Passes = append(meta.Passes, "peepholes: "+strings.TrimSpace(l))
 		}
 	}
 	mem := rep.Memory
@@ -444,42 +439,4 @@ func human(b int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", b)
-}
-
-func isTerminalWriter(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isTerminal(f)
-}
-
-// progressBar draws a one-line bar on a terminal (and nothing elsewhere).
-type progressBar struct {
-	w       io.Writer
-	on      bool
-	last    int
-	started time.Time
-}
-
-func newProgressBar(w io.Writer, on bool) *progressBar {
-	return &progressBar{w: w, on: on, last: -1, started: time.Now()}
-}
-
-func (p *progressBar) update(done, total int) {
-	if !p.on || total == 0 {
-		return
-	}
-	const width = 40
-	pctDone := done * 100 / total
-	if pctDone == p.last {
-		return
-	}
-	p.last = pctDone
-	fill := done * width / total
-	fmt.Fprintf(p.w, "\rautotune [%s%s] %3d%% %d/%d  %.0fs", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
-		pctDone, done, total, time.Since(p.started).Seconds())
-}
-
-func (p *progressBar) finish() {
-	if p.on && p.last >= 0 {
-		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 80))
-	}
 }

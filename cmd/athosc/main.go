@@ -3,6 +3,7 @@
 // writes a secure-inference program (.sciir) for scirun.
 //
 //	athosc MODEL.onnx --validate DIR -o MODEL.sciir   compile (also writes MODEL.client.sciir)
+//	athosc compile --list-passes                      print the compiler's pass table and its ordering rules
 //	athosc inspect MODEL.onnx                         print the HLIL and a cost summary
 //	athosc eval MODEL.onnx --input X.npy              run the float reference interpreter
 //	athosc disasm FILE.sciir                          print a program file readably
