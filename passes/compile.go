@@ -31,10 +31,10 @@ const (
 // Options controls Compile. Start from DefaultOptions: the zero value pins scale 0.
 type Options struct {
 	// Bits pins the ring bitwidth l (MinBits..MaxBits); 0 lets autotune choose, or means
-	// DefaultBits without samples.
+	// DefaultBits when autotune does not run.
 	Bits int
-	// Scale pins the fixed-point scale s; -1 lets autotune choose, or means DefaultScale without
-	// samples.
+	// Scale pins the fixed-point scale s; -1 lets autotune choose, or means DefaultScale when
+	// autotune does not run.
 	Scale int
 	// Samples are the validation inputs; with any, the autotune pass runs.
 	Samples []Sample
@@ -171,14 +171,13 @@ func compileWith(table []Pass, order []OrderRule, g *ir.Graph, opts Options) (*f
 			return nil, nil, fmt.Errorf("compile: the input graph: %w", err)
 		}
 	}
-	if len(opts.Samples) == 0 {
-		st.bits, st.scale = opts.Bits, opts.Scale
-		if st.bits == 0 {
-			st.bits = DefaultBits
-		}
-		if st.scale < 0 {
-			st.scale = DefaultScale
-		}
+	// What lower uses unless autotune runs and chooses.
+	st.bits, st.scale = opts.Bits, opts.Scale
+	if st.bits == 0 {
+		st.bits = DefaultBits
+	}
+	if st.scale < 0 {
+		st.scale = DefaultScale
 	}
 	for i := range d.table {
 		ps := &d.table[i]

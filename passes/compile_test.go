@@ -158,6 +158,15 @@ func TestCompileReport(t *testing.T) {
 	if r := rep2.Passes[tableIndex(t, passTable, "autotune")]; r.Skipped != "no validation samples" {
 		t.Errorf("autotune record %+v", r)
 	}
+	// Samples, but autotune disabled: the defaults, nothing measured.
+	opts.Disable = []string{"autotune"}
+	p3, rep3, err := Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p3.Bits != DefaultBits || p3.Scale != DefaultScale || rep3.Tune != nil {
+		t.Errorf("autotune disabled: l=%d s=%d", p3.Bits, p3.Scale)
+	}
 	// Compile matches the hand-wired pipeline it replaces, and does not modify its input.
 	before := len(g.Nodes)
 	cg, _, err := Clean(g, CleanOptions{})
