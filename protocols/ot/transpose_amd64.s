@@ -11,24 +11,6 @@ DATA tmasks<>+32(SB)/8, $0x0000ffff0000ffff
 DATA tmasks<>+40(SB)/8, $0x00000000ffffffff
 GLOBL tmasks<>(SB), RODATA|NOPTR, $48
 
-// func cpuidOT(leaf, sub uint32) (a, b, c, d uint32)
-TEXT ·cpuidOT(SB), NOSPLIT, $0-24
-	MOVL leaf+0(FP), AX
-	MOVL sub+4(FP), CX
-	CPUID
-	MOVL AX, a+8(FP)
-	MOVL BX, b+12(FP)
-	MOVL CX, c+16(FP)
-	MOVL DX, d+20(FP)
-	RET
-
-// func xgetbvOT() uint32
-TEXT ·xgetbvOT(SB), NOSPLIT, $0-4
-	XORL CX, CX
-	XGETBV
-	MOVL AX, ret+0(FP)
-	RET
-
 // A ZMM register holds four consecutive 128-bit rows (one per 128-bit lane).
 // All rounds of the transpose commute (each swaps one bit of the row index
 // with the same bit of the column index), so they are grouped by which rows

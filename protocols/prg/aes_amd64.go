@@ -2,13 +2,11 @@
 
 package prg
 
-// haveAESNI reports whether the CPU has the AES-NI instructions.
-func haveAESNI() bool { return cpuHasAES() }
+import "golang.org/x/sys/cpu"
 
-// cpuHasAES executes CPUID leaf 1 and returns ECX bit 25.
-//
-//go:noescape
-func cpuHasAES() bool
+// haveAESNI reports whether the CPU has the AES-NI instructions (CPUID leaf 1, ECX bit 25, as
+// probed once at start-up by golang.org/x/sys/cpu).
+func haveAESNI() bool { return cpu.X86.HasAES }
 
 // expandKey writes the 11 AES-128 round keys of key into rk.
 //

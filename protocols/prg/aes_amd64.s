@@ -2,16 +2,6 @@
 
 #include "textflag.h"
 
-// func cpuHasAES() bool
-TEXT ·cpuHasAES(SB), NOSPLIT, $0-1
-	MOVL $1, AX
-	XORL CX, CX
-	CPUID
-	SHRL $25, CX
-	ANDL $1, CX
-	MOVB CX, ret+0(FP)
-	RET
-
 // One AES-128 key-schedule step: X0 holds the previous round key; the next
 // one is left in X0 and stored at off(DX).
 #define EXPAND(rcon, off) \

@@ -2,10 +2,7 @@
 
 package prg
 
-//go:noescape
-func cpuid(leaf, sub uint32) (a, b, c, d uint32)
-
-func xgetbv0() uint32
+import "golang.org/x/sys/cpu"
 
 // tccrZ is the 32-blocks-per-step VAES TCCR kernel.
 //
@@ -17,25 +14,12 @@ func tccrZ(rk *[176]byte, dst, src *Block, n int, p *[24]uint64)
 //go:noescape
 func hash256Z(rk *[176]byte, dst, lo, hi *Block, n int, p *[32]uint64)
 
-// haveVAES reports whether the CPU and OS support VAES on 512-bit registers
-// (AVX-512F, VAES, OSXSAVE and the opmask/ZMM state enabled in XCR0).
+// haveVAES reports whether the CPU and OS support VAES on 512-bit registers: AES-NI, AVX,
+// AVX-512F and VAES, with the OS saving the opmask and ZMM state (golang.org/x/sys/cpu checks
+// OSXSAVE and XCR0 before it reports AVX or AVX-512F). The kernels use no AVX-512 subset beyond
+// F.
 func haveVAES() bool {
-	if !haveAESNI() {
-		return false
-	}
-	_, _, c1, _ := cpuid(1, 0)
-	if c1&(1<<27) == 0 || c1&(1<<28) == 0 { // OSXSAVE, AVX
-		return false
-	}
-	if xgetbv0()&0xe6 != 0xe6 { // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM state
-		return false
-	}
-	max, _, _, _ := cpuid(0, 0)
-	if max < 7 {
-		return false
-	}
-	_, b7, c7, _ := cpuid(7, 0)
-	return b7&(1<<16) != 0 && c7&(1<<9) != 0 // AVX512F, VAES
+	return cpu.X86.HasAES && cpu.X86.HasAVX && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VAES
 }
 
 // tweakLanes fills p[0:16] with the initial tweaks of the four lanes and the

@@ -2,24 +2,6 @@
 
 #include "textflag.h"
 
-// func cpuid(leaf, sub uint32) (a, b, c, d uint32)
-TEXT ·cpuid(SB), NOSPLIT, $0-24
-	MOVL leaf+0(FP), AX
-	MOVL sub+4(FP), CX
-	CPUID
-	MOVL AX, a+8(FP)
-	MOVL BX, b+12(FP)
-	MOVL CX, c+16(FP)
-	MOVL DX, d+20(FP)
-	RET
-
-// func xgetbv0() uint32
-TEXT ·xgetbv0(SB), NOSPLIT, $0-4
-	XORL CX, CX
-	XGETBV
-	MOVL AX, ret+0(FP)
-	RET
-
 // The VAES kernels keep 32 blocks in flight: four per ZMM register in
 // Z0..Z7, copies in Z8..Z14 and Z31 (Z15 is left alone), the 11 round keys
 // broadcast in Z16..Z26, the running tweaks in Z27 (lane k of register r
