@@ -215,7 +215,7 @@ func TestNewMismatch(t *testing.T) {
 	o0, o1 = newOT(t, c0, c1)
 	e0, e1 = testenv.Both(func() error { _, err := New(ctx, ring.Must(32), Options{Budget: 8192}, o0...); return err },
 		func() error { _, err := New(ctx, ring.Must(32), Options{}, o1...); return err })
-	if e0 == nil || e1 == nil || !strings.Contains(e1.Error(), "budget") {
+	if e0 == nil || e1 == nil || !strings.Contains(e1.Error(), "Options.Budget") {
 		t.Fatalf("budget mismatch: %v / %v", e0, e1)
 	}
 	if _, err := New(ctx, ring.Must(32), Options{Budget: 10}, o0...); err == nil {

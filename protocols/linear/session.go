@@ -2,7 +2,6 @@ package linear
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
@@ -64,10 +63,10 @@ type stream struct {
 	exp              *expander       // pad expansion of the convolution's OTs
 }
 
+// The session hello (see streams.Hello).
 const (
 	helloMagic   = "CFLN"
-	helloVersion = 1
-	helloSize    = 32
+	helloVersion = 2
 )
 
 // New starts a session over the given OT sessions (an ot.Session and, optionally, forks of it on
@@ -108,49 +107,14 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Se
 	return s, nil
 }
 
+// hello exchanges and compares the session parameters on one stream.
 func (st *stream) hello(ctx context.Context, nstreams int, opt Options) error {
-	var msg [helloSize]byte
-	copy(msg[:4], helloMagic)
-	msg[4] = helloVersion
-	msg[5] = byte(st.party)
-	msg[6] = byte(st.l)
-	msg[7] = byte(nstreams)
-	msg[8] = byte(st.idx)
-	if opt.OneBatch {
-		msg[9] = 1
-	}
-	binary.LittleEndian.PutUint64(msg[16:], uint64(opt.Budget))
-	binary.LittleEndian.PutUint64(msg[24:], uint64(opt.MinSplit))
-	peer, err := streams.Hello(ctx, "linear", st.conn, st.idx, msg[:])
-	if err != nil {
-		return err
-	}
-	var problem string
-	switch {
-	case string(peer[:4]) != helloMagic:
-		problem = "the peer is not a linear-layer session"
-	case peer[4] != helloVersion:
-		problem = fmt.Sprintf("the peer speaks version %d, this party %d", peer[4], helloVersion)
-	case int(peer[5]) == st.party:
-		problem = fmt.Sprintf("both parties are party %d", st.party)
-	case int(peer[6]) != st.l:
-		problem = fmt.Sprintf("the peer uses Z_2^%d, this party Z_2^%d", peer[6], st.l)
-	case int(peer[7]) != nstreams || int(peer[8]) != st.idx:
-		problem = fmt.Sprintf("the peer has %d streams and this is its stream %d; this party has %d and stream %d",
-			peer[7], peer[8], nstreams, st.idx)
-	case peer[9] != msg[9]:
-		problem = "the parties disagree on Options.OneBatch"
-	case binary.LittleEndian.Uint64(peer[16:]) != uint64(opt.Budget):
-		problem = fmt.Sprintf("the peer's chunk budget is %d words, this party's %d",
-			binary.LittleEndian.Uint64(peer[16:]), opt.Budget)
-	case binary.LittleEndian.Uint64(peer[24:]) != uint64(opt.MinSplit):
-		problem = fmt.Sprintf("the peer splits products from %d elements, this party from %d",
-			binary.LittleEndian.Uint64(peer[24:]), opt.MinSplit)
-	}
-	if problem != "" {
-		return fmt.Errorf("linear: New: stream %d: %s", st.idx, problem)
-	}
-	return nil
+	h := streams.Hello{Magic: helloMagic, Version: helloVersion, Party: st.party, Bits: st.l, Params: []streams.HelloParam{
+		streams.HelloFlag("Options.OneBatch", opt.OneBatch),
+		{Name: "Options.Budget", Value: uint64(opt.Budget)},
+		{Name: "Options.MinSplit", Value: uint64(opt.MinSplit)},
+	}}
+	return h.Exchange(ctx, "linear", st.conn, nstreams, st.idx)
 }
 
 // Ring returns the ring of the shares.

@@ -21,9 +21,9 @@ func TestNewRejectsMismatch(t *testing.T) {
 		want   string
 	}{
 		{"ring", 32, 16, Options{}, Options{}, "Z_2^"},
-		{"m", 32, 32, Options{M: 4}, Options{M: 7}, "m=7"},
+		{"m", 32, 32, Options{M: 4}, Options{M: 7}, "Options.M: the peer's is 7"},
 		{"alg5", 32, 32, Options{PaperTrunc: true}, Options{}, "PaperTrunc"},
-		{"split", 32, 32, Options{MinSplit: 100}, Options{}, "splits"},
+		{"split", 32, 32, Options{MinSplit: 100}, Options{}, "Options.MinSplit"},
 	} {
 		ots := newOTPair(t, 1)
 		e0, e1 := testenv.Both(func() error { _, err := New(ctx, ring.Must(tc.l0), tc.o0, ots.o0...); return err },

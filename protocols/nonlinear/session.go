@@ -2,7 +2,6 @@ package nonlinear
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
@@ -65,10 +64,10 @@ type Session struct {
 	group    *streams.Group // failure state and work splitting
 }
 
+// The session hello (see streams.Hello).
 const (
 	helloMagic   = "CFNL"
-	helloVersion = 1
-	helloSize    = 32
+	helloVersion = 2
 )
 
 // New starts a session over the given OT sessions (one per connection, all
@@ -130,51 +129,13 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Se
 
 // hello exchanges and compares the session parameters on one stream.
 func (st *stream) hello(ctx context.Context, nstreams int, opt Options) error {
-	var msg [helloSize]byte
-	copy(msg[:4], helloMagic)
-	msg[4] = helloVersion
-	msg[5] = byte(st.party)
-	msg[6] = byte(st.r.Bits)
-	msg[7] = byte(opt.M)
-	msg[8] = byte(nstreams)
-	msg[9] = byte(st.idx)
-	if opt.PaperTrunc {
-		msg[10] = 1
-	}
-	binary.LittleEndian.PutUint64(msg[16:], uint64(opt.MinSplit))
-	binary.LittleEndian.PutUint64(msg[24:], uint64(opt.Budget))
-	peer, err := streams.Hello(ctx, "nonlinear", st.conn, st.idx, msg[:])
-	if err != nil {
-		return err
-	}
-	pSplit := binary.LittleEndian.Uint64(peer[16:])
-	pBudget := binary.LittleEndian.Uint64(peer[24:])
-	var problem string
-	switch {
-	case string(peer[:4]) != helloMagic:
-		problem = "the peer is not a nonlinear session"
-	case peer[4] != helloVersion:
-		problem = fmt.Sprintf("the peer speaks version %d, this party %d", peer[4], helloVersion)
-	case int(peer[5]) == st.party:
-		problem = fmt.Sprintf("both parties are party %d", st.party)
-	case int(peer[6]) != st.r.Bits:
-		problem = fmt.Sprintf("the peer uses Z_2^%d, this party Z_2^%d", peer[6], st.r.Bits)
-	case int(peer[7]) != opt.M:
-		problem = fmt.Sprintf("the peer uses m=%d, this party m=%d", peer[7], opt.M)
-	case int(peer[8]) != nstreams || int(peer[9]) != st.idx:
-		problem = fmt.Sprintf("the peer has %d streams and this is its stream %d; this party has %d and stream %d",
-			peer[8], peer[9], nstreams, st.idx)
-	case (peer[10] == 1) != opt.PaperTrunc:
-		problem = "the parties disagree on Options.PaperTrunc"
-	case pSplit != uint64(opt.MinSplit):
-		problem = fmt.Sprintf("the peer splits batches from %d elements, this party from %d", pSplit, opt.MinSplit)
-	case pBudget != uint64(opt.Budget):
-		problem = fmt.Sprintf("the peer's chunk budget is %d words, this party's %d", pBudget, opt.Budget)
-	}
-	if problem != "" {
-		return fmt.Errorf("nonlinear: New: stream %d: %s", st.idx, problem)
-	}
-	return nil
+	h := streams.Hello{Magic: helloMagic, Version: helloVersion, Party: st.party, Bits: st.r.Bits, Params: []streams.HelloParam{
+		{Name: "Options.M", Value: uint64(opt.M)},
+		streams.HelloFlag("Options.PaperTrunc", opt.PaperTrunc),
+		{Name: "Options.MinSplit", Value: uint64(opt.MinSplit)},
+		{Name: "Options.Budget", Value: uint64(opt.Budget)},
+	}}
+	return h.Exchange(ctx, "nonlinear", st.conn, nstreams, st.idx)
 }
 
 // Ring returns the ring of the shares.

@@ -1,5 +1,5 @@
 // Package streams runs a protocol session's work over several OT streams (connections to the
-// same peer): it checks the OT sessions a protocol session is built on, exchanges the
+// same peer): it checks the OT sessions a protocol session is built on, exchanges and compares the
 // protocol's hello on a stream, splits a batch into one contiguous part per stream, runs the
 // parts concurrently, and after a failure keeps the error and aborts every connection so that
 // the peer fails at once instead of waiting for a timeout. Packages linear and nonlinear build
@@ -43,19 +43,6 @@ func Party(proto string, sessions []*ot.Session) (int, error) {
 		party = o.Party()
 	}
 	return party, nil
-}
-
-// Hello sends msg on stream idx and returns the peer's message of the same length (the caller
-// compares the two).
-func Hello(ctx context.Context, proto string, conn *transport.Conn, idx int, msg []byte) ([]byte, error) {
-	if err := conn.Send(ctx, msg); err != nil {
-		return nil, fmt.Errorf("%s: New: hello on stream %d: %w", proto, idx, err)
-	}
-	peer := make([]byte, len(msg))
-	if err := conn.Recv(ctx, peer); err != nil {
-		return nil, fmt.Errorf("%s: New: hello on stream %d: %w", proto, idx, err)
-	}
-	return peer, nil
 }
 
 // Group is the failure state and the work splitting shared by the streams of one protocol

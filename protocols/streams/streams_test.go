@@ -104,7 +104,7 @@ func TestRunSingleAndSuccess(t *testing.T) {
 	}
 }
 
-func TestPartyAndHello(t *testing.T) {
+func TestParty(t *testing.T) {
 	if _, err := Party("p", nil); err == nil || !strings.Contains(err.Error(), "p: New: no OT session") {
 		t.Fatalf("no sessions: %v", err)
 	}
@@ -131,16 +131,76 @@ func TestPartyAndHello(t *testing.T) {
 	if _, err := Party("p", []*ot.Session{s0, s1}); err == nil || !strings.Contains(err.Error(), "disagree") {
 		t.Fatalf("mixed parties: %v", err)
 	}
-	var peer1 []byte
-	done = make(chan struct{})
-	go func() { peer1, e1 = Hello(ctx, "p", b[0], 0, []byte("from1")); close(done) }()
-	peer0, e0 := Hello(ctx, "p", a[0], 0, []byte("from0"))
+}
+
+// exchange runs the hellos h0 (party 0) and h1 (party 1) of stream idx of nstreams over a fresh
+// pipe and returns both parties' errors and the bytes party 0 sent.
+func exchange(t *testing.T, h0, h1 Hello, nstreams0, nstreams1, idx0, idx1 int) (e0, e1 error, sent int64) {
+	t.Helper()
+	a, b := pipes(t, 1)
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() { e1 = h1.Exchange(ctx, "p", b[0], nstreams1, idx1); close(done) }()
+	e0 = h0.Exchange(ctx, "p", a[0], nstreams0, idx0)
 	<-done
-	if e0 != nil || e1 != nil || string(peer0) != "from1" || string(peer1) != "from0" {
-		t.Fatalf("Hello: %q %v, %q %v", peer0, e0, peer1, e1)
+	return e0, e1, a[0].Stats().BytesSent
+}
+
+func TestHello(t *testing.T) {
+	base := func(party int) Hello {
+		return Hello{Magic: "TEST", Version: 3, Party: party, Bits: 37, Params: []HelloParam{
+			{Name: "Options.Size", Value: 1 << 40}, HelloFlag("Options.Fast", true),
+		}}
+	}
+	e0, e1, sent := exchange(t, base(0), base(1), 3, 3, 2, 2)
+	if e0 != nil || e1 != nil {
+		t.Fatalf("matching hellos: %v / %v", e0, e1)
+	}
+	if want := int64(transport.HeaderSize + HelloSize(2)); sent != want || HelloSize(2) != 32 {
+		t.Fatalf("a hello with 2 parameters sent %d bytes, want %d", sent, want)
+	}
+	for _, tc := range []struct {
+		name         string
+		edit         func(h *Hello)
+		n1, idx1     int
+		want0, want1 string
+	}{
+		{"magic", func(h *Hello) { h.Magic = "ELSE" }, 3, 2, "not a p session", "not a p session"},
+		{"version", func(h *Hello) { h.Version = 4 }, 3, 2, "the peer speaks version 4, this party 3", "version 3, this party 4"},
+		{"party", func(h *Hello) { h.Party = 0 }, 3, 2, "both parties are party 0", "both parties are party 0"},
+		{"ring", func(h *Hello) { h.Bits = 32 }, 3, 2, "the peer uses Z_2^32, this party Z_2^37", "Z_2^37, this party Z_2^32"},
+		{"streams", func(h *Hello) {}, 4, 2, "the peer has 4 streams", "the peer has 3 streams"},
+		{"index", func(h *Hello) {}, 3, 1, "this is its stream 1", "this is its stream 2"},
+		{"param", func(h *Hello) { h.Params[0].Value = 5 }, 3, 2,
+			"stream 2: the parties disagree on Options.Size: the peer's is 5, this party's 1099511627776",
+			"stream 2: the parties disagree on Options.Size: the peer's is 1099511627776, this party's 5"},
+		{"flag", func(h *Hello) { h.Params[1] = HelloFlag("Options.Fast", false) }, 3, 2,
+			"disagree on Options.Fast: the peer's is 0, this party's 1", "disagree on Options.Fast"},
+	} {
+		h1 := base(1)
+		tc.edit(&h1)
+		e0, e1, _ := exchange(t, base(0), h1, 3, tc.n1, 2, tc.idx1)
+		if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), tc.want0) || !strings.Contains(e1.Error(), tc.want1) ||
+			!strings.HasPrefix(e0.Error(), "p: New: stream ") {
+			t.Errorf("%s: got %v / %v, want errors with %q / %q", tc.name, e0, e1, tc.want0, tc.want1)
+		}
+	}
+	// A hello that cannot be encoded is refused before anything is sent.
+	for _, h := range []Hello{{Magic: "TOOLONG", Bits: 32}, {Magic: "TEST", Party: 2, Bits: 32}, {Magic: "TEST", Bits: 65}} {
+		a, _ := pipes(t, 1)
+		if err := h.Exchange(context.Background(), "p", a[0], 1, 0); err == nil || !strings.Contains(err.Error(), "invalid hello") {
+			t.Errorf("%+v: %v", h, err)
+		}
+		if a[0].Stats().BytesSent != 0 {
+			t.Errorf("%+v: an invalid hello was sent", h)
+		}
+	}
+	a, _ := pipes(t, 1)
+	if err := base(0).Exchange(context.Background(), "p", a[0], 1, 1); err == nil {
+		t.Error("stream index 1 of 1 accepted")
 	}
 	a[0].Close()
-	if _, err := Hello(ctx, "p", a[0], 3, []byte("x")); err == nil || !strings.Contains(err.Error(), "p: New: hello on stream 3") {
+	if err := base(0).Exchange(context.Background(), "p", a[0], 4, 3); err == nil || !strings.Contains(err.Error(), "p: New: hello on stream 3") {
 		t.Fatalf("Hello on a closed conn: %v", err)
 	}
 }
