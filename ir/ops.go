@@ -75,13 +75,3 @@ func AllOps() []Op {
 		Flatten, Reshape, Transpose, Concat, Pad, Squeeze, Unsqueeze, Identity, Softmax, ArgMax,
 	}
 }
-
-// IsOp reports whether op is an HLIL operator.
-func IsOp(op Op) bool {
-	for _, o := range AllOps() {
-		if o == op {
-			return true
-		}
-	}
-	return false
-}

@@ -95,9 +95,6 @@ func New(p *fixed.Program, b Backend) (*Machine, error) {
 	return m, nil
 }
 
-// Program returns the program the machine runs.
-func (m *Machine) Program() *fixed.Program { return m.prog }
-
 func (m *Machine) allocSlots() {
 	p := m.prog
 	assigned := len(p.Tensors) > 0 && p.Tensors[0].Slot >= 0

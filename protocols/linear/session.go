@@ -131,12 +131,6 @@ func (s *Session) Err() error { return s.group.Err() }
 
 func (s *Session) usable(op string) error { return s.group.Usable(op) }
 
-// fail records err, aborts every stream's connection so that the peer fails fast, and returns
-// err wrapped with op.
-func (s *Session) fail(ctx context.Context, op string, err error) error {
-	return s.group.Fail(ctx, op, err)
-}
-
 // parts splits n elements into one contiguous range per stream (multiples of 64 elements, so
 // that chunks stay word-aligned), or one range for small n.
 func (s *Session) parts(n int) [][2]int { return s.partsOf(n, n) }
