@@ -162,14 +162,12 @@ func (q *corrReq) receive(out []uint64) {
 
 // triplePool hands out consecutive triples of a bulk production.
 type triplePool struct {
-	reg      bitTriples
-	corr     corrTriples
-	rOff     int
-	cOff     int
-	regReq   regReq
-	corrReq  corrReq
-	needReg  int
-	needCorr int
+	reg     bitTriples
+	corr    corrTriples
+	rOff    int
+	cOff    int
+	regReq  regReq
+	corrReq corrReq
 }
 
 // reserve returns the requests that produce nReg regular triples and nCorr

@@ -134,8 +134,8 @@ func TestParty(t *testing.T) {
 }
 
 // exchange runs the hellos h0 (party 0) and h1 (party 1) of stream idx of nstreams over a fresh
-// pipe and returns both parties' errors and the bytes party 0 sent.
-func exchange(t *testing.T, h0, h1 Hello, nstreams0, nstreams1, idx0, idx1 int) (e0, e1 error, sent int64) {
+// pipe and returns the bytes party 0 sent and both parties' errors.
+func exchange(t *testing.T, h0, h1 Hello, nstreams0, nstreams1, idx0, idx1 int) (sent int64, e0, e1 error) {
 	t.Helper()
 	a, b := pipes(t, 1)
 	ctx := context.Background()
@@ -143,7 +143,7 @@ func exchange(t *testing.T, h0, h1 Hello, nstreams0, nstreams1, idx0, idx1 int) 
 	go func() { e1 = h1.Exchange(ctx, "p", b[0], nstreams1, idx1); close(done) }()
 	e0 = h0.Exchange(ctx, "p", a[0], nstreams0, idx0)
 	<-done
-	return e0, e1, a[0].Stats().BytesSent
+	return a[0].Stats().BytesSent, e0, e1
 }
 
 func TestHello(t *testing.T) {
@@ -152,7 +152,7 @@ func TestHello(t *testing.T) {
 			{Name: "Options.Size", Value: 1 << 40}, HelloFlag("Options.Fast", true),
 		}}
 	}
-	e0, e1, sent := exchange(t, base(0), base(1), 3, 3, 2, 2)
+	sent, e0, e1 := exchange(t, base(0), base(1), 3, 3, 2, 2)
 	if e0 != nil || e1 != nil {
 		t.Fatalf("matching hellos: %v / %v", e0, e1)
 	}
@@ -179,7 +179,7 @@ func TestHello(t *testing.T) {
 	} {
 		h1 := base(1)
 		tc.edit(&h1)
-		e0, e1, _ := exchange(t, base(0), h1, 3, tc.n1, 2, tc.idx1)
+		_, e0, e1 := exchange(t, base(0), h1, 3, tc.n1, 2, tc.idx1)
 		if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), tc.want0) || !strings.Contains(e1.Error(), tc.want1) ||
 			!strings.HasPrefix(e0.Error(), "p: New: stream ") {
 			t.Errorf("%s: got %v / %v, want errors with %q / %q", tc.name, e0, e1, tc.want0, tc.want1)
