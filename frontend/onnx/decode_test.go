@@ -351,13 +351,60 @@ func TestDecodeModelErrors(t *testing.T) {
 	}
 }
 
-// Every truncation of a valid model must decode without panicking; nearly all are errors.
+// Every truncation of a valid model decodes without panicking. A cut between two top-level fields
+// after the graph leaves a valid model with the same graph; every other cut is a decode error.
 func TestDecodeTruncations(t *testing.T) {
-	b := convNetModel(13)
+	// A top-level field after the graph, so that one cut leaves a smaller valid model.
+	b := cat(convNetModel(13), fString(modelProducerVer, "1.2.3"))
+	full, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Import(full, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The prefixes that are whole models: those ending on a top-level field boundary at or after
+	// the end of the graph field.
+	whole := map[int]bool{}
+	graph := false
+	for off := 0; off < len(b); {
+		num, _, n := protowire.ConsumeField(b[off:])
+		if n < 0 {
+			t.Fatalf("test model: bad field at byte %d: %v", off, protowire.ParseError(n))
+		}
+		off += n
+		graph = graph || num == modelGraph
+		if graph && off < len(b) {
+			whole[off] = true
+		}
+	}
+	if len(whole) != 1 {
+		t.Fatalf("test model: %d whole-model prefixes, want 1", len(whole))
+	}
 	for n := 0; n < len(b); n++ {
-		if m, err := Decode(b[:n]); err == nil {
-			// A cut exactly between top-level fields leaves a valid, smaller model.
-			_, _ = Import(m, Options{})
+		m, err := Decode(b[:n])
+		if !whole[n] {
+			if err == nil {
+				t.Fatalf("a cut at byte %d of %d decoded without error", n, len(b))
+			}
+			if !strings.HasPrefix(err.Error(), "decode model") {
+				t.Fatalf("a cut at byte %d: error %q does not say what failed", n, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("a cut between top-level fields at byte %d: %v", n, err)
+		}
+		if m.ProducerVersion != "" {
+			t.Fatalf("a cut before producer_version at byte %d still has it: %q", n, m.ProducerVersion)
+		}
+		g, err := Import(m, Options{})
+		if err != nil {
+			t.Fatalf("a cut between top-level fields at byte %d: import: %v", n, err)
+		}
+		if !reflect.DeepEqual(g, want) {
+			t.Fatalf("a cut between top-level fields at byte %d imports a different graph", n)
 		}
 	}
 }

@@ -105,11 +105,27 @@ func TestSplitAndRandom(t *testing.T) {
 	}
 }
 
+// Empty and nil buffers are valid: every filler accepts them without panicking and consumes no
+// keystream, so the next output is the one a fresh generator gives.
 func TestPRGEmptyFill(t *testing.T) {
-	g := New(Seed{})
+	want := make([]byte, 40)
+	New(Seed{7}).Fill(want)
+	g := New(Seed{7})
 	g.Fill(nil)
+	g.Fill([]byte{})
+	g.XOR(nil)
 	g.Uint64s(nil)
+	g.Uint64s([]uint64{})
 	g.Blocks(nil)
+	g.Blocks([]Block{})
+	if n, err := g.Read(nil); n != 0 || err != nil {
+		t.Fatalf("Read(nil) = %d, %v", n, err)
+	}
+	got := make([]byte, 40)
+	g.Fill(got)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("after empty fills the keystream is %x, want %x (an empty fill consumed keystream)", got, want)
+	}
 }
 
 func BenchmarkPRGFill(b *testing.B) {
