@@ -104,3 +104,52 @@ func TestLargeFramesAndFlightsPastReadAhead(t *testing.T) {
 		})
 	}
 }
+
+// While this party's own flight is blocked (the peer reads nothing), a peer that floods is read
+// only up to the read-ahead bound plus this party's flight, not MaxQueued.
+func TestFloodWhileWritingHeldToOwnFlight(t *testing.T) {
+	const (
+		own   = 8 << 20 // this party's flight, which the peer never reads
+		frame = 1 << 20
+	)
+	a, b := tcpPair(t, Options{Timeout: 10 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// b sends its flight; its write blocks once the socket buffers are full.
+		_ = b.Send(ctx, make([]byte, own))
+		_ = b.Flush(ctx)
+	}()
+	flooded := make(chan int, 1)
+	go func() {
+		msg := make([]byte, frame)
+		n := 0
+		for n < 64<<20 {
+			if a.Send(ctx, msg) != nil || a.Flush(ctx) != nil {
+				break
+			}
+			n += frame
+		}
+		flooded <- n
+	}()
+	limit := int64(DefaultMaxReadAhead + own)
+	deadline := time.Now().Add(time.Second)
+	var q int64
+	for time.Now().Before(deadline) {
+		if q = b.queued.Load(); q > limit {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("b queued %d bytes while its own %d-byte flight was blocked (bound %d)", q, own, limit)
+	if q > limit {
+		t.Fatalf("b queued %d bytes, over the read-ahead bound plus its own flight, %d", q, limit)
+	}
+	if q < DefaultMaxReadAhead {
+		t.Errorf("b queued only %d bytes: the test did not exercise the writing bound", q)
+	}
+	cancel()
+	a.Close()
+	b.Close()
+	<-flooded
+}
