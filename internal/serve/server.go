@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -17,10 +18,17 @@ type Server struct {
 	// Options configures every session (shared read-only; each session has its own state).
 	Options *Options
 	// MaxSessions bounds the sessions running at once; 0 means runtime.NumCPU(). Up to
-	// 4·MaxSessions further clients wait for a free slot; beyond that a client is refused at the
-	// handshake as busy. (Connections are accepted at once so that the stream connections of
+	// 4·MaxSessions further clients wait for a free slot, each at most Options.QueueTimeout;
+	// beyond that a client is refused at the handshake as busy. Only a client whose whole hello
+	// has arrived (within Options.HelloTimeout) and matches the server's takes a slot or a
+	// place in the queue. (Connections are accepted at once so that the stream connections of
 	// running sessions are never stuck behind waiting clients.)
 	MaxSessions int
+	// MaxPending bounds the accepted connections that are not yet part of a session (awaiting
+	// their TLS handshake, hello or stream join, each for at most Options.HelloTimeout); 0
+	// means DefaultMaxPending. When one more arrives the oldest is dropped, so connections
+	// that never speak cannot keep a newer client from being served.
+	MaxPending int
 	// TLS, when set, makes every connection a TLS server connection with this configuration.
 	TLS *tls.Config
 	// Log receives one line when a session starts and one when it ends (nil: no logging).
@@ -71,11 +79,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	unblock := context.AfterFunc(acceptCtx, func() { _ = ln.Close() })
 	defer unblock()
 
+	maxPending := s.MaxPending
+	if maxPending <= 0 {
+		maxPending = DefaultMaxPending
+	}
 	st := &serveState{
-		reg:      newRegistry(),
-		incoming: make(chan struct{}, limit*s.Options.streams()+limit),
-		running:  make(chan struct{}, limit),
-		queued:   make(chan struct{}, waitingPerSlot*limit),
+		reg:     newRegistry(),
+		pending: newPendingSet(maxPending),
+		running: make(chan struct{}, limit),
+		queued:  make(chan struct{}, waitingPerSlot*limit),
 	}
 	var (
 		wg       sync.WaitGroup
@@ -93,14 +105,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 accept:
 	for {
-		select {
-		case st.incoming <- struct{}{}:
-		case <-acceptCtx.Done():
-			break accept
-		}
 		nc, err := ln.Accept()
 		if err != nil {
-			<-st.incoming
 			if acceptCtx.Err() != nil {
 				break accept
 			}
@@ -120,10 +126,11 @@ accept:
 		backoff = 0
 		id++
 		sid := id
+		pc := st.pending.add(nc)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.handle(ctx, acceptCtx, sid, nc, st, onReport)
+			s.handle(ctx, acceptCtx, sid, pc, st, onReport)
 		}()
 	}
 	running := st.running
@@ -152,48 +159,54 @@ const waitingPerSlot = 4
 
 // serveState is shared by the connections of one Serve call.
 type serveState struct {
-	reg      *registry
-	incoming chan struct{} // connections accepted and not yet classified
-	running  chan struct{} // sessions running
-	queued   chan struct{} // clients waiting for a session slot
+	reg     *registry
+	pending *pendingSet   // connections accepted and not yet part of a session
+	running chan struct{} // sessions running
+	queued  chan struct{} // clients waiting for a session slot
 }
 
 // handle classifies an accepted connection: a stream connection joins its session; a client
-// starting a session waits for a session slot (or is refused when too many wait) and runs it.
-func (s *Server) handle(ctx, acceptCtx context.Context, id int, nc net.Conn, st *serveState, onReport func(*Report)) {
+// whose hello matches the server's waits for a session slot (or is refused when too many wait
+// or the wait times out) and runs it; a client whose hello does not match is answered at once,
+// without a slot. Connections that do not complete their hello in time, or are dropped as the
+// oldest pending one, are closed and logged.
+func (s *Server) handle(ctx, acceptCtx context.Context, id int, pc *pendingConn, st *serveState, onReport func(*Report)) {
+	nc := pc.nc
 	log := s.log().With("session", id, "client", nc.RemoteAddr().String())
 	start := time.Now()
-	hc, err := s.classify(ctx, nc, st.reg, min(s.Options.timeout(), MaxHelloWait))
-	<-st.incoming
+	hc, peer, err := s.classify(ctx, nc, st.reg, start.Add(s.Options.helloTimeout()))
+	if st.pending.done(pc) {
+		if hc != nil {
+			_ = hc.Close()
+		}
+		log.Warn("connection dropped", "why", fmt.Sprintf(
+			"%d connections were awaiting their hello (the server's limit); this was the oldest", st.pending.max),
+			"after", time.Since(start).Round(time.Millisecond))
+		return
+	}
 	if err != nil {
-		log.Warn("session failed", "err", err, "after", time.Since(start).Round(time.Millisecond))
+		log.Warn("session failed", "stage", "before the hello", "err", err, "after", time.Since(start).Round(time.Millisecond))
 		return
 	}
 	if hc == nil {
 		log.Debug("stream connection joined its session")
 		return
 	}
-	select {
-	case st.running <- struct{}{}:
-	default:
-		select {
-		case st.queued <- struct{}{}:
-		default:
-			reason := fmt.Sprintf("the server is busy (%d sessions running and %d clients waiting): try again later",
-				cap(st.running), cap(st.queued))
-			s.refuse(ctx, hc, reason)
-			log.Warn("session refused", "err", reason)
-			return
-		}
-		select {
-		case st.running <- struct{}{}:
-			<-st.queued
-		case <-acceptCtx.Done():
-			<-st.queued
-			_ = hc.Close()
-			log.Info("closed a waiting client: the server stopped accepting sessions")
-			return
-		}
+	if !s.acceptable(peer) {
+		// The handshake refuses it (or reports the garbage) at once: the hello is buffered.
+		s.session(ctx, log, start, hc, st.reg, onReport)
+		return
+	}
+	reason, stopped := s.waitForSlot(acceptCtx, st)
+	switch {
+	case stopped:
+		_ = hc.Close()
+		log.Info("closed a waiting client: the server stopped accepting sessions")
+		return
+	case reason != "":
+		s.refuse(ctx, hc, reason)
+		log.Warn("session refused", "err", reason, "after", time.Since(start).Round(time.Millisecond))
+		return
 	}
 	defer func() { <-st.running }()
 	s.session(ctx, log, start, hc, st.reg, onReport)
@@ -203,7 +216,7 @@ func (s *Server) handle(ctx, acceptCtx context.Context, id int, nc net.Conn, st 
 func (s *Server) refuse(ctx context.Context, nc net.Conn, reason string) {
 	h := HelloFor(s.Options.File, 0, s.Options.backend(), s.Options.Software)
 	h.Streams = s.Options.streams()
-	_, _, _, _ = handshake(ctx, nc, h, min(s.Options.timeout(), MaxHelloWait), reason)
+	_, _, _, _ = handshake(ctx, nc, h, s.Options.helloTimeout(), reason)
 	_ = nc.Close()
 }
 
@@ -223,16 +236,20 @@ func (s *Server) session(ctx context.Context, log *slog.Logger, start time.Time,
 		"sent", FormatBytes(t.BytesSent), "received", FormatBytes(t.BytesRecv), "rounds", t.Rounds)
 }
 
-// wrapTLS performs the server side of the TLS handshake when TLS is configured.
-func (s *Server) wrapTLS(ctx context.Context, nc net.Conn) (net.Conn, error) {
+// wrapTLS performs the server side of the TLS handshake when TLS is configured, before
+// deadline.
+func (s *Server) wrapTLS(ctx context.Context, nc net.Conn, deadline time.Time) (net.Conn, error) {
 	if s.TLS == nil {
 		return nc, nil
 	}
 	tc := tls.Server(nc, s.TLS)
-	hctx, cancel := context.WithTimeout(ctx, min(s.Options.timeout(), MaxHelloWait))
+	hctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	if err := tc.HandshakeContext(hctx); err != nil {
 		_ = nc.Close()
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, fmt.Errorf("TLS handshake: not completed within %v of the connection", s.Options.helloTimeout())
+		}
 		var rh tls.RecordHeaderError
 		if errors.As(err, &rh) {
 			return nil, fmt.Errorf("TLS handshake: %w (a client without TLS? it needs --tls-ca)", err)
@@ -260,7 +277,7 @@ func (s *Server) ServeOne(ctx context.Context, ln net.Listener) (*Result, error)
 	if err != nil {
 		return nil, fmt.Errorf("accept: %w", err)
 	}
-	nc, err = s.wrapTLS(ctx, nc)
+	nc, err = s.wrapTLS(ctx, nc, time.Now().Add(s.Options.helloTimeout()))
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +303,7 @@ func (s *Server) ServeOne(ctx context.Context, ln net.Listener) (*Result, error)
 // acceptStreams accepts connections on ln until it is closed, delivering stream connections to
 // their sessions through reg and refusing clients that want a session of their own.
 func (s *Server) acceptStreams(ctx context.Context, ln net.Listener, reg *registry, wg *sync.WaitGroup) {
-	wait := min(s.Options.timeout(), MaxHelloWait)
+	wait := s.Options.helloTimeout()
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -295,7 +312,7 @@ func (s *Server) acceptStreams(ctx context.Context, ln net.Listener, reg *regist
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hc, err := s.classify(ctx, nc, reg, wait)
+			hc, _, err := s.classify(ctx, nc, reg, time.Now().Add(wait))
 			if err != nil {
 				s.log().Warn("connection refused", "client", nc.RemoteAddr().String(), "err", err)
 			}

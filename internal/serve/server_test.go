@@ -230,7 +230,7 @@ func equal(a, b []uint64) bool {
 }
 
 func TestServeMismatchAndHardStop(t *testing.T) {
-	full, _, _, client8 := mnistSmall(t)
+	full, cfile, _, client8 := mnistSmall(t)
 	base := countGoroutines()
 	ts := startServer(t, &Server{Options: options(full)})
 	in := input(t, full, 0)
@@ -250,8 +250,8 @@ func TestServeMismatchAndHardStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	// The start of a hello makes the connection a session, which then waits for the rest.
-	if _, err := nc.Write([]byte(helloMagic)); err != nil {
+	// A client that completes the handshake and then stalls: its session waits for it.
+	if _, _, _, err := Handshake(context.Background(), nc, HelloFor(cfile, 1, stuck.backend(), "test"), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the session", func() bool { return strings.Contains(ts2.log.String(), "session started") })

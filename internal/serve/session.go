@@ -24,9 +24,6 @@ import (
 // when the session ends.
 type BackendFunc func(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error)
 
-// MaxHelloWait bounds how long the server waits for a client's hello.
-const MaxHelloWait = 30 * time.Second
-
 // DefaultTimeout bounds every wait for the peer when Options.Timeout is zero.
 const DefaultTimeout = 2 * time.Minute
 
@@ -92,6 +89,19 @@ type Options struct {
 	// DialStream opens one further connection to the server (TLS-wrapped if the session is);
 	// the client needs it when Streams > 1. The server ignores it.
 	DialStream func(ctx context.Context) (net.Conn, error)
+
+	// Pre-session deadlines at the server (the client ignores them; see presession.go). Zero
+	// means the default; none exceeds Timeout.
+	//
+	// HelloTimeout bounds the time from accepting a connection to having its whole hello or
+	// stream join, TLS handshake included (DefaultHelloTimeout).
+	HelloTimeout time.Duration
+	// JoinTimeout bounds the wait of a multi-stream session for its stream connections after
+	// the handshake (DefaultJoinTimeout).
+	JoinTimeout time.Duration
+	// QueueTimeout bounds the wait of a client with a valid hello for a free session slot; it
+	// is then refused as busy (DefaultQueueTimeout; not bounded by Timeout).
+	QueueTimeout time.Duration
 }
 
 func (o *Options) streams() int {
@@ -218,11 +228,11 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	}
 
 	// A connected client sends its hello at once: the server waits for it at most
-	// MaxHelloWait, so silent connections do not hold a session slot for long. The client waits
-	// the full timeout (the server may be busy with --max-sessions sessions).
+	// HelloTimeout (a Server has it buffered before the session starts). The client waits the
+	// full timeout (the server may be busy with --max-sessions sessions and queue it).
 	hsTimeout := opt.timeout()
 	if party == 0 {
-		hsTimeout = min(hsTimeout, MaxHelloWait)
+		hsTimeout = opt.helloTimeout()
 	}
 	hello := HelloFor(opt.File, party, opt.backend(), opt.Software)
 	hello.Streams = nstreams
@@ -246,7 +256,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	var extra []net.Conn
 	if err == nil && nstreams > 1 {
 		if party == 0 {
-			extra, err = reg.wait(ctx, hello.Token, pending, nc, min(opt.timeout(), MaxHelloWait))
+			extra, err = reg.wait(ctx, hello.Token, pending, nc, opt.joinTimeout())
 		} else {
 			extra, err = openStreams(ctx, opt.DialStream, peer.Token, nstreams, opt.timeout())
 		}

@@ -289,27 +289,39 @@ func isTLS(nc net.Conn) bool {
 }
 
 // classify performs the TLS handshake of an accepted connection if configured and reads its
-// first bytes, within wait. A stream join is delivered to its session through reg (or refused);
-// classify then returns (nil, nil). Otherwise it returns the connection, with its first bytes
-// replayed, for a session's handshake. On failure the connection is closed.
-func (s *Server) classify(ctx context.Context, nc net.Conn, reg *registry, wait time.Duration) (net.Conn, error) {
-	nc, err := s.wrapTLS(ctx, nc)
+// first bytes, all before deadline. A stream join is delivered to its session through reg (or
+// refused); classify then returns (nil, nil, nil). A hello is read whole (at most
+// prefixSize+maxBodySize bytes) and returned parsed (nil when it does not parse), with the
+// connection replaying the bytes read, for the session's handshake; so is garbage, which the
+// handshake reports. On failure the connection is closed.
+func (s *Server) classify(ctx context.Context, nc net.Conn, reg *registry, deadline time.Time) (net.Conn, *Hello, error) {
+	wait := time.Until(deadline).Round(time.Millisecond)
+	_ = nc.SetDeadline(deadline)
+	nc, err := s.wrapTLS(ctx, nc, deadline)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	_ = nc.SetReadDeadline(time.Now().Add(wait))
 	first := make([]byte, len(joinMagic))
 	n, err := io.ReadFull(nc, first)
 	if n == 0 && err != nil {
 		_ = nc.Close()
-		return nil, &HandshakeError{Reason: describeIOError("waiting for the client's hello", "client", wait, err), Err: err}
+		return nil, nil, &HandshakeError{Reason: describeIOError("waiting for the client's hello", "client", wait, err), Err: err}
+	}
+	if string(first[:n]) == helloMagic {
+		pre, h, err := readHello(nc, first)
+		if err != nil {
+			_ = nc.Close()
+			return nil, nil, &HandshakeError{Reason: describeIOError("reading the client's hello", "client", wait, err), Err: err}
+		}
+		_ = nc.SetDeadline(time.Time{})
+		return &prefixConn{Conn: nc, pre: pre}, h, nil
 	}
 	if string(first[:n]) != joinMagic {
-		// A hello (or garbage, which the handshake reports).
-		_ = nc.SetReadDeadline(time.Time{})
-		return &prefixConn{Conn: nc, pre: first[:n]}, nil
+		// Garbage, which the handshake reports.
+		_ = nc.SetDeadline(time.Time{})
+		return &prefixConn{Conn: nc, pre: first[:n]}, nil, nil
 	}
 	rest := make([]byte, joinSize-len(joinMagic))
 	if err == nil {
@@ -317,7 +329,7 @@ func (s *Server) classify(ctx context.Context, nc net.Conn, reg *registry, wait 
 	}
 	if err != nil {
 		_ = nc.Close()
-		return nil, fmt.Errorf("stream connection: reading the join: %w", err)
+		return nil, nil, fmt.Errorf("stream connection: reading the join: %w", err)
 	}
 	var t Token
 	copy(t[:], rest[3:])
@@ -325,14 +337,14 @@ func (s *Server) classify(ctx context.Context, nc net.Conn, reg *registry, wait 
 	if v := binary.LittleEndian.Uint16(rest); v != HandshakeVersion {
 		reason = fmt.Sprintf("stream join of version %d, server speaks %d", v, HandshakeVersion)
 	} else {
-		_ = nc.SetReadDeadline(time.Time{})
+		_ = nc.SetDeadline(time.Time{})
 		reason = reg.deliver(t, int(rest[2]), nc)
 	}
 	if reason != "" {
 		_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = nc.Write(verdict(reason))
 		_ = nc.Close()
-		return nil, fmt.Errorf("stream connection refused: %s", reason)
+		return nil, nil, fmt.Errorf("stream connection refused: %s", reason)
 	}
-	return nil, nil
+	return nil, nil, nil
 }

@@ -36,9 +36,13 @@ type baseOTs struct {
 // Sender keys: k0 = a·(8B), k1 = a·(8B) − a·(8A), so k_c = 8abG. Points
 // from the peer are decoded by decodePoint, which rejects non-canonical
 // encodings (so the key hash is over the unique encoding both parties
-// compute) and points of small order, and are multiplied by the cofactor 8,
-// so small-order components cannot matter. Keys are SHA-256(domain, sender
-// party, index, A, B, shared point).
+// compute) and every point outside the prime-order subgroup. Clearing the
+// cofactor of the peer's point is not enough: a sender whose A carries a
+// small-order component T gets B_j = b_j·G + c_j·(A + T) back, and the
+// torsion of B_j is c_j·T, which reveals every choice bit; so A and the B_j
+// must be torsion-free ([ℓ]P = identity), and are refused otherwise. (The
+// multiplication by 8 is then harmless and kept for the key format.) Keys are
+// SHA-256(domain, sender party, index, A, B, shared point).
 func runBaseOTs(ctx context.Context, conn *transport.Conn, rng *prg.PRG, party int) (*baseOTs, error) {
 	a, err := randomScalar(rng)
 	if err != nil {
@@ -110,9 +114,11 @@ func runBaseOTs(ctx context.Context, conn *transport.Conn, rng *prg.PRG, party i
 // multiple by the cofactor 8. It rejects encodings that do not decode, that
 // are not canonical (edwards25519's SetBytes accepts some non-canonical
 // encodings of valid points, e.g. a y coordinate ≥ 2^255−19; the point is
-// re-encoded and the bytes compared), and points of small order (8P is the
-// identity), which would make the shared key independent of the peer's
-// secret.
+// re-encoded and the bytes compared), the identity, and every point outside
+// the prime-order subgroup ([ℓ]P is not the identity): a small-order
+// component of the peer's A would leak the receiver's choice bits through the
+// B_j (see runBaseOTs), and a point of small order would make the shared key
+// independent of the peer's secret.
 func decodePoint(enc []byte) (P, P8 *edwards25519.Point, err error) {
 	P, err = new(edwards25519.Point).SetBytes(enc)
 	if err != nil {
@@ -121,11 +127,33 @@ func decodePoint(enc []byte) (P, P8 *edwards25519.Point, err error) {
 	if !bytes.Equal(P.Bytes(), enc) {
 		return nil, nil, fmt.Errorf("non-canonical point encoding %x", enc)
 	}
+	id := edwards25519.NewIdentityPoint()
 	P8 = new(edwards25519.Point).MultByCofactor(P)
-	if P8.Equal(edwards25519.NewIdentityPoint()) == 1 {
+	if P8.Equal(id) == 1 {
 		return nil, nil, fmt.Errorf("point %x has small order", enc)
 	}
+	if timesGroupOrder(P).Equal(id) != 1 {
+		return nil, nil, fmt.Errorf("point %x is not in the prime-order subgroup (it has a small-order component)", enc)
+	}
 	return P, P8, nil
+}
+
+// timesGroupOrder returns [ℓ]P (ℓ the prime order of the base point), computed as
+// [ℓ−1]P + P: a Scalar cannot hold ℓ itself (it is 0 mod ℓ), and the multiplication uses the
+// scalar's canonical integer value ℓ−1 whatever the order of P. It is the identity exactly
+// when P is in the prime-order subgroup. P is public (the peer's message), so the
+// variable-time multiplication is fine.
+func timesGroupOrder(P *edwards25519.Point) *edwards25519.Point {
+	var one [32]byte
+	one[0] = 1
+	s, err := edwards25519.NewScalar().SetCanonicalBytes(one[:])
+	if err != nil {
+		// Unreachable (1 is canonical); answer "not the identity" so the point is refused.
+		return edwards25519.NewGeneratorPoint()
+	}
+	minusOne := edwards25519.NewScalar().Negate(s)
+	Q := new(edwards25519.Point).VarTimeDoubleScalarBaseMult(minusOne, P, edwards25519.NewScalar())
+	return Q.Add(Q, P)
 }
 
 func randomScalar(rng *prg.PRG) (*edwards25519.Scalar, error) {

@@ -32,6 +32,11 @@ const DefaultMaxFrame = 64 << 20
 // when Options.MaxQueued is zero.
 const DefaultMaxQueued = 128 << 20
 
+// DefaultMaxReadAhead bounds the payload bytes read ahead of the receives
+// while this party neither receives nor sends, when Options.MaxReadAhead is
+// zero.
+const DefaultMaxReadAhead = 4 << 20
+
 const (
 	abortMarker = 0xFFFFFFFF
 	maxReason   = 1 << 10
@@ -91,7 +96,17 @@ type Options struct {
 	// Zero means DefaultMaxQueued. It must exceed what the peer sends in one
 	// flight while this party is itself sending, or both sides may stall
 	// until the timeout.
+	//
+	// Within MaxQueued, what the Conn reads depends on what this party does
+	// (see the package documentation, "Receive buffering"): a waiting receive
+	// admits the next frame; otherwise at most MaxReadAhead bytes are read
+	// ahead, or, while this party is writing to the socket, MaxReadAhead plus
+	// the bytes of its own current flight.
 	MaxQueued int
+	// MaxReadAhead bounds the payload bytes read ahead of the receives while
+	// this party is neither waiting in a receive nor writing. Zero means
+	// DefaultMaxReadAhead; it is at most MaxQueued.
+	MaxReadAhead int
 }
 
 // Stats counts one direction-aware slice of a connection's traffic.
@@ -138,6 +153,7 @@ type Conn struct {
 	model   *NetModel
 	maxFr   int
 	maxQ    int64
+	ahead   int64 // read-ahead bound (≤ maxQ)
 
 	// Send side (guarded by wmu).
 	wmu   sync.Mutex
@@ -150,10 +166,14 @@ type Conn struct {
 	// Receive side (one goroutine at a time).
 	frames chan frame
 	queued atomic.Int64  // payload bytes in frames (readLoop adds, next subtracts)
-	space  chan struct{} // signalled (capacity 1) when next consumes a frame
-	rerr   error         // set by readLoop before it closes frames
-	timer  *time.Timer
-	rpack  []uint64
+	wake   chan struct{} // signalled (capacity 1) when readLoop may admit more: a frame consumed, a receive waiting, a socket write started
+	// What this party is doing, for readLoop's admission of frames.
+	waiting atomic.Int32 // a receive waits for a frame
+	writing atomic.Int32 // a socket write is in progress
+	flight  atomic.Int64 // payload bytes sent since the last frame received
+	rerr    error        // set by readLoop before it closes frames
+	timer   *time.Timer
+	rpack   []uint64
 
 	// Buffers of consumed frames, kept for reuse (oldest first); their
 	// capacities sum to freed ≤ MaxQueued.
@@ -181,7 +201,7 @@ func NewConn(nc net.Conn, opt Options) *Conn {
 		timeout: opt.Timeout,
 		maxFr:   opt.MaxFrame,
 		frames:  make(chan frame, queueLen),
-		space:   make(chan struct{}, 1),
+		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		phases:  map[string]*Stats{},
 	}
@@ -195,6 +215,11 @@ func NewConn(nc net.Conn, opt Options) *Conn {
 	if c.maxQ <= 0 {
 		c.maxQ = DefaultMaxQueued
 	}
+	c.ahead = int64(opt.MaxReadAhead)
+	if c.ahead <= 0 {
+		c.ahead = DefaultMaxReadAhead
+	}
+	c.ahead = min(c.ahead, c.maxQ)
 	if opt.Net != nil {
 		m := *opt.Net
 		c.model = &m
@@ -279,7 +304,21 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 	if c.wctx != nil && c.wctx.Err() != nil {
 		return 0, c.wctx.Err()
 	}
-	return c.nc.Write(p)
+	// While this party writes, the peer may be writing too: let readLoop
+	// drain the peer's flight so that neither side's write blocks forever.
+	c.writing.Add(1)
+	c.signal()
+	n, err := c.nc.Write(p)
+	c.writing.Add(-1)
+	return n, err
+}
+
+// signal wakes readLoop if it waits to admit a frame.
+func (c *Conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
 }
 
 // guard arranges for a blocked socket write to be interrupted when ctx is
@@ -344,6 +383,9 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 		return fmt.Errorf("transport: frame of %d bytes exceeds the %d-byte limit", len(p), c.maxFr)
 	}
 	binary.LittleEndian.PutUint32(c.hdr[:], uint32(len(p)))
+	// Counted before the write: while it blocks, readLoop may admit as much
+	// of the peer's flight as this party is sending.
+	c.flight.Add(int64(len(p)))
 	var stop func() bool
 	if HeaderSize+len(p) > c.bw.Available() {
 		stop = c.guard(ctx)
@@ -467,24 +509,28 @@ func (c *Conn) next(ctx context.Context) ([]byte, error) {
 			c.timer.Reset(c.timeout)
 			tc = c.timer.C
 		}
+		// The protocol waits for the next frame: readLoop admits it whatever
+		// its size (up to MaxFrame).
+		c.waiting.Store(1)
+		c.signal()
 		select {
 		case f, ok = <-c.frames:
 		case <-ctx.Done():
+			c.waiting.Store(0)
 			c.timer.Stop()
 			return nil, fmt.Errorf("transport: receive: %w", ctx.Err())
 		case <-tc:
+			c.waiting.Store(0)
 			return nil, fmt.Errorf("transport: no message for %v: %w", c.timeout, ErrTimeout)
 		}
+		c.waiting.Store(0)
 		c.timer.Stop()
 	}
 	if !ok {
 		return nil, c.rerr
 	}
 	c.queued.Add(-int64(len(f.buf)))
-	select {
-	case c.space <- struct{}{}:
-	default:
-	}
+	c.signal()
 	if !f.at.IsZero() {
 		if d := time.Until(f.at); d > 0 {
 			c.timer.Reset(d)
@@ -563,15 +609,26 @@ func (c *Conn) readPayload(r io.Reader, n int) ([]byte, error) {
 	}
 }
 
-// waitForSpace blocks until a frame of n payload bytes fits in the queue
-// (or the queue is empty). It returns false when the Conn is closed.
-func (c *Conn) waitForSpace(n int64) bool {
+// admit blocks until readLoop may read the payload of the next frame, of n
+// bytes, into the queue: at once when a receive waits for it (the queue is
+// then empty: the frame is what the protocol asks for); when it fits in the
+// read-ahead bound; or, while this party writes to the socket, when it fits
+// in the read-ahead bound plus this party's current flight (so that two
+// parties sending at once drain each other) and in MaxQueued. It returns
+// false when the Conn is closed. So a peer that sends what the protocol does
+// not wait for makes this Conn hold at most the read-ahead bound, or what
+// this party itself is sending, not MaxQueued.
+func (c *Conn) admit(n int64) bool {
 	for {
-		if q := c.queued.Load(); q == 0 || q+n <= c.maxQ {
+		q := c.queued.Load()
+		switch {
+		case q == 0 && c.waiting.Load() != 0,
+			q+n <= c.ahead,
+			c.writing.Load() != 0 && q+n <= min(c.maxQ, c.ahead+c.flight.Load()):
 			return true
 		}
 		select {
-		case <-c.space:
+		case <-c.wake:
 		case <-c.done:
 			return false
 		}
@@ -622,8 +679,8 @@ func (c *Conn) readLoop() {
 			fail(fmt.Errorf("transport: the peer announced a %d-byte frame, over the %d-byte limit: %w", n, c.maxFr, ErrFrameSize))
 			return
 		}
-		// Back-pressure: stop reading the socket while the queue is full.
-		if !c.waitForSpace(int64(n)) {
+		// Back-pressure: read the payload only when the protocol's state admits it.
+		if !c.admit(int64(n)) {
 			fail(ErrClosed)
 			return
 		}
@@ -743,6 +800,9 @@ func (c *Conn) Phases() []PhaseStats {
 }
 
 func (c *Conn) count(send bool, n int) {
+	if !send {
+		c.flight.Store(0)
+	}
 	c.mu.Lock()
 	if send {
 		if !c.sending {

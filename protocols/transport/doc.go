@@ -13,12 +13,28 @@
 // # Behaviour
 //
 // Sends are buffered: frames are coalesced until [Conn.Flush], a receive, or
-// a full buffer. A background goroutine reads incoming frames as soon as they
-// arrive, so two parties may both send large messages before either receives
-// without deadlocking. Every receive waits at most [Options.Timeout] (and
+// a full buffer. A background goroutine reads incoming frames ahead of the
+// receives (see Receive buffering), so two parties may both send large
+// messages before either receives without deadlocking. Every receive waits at most [Options.Timeout] (and
 // every socket write likewise), and every call that touches the network takes
 // a context.Context whose cancellation interrupts it. A peer that closes
 // gives [ErrPeerClosed]; a stalled peer gives [ErrTimeout]; neither hangs.
+//
+// # Receive buffering
+//
+// The reader goroutine reads a frame's payload only when what this party does
+// admits it, so a peer that sends what the protocol does not wait for costs
+// the peer (its writes block), not this party's memory:
+//
+//   - a receive waiting for the next frame admits it, whatever its size (up
+//     to [Options.MaxFrame]; its buffer grows as its bytes arrive);
+//   - otherwise frames are read ahead up to [Options.MaxReadAhead] bytes
+//     (default 4 MiB), which keeps the link busy while this party computes;
+//   - while this party writes to the socket, the bound rises by the bytes of
+//     its own current flight (sent since it last received), up to
+//     [Options.MaxQueued]: two parties that both send before they receive
+//     then drain each other (a deadlock would need each flight to exceed the
+//     other's plus the read-ahead), as the protocols rely on.
 //
 // # Accounting
 //

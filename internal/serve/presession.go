@@ -1,0 +1,187 @@
+package serve
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Pre-session limits: what a connection may cost the server before it is a running session.
+// Every stage has a deadline, and no stage holds a place that an honest client needs: accepting
+// never waits, a connection awaiting its hello (or its TLS handshake, or a stream join) costs
+// one goroutine and at most prefixSize+maxBodySize bytes of buffer, and only a client whose
+// whole hello has arrived and matches the server's program takes a session slot or a place in
+// the queue. See docs/security.md, "Denial of service".
+const (
+	// DefaultHelloTimeout bounds, when Options.HelloTimeout is zero, the time from accepting a
+	// connection to having its whole hello (or stream join), TLS handshake included.
+	DefaultHelloTimeout = 10 * time.Second
+	// DefaultJoinTimeout bounds, when Options.JoinTimeout is zero, the wait of a multi-stream
+	// session for its stream connections after the handshake.
+	DefaultJoinTimeout = 10 * time.Second
+	// DefaultQueueTimeout bounds, when Options.QueueTimeout is zero, the wait of a client with a
+	// valid hello for a free session slot; it is then refused as busy.
+	DefaultQueueTimeout = time.Minute
+	// DefaultMaxPending is the number of accepted connections that may await their hello at
+	// once when Server.MaxPending is zero; beyond it the oldest is dropped.
+	DefaultMaxPending = 256
+)
+
+// helloTimeout is the pre-session deadline of a server connection (never above Timeout).
+func (o *Options) helloTimeout() time.Duration {
+	d := DefaultHelloTimeout
+	if o.HelloTimeout > 0 {
+		d = o.HelloTimeout
+	}
+	return min(d, o.timeout())
+}
+
+// joinTimeout bounds the wait for a session's stream connections (never above Timeout).
+func (o *Options) joinTimeout() time.Duration {
+	d := DefaultJoinTimeout
+	if o.JoinTimeout > 0 {
+		d = o.JoinTimeout
+	}
+	return min(d, o.timeout())
+}
+
+// queueTimeout bounds a queued client's wait for a session slot.
+func (o *Options) queueTimeout() time.Duration {
+	if o.QueueTimeout > 0 {
+		return o.QueueTimeout
+	}
+	return DefaultQueueTimeout
+}
+
+// pendingSet holds the accepted connections that are not yet part of a session, oldest first,
+// at most max of them: adding one more evicts (closes) the oldest, so that connections that
+// never speak cannot keep a newer one (an honest client) from being served. It is safe for
+// concurrent use.
+type pendingSet struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List // of *pendingConn, oldest first
+}
+
+// pendingConn is one accepted connection awaiting its hello.
+type pendingConn struct {
+	nc      net.Conn
+	elem    *list.Element
+	evicted bool
+}
+
+func newPendingSet(max int) *pendingSet {
+	return &pendingSet{max: max, order: list.New()}
+}
+
+// add registers nc; when the set was full it evicts the oldest connection and closes it (its
+// handler then sees the close and reports the eviction through done).
+func (p *pendingSet) add(nc net.Conn) *pendingConn {
+	pc := &pendingConn{nc: nc}
+	p.mu.Lock()
+	var victim *pendingConn
+	if p.order.Len() >= p.max {
+		victim = p.order.Remove(p.order.Front()).(*pendingConn)
+		victim.evicted = true
+		victim.elem = nil
+	}
+	pc.elem = p.order.PushBack(pc)
+	p.mu.Unlock()
+	if victim != nil {
+		_ = victim.nc.Close()
+	}
+	return pc
+}
+
+// done removes pc from the set (it became a session, a stream, or failed) and reports whether
+// it had been evicted.
+func (p *pendingSet) done(pc *pendingConn) (evicted bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pc.elem != nil {
+		p.order.Remove(pc.elem)
+		pc.elem = nil
+	}
+	return pc.evicted
+}
+
+// len is the number of pending connections.
+func (p *pendingSet) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.order.Len()
+}
+
+// readHello reads the rest of a client's hello after its magic (in first): the prefix and the
+// body, at most prefixSize+maxBodySize bytes, within nc's read deadline. It returns every byte
+// read (for the handshake to replay) and the hello when it parses (nil for a hello of another
+// version or a malformed one, which the handshake then reports to the client).
+func readHello(nc net.Conn, first []byte) ([]byte, *Hello, error) {
+	buf := make([]byte, prefixSize, prefixSize+256)
+	copy(buf, first)
+	if _, err := io.ReadFull(nc, buf[len(first):]); err != nil {
+		return nil, nil, err
+	}
+	version, party, bodyLen, err := parsePrefix(buf)
+	if err != nil {
+		return buf, nil, nil // the handshake reports it
+	}
+	buf = append(buf, make([]byte, bodyLen)...)
+	if _, err := io.ReadFull(nc, buf[prefixSize:]); err != nil {
+		return nil, nil, err
+	}
+	if version != HandshakeVersion {
+		return buf, nil, nil
+	}
+	h := &Hello{Version: version, Party: party}
+	if h.parseBody(buf[prefixSize:]) != nil {
+		return buf, nil, nil
+	}
+	return buf, h, nil
+}
+
+// acceptable reports whether a client's hello (nil: unreadable) would pass the handshake with
+// this server, so that it may wait for a session slot; others are answered at once.
+func (s *Server) acceptable(peer *Hello) bool {
+	if peer == nil {
+		return false
+	}
+	h := HelloFor(s.Options.File, 0, s.Options.backend(), s.Options.Software)
+	h.Streams = s.Options.streams()
+	return Compare(h, *peer) == ""
+}
+
+// waitForSlot takes a session slot for a client whose hello is complete and acceptable: at once
+// if one is free, else after waiting in the queue for at most the queue timeout. It returns ""
+// with the slot taken, or the reason the client is turned away (the queue is full, the wait
+// timed out, or the server stopped accepting; stopped is then true and no refusal is due).
+func (s *Server) waitForSlot(acceptCtx context.Context, st *serveState) (reason string, stopped bool) {
+	select {
+	case st.running <- struct{}{}:
+		return "", false
+	default:
+	}
+	select {
+	case st.queued <- struct{}{}:
+	default:
+		return fmt.Sprintf("the server is busy (%d sessions running and %d clients waiting): try again later",
+			cap(st.running), cap(st.queued)), false
+	}
+	defer func() { <-st.queued }()
+	wait := s.Options.queueTimeout()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case st.running <- struct{}{}:
+		return "", false
+	case <-timer.C:
+		return fmt.Sprintf("the server is busy: no session slot came free within %v (%d sessions running): try again later",
+			wait, cap(st.running)), false
+	case <-acceptCtx.Done():
+		return "the server stopped accepting sessions", true
+	}
+}
