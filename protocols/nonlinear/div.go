@@ -177,16 +177,7 @@ func (s *Session) div(ctx context.Context, op string, dst, x []uint64, d uint64)
 // must be rows·d and len(dst) rows.
 func (s *Session) AvgRows(ctx context.Context, dst, x []uint64, rows, d int) error {
 	const op = "AvgRows"
-	if err := s.usable(op); err != nil {
-		return err
-	}
-	if rows < 0 || d < 1 {
-		return fmt.Errorf("nonlinear: %s: %d rows of %d elements", op, rows, d)
-	}
-	if err := checkLen(op, "x", x, rows*d); err != nil {
-		return err
-	}
-	if err := checkLen(op, "dst", dst, rows); err != nil {
+	if err := s.checkRows(op, dst, x, rows, d); err != nil {
 		return err
 	}
 	sum := make([]uint64, rows)

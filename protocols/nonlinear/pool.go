@@ -126,7 +126,9 @@ func (st *stream) maxTree(ctx context.Context, val, idx, x []uint64, rows, d int
 	return nil
 }
 
-func (s *Session) rowsOp(ctx context.Context, op string, dst, x []uint64, rows, d int, arg bool) error {
+// checkRows checks that the session is usable and the arguments of a row-wise operation: rows
+// rows of d ≥ 1 elements in x, one result per row in dst.
+func (s *Session) checkRows(op string, dst, x []uint64, rows, d int) error {
 	if err := s.usable(op); err != nil {
 		return err
 	}
@@ -136,7 +138,11 @@ func (s *Session) rowsOp(ctx context.Context, op string, dst, x []uint64, rows, 
 	if err := checkLen(op, "x", x, rows*d); err != nil {
 		return err
 	}
-	if err := checkLen(op, "dst", dst, rows); err != nil {
+	return checkLen(op, "dst", dst, rows)
+}
+
+func (s *Session) rowsOp(ctx context.Context, op string, dst, x []uint64, rows, d int, arg bool) error {
+	if err := s.checkRows(op, dst, x, rows, d); err != nil {
 		return err
 	}
 	if d == 1 {

@@ -133,14 +133,11 @@ func (st *stream) trunc(ctx context.Context, dst, a []uint64, s int, nonNeg bool
 	return nil
 }
 
-// truncNonNeg is trunc for inputs known to be non-negative.
-func (st *stream) truncNonNeg(ctx context.Context, dst, a []uint64, s int) error {
-	l := st.r.Bits
-	n := len(a)
-	mask := st.r.Mask()
+// carryGroup is the millionaires' group whose result is the carry of the low s bits of the shares
+// a, 1{a0' + a1' ≥ 2^s}: party 0 holds 2^s−1−a0', party 1 holds a1'.
+func (st *stream) carryGroup(a []uint64, s int) *millGroup {
 	lowS := bitvec.Mask(s)
-	// The carry comparison: party 0 holds 2^s−1−a0', party 1 holds a1'.
-	cv := make([]uint64, n)
+	cv := make([]uint64, len(a))
 	for i, v := range a {
 		if st.party == 0 {
 			cv[i] = lowS - v&lowS
@@ -148,7 +145,15 @@ func (st *stream) truncNonNeg(ctx context.Context, dst, a []uint64, s int) error
 			cv[i] = v & lowS
 		}
 	}
-	gc := newMillGroup(cv, s, st.m, st.party == 0)
+	return newMillGroup(cv, s, st.m, st.party == 0)
+}
+
+// truncNonNeg is trunc for inputs known to be non-negative.
+func (st *stream) truncNonNeg(ctx context.Context, dst, a []uint64, s int) error {
+	l := st.r.Bits
+	n := len(a)
+	mask := st.r.Mask()
+	gc := st.carryGroup(a, s)
 	x := st.shareMSBs(a)
 	if err := st.mill(ctx, []*millGroup{gc}, nil, nil); err != nil {
 		return err
@@ -193,16 +198,7 @@ func (st *stream) truncAlg5(ctx context.Context, dst, a []uint64, s int) error {
 	l := st.r.Bits
 	n := len(a)
 	mask := st.r.Mask()
-	lowS := bitvec.Mask(s)
-	cv := make([]uint64, n)
-	for i, v := range a {
-		if st.party == 0 {
-			cv[i] = lowS - v&lowS
-		} else {
-			cv[i] = v & lowS
-		}
-	}
-	gc := newMillGroup(cv, s, st.m, st.party == 0)
+	gc := st.carryGroup(a, s)
 	gd := st.dreluGroup(a)
 	if err := st.mill(ctx, []*millGroup{gd, gc}, nil, nil); err != nil {
 		return err
