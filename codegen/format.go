@@ -18,7 +18,9 @@ import (
 	"math"
 	mbits "math/bits"
 	"os"
+	"strings"
 
+	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
@@ -149,24 +151,26 @@ func endSection() []byte {
 	return binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
 }
 
-// WriteFile writes f to path (the full copy with weights, or the client copy).
+// WriteFile writes f to path (the full copy with weights, or the client copy) through a temporary
+// file in the same folder that is renamed into place: a write that fails part-way leaves any
+// previous program at path untouched. A copy with weights is refused under a name ending in
+// .client.sciir, the name of a client copy: a server's weights must not land in the file a user
+// hands to clients.
 func WriteFile(path string, f *File, withWeights bool) error {
-	out, err := os.Create(path)
+	if withWeights && f.Program.HasWeights() && strings.HasSuffix(strings.ToLower(path), ".client.sciir") {
+		return fmt.Errorf("write program: %s is a client copy's name, but this copy holds the weights; choose a name that does not end in .client.sciir", path)
+	}
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := Write(bw, f, withWeights); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 	if err != nil {
 		return fmt.Errorf("write program: %w", err)
 	}
-	bw := bufio.NewWriterSize(out, 1<<20)
-	err = Write(bw, f, withWeights)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := out.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("write program: %w", cerr)
-	}
-	if err != nil {
-		os.Remove(path)
-	}
-	return err
+	return nil
 }
 
 // ReadFile reads and decodes a program file.

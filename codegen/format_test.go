@@ -357,3 +357,27 @@ func TestWriteFile(t *testing.T) {
 		t.Error("write into a missing directory succeeded")
 	}
 }
+
+// TestWriteFileRefusesWeightsUnderClientName: the full program never goes to a file named like a
+// client copy, and a refused or failed write leaves the previous file untouched.
+func TestWriteFileRefusesWeightsUnderClientName(t *testing.T) {
+	f := testFile(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.client.sciir")
+	if err := os.WriteFile(path, []byte("previous"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, f, true); err == nil || !strings.Contains(err.Error(), "client copy's name") {
+		t.Fatalf("weights under a client name: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "previous" {
+		t.Fatal("the refused write changed the file")
+	}
+	if err := WriteFile(path, f, false); err != nil {
+		t.Fatal(err)
+	}
+	g, err := ReadFile(path)
+	if err != nil || g.Program.HasWeights() {
+		t.Fatalf("client copy: %v", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
+	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/ir"
@@ -154,6 +155,15 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	if c.out == "" {
 		c.out = strings.TrimSuffix(filepath.Base(c.model), filepath.Ext(c.model)) + ".sciir"
 	}
+	if strings.HasSuffix(strings.ToLower(c.out), ".client.sciir") {
+		return nil, cli.Usagef("-o %s: that is the name of a client copy, but -o names the server's program with the weights (the client copy is written beside it as NAME.client.sciir); use -o %s",
+			c.out, strings.TrimSuffix(c.out[:len(c.out)-len(".client.sciir")], ".")+".sciir")
+	}
+	for _, out := range []string{c.out, clientPath(c.out)} {
+		if err := atomicfile.CheckNotInput(out, c.model); err != nil {
+			return nil, cli.Usagef("-o: %v", err)
+		}
+	}
 	return c, nil
 }
 
@@ -263,6 +273,12 @@ func fileSHA256(path string) (string, error) {
 
 func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	start := time.Now()
+	// Find an unwritable output before the autotuning, not after it.
+	for _, out := range []string{c.out, clientPath(c.out)} {
+		if err := atomicfile.CheckWritable(out); err != nil {
+			return err
+		}
+	}
 	say := func(format string, args ...any) {
 		if !c.quiet {
 			fmt.Fprintf(stdout, format, args...)
