@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -31,6 +32,10 @@ type config struct {
 	maxSessions              int
 	timeout, connectTimeout  time.Duration
 	sessionTimeout           time.Duration
+	helloTimeout             time.Duration
+	joinTimeout              time.Duration
+	queueTimeout             time.Duration
+	maxPending               int
 	tlsCert, tlsKey          string
 	tlsCA, tlsServerName     string
 	report, netName, backend string
@@ -57,6 +62,10 @@ func parse(args []string) (*config, error) {
 	fs.IntVar(&c.maxSessions, "max-sessions", runtime.NumCPU(), "server with --serve: at most `N` sessions at a time")
 	fs.DurationVar(&c.timeout, "timeout", serve.DefaultTimeout, "end a session when the peer stalls for `D` (any wait: handshake, each message)")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", serve.DefaultSessionTimeout, "server: end a session that runs longer than `D` in all (0: no limit)")
+	fs.DurationVar(&c.helloTimeout, "hello-timeout", serve.DefaultHelloTimeout, "server: drop a connection that has not completed its TLS handshake and hello (or stream join) within `D`")
+	fs.DurationVar(&c.joinTimeout, "join-timeout", serve.DefaultJoinTimeout, "server: end a session whose extra stream connections have not all joined within `D`")
+	fs.DurationVar(&c.queueTimeout, "queue-timeout", serve.DefaultQueueTimeout, "server with --serve: refuse as busy a client that waited `D` for a free session slot")
+	fs.IntVar(&c.maxPending, "max-pending", serve.DefaultMaxPending, "server: at most `N` connections awaiting their hello; beyond it the oldest is dropped")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "server: TLS certificate `FILE` (PEM); with --tls-key")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "server: TLS private key `FILE` (PEM)")
 	fs.StringVar(&c.connect, "connect", "", "client: the server's `HOST:PORT`")
@@ -109,8 +118,9 @@ func (c *config) check() error {
 	server, client := c.party == 0, c.party == 1
 	for _, err := range []error{
 		only("by the server (--party 0): the client holds the input", !server, "input", "output", "raw", "top"),
-		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "session-timeout"),
-		only("without --party 0 --serve", server && c.serveMany, "max-sessions"),
+		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "session-timeout",
+			"hello-timeout", "join-timeout", "max-pending"),
+		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name"),
 		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "quiet", "streams"),
 	} {
@@ -136,6 +146,17 @@ func (c *config) check() error {
 	if c.sessionTimeout < 0 {
 		return cli.Usagef("--session-timeout %v: want a positive duration, or 0 for no limit", c.sessionTimeout)
 	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"hello-timeout", c.helloTimeout}, {"join-timeout", c.joinTimeout}, {"queue-timeout", c.queueTimeout}} {
+		if d.v <= 0 {
+			return cli.Usagef("--%s %v: want a positive duration", d.flag, d.v)
+		}
+	}
+	if c.maxPending < 1 {
+		return cli.Usagef("--max-pending %d: want at least 1", c.maxPending)
+	}
 	if c.top < 1 {
 		return cli.Usagef("--top %d: want at least 1", c.top)
 	}
@@ -144,6 +165,26 @@ func (c *config) check() error {
 	}
 	if _, _, err := netModel(c.netName); err != nil {
 		return err
+	}
+	return c.checkFiles()
+}
+
+// checkFiles refuses an --output or --report that would overwrite the program or the input, and
+// finds an unwritable one before the session runs rather than after it.
+func (c *config) checkFiles() error {
+	for _, f := range []struct{ flag, path string }{{"output", c.output}, {"report", c.report}} {
+		if f.path == "" {
+			continue
+		}
+		if err := atomicfile.CheckNotInput(f.path, c.program, c.input); err != nil {
+			return cli.Usagef("--%s: %v", f.flag, err)
+		}
+		if err := atomicfile.CheckWritable(f.path); err != nil {
+			return fmt.Errorf("--%s: %w", f.flag, err)
+		}
+	}
+	if c.output != "" && c.output == c.report {
+		return cli.Usagef("--output and --report name the same file %s", c.output)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
@@ -58,16 +59,12 @@ func (c *config) emit(outs []vm.Output, f *codegen.File, e *env) error {
 		return fmt.Errorf("--output: %d outputs are revealed to this party, want 1", len(revealed))
 	}
 	o := revealed[0]
-	var err error
-	if c.raw {
-		signed := make([]int64, len(o.Value.Data))
-		for i, v := range o.Value.Data {
-			signed[i] = r.Signed(v)
+	err := atomicfile.Write(c.output, 0o644, func(w io.Writer) error {
+		if c.raw {
+			return npy.WriteInt64(w, o.Value.Shape, r.SignedValues(o.Value))
 		}
-		err = npy.WriteFileInt64(c.output, o.Value.Shape, signed)
-	} else {
-		err = npy.WriteFileFloat32(c.output, o.Value.Shape, r.DecodeTensor(o.Value, o.Scale))
-	}
+		return npy.WriteFloat32(w, o.Value.Shape, r.DecodeTensor(o.Value, o.Scale))
+	})
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,5 +44,36 @@ func TestPrintTopSqueezeNetShape(t *testing.T) {
 	}
 	if !strings.Contains(out, "top class 417 (5)") || !strings.Contains(out, "top 5: 417 5") {
 		t.Errorf("output:\n%s", out)
+	}
+}
+
+// TestOutputFilesNeverClobberInputs: --output and --report may not name the program or the input,
+// and an unwritable one is refused before any session starts.
+func TestOutputFilesNeverClobberInputs(t *testing.T) {
+	full, _, data := program(t)
+	in := filepath.Join(data, "inputs", "00003.npy")
+	before, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--clear", full, "--input", in, "--output", full}, "is the input"},
+		{[]string{"--clear", full, "--input", in, "--output", in}, "is the input"},
+		{[]string{"--local", full, "--input", in, "--report", full}, "is the input"},
+		{[]string{"--local", full, "--input", in, "--output", filepath.Join(t.TempDir(), "no", "y.npy")}, "cannot be written"},
+	} {
+		_, stderr, err := runArgs(c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+		if strings.Contains(stderr, "total") {
+			t.Errorf("%q: a session ran before the refusal", c.args)
+		}
+	}
+	if after, _ := os.ReadFile(full); !bytes.Equal(before, after) {
+		t.Fatal("the program was changed")
 	}
 }

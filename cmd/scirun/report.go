@@ -5,8 +5,8 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 
+	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
@@ -46,7 +46,7 @@ func (c *config) writeReports(res *serve.Result, e *env) error {
 	if err := res.Report.WriteJSON(&b); err != nil {
 		return err
 	}
-	if err := os.WriteFile(c.report, b.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(c.report, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil

@@ -40,6 +40,7 @@ func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {
 	}
 	opt := &serve.Options{File: f, Backend: be, Timeout: c.timeout, Net: m, NetName: name, Software: softwareName, Streams: c.streams}
 	if c.party == 0 {
+		opt.HelloTimeout, opt.JoinTimeout, opt.QueueTimeout = c.helloTimeout, c.joinTimeout, c.queueTimeout
 		opt.SessionTimeout = c.sessionTimeout
 		if opt.SessionTimeout == 0 {
 			opt.SessionTimeout = -1 // no limit
@@ -176,7 +177,7 @@ func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error
 	}
 	if !c.serveMany {
 		bar := c.progress(e, opt)
-		s := &serve.Server{Options: opt, TLS: tlsConf}
+		s := &serve.Server{Options: opt, TLS: tlsConf, MaxPending: c.maxPending}
 		res, err := s.ServeOne(ctx, ln)
 		bar.Done()
 		if err != nil {
@@ -197,6 +198,7 @@ func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error
 	s := &serve.Server{
 		Options:     opt,
 		MaxSessions: c.maxSessions,
+		MaxPending:  c.maxPending,
 		TLS:         tlsConf,
 		Log:         slog.New(slog.NewTextHandler(e.stderr, nil)),
 		Drain:       e.drain,
