@@ -367,7 +367,8 @@ func decodeInstrs(d *dec, p *fixed.Program) error {
 			in.PadMode = fixed.PadMode(d.u8())
 			in.Pads = d.ints32(d.u8())
 			in.PadValue = int64(d.u64())
-		case fixed.OpMatMul, fixed.OpAddConst, fixed.OpMulConst, fixed.OpAdd, fixed.OpSub, fixed.OpReLU, fixed.OpReshape:
+		case fixed.OpMatMul, fixed.OpAddConst, fixed.OpMulConst, fixed.OpAdd, fixed.OpSub, fixed.OpReLU, fixed.OpReshape,
+			fixed.OpMul:
 		default:
 			err = fmt.Errorf("unknown opcode %d (written by a newer compiler?)", uint8(in.Op))
 		}

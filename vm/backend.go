@@ -44,6 +44,10 @@ type Backend interface {
 	// MulConst sets dst = w * x elementwise; w (party 0's, same shape as x; nil at party 1) is
 	// private, x is shared.
 	MulConst(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor) error
+	// Mul sets dst = x * y elementwise, exactly in the ring (products wrap); x, y and dst have the
+	// same shape and both x and y are shared (the VM expands broadcast operands first). x and y may
+	// be the same tensor.
+	Mul(ctx context.Context, dst, x, y ring.Tensor) error
 	// ReLU sets dst = max(x, 0) on signed values.
 	ReLU(ctx context.Context, dst, x ring.Tensor) error
 	// Trunc sets dst = floor(signed(x) / 2^k). knownNonNeg promises that every signed(x) >= 0, so

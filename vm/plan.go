@@ -12,7 +12,7 @@ import (
 // index arithmetic beyond table lookups.
 type plan struct {
 	idx  []int32 // gather map (meaning depends on the opcode)
-	idx2 []int32 // second operand's broadcast map (OpAdd/OpSub)
+	idx2 []int32 // second operand's broadcast map (OpAdd/OpSub/OpMul)
 	d    int     // window size (pools), rows of the im2col matrix per group (conv)
 	p    int     // output positions per plane
 	// planes and inPlane: pools map one (image, channel) plane at a time.
@@ -127,7 +127,7 @@ func (m *Machine) makePlan(in *fixed.Instr) (plan, int, error) {
 			return pl, len(pl.idx), nil
 		}
 		return pl, 0, nil
-	case fixed.OpAdd, fixed.OpSub:
+	case fixed.OpAdd, fixed.OpSub, fixed.OpMul:
 		out := p.Tensors[in.Out].Shape
 		a := p.Tensors[in.In[0]].Shape
 		b := p.Tensors[in.In[1]].Shape

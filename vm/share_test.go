@@ -24,6 +24,7 @@ import (
 type shareReq struct {
 	op     string
 	x      ring.Tensor
+	y      ring.Tensor // second shared operand (mul)
 	w      *ring.Tensor
 	ints   [4]int
 	nonneg bool
@@ -89,6 +90,13 @@ func (d *dealer) answer(a, b *shareReq) error {
 		err = d.clear.MatMul(ctx, res, a.w, a.ints[0], a.ints[1], a.ints[2], x)
 	case "mulconst":
 		err = d.clear.MulConst(ctx, res, a.w, x)
+	case "mul":
+		if len(a.y.Data) != len(b.y.Data) {
+			return fmt.Errorf("parties disagree on mul's second operand")
+		}
+		y := ring.NewTensor(a.y.Shape)
+		d.r.AddVec(y.Data, a.y.Data, b.y.Data)
+		err = d.clear.Mul(ctx, res, x, y)
 	case "relu":
 		err = d.clear.ReLU(ctx, res, x)
 	case "trunc":
@@ -154,6 +162,12 @@ func (s *shareBackend) MulConst(_ context.Context, dst ring.Tensor, w *ring.Tens
 	return s.call("mulconst", dst, x, w, false)
 }
 
+func (s *shareBackend) Mul(_ context.Context, dst, x, y ring.Tensor) error {
+	req := &shareReq{op: "mul", x: x, y: y, dst: dst, reply: make(chan error, 1)}
+	s.d.reqs[s.party] <- req
+	return <-req.reply
+}
+
 func (s *shareBackend) ReLU(_ context.Context, dst, x ring.Tensor) error {
 	return s.call("relu", dst, x, nil, false)
 }
@@ -206,8 +220,12 @@ func (b *builder) finishZoo(t *testing.T, rng *rand.Rand, dv int) *fixed.Program
 	diff := b.op(&fixed.Instr{Op: fixed.OpSub, In: []int{sum, up}})
 	cat := b.op(&fixed.Instr{Op: fixed.OpConcat, In: []int{sum, diff}, Axis: 1})
 	am := b.op(&fixed.Instr{Op: fixed.OpArgMax, In: []int{cat}, Axis: 1}, ir.Shape{1})
+	// A product of two shared tensors, both operands broadcast ([6,1] by [1,6]).
+	outer := b.op(&fixed.Instr{Op: fixed.OpMul, In: []int{mt, row}})
+	outerT := b.op(&fixed.Instr{Op: fixed.OpTrunc, In: []int{outer}, Shift: 4})
 	b.output(cat)
 	b.output(am)
+	b.output(outerT)
 	if err := b.p.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -224,6 +224,18 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 			r.SubVec(dst.Data, a, c)
 		}
 		return nil
+	case fixed.OpMul:
+		y := m.tensor(in.In[1])
+		a, c := x, y
+		if pl.idx != nil {
+			a = ring.Tensor{Shape: dst.Shape, Data: m.scratch[:len(dst.Data)]}
+			gather(a.Data, x.Data, pl.idx, 0)
+		}
+		if pl.idx2 != nil {
+			c = ring.Tensor{Shape: dst.Shape, Data: m.scratch[len(dst.Data) : 2*len(dst.Data)]}
+			gather(c.Data, y.Data, pl.idx2, 0)
+		}
+		return b.Mul(ctx, dst, a, c)
 	case fixed.OpScaleUp:
 		r.ScaleVec(dst.Data, x.Data, uint64(1)<<uint(in.Shift))
 		return nil

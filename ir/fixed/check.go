@@ -190,7 +190,7 @@ func (p *Program) InferInstr(in *Instr) (ir.Shape, int, error) {
 		}
 		return nil
 	}
-	nIn := map[Opcode]int{OpAdd: 2, OpSub: 2}
+	nIn := map[Opcode]int{OpAdd: 2, OpSub: 2, OpMul: 2}
 	if in.Op != OpConcat {
 		want := 1
 		if n, ok := nIn[in.Op]; ok {
@@ -235,6 +235,13 @@ func (p *Program) InferInstr(in *Instr) (ir.Shape, int, error) {
 		}
 		b, err := ir.Broadcast(x.Shape, y.Shape)
 		return b, x.Scale, err
+	case OpMul:
+		y := p.Tensors[in.In[1]]
+		b, err := ir.Broadcast(x.Shape, y.Shape)
+		if err != nil {
+			return nil, 0, err
+		}
+		return b, x.Scale + y.Scale, checkScale(x.Scale + y.Scale)
 	case OpScaleUp:
 		if in.Shift < 0 || in.Shift > MaxScale {
 			return nil, 0, fmt.Errorf("shift %d is not in 0..%d", in.Shift, MaxScale)

@@ -62,13 +62,17 @@ const (
 	// OpPad: Out = In[0] padded by Pads (begins then ends, non-negative) in mode PadMode; constant
 	// padding uses PadValue (an encoded ring value, added by party 0).
 	OpPad Opcode = 19
+	// OpMul: Out = In[0] * In[1] elementwise with numpy broadcasting, both operands shared, exact
+	// in the ring; Out's scale is the sum of the operands' scales. Backend.Mul (the VM expands the
+	// broadcast operands first).
+	OpMul Opcode = 20
 )
 
 var opcodeNames = map[Opcode]string{
 	OpInput: "input", OpOutput: "output", OpMatMul: "matmul", OpConv: "conv", OpAddConst: "addconst",
 	OpMulConst: "mulconst", OpAdd: "add", OpSub: "sub", OpScaleUp: "scaleup", OpTrunc: "trunc",
 	OpReLU: "relu", OpMaxPool: "maxpool", OpSumPool: "sumpool", OpDiv: "div", OpArgMax: "argmax",
-	OpReshape: "reshape", OpTranspose: "transpose", OpConcat: "concat", OpPad: "pad",
+	OpReshape: "reshape", OpTranspose: "transpose", OpConcat: "concat", OpPad: "pad", OpMul: "mul",
 }
 
 func (o Opcode) String() string {

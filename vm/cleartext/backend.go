@@ -79,6 +79,15 @@ func (c *Backend) MulConst(_ context.Context, dst ring.Tensor, w *ring.Tensor, x
 	return nil
 }
 
+// Mul computes dst = x * y elementwise (products wrap).
+func (c *Backend) Mul(_ context.Context, dst, x, y ring.Tensor) error {
+	if err := firstError(checkLen("mul operand", y, len(x.Data)), checkLen("mul result", dst, len(x.Data))); err != nil {
+		return err
+	}
+	c.r.MulVec(dst.Data, x.Data, y.Data)
+	return nil
+}
+
 // ReLU computes dst = max(signed(x), 0).
 func (c *Backend) ReLU(_ context.Context, dst, x ring.Tensor) error {
 	if err := checkLen("relu result", dst, len(x.Data)); err != nil {

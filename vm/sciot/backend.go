@@ -294,6 +294,20 @@ func (b *Backend) MulConst(ctx context.Context, dst ring.Tensor, w *ring.Tensor,
 	return end(&b.prof.Linear, b.lin.MulElem(ctx, dst.Data, weightData(w), x.Data))
 }
 
+// Mul sets dst = x ⊙ y for two shared tensors by OT in both directions
+// (linear.Session.Mul; communication linear.MulBits). It is charged to Profile.Linear.
+func (b *Backend) Mul(ctx context.Context, dst, x, y ring.Tensor) error {
+	const op = "mul"
+	end, err := b.begin(op)
+	if err != nil {
+		return err
+	}
+	if err := firstErr(checkLen("second operand", y, len(x.Data)), checkLen("result", dst, len(x.Data))); err != nil {
+		return end(&b.prof.Linear, err)
+	}
+	return end(&b.prof.Linear, b.lin.Mul(ctx, dst.Data, x.Data, y.Data))
+}
+
 // weightErr checks that party 0 has the weights and party 1 has none.
 func (b *Backend) weightErr(w *ring.Tensor) error {
 	if b.party == 0 && w == nil {

@@ -143,6 +143,16 @@ func TestOpsMatchClear(t *testing.T) {
 				check("relu", []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
 					return b.ReLU(ctx, dst, x)
 				}, nil)
+				check("mul-square", []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
+					return b.Mul(ctx, dst, x, x)
+				}, nil)
+				check("mul-relu", []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
+					tmp := ring.NewTensor(x.Shape)
+					if err := b.ReLU(ctx, tmp, x); err != nil {
+						return err
+					}
+					return b.Mul(ctx, dst, tmp, x)
+				}, nil)
 				check("trunc", []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
 					return b.Trunc(ctx, dst, x, 5, false)
 				}, nil)

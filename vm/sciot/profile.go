@@ -30,7 +30,7 @@ func (c Cost) Sub(d Cost) Cost {
 type Profile struct {
 	Setup     Cost // OT base OTs and session hellos (once per session)
 	Input     Cost // input sharing
-	Linear    Cost // matrix products, convolutions, products with private constants
+	Linear    Cost // matrix products, convolutions, products with private constants and of two shared tensors
 	Nonlinear Cost // ReLU, truncation, division, maxpool, argmax
 	Reveal    Cost // opening outputs
 }

@@ -194,6 +194,28 @@ func (b *Insecure) MulConst(ctx context.Context, dst ring.Tensor, w *ring.Tensor
 	return nil
 }
 
+// Mul opens x and y to party 0, which multiplies them and re-shares.
+func (b *Insecure) Mul(ctx context.Context, dst, x, y ring.Tensor) error {
+	if err := b.call(); err != nil {
+		return err
+	}
+	u, err := b.toServer(ctx, x.Data)
+	if err != nil {
+		return err
+	}
+	v, err := b.toServer(ctx, y.Data)
+	if err != nil {
+		return err
+	}
+	if b.party == 0 {
+		if err := b.clear.Mul(ctx, dst, ring.Tensor{Shape: x.Shape, Data: u}, ring.Tensor{Shape: y.Shape, Data: v}); err != nil {
+			return err
+		}
+	}
+	b.reshare(dst.Data)
+	return nil
+}
+
 // unary opens x at both parties, applies f in the clear and re-shares.
 func (b *Insecure) unary(ctx context.Context, dst, x ring.Tensor, f func(dst, v ring.Tensor) error) error {
 	if err := b.call(); err != nil {
