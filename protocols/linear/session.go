@@ -89,32 +89,20 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Se
 	if opt.MinSplit < 64 {
 		return nil, fmt.Errorf("linear: New: MinSplit=%d, want at least 64", opt.MinSplit)
 	}
-	party, err := streams.Party("linear", ots)
-	if err != nil {
-		return nil, err
-	}
-	s := &Session{r: r, party: party, oneBatch: opt.OneBatch}
-	conns := make([]*transport.Conn, len(ots))
-	for i, o := range ots {
-		st := &stream{idx: i, ot: o, conn: o.Conn(), party: party, l: r.Bits, budget: opt.Budget, oneBatch: opt.OneBatch}
-		if err := st.hello(ctx, len(ots), opt); err != nil {
-			return nil, err
-		}
-		s.streams = append(s.streams, st)
-		conns[i] = st.conn
-	}
-	s.group = streams.NewGroup("linear", opt.MinSplit, conns)
-	return s, nil
-}
-
-// hello exchanges and compares the session parameters on one stream.
-func (st *stream) hello(ctx context.Context, nstreams int, opt Options) error {
-	h := streams.Hello{Magic: helloMagic, Version: helloVersion, Party: st.party, Bits: st.l, Params: []streams.HelloParam{
+	hello := streams.Hello{Magic: helloMagic, Version: helloVersion, Bits: r.Bits, Params: []streams.HelloParam{
 		streams.HelloFlag("Options.OneBatch", opt.OneBatch),
 		{Name: "Options.Budget", Value: uint64(opt.Budget)},
 		{Name: "Options.MinSplit", Value: uint64(opt.MinSplit)},
 	}}
-	return h.Exchange(ctx, "linear", st.conn, nstreams, st.idx)
+	party, group, err := streams.Open(ctx, "linear", hello, opt.MinSplit, ots)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{r: r, party: party, oneBatch: opt.OneBatch, group: group}
+	for i, o := range ots {
+		s.streams = append(s.streams, &stream{idx: i, ot: o, conn: o.Conn(), party: party, l: r.Bits, budget: opt.Budget, oneBatch: opt.OneBatch})
+	}
+	return s, nil
 }
 
 // Ring returns the ring of the shares.

@@ -100,12 +100,17 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Se
 	if opt.Budget < 1<<12 {
 		return nil, fmt.Errorf("nonlinear: New: Budget=%d words is below the minimum 4096", opt.Budget)
 	}
-	party, err := streams.Party("nonlinear", ots)
+	hello := streams.Hello{Magic: helloMagic, Version: helloVersion, Bits: r.Bits, Params: []streams.HelloParam{
+		{Name: "Options.M", Value: uint64(opt.M)},
+		streams.HelloFlag("Options.PaperTrunc", opt.PaperTrunc),
+		{Name: "Options.MinSplit", Value: uint64(opt.MinSplit)},
+		{Name: "Options.Budget", Value: uint64(opt.Budget)},
+	}}
+	party, group, err := streams.Open(ctx, "nonlinear", hello, opt.MinSplit, ots)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{r: r, party: party, m: opt.M, minSplit: opt.MinSplit}
-	conns := make([]*transport.Conn, len(ots))
+	s := &Session{r: r, party: party, m: opt.M, minSplit: opt.MinSplit, group: group}
 	for i, o := range ots {
 		rng, err := prg.NewRandom()
 		if err != nil {
@@ -117,25 +122,9 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Se
 			// Mirror the roles on odd streams (see New's documentation).
 			last: i & 1,
 		}
-		if err := st.hello(ctx, len(ots), opt); err != nil {
-			return nil, err
-		}
 		s.streams = append(s.streams, st)
-		conns[i] = st.conn
 	}
-	s.group = streams.NewGroup("nonlinear", opt.MinSplit, conns)
 	return s, nil
-}
-
-// hello exchanges and compares the session parameters on one stream.
-func (st *stream) hello(ctx context.Context, nstreams int, opt Options) error {
-	h := streams.Hello{Magic: helloMagic, Version: helloVersion, Party: st.party, Bits: st.r.Bits, Params: []streams.HelloParam{
-		{Name: "Options.M", Value: uint64(opt.M)},
-		streams.HelloFlag("Options.PaperTrunc", opt.PaperTrunc),
-		{Name: "Options.MinSplit", Value: uint64(opt.MinSplit)},
-		{Name: "Options.Budget", Value: uint64(opt.Budget)},
-	}}
-	return h.Exchange(ctx, "nonlinear", st.conn, nstreams, st.idx)
 }
 
 // Ring returns the ring of the shares.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -18,7 +19,7 @@ import (
 type Hello struct {
 	Magic   string // four bytes that name the protocol, e.g. "CFLN"
 	Version byte   // the protocol's wire version
-	Party   int    // this party (0 or 1)
+	Party   int    // this party (0 or 1; Open fills it in)
 	Bits    int    // the bit width l of the ring Z_2^l
 	Params  []HelloParam
 }
@@ -81,6 +82,24 @@ func (h Hello) Exchange(ctx context.Context, proto string, conn *transport.Conn,
 		return fmt.Errorf("%s: New: stream %d: %s", proto, idx, problem)
 	}
 	return nil
+}
+
+// Open starts the streams of a protocol session over the OT sessions ots, stream i on ots[i]: it
+// checks them (see Party), exchanges h on every stream with this party's index filled in, and
+// returns that index and the Group of the streams (see NewGroup for proto and minSplit).
+func Open(ctx context.Context, proto string, h Hello, minSplit int, ots []*ot.Session) (party int, g *Group, err error) {
+	if party, err = Party(proto, ots); err != nil {
+		return 0, nil, err
+	}
+	h.Party = party
+	conns := make([]*transport.Conn, len(ots))
+	for i, o := range ots {
+		conns[i] = o.Conn()
+		if err := h.Exchange(ctx, proto, conns[i], len(ots), i); err != nil {
+			return 0, nil, err
+		}
+	}
+	return party, NewGroup(proto, minSplit, conns), nil
 }
 
 // compare returns what differs between this party's hello msg and the peer's, or "".

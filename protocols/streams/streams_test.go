@@ -104,7 +104,7 @@ func TestRunSingleAndSuccess(t *testing.T) {
 	}
 }
 
-func TestParty(t *testing.T) {
+func TestPartyAndOpen(t *testing.T) {
 	if _, err := Party("p", nil); err == nil || !strings.Contains(err.Error(), "p: New: no OT session") {
 		t.Fatalf("no sessions: %v", err)
 	}
@@ -130,6 +130,46 @@ func TestParty(t *testing.T) {
 	}
 	if _, err := Party("p", []*ot.Session{s0, s1}); err == nil || !strings.Contains(err.Error(), "disagree") {
 		t.Fatalf("mixed parties: %v", err)
+	}
+
+	// Open: party, hello on every stream (here the session and one fork), and a group of them.
+	a2, b2 := pipes(t, 1)
+	var f0, f1 *ot.Session
+	done = make(chan struct{})
+	go func() { f1, e1 = s1.Fork(ctx, b2[0]); close(done) }()
+	f0, e0 = s0.Fork(ctx, a2[0])
+	<-done
+	if e0 != nil || e1 != nil {
+		t.Fatal(e0, e1)
+	}
+	h := Hello{Magic: "TEST", Version: 1, Bits: 32, Params: []HelloParam{{Name: "Options.X", Value: 9}}}
+	var p1 int
+	var g1 *Group
+	before := []int64{a[0].Stats().BytesSent, a2[0].Stats().BytesSent}
+	done = make(chan struct{})
+	go func() { p1, g1, e1 = Open(ctx, "p", h, 10, []*ot.Session{s1, f1}); close(done) }()
+	p0, g0, e0 := Open(ctx, "p", h, 10, []*ot.Session{s0, f0})
+	<-done
+	if e0 != nil || e1 != nil || p0 != 0 || p1 != 1 {
+		t.Fatalf("Open: party %d, %v; party %d, %v", p0, e0, p1, e1)
+	}
+	if parts := g0.Parts(100, 100, 1); len(parts) != 2 || len(g1.Parts(5, 5, 1)) != 1 {
+		t.Fatalf("Open's group splits 100 items with MinSplit 10 into %v", parts)
+	}
+	for i, c := range []*transport.Conn{a[0], a2[0]} {
+		if sent := c.Stats().BytesSent - before[i]; sent != int64(transport.HeaderSize+HelloSize(1)) {
+			t.Fatalf("Open sent %d bytes on stream %d, want one hello of %d", sent, i, transport.HeaderSize+HelloSize(1))
+		}
+	}
+	// A mismatch fails Open at both parties.
+	h1 := h
+	h1.Params = []HelloParam{{Name: "Options.X", Value: 8}}
+	done = make(chan struct{})
+	go func() { _, _, e1 = Open(ctx, "p", h1, 10, []*ot.Session{s1}); close(done) }()
+	_, _, e0 = Open(ctx, "p", h, 10, []*ot.Session{s0})
+	<-done
+	if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), "p: New: stream 0: the parties disagree on Options.X") {
+		t.Fatalf("Open with different options: %v / %v", e0, e1)
 	}
 }
 
