@@ -16,7 +16,17 @@ type Meta struct {
 	Preprocess   *Preprocess `json:"preprocess,omitempty"`    // how raw inputs become the model input
 	Autotune     *Autotune   `json:"autotune,omitempty"`      // how l and s were chosen
 	Passes       []string    `json:"passes,omitempty"`        // clean-up and peephole actions taken
+	InputRange   *Range      `json:"input_range,omitempty"`   // the input values the program was validated on
 }
+
+// Range is a closed interval of real values [Min, Max].
+type Range struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+}
+
+// Contains reports whether v lies in [Min, Max].
+func (r Range) Contains(v float64) bool { return v >= r.Min && v <= r.Max }
 
 // Preprocess records how a client turns an image into the model's input tensor, so that it
 // preprocesses exactly as the validation images were during autotuning.

@@ -59,6 +59,9 @@ func LoadValidation(dir string, input ir.Value, prep *codegen.Preprocess) (*Data
 	slices.Sort(npys)
 	slices.Sort(subdirs)
 	switch {
+	case len(npys) > 0 && len(subdirs) > 0:
+		return nil, fmt.Errorf("%w %s: it holds both .npy files (%s, ...) and subfolders (%s, ...); a folder is either layout (a) or (b), not both; %s",
+			ErrValidationFormat, dir, npys[0], subdirs[0], validationFormats)
 	case len(npys) > 0:
 		return loadNpyFolder(dir, npys, input)
 	case len(subdirs) > 0:
@@ -175,4 +178,48 @@ func loadImageFolder(dir string, classes []string, in ir.Value, prep *codegen.Pr
 		}
 	}
 	return ds, nil
+}
+
+// InputRange returns the smallest and largest input value over all samples.
+func (ds *Dataset) InputRange() (lo, hi float32) {
+	first := true
+	for _, s := range ds.Samples {
+		for _, v := range s.Input {
+			if first || v < lo {
+				lo = v
+			}
+			if first || v > hi {
+				hi = v
+			}
+			first = false
+		}
+	}
+	return lo, hi
+}
+
+// CheckLabels refuses labels outside 0..classes-1 (a labels.txt for another model, or one-based
+// class numbers), naming the first such sample.
+func (ds *Dataset) CheckLabels(classes int) error {
+	for _, s := range ds.Samples {
+		if s.Label >= classes {
+			return fmt.Errorf("validation sample %s has label %d, but the model has %d classes (0..%d): labels must be zero-based class indices of this model",
+				s.Name, s.Label, classes, classes-1)
+		}
+	}
+	return nil
+}
+
+// Layout describes the folder layout that was read, for the compile report.
+func (ds *Dataset) Layout() string {
+	if ds.Format == "images" {
+		n := 0
+		if ds.Preprocess != nil {
+			n = len(ds.Preprocess.ClassDirs)
+		}
+		return fmt.Sprintf("layout (b): PNG/JPEG images in %d class subfolders", n)
+	}
+	if ds.Labelled {
+		return "layout (a): .npy inputs with labels.txt"
+	}
+	return "layout (a): .npy inputs, no labels.txt (accuracy cannot be measured; overflow is still checked)"
 }

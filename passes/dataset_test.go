@@ -156,3 +156,37 @@ func TestLoadValidationRejects(t *testing.T) {
 		t.Error("missing folder accepted")
 	}
 }
+
+func TestValidationFolderChecks(t *testing.T) {
+	in := ir.Value{Name: "x", Shape: ir.Shape{1, 2, 3}}
+	dir := t.TempDir()
+	writeNpy(t, filepath.Join(dir, "00000.npy"), []int{2, 3}, -2)
+	writeNpy(t, filepath.Join(dir, "00001.npy"), []int{2, 3}, 5)
+	if err := os.WriteFile(filepath.Join(dir, "labels.txt"), []byte("00000.npy 3\n00001.npy 10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := LoadValidation(dir, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi := ds.InputRange(); lo != -2 || hi != 5 {
+		t.Errorf("range [%g, %g], want [-2, 5]", lo, hi)
+	}
+	if err := ds.CheckLabels(11); err != nil {
+		t.Error(err)
+	}
+	if err := ds.CheckLabels(10); err == nil || !strings.Contains(err.Error(), "00001.npy has label 10, but the model has 10 classes") {
+		t.Errorf("label 10 of 10 classes: %v", err)
+	}
+	if !strings.Contains(ds.Layout(), "labels.txt") {
+		t.Errorf("layout %q", ds.Layout())
+	}
+	// A folder mixing .npy files and class subfolders is refused, not read halfway.
+	if err := os.Mkdir(filepath.Join(dir, "cats"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadValidation(dir, in, nil)
+	if !errors.Is(err, ErrValidationFormat) || !strings.Contains(err.Error(), "both .npy files") {
+		t.Errorf("mixed folder: %v", err)
+	}
+}

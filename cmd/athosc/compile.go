@@ -253,6 +253,24 @@ func (c *compileConfig) preprocessFor(in ir.Value) (*codegen.Preprocess, error) 
 	return p, nil
 }
 
+// classCount is the number of classes of a classifier output: its last dimension after dropping
+// trailing 1-dimensions ([1,1000,1,1] has 1000).
+func classCount(shape ir.Shape) int {
+	for i := len(shape) - 1; i >= 0; i-- {
+		if shape[i] != 1 {
+			return shape[i]
+		}
+	}
+	return 1
+}
+
+func firstOr(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}
+
 // clientPath derives the client copy's name: model.sciir -> model.client.sciir.
 func clientPath(out string) string {
 	return strings.TrimSuffix(out, ".sciir") + ".client.sciir"
@@ -323,11 +341,20 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 		if ds, err = passes.LoadValidation(c.validate, g.Inputs[0], prep); err != nil {
 			return err
 		}
-		samples := ds.Samples
-		if c.limit > 0 && c.limit < len(samples) {
-			samples = samples[:c.limit]
+		if v := g.Values[firstOr(g.Outputs)]; ds.Labelled && v != nil {
+			if classes := classCount(v.Shape); classes > 1 {
+				if err := ds.CheckLabels(classes); err != nil {
+					return fmt.Errorf("--validate %s: %w", c.validate, err)
+				}
+			}
 		}
-		say("validation: %d inputs (%s format, labelled=%v) from %s\n", len(samples), ds.Format, ds.Labelled, c.validate)
+		if c.limit > 0 && c.limit < len(ds.Samples) {
+			ds.Samples = ds.Samples[:c.limit]
+		}
+		samples := ds.Samples
+		lo, hi := ds.InputRange()
+		meta.InputRange = &codegen.Range{Min: float64(lo), Max: float64(hi)}
+		say("validation: %d inputs from %s, %s; input values in [%.4g, %.4g]\n", len(samples), c.validate, ds.Layout(), lo, hi)
 		opts.Samples, opts.Scales, opts.Headroom, opts.Workers = samples, c.scales, c.headroom, c.jobs
 	}
 	bar := cli.NewProgress(stderr, "autotune", cli.IsTerminal(stderr) && !c.quiet && c.dumpAfter == "")

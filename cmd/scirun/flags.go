@@ -39,7 +39,7 @@ type config struct {
 	tlsCert, tlsKey          string
 	tlsCA, tlsServerName     string
 	report, netName, backend string
-	quiet                    bool
+	quiet, strict            bool
 	set                      map[string]bool // flags given explicitly
 }
 
@@ -75,6 +75,7 @@ func parse(args []string) (*config, error) {
 	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
 	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages: lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT)")
 	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME` (default: the program's, sciot)")
+	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (default: warn)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")
 	fs.IntVar(&c.streams, "streams", defaultStreams(), "run each session over `N` connections (OT streams, one core each); both parties must agree (default min(2, CPUs))")
 	pos, err := cli.Parse(fs, args)
@@ -117,7 +118,7 @@ func (c *config) check() error {
 	}
 	server, client := c.party == 0, c.party == 1
 	for _, err := range []error{
-		only("by the server (--party 0): the client holds the input", !server, "input", "output", "raw", "top"),
+		only("by the server (--party 0): the client holds the input", !server, "input", "output", "raw", "top", "strict"),
 		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "session-timeout",
 			"hello-timeout", "join-timeout", "max-pending"),
 		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout"),

@@ -16,8 +16,10 @@ import (
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
-// encodeInput reads the input file and encodes it at the program input's scale.
-func encodeInput(path string, f *codegen.File) ([]ring.Tensor, error) {
+// encodeInput reads the input file, checks it against the range the program was validated on
+// (see checkRange), and encodes it at the program input's scale.
+func (c *config) encodeInput(f *codegen.File, e *env) ([]ring.Tensor, error) {
+	path := c.input
 	p := f.Program
 	if len(p.Inputs) != 1 {
 		return nil, fmt.Errorf("the program has %d inputs; scirun takes one --input", len(p.Inputs))
@@ -31,11 +33,39 @@ func encodeInput(path string, f *codegen.File) ([]ring.Tensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("input: %w", err)
 	}
+	if msg := checkRange(x, f.Meta.InputRange); msg != "" {
+		if c.strict {
+			return nil, fmt.Errorf("input %s: %s (--strict)", path, msg)
+		}
+		fmt.Fprintf(e.stderr, "scirun: warning: input %s: %s; results may be wrong (--strict makes this an error)\n", path, msg)
+	}
 	enc, err := r.EncodeTensor(in.Shape, x, in.Scale)
 	if err != nil {
 		return nil, fmt.Errorf("input %s: %w", path, err)
 	}
 	return []ring.Tensor{enc}, nil
+}
+
+// checkRange describes how far the input values x leave the range the program was validated on,
+// or returns "" when they stay inside it (or no range is recorded). Values outside it may overflow
+// the ring somewhere in the network and wrap around silently, in the secure and the clear run alike.
+func checkRange(x []float32, r *codegen.Range) string {
+	if r == nil || len(x) == 0 {
+		return ""
+	}
+	lo, hi := float64(x[0]), float64(x[0])
+	for _, v := range x {
+		lo, hi = min(lo, float64(v)), max(hi, float64(v))
+	}
+	if r.Contains(lo) && r.Contains(hi) {
+		return ""
+	}
+	out := max(r.Min-lo, hi-r.Max)
+	msg := fmt.Sprintf("values in [%.4g, %.4g] leave the range [%.4g, %.4g] the program was validated on (by up to %.4g)", lo, hi, r.Min, r.Max, out)
+	if r.Max <= 1.5 && hi > 2 && hi <= 255 {
+		msg += "; raw 0-255 pixels for a model validated on 0-1 inputs?"
+	}
+	return msg
 }
 
 // emit prints the revealed outputs and writes --output.

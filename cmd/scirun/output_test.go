@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
@@ -75,5 +77,65 @@ func TestOutputFilesNeverClobberInputs(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(full); !bytes.Equal(before, after) {
 		t.Fatal("the program was changed")
+	}
+}
+
+func TestCheckRange(t *testing.T) {
+	r := &codegen.Range{Min: 0, Max: 1}
+	if msg := checkRange([]float32{0, 0.5, 1}, r); msg != "" {
+		t.Errorf("inside: %q", msg)
+	}
+	if msg := checkRange([]float32{0, 2}, nil); msg != "" {
+		t.Errorf("no range recorded: %q", msg)
+	}
+	msg := checkRange([]float32{-0.5, 1}, r)
+	if !strings.Contains(msg, "by up to 0.5") || strings.Contains(msg, "pixels") {
+		t.Errorf("below: %q", msg)
+	}
+	if msg := checkRange([]float32{0, 255}, r); !strings.Contains(msg, "raw 0-255 pixels") {
+		t.Errorf("raw pixels: %q", msg)
+	}
+}
+
+// TestInputOutsideValidatedRange: scirun warns (or with --strict refuses) an input outside the
+// range the program was validated on.
+func TestInputOutsideValidatedRange(t *testing.T) {
+	prog, _, data := program(t)
+	f, err := codegen.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As athosc --validate records it for MNIST digits scaled to 0..1.
+	f.Meta.InputRange = &codegen.Range{Min: 0, Max: 1}
+	full := filepath.Join(t.TempDir(), "ranged.sciir")
+	if err := codegen.WriteFile(full, f, true); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(data, "inputs", "00003.npy")
+	a, err := npy.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := a.Float32()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range x {
+		x[i] *= 255
+	}
+	raw := filepath.Join(t.TempDir(), "raw.npy")
+	if err := npy.WriteFileFloat32(raw, a.Shape, x); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runArgs("--clear", full, "--input", raw)
+	if err != nil || !strings.Contains(stderr, "warning: input") || !strings.Contains(stderr, "leave the range") {
+		t.Errorf("warning: %v\n%s", err, stderr)
+	}
+	_, _, err = runArgs("--clear", full, "--input", raw, "--strict")
+	if err == nil || !strings.Contains(err.Error(), "--strict") {
+		t.Errorf("--strict: %v", err)
+	}
+	if _, stderr, err := runArgs("--clear", full, "--input", in, "--strict"); err != nil || strings.Contains(stderr, "warning") {
+		t.Errorf("in range: %v %s", err, stderr)
 	}
 }

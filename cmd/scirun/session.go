@@ -86,7 +86,7 @@ func runClear(ctx context.Context, c *config, f *codegen.File, e *env) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.program, err)
 	}
-	in, err := encodeInput(c.input, f)
+	in, err := c.encodeInput(f, e)
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func runClear(ctx context.Context, c *config, f *codegen.File, e *env) error {
 }
 
 func runClient(ctx context.Context, c *config, f *codegen.File, opt *serve.Options, e *env) error {
-	in, err := encodeInput(c.input, f)
+	in, err := c.encodeInput(f, e)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func runClient(ctx context.Context, c *config, f *codegen.File, opt *serve.Optio
 }
 
 func runLocal(ctx context.Context, c *config, f *codegen.File, opt *serve.Options, e *env) error {
-	in, err := encodeInput(c.input, f)
+	in, err := c.encodeInput(f, e)
 	if err != nil {
 		return err
 	}
