@@ -26,8 +26,9 @@ type LowerOptions struct {
 // Lower converts a cleaned HLIL graph (see Clean) to a fixed-point program over Z_{2^Bits} at scale
 // Scale. Inputs are encoded at scale s, weights at s, products of a linear layer are at 2s and
 // get their bias (encoded at 2s) before an explicit Trunc back to s; the sum of two tensors at
-// different scales scales the lower one up. An operator without a fixed-point lowering (Sigmoid,
-// LRN, Softmax not at the end, a product of two runtime tensors, ...) is an error naming it.
+// different scales scales the lower one up; so is a product of two runtime tensors (OpMul, at 2s).
+// An operator without a fixed-point lowering (Sigmoid, LRN, Softmax not at the end, Div by a
+// runtime tensor, ...) is an error naming it.
 func Lower(g *ir.Graph, opts LowerOptions) (*fixed.Program, error) {
 	if opts.Bits < 1 || opts.Bits > 64 {
 		return nil, fmt.Errorf("lower: bitwidth %d is not in 1..64", opts.Bits)
@@ -242,6 +243,9 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 	case ir.Add, ir.Sub, ir.Sum:
 		return l.addSub(n)
 	case ir.Mul:
+		if !l.isConst(n.Inputs[0]) && !l.isConst(n.Inputs[1]) {
+			return l.mulShared(n)
+		}
 		return l.mulConst(n, false)
 	case ir.Div:
 		return l.mulConst(n, true)

@@ -15,6 +15,7 @@ type OpCounts struct {
 	TruncNonNeg  int   // of which the input is known to be non-negative
 	Div          int   // elements divided (average pooling)
 	MACs         int64 // multiply-accumulates in MatMul and Conv
+	Mul          int   // elements of products of two shared tensors
 	Instructions int
 }
 
@@ -46,6 +47,8 @@ func Count(p *fixed.Program) OpCounts {
 			}
 		case fixed.OpDiv:
 			c.Div += out
+		case fixed.OpMul:
+			c.Mul += out
 		case fixed.OpMatMul:
 			w := p.Weights[in.Weight].Shape
 			c.MACs += int64(out) * int64(w[1])
@@ -227,8 +230,9 @@ func mergeReshapes(q *fixed.Program, i int, sole func(int) int) bool {
 }
 
 // NonNegative returns, for every tensor of p, whether its values are provably non-negative:
-// ReLU results, and what pooling, division, truncation, scaling, data movement, concatenation and
-// addition compute from non-negative values (assuming, as the autotuner ensures, no overflow).
+// ReLU results, and what pooling, division, truncation, scaling, data movement, concatenation,
+// addition and multiplication compute from non-negative values (assuming, as the autotuner
+// ensures, no overflow).
 func NonNegative(p *fixed.Program) []bool {
 	nn := make([]bool, len(p.Tensors))
 	for _, in := range p.Instrs {
@@ -243,7 +247,7 @@ func NonNegative(p *fixed.Program) []bool {
 		case fixed.OpReLU, fixed.OpArgMax:
 			nn[in.Out] = true
 		case fixed.OpMaxPool, fixed.OpSumPool, fixed.OpDiv, fixed.OpTrunc, fixed.OpScaleUp, fixed.OpReshape,
-			fixed.OpTranspose, fixed.OpConcat, fixed.OpAdd:
+			fixed.OpTranspose, fixed.OpConcat, fixed.OpAdd, fixed.OpMul:
 			nn[in.Out] = all
 		case fixed.OpPad:
 			nn[in.Out] = all && (in.PadMode != fixed.PadConstant || in.PadValue >= 0)
