@@ -100,6 +100,3 @@ func (a *Appender) Words() []uint64 { return a.buf }
 
 // Len returns the number of bits appended since Reset.
 func (a *Appender) Len() int { return a.n }
-
-// Bytes returns the bits appended so far as ⌈Len()/8⌉ bytes (a view of Words).
-func (a *Appender) Bytes() []byte { return Bytes(a.buf)[:(a.n+7)/8] }

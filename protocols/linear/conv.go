@@ -323,7 +323,7 @@ func (p *convProduct) sendCorrections(ctx context.Context, st *stream, b *oneBat
 			}
 		}
 		bw.Flush()
-		if err := st.conn.Send(ctx, bitvec.Bytes(corr)[:(bits+7)/8]); err != nil {
+		if err := st.conn.SendBits(ctx, corr, bits); err != nil {
 			return err
 		}
 		f0 = f1
@@ -342,11 +342,7 @@ func (p *convProduct) recvCorrections(ctx context.Context, st *stream, b *oneBat
 	x := st.expander(mg * p.ix.most * l)
 	for f0 := c0; f0 < c1; {
 		f1, bits := p.frame(f0, c1, half)
-		nb := (bits + 7) / 8
-		if nb > 0 {
-			corr[(nb+7)/8-1] = 0
-		}
-		if err := st.conn.Recv(ctx, bitvec.Bytes(corr)[:nb]); err != nil {
+		if err := st.conn.RecvBits(ctx, corr, bits); err != nil {
 			return err
 		}
 		var cpos uint // position in the frame's corrections

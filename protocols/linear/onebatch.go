@@ -78,7 +78,7 @@ func (st *stream) crossOneBatch(ctx context.Context, job oneBatchJob, lo, hi int
 		c0, c1 := chunk(j)
 		if st.party == 0 {
 			flips := grow(&st.choice, bitvec.Words((c1-c0)*st.l))
-			if err := st.conn.Recv(ctx, bitvec.Bytes(flips)[:((c1-c0)*st.l+7)/8]); err != nil {
+			if err := st.conn.RecvBits(ctx, flips, (c1-c0)*st.l); err != nil {
 				return err
 			}
 			if j+1 < J {
@@ -100,7 +100,7 @@ func (st *stream) crossOneBatch(ctx context.Context, job oneBatchJob, lo, hi int
 		for k := range flips {
 			flips[k] ^= cur.choice[k]
 		}
-		if err := st.conn.Send(ctx, bitvec.Bytes(flips)[:(n*st.l+7)/8]); err != nil {
+		if err := st.conn.SendBits(ctx, flips, n*st.l); err != nil {
 			return err
 		}
 		if j+1 < J {
@@ -162,7 +162,7 @@ func (p *product) sendCorrections(ctx context.Context, st *stream, b *oneBatchBu
 			}
 		}
 		bw.Flush()
-		if err := st.conn.Send(ctx, bitvec.Bytes(corr)[:((f1-f0)*per+7)/8]); err != nil {
+		if err := st.conn.SendBits(ctx, corr, (f1-f0)*per); err != nil {
 			return err
 		}
 	}
@@ -181,9 +181,7 @@ func (p *product) recvCorrections(ctx context.Context, st *stream, b *oneBatchBu
 	var br, pad bitvec.Reader
 	for f0 := 0; f0 < n; f0 += G {
 		f1 := min(f0+G, n)
-		nb := ((f1-f0)*per + 7) / 8
-		corr[(nb+7)/8-1] = 0
-		if err := st.conn.Recv(ctx, bitvec.Bytes(corr)[:nb]); err != nil {
+		if err := st.conn.RecvBits(ctx, corr, (f1-f0)*per); err != nil {
 			return err
 		}
 		br.Reset(corr)

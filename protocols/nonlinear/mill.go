@@ -488,7 +488,7 @@ func (st *stream) andPhase(ctx context.Context, groups []*millGroup, pool *tripl
 				}
 			}
 			st.sc.frame = w.Words()
-			if err := st.sendFlight(ctx, w.Bytes()); err != nil {
+			if err := st.sendFlight(ctx, w.Words(), w.Len()); err != nil {
 				return err
 			}
 		} else {

@@ -369,12 +369,12 @@ func (st *stream) and(ctx context.Context, x, y []uint64, n int) ([]uint64, erro
 	var buf []uint64
 	var err error
 	if st.last == st.party {
-		if err = st.sendFlight(ctx, w.Bytes()); err == nil {
+		if err = st.sendFlight(ctx, w.Words(), w.Len()); err == nil {
 			buf, err = st.recvFlight(ctx, 2*n)
 		}
 	} else {
 		if buf, err = st.recvFlight(ctx, 2*n); err == nil {
-			err = st.sendFlight(ctx, w.Bytes())
+			err = st.sendFlight(ctx, w.Words(), w.Len())
 		}
 	}
 	if err != nil {

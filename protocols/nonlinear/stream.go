@@ -180,9 +180,9 @@ func (st *stream) cot(ctx context.Context, n, w, l int,
 	return nil
 }
 
-// sendFlight sends one flight of the AND schedule.
-func (st *stream) sendFlight(ctx context.Context, b []byte) error {
-	if err := st.conn.Send(ctx, b); err != nil {
+// sendFlight sends one flight of the AND schedule: the first nbits bits of v.
+func (st *stream) sendFlight(ctx context.Context, v []uint64, nbits int) error {
+	if err := st.conn.SendBits(ctx, v, nbits); err != nil {
 		return fmt.Errorf("sending masked bits: %w", err)
 	}
 	// Flush at once: whatever follows (an OT matrix, the caller's next
@@ -198,8 +198,8 @@ func (st *stream) sendFlight(ctx context.Context, b []byte) error {
 func (st *stream) recvFlight(ctx context.Context, nbits int) ([]uint64, error) {
 	nw := bitvec.Words(nbits)
 	buf := grow(&st.sc.rx, nw+1)
-	buf[nw-1], buf[nw] = 0, 0
-	if err := st.conn.Recv(ctx, bitvec.Bytes(buf)[:(nbits+7)/8]); err != nil {
+	buf[nw] = 0
+	if err := st.conn.RecvBits(ctx, buf, nbits); err != nil {
 		return nil, fmt.Errorf("receiving masked bits: %w", err)
 	}
 	st.last = st.other()

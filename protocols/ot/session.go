@@ -387,8 +387,7 @@ func (s *Session) awaitReply(ctx context.Context, ctr uint64, n, v, l int, apply
 		nc := min(chunkOTs, n-off)
 		nw := transport.PackedWords(nc*v, l)
 		buf := growU(&s.sc.in, nw)
-		buf[nw-1] = 0
-		if err := s.conn.Recv(ctx, bitvec.Bytes(buf)[:transport.PackedBytes(nc*v, l)]); err != nil {
+		if err := s.conn.RecvBits(ctx, buf, nc*v*l); err != nil {
 			return err
 		}
 		apply(off, nc, buf)

@@ -466,6 +466,51 @@ func TestSendRecvPackedAndWords(t *testing.T) {
 	}
 }
 
+func TestSendRecvBits(t *testing.T) {
+	a, b := pipe(t, Options{})
+	ctx := context.Background()
+	lengths := []int{0, 1, 7, 8, 9, 63, 64, 65, 130}
+	go func() {
+		for _, n := range lengths {
+			v := []uint64{0xf0e1d2c3b4a59687, ^uint64(0), 0x0123456789abcdef} // bits past n too
+			_ = a.SendBits(ctx, v, n)
+		}
+		_ = a.Flush(ctx)
+	}()
+	var sent int64
+	for _, n := range lengths {
+		dst := []uint64{0x5a5a5a5a5a5a5a5a, 0x5a5a5a5a5a5a5a5a, 0x5a5a5a5a5a5a5a5a, 7} // junk to overwrite
+		if err := b.RecvBits(ctx, dst, n); err != nil {
+			t.Fatalf("%d bits: %v", n, err)
+		}
+		want := []uint64{0xf0e1d2c3b4a59687, ^uint64(0), 0x0123456789abcdef}
+		for i := range want {
+			switch {
+			case i >= (n+63)/64:
+				want[i] = 0x5a5a5a5a5a5a5a5a // past the vector: untouched
+			case n-64*i < 64:
+				want[i] &= 1<<(n-64*i) - 1 // the tail past n is zeroed
+			}
+		}
+		if dst[0] != want[0] || dst[1] != want[1] || dst[2] != want[2] || dst[3] != 7 {
+			t.Fatalf("%d bits: received %#x, want %#x", n, dst[:3], want)
+		}
+		sent += int64(HeaderSize + (n+7)/8)
+	}
+	if got := b.Stats().BytesRecv; got != sent {
+		t.Fatalf("received %d bytes, want %d (one frame of ⌈n/8⌉ bytes per vector)", got, sent)
+	}
+	if err := a.SendBits(ctx, []uint64{1}, 65); err == nil {
+		t.Fatal("SendBits of 65 bits from one word accepted")
+	}
+	if err := b.RecvBits(ctx, make([]uint64, 1), 65); err == nil {
+		t.Fatal("RecvBits of 65 bits into one word accepted")
+	}
+	if err := a.SendBits(ctx, nil, -1); err == nil {
+		t.Fatal("SendBits of -1 bits accepted")
+	}
+}
+
 func BenchmarkPipeThroughput(b *testing.B) {
 	x, y := Pipe(Options{})
 	defer x.Close()

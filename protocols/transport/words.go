@@ -17,6 +17,32 @@ func (c *Conn) RecvUint64s(ctx context.Context, dst []uint64) error {
 	return c.Recv(ctx, bitvec.Bytes(dst))
 }
 
+// SendBits sends the first nbits bits of the bit vector v (the layout of package bitvec) as one
+// frame of ⌈nbits/8⌉ bytes. v must hold bitvec.Words(nbits) words.
+func (c *Conn) SendBits(ctx context.Context, v []uint64, nbits int) error {
+	if nbits < 0 || len(v) < bitvec.Words(nbits) {
+		return fmt.Errorf("transport: SendBits: %d bits from %d words", nbits, len(v))
+	}
+	return c.Send(ctx, bitvec.Bytes(v)[:(nbits+7)/8])
+}
+
+// RecvBits receives a frame written by SendBits with the same nbits into the first
+// bitvec.Words(nbits) words of dst; the bits of the last of them past nbits are zeroed.
+func (c *Conn) RecvBits(ctx context.Context, dst []uint64, nbits int) error {
+	nw := bitvec.Words(nbits)
+	if nbits < 0 || len(dst) < nw {
+		return fmt.Errorf("transport: RecvBits: %d bits into %d words", nbits, len(dst))
+	}
+	if nw > 0 {
+		dst[nw-1] = 0
+	}
+	if err := c.Recv(ctx, bitvec.Bytes(dst)[:(nbits+7)/8]); err != nil {
+		return err
+	}
+	bitvec.ClearTail(dst, nbits)
+	return nil
+}
+
 // PackedWords is the number of 64-bit words that hold n values of l bits.
 func PackedWords(n, l int) int { return (n*l + 63) / 64 }
 
@@ -103,7 +129,7 @@ func (c *Conn) SendPacked(ctx context.Context, v []uint64, l int) error {
 	}
 	buf := c.spack[:nw]
 	Pack(buf, v, l)
-	return c.Send(ctx, bitvec.Bytes(buf)[:PackedBytes(len(v), l)])
+	return c.SendBits(ctx, buf, len(v)*l)
 }
 
 // RecvPacked receives a frame written by SendPacked with the same len(dst)
@@ -117,10 +143,7 @@ func (c *Conn) RecvPacked(ctx context.Context, dst []uint64, l int) error {
 		c.rpack = make([]uint64, nw)
 	}
 	buf := c.rpack[:nw]
-	if nw > 0 {
-		buf[nw-1] = 0
-	}
-	if err := c.Recv(ctx, bitvec.Bytes(buf)[:PackedBytes(len(dst), l)]); err != nil {
+	if err := c.RecvBits(ctx, buf, len(dst)*l); err != nil {
 		return err
 	}
 	Unpack(dst, buf, l)
