@@ -149,10 +149,11 @@ func attribute(name string, a ir.Attr) (pb, error) {
 
 // EncodeONNX encodes g (with inferred shapes) as an ONNX model: IR version 7, opset 13, weights
 // as float32 initializers in raw_data. It covers the operators of the project's synthetic
-// networks — Conv, Gemm, MatMul, Add, Sub, Mul, Relu, MaxPool, AveragePool, GlobalAveragePool,
-// GlobalMaxPool, BatchNormalization, Flatten, Reshape, Concat, Pad and ArgMax — and translates the
-// canonical HLIL attributes to their opset-13 form (Pad's and Reshape's operands become int64
-// initializers; AveragePool has no dilations attribute before opset 19).
+// networks — Conv, Gemm, MatMul, Add, Sub, Mul (also of two runtime tensors), Relu, Clip, MaxPool,
+// AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, Flatten, Reshape, Concat, Pad
+// and ArgMax — and translates the canonical HLIL attributes to their opset-13 form (Pad's and
+// Reshape's operands become int64 initializers, Clip's bounds float scalar initializers;
+// AveragePool has no dilations attribute before opset 19).
 func EncodeONNX(g *ir.Graph) ([]byte, error) {
 	var gr pb
 	extra := 0
@@ -172,6 +173,30 @@ func EncodeONNX(g *ir.Graph) ([]byte, error) {
 				return nil, fmt.Errorf("%s: dilated average pooling needs opset 19", n)
 			}
 			delete(attrs, "dilations")
+		case ir.Clip:
+			// Opset 11+: the bounds are optional scalar inputs (an infinite bound is omitted).
+			lo, err := attrs.Float("min")
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", n, err)
+			}
+			hi, err := attrs.Float("max")
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", n, err)
+			}
+			extra++
+			for i, v := range []float32{lo, hi} {
+				name := ""
+				if !infBound(v) {
+					name = fmt.Sprintf("%s_%s_%d", n.Outputs[0], []string{"min", "max"}[i], extra)
+					gr = gr.bytes(graphInitializer, tensorFloat(name, nil, []float32{v}))
+				}
+				inputs = append(inputs, name)
+			}
+			for len(inputs) > 1 && inputs[len(inputs)-1] == "" {
+				inputs = inputs[:len(inputs)-1]
+			}
+			delete(attrs, "min")
+			delete(attrs, "max")
 		case ir.Reshape:
 			shape, err := attrs.Ints("shape")
 			if err != nil {
