@@ -38,6 +38,7 @@ type config struct {
 	maxPending               int
 	tlsCert, tlsKey          string
 	tlsCA, tlsServerName     string
+	tlsSelf, tlsPin          string
 	report, netName, backend string
 	quiet, strict            bool
 	set                      map[string]bool // flags given explicitly
@@ -70,6 +71,8 @@ func parse(args []string) (*config, error) {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "server: TLS private key `FILE` (PEM)")
 	fs.StringVar(&c.connect, "connect", "", "client: the server's `HOST:PORT`")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", serve.DefaultConnectTimeout, "client: keep retrying a refused connection for `D`")
+	fs.StringVar(&c.tlsSelf, "tls-self", "", "server: use TLS with the key and self-signed certificate kept in `FILE` (made on first start; prints the fingerprint clients pin)")
+	fs.StringVar(&c.tlsPin, "tls-pin", "", "client: use TLS and accept only the server whose key has this `FINGERPRINT` (sha256:..., as the server printed it)")
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "client: use TLS and trust the server certificate signed by (or equal to) the PEM `FILE`")
 	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "client: the `NAME` to check the server's certificate against (default: the host of --connect)")
 	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
@@ -119,10 +122,10 @@ func (c *config) check() error {
 	server, client := c.party == 0, c.party == 1
 	for _, err := range []error{
 		only("by the server (--party 0): the client holds the input", !server, "input", "output", "raw", "top", "strict"),
-		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "session-timeout",
+		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "tls-self", "session-timeout",
 			"hello-timeout", "join-timeout", "max-pending"),
 		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout"),
-		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name"),
+		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin"),
 		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "quiet", "streams"),
 	} {
 		if err != nil {
@@ -137,6 +140,17 @@ func (c *config) check() error {
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return cli.Usagef("--tls-cert and --tls-key go together")
+	}
+	if c.tlsSelf != "" && c.tlsCert != "" {
+		return cli.Usagef("--tls-self and --tls-cert exclude each other: a self-made key, or a certificate of your PKI")
+	}
+	if c.tlsPin != "" && c.tlsCA != "" {
+		return cli.Usagef("--tls-pin and --tls-ca exclude each other: pin the server's key, or trust a CA")
+	}
+	if c.tlsPin != "" {
+		if _, err := serve.ParsePin(c.tlsPin); err != nil {
+			return cli.Usagef("--tls-pin: %v", err)
+		}
 	}
 	if c.set["max-sessions"] && c.maxSessions < 1 {
 		return cli.Usagef("--max-sessions %d: want at least 1", c.maxSessions)

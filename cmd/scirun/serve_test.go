@@ -338,3 +338,49 @@ func TestSignals(t *testing.T) {
 		t.Errorf("server stderr: %s", stderr.String())
 	}
 }
+
+// TestTLSPinEndToEnd: a server with --tls-self makes and keeps its key and prints the fingerprint;
+// a client pinning it gets the bitwise result, a client pinning another key is refused.
+func TestTLSPinEndToEnd(t *testing.T) {
+	full, client, data := program(t)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "server.pem")
+	want := clearRaw(t, full, data, dir, 1)
+	ts := startServer(t, "--party", "0", full, "--serve", "--tls-self", keyFile)
+	var pin string
+	waitFor(t, "the fingerprint", func() bool {
+		_, after, ok := strings.Cut(ts.stderr.String(), "--tls-pin ")
+		if ok {
+			pin, _, _ = strings.Cut(after, "\n")
+		}
+		return ok
+	})
+	if !strings.Contains(ts.stderr.String(), "made and saved to") {
+		t.Errorf("server log: %s", ts.stderr.String())
+	}
+	out := filepath.Join(dir, "pinned.npy")
+	if _, _, err := runArgs("--party", "1", client, "--connect", ts.addr, "--input", inputPath(data, 1), "--tls-pin", pin, "--output", out, "--raw"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(readInts(t, out), want) {
+		t.Error("pinned TLS run differs from the clear run")
+	}
+	wrong := "sha256:" + strings.Repeat("ab", 32)
+	_, _, err := runArgs("--party", "1", client, "--connect", ts.addr, "--input", inputPath(data, 1), "--tls-pin", wrong)
+	if err == nil || !strings.Contains(err.Error(), "not the pinned") {
+		t.Errorf("wrong pin: %v", err)
+	}
+	if err := ts.stop(t); err != nil {
+		t.Error(err)
+	}
+	// A second start keeps the key: the same pin.
+	ts = startServer(t, "--party", "0", full, "--tls-self", keyFile)
+	waitFor(t, "the fingerprint", func() bool { return strings.Contains(ts.stderr.String(), "--tls-pin "+pin) })
+	if !strings.Contains(ts.stderr.String(), "kept in") {
+		t.Errorf("second start: %s", ts.stderr.String())
+	}
+	if _, _, err := runArgs("--party", "1", client, "--connect", ts.addr, "--input", inputPath(data, 1), "--tls-pin", pin); err != nil {
+		t.Fatal(err)
+	}
+	<-ts.done
+}

@@ -147,6 +147,12 @@ func runLocal(ctx context.Context, c *config, f *codegen.File, opt *serve.Option
 }
 
 func (c *config) clientTLS() (*tls.Config, error) {
+	if c.tlsPin != "" {
+		if c.tlsServerName != "" {
+			return nil, cli.Usagef("--tls-server-name is not used with --tls-pin: the pin names the server")
+		}
+		return serve.PinnedClientTLS(c.tlsPin)
+	}
 	if c.tlsCA == "" {
 		if c.tlsServerName != "" {
 			return nil, cli.Usagef("--tls-server-name needs --tls-ca")
@@ -158,11 +164,23 @@ func (c *config) clientTLS() (*tls.Config, error) {
 
 func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error {
 	var tlsConf *tls.Config
-	if c.tlsCert != "" {
+	switch {
+	case c.tlsCert != "":
 		var err error
 		if tlsConf, err = serve.LoadServerTLS(c.tlsCert, c.tlsKey); err != nil {
 			return err
 		}
+	case c.tlsSelf != "":
+		conf, fp, created, err := serve.LoadOrCreateServerKey(c.tlsSelf)
+		if err != nil {
+			return err
+		}
+		tlsConf = conf
+		how := "kept in"
+		if created {
+			how = "made and saved to"
+		}
+		fmt.Fprintf(e.stderr, "scirun: TLS key %s %s; clients connect with --tls-pin %s\n", how, c.tlsSelf, fp)
 	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
