@@ -271,6 +271,7 @@ func (im *importer) run(gd *GraphDef) error {
 		}
 	}
 	fuseClips(im.g)
+	fuseReshapes(im.g)
 	return im.g.InferShapes()
 }
 
@@ -517,8 +518,17 @@ func (im *importer) graphOutput(key string) error {
 	if v.c != nil {
 		src = im.constName(v.c, key, nil)
 	} else {
+		id := identity(v.rank())
+		if _, cached := v.alt[permKey(id)]; !samePerm(v.perm, id) && !cached && !im.used(key) {
+			// Transpose straight into the output name.
+			if err := im.add("", ir.Transpose, []string{v.name}, key, ir.Attrs{"perm": ir.IntsAttr(invert(v.perm))}); err != nil {
+				return err
+			}
+			im.g.Outputs = append(im.g.Outputs, key)
+			return nil
+		}
 		var err error
-		if src, err = im.hl(v, identity(v.rank())); err != nil {
+		if src, err = im.hl(v, id); err != nil {
 			return err
 		}
 	}
@@ -834,4 +844,38 @@ func fuseClips(g *ir.Graph) {
 			return
 		}
 	}
+}
+
+// fuseReshapes replaces a Reshape of a Reshape by one Reshape where the intermediate value has no
+// other reader and is not a graph output.
+func fuseReshapes(g *ir.Graph) {
+	isOut := map[string]bool{}
+	for _, o := range g.Outputs {
+		isOut[o] = true
+	}
+	cons := g.Consumers()
+	prod := g.Producers()
+	drop := map[*ir.Node]bool{}
+	for _, n := range g.Nodes {
+		if n.Op != ir.Reshape {
+			continue
+		}
+		p := prod[n.Inputs[0]]
+		if p == nil || p.Op != ir.Reshape || isOut[p.Outputs[0]] || len(cons[p.Outputs[0]]) != 1 {
+			continue
+		}
+		n.Inputs = []string{p.Inputs[0]}
+		drop[p] = true
+		delete(g.Values, p.Outputs[0])
+	}
+	if len(drop) == 0 {
+		return
+	}
+	kept := g.Nodes[:0]
+	for _, m := range g.Nodes {
+		if !drop[m] {
+			kept = append(kept, m)
+		}
+	}
+	g.Nodes = kept
 }
