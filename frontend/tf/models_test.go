@@ -120,3 +120,23 @@ func TestSharedModels(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+// TestFCLayersRamp feeds tf2onnx's own test input for fc-layers, np.linspace(1, 784, 784).
+func TestFCLayersRamp(t *testing.T) {
+	root := testenv.SharedTestdata(t, "tf")
+	g := loadShared(t, root, sharedModels[2], 1)
+	x := &ir.Tensor{Shape: ir.Shape{1, 784}, Data: make([]float32, 784)}
+	for i := range x.Data {
+		x.Data[i] = float32(i + 1)
+	}
+	out, err := interp.Run(g, map[string]*ir.Tensor{"X": x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readNpy(t, filepath.Join(root, "tf2onnx_fc_layers", "expected_output_for_get_ramp.npy"))
+	worst, err := compare(out["output"], want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("largest error %.2g of the output's scale", worst)
+}
