@@ -280,9 +280,9 @@ func (im *importer) addN(n *NodeDef, in []*value) (*value, error) {
 	for i, v := range in[1:] {
 		step := n
 		if i < len(in)-2 {
-			step = &NodeDef{Name: fmt.Sprintf("%s/sum%d", n.Name, i), Op: "AddV2"}
+			step = &NodeDef{Name: im.fresh(fmt.Sprintf("%s/sum%d", n.Name, i)), Op: "AddV2"}
 		}
-		r, err := im.binaryNode(step, []*value{acc, v})
+		r, err := im.binaryNode(&NodeDef{Name: step.Name, Op: "AddV2"}, []*value{acc, v})
 		if err != nil {
 			return nil, err
 		}
