@@ -128,3 +128,8 @@ func constI(name string, shape []int64, vals ...int64) pb {
 func placeholder(name string, dims ...int64) pb {
 	return node(name, "Placeholder", nil, aType("dtype", DTFloat), aShape("shape", dims...))
 }
+
+// constFill is a float constant given by one float_val that fills its shape.
+func constFill(name string, shape []int64, v float32) pb {
+	return node(name, "Const", nil, aType("dtype", DTFloat), aTensor("value", tensorFloats(shape, v)))
+}

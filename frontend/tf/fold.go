@@ -206,8 +206,8 @@ func foldBinary(op string, a, b *tconst, limit int) (*tconst, error) {
 	if err != nil {
 		return nil, err
 	}
-	if shape.Size() > limit {
-		return nil, fmt.Errorf("folded result %v has more than %d elements", shape, limit)
+	if err := checkLimit(shape, limit); err != nil {
+		return nil, err
 	}
 	out := newConst(a.dtype, shape)
 	ai, bi := broadcastIndex(a.shape, shape), broadcastIndex(b.shape, shape)

@@ -217,6 +217,9 @@ func canonical(name string) (key, node string, err error) {
 
 func (im *importer) run(gd *GraphDef) error {
 	for _, n := range gd.Nodes {
+		if strings.ContainsAny(n.Name, ":^") || !printable(n.Name) {
+			return fmt.Errorf("invalid node name %q", n.Name)
+		}
 		if _, dup := im.nodes[n.Name]; dup {
 			return fmt.Errorf("node %q is defined twice", n.Name)
 		}
@@ -454,9 +457,20 @@ func (im *importer) node(n *NodeDef) error {
 	return nil
 }
 
+// checkLimit checks, without overflowing, that a shape has at most limit elements.
 func checkLimit(s ir.Shape, limit int) error {
-	if s.Size() > limit {
-		return fmt.Errorf("folded constant of shape %v has more than %d elements", s, limit)
+	n := 1
+	for _, d := range s {
+		if d < 0 {
+			return fmt.Errorf("shape %v has a negative dimension", s)
+		}
+		if d > 0 && n > limit/d {
+			return fmt.Errorf("shape %v has more than %d elements", s, limit)
+		}
+		n *= d
+	}
+	if n > limit {
+		return fmt.Errorf("shape %v has more than %d elements", s, limit)
 	}
 	return nil
 }

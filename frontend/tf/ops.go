@@ -782,10 +782,10 @@ func resolveShape(in ir.Shape, dims []int) (ir.Shape, error) {
 			return nil, fmt.Errorf("bad target shape %v", dims)
 		default:
 			out[i] = d
-			known *= d
-			if known > MaxElements {
+			if d > MaxElements || known*d > MaxElements {
 				return nil, fmt.Errorf("target shape %v is too large", dims)
 			}
+			known *= d
 		}
 	}
 	if unknown >= 0 {
