@@ -185,14 +185,15 @@ func (v *value) tfShape() ir.Shape {
 
 // importer holds the state of one import.
 type importer struct {
-	opts   Options
-	nodes  map[string]*NodeDef
-	g      *ir.Graph
-	vals   map[string]*value // by canonical tensor key
-	taken  map[string]bool   // TF node names and tensor keys (HLIL may use a key only for its own tensor)
-	limit  int
-	consts map[*tconst]map[string]string // HLIL constant names of each folded constant, by layout
-	scalar map[float32]string            // HLIL scalar constants by value
+	opts     Options
+	nodes    map[string]*NodeDef
+	g        *ir.Graph
+	vals     map[string]*value // by canonical tensor key
+	taken    map[string]bool   // TF node names and tensor keys (HLIL may use a key only for its own tensor)
+	limit    int
+	consts   map[*tconst]map[string]string // HLIL constant names of each folded constant, by layout
+	scalar   map[float32]string            // HLIL scalar constants by value
+	isOutput map[string]bool               // the requested output tensors
 }
 
 // tensorKey is the canonical name of output k of a node: the node name for output 0.
@@ -246,6 +247,10 @@ func (im *importer) run(gd *GraphDef) error {
 	outputs, err := im.outputs(gd)
 	if err != nil {
 		return err
+	}
+	im.isOutput = map[string]bool{}
+	for _, o := range outputs {
+		im.isOutput[o] = true
 	}
 	order, reached, err := im.order(outputs, cut)
 	if err != nil {
@@ -622,8 +627,8 @@ func (im *importer) constName(c *tconst, base string, perm []int) string {
 	switch {
 	case perm != nil && !isIdentity(perm):
 		name = im.fresh(base + "/" + layoutTag(perm))
-	case !im.used(base):
-		name = base // the TF constant's own name, or a derived one
+	case !im.used(base) && !im.isOutput[base]:
+		name = base // the TF constant's own name, or a derived one (outputs must be values)
 		im.taken[name] = true
 	default:
 		name = im.fresh(base)

@@ -1131,6 +1131,35 @@ func (im *importer) reduce(n *NodeDef, in []*value) (*value, error) {
 	if outTF == nil {
 		outTF = ir.Shape{}
 	}
+	if (n.Op == "Mean" || n.Op == "Max") && r >= 3 && len(axes) == r-2 {
+		// A global pool: hold x with the two kept axes first (in their current order), then
+		// the reduced ones.
+		var kept, reduced []int
+		for _, p := range x.perm {
+			if red := contains(axes, p); red {
+				reduced = append(reduced, p)
+			} else {
+				kept = append(kept, p)
+			}
+		}
+		perm := append(kept, reduced...)
+		xin, err := im.hl(x, perm)
+		if err != nil {
+			return nil, err
+		}
+		op := ir.GlobalAveragePool
+		if n.Op == "Max" {
+			op = ir.GlobalMaxPool
+		}
+		if keep {
+			return im.emit(n, op, []string{xin}, ir.Attrs{}, outTF, perm)
+		}
+		t, err := im.emitTemp(n, op, []string{xin}, ir.Attrs{})
+		if err != nil {
+			return nil, err
+		}
+		return im.emit(n, ir.Squeeze, []string{t}, ir.Attrs{"axes": ir.IntsAttr(identity(r)[2:])}, outTF, dropAxes(perm, axes))
+	}
 	outPerm := x.perm
 	if !keep {
 		outPerm = dropAxes(x.perm, axes)
@@ -1145,23 +1174,8 @@ func (im *importer) reduce(n *NodeDef, in []*value) (*value, error) {
 			kpos = append(kpos, j)
 		}
 	}
-	spatial := r >= 3 && len(rpos) == r-2 && rpos[0] == 2
-	if spatial && (n.Op == "Mean" || n.Op == "Max") {
-		op := ir.GlobalAveragePool
-		if n.Op == "Max" {
-			op = ir.GlobalMaxPool
-		}
-		if keep {
-			return im.emit(n, op, []string{x.name}, ir.Attrs{}, outTF, outPerm)
-		}
-		t, err := im.emitTemp(n, op, []string{x.name}, ir.Attrs{})
-		if err != nil {
-			return nil, err
-		}
-		return im.emit(n, ir.Squeeze, []string{t}, ir.Attrs{"axes": ir.IntsAttr(rpos)}, outTF, outPerm)
-	}
 	if n.Op != "Mean" && n.Op != "Sum" {
-		return nil, fmt.Errorf("%w: %s over axes %v of a runtime tensor (only over the spatial axes of a 4-D tensor)", ErrUnsupported, n.Op, axes)
+		return nil, fmt.Errorf("%w: %s over axes %v of a rank-%d runtime tensor (only over all but two axes, as a global pool)", ErrUnsupported, n.Op, axes, r)
 	}
 	// General Mean/Sum: move the reduced axes last, flatten, and multiply by a column of ones
 	// (or 1/count).
@@ -1484,4 +1498,13 @@ func (im *importer) rangeOp(n *NodeDef, in []*value) (*value, error) {
 		c.v[i] = v[0] + float64(i)*v[2]
 	}
 	return &value{c: c, key: n.Name}, nil
+}
+
+func contains(s []int, x int) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
 }
