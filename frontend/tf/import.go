@@ -279,6 +279,7 @@ func (im *importer) run(gd *GraphDef) error {
 		}
 	}
 	fuseClips(im.g)
+	fuseAffine(im.g)
 	fuseReshapes(im.g)
 	return im.g.InferShapes()
 }

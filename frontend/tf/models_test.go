@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -21,17 +22,21 @@ type sharedModel struct {
 	inputs    []string // Options.Inputs specifications
 	outputs   []string // tensors with expected_*.npy vectors
 	extra     []string // further Options.Outputs (computed but not compared)
+	ops       string   // the HLIL the import must produce (op counts, sorted), when set
 }
 
 var sharedModels = []sharedModel{
-	{dir: "tfe_mnist_cnn", file: "mnist_model.pb", inputs: []string{"Placeholder"}, outputs: []string{"fc2/add"}},
+	{dir: "tfe_mnist_cnn", file: "mnist_model.pb", inputs: []string{"Placeholder"}, outputs: []string{"fc2/add"},
+		ops: "Add:4 AveragePool:2 Conv:2 MatMul:2 Relu:3 Reshape:2 Transpose:1"},
 	{dir: "utensor_simple_mnist", file: "simple_mnist.pb", inputs: []string{"x"}, outputs: []string{"y_pred", "OuputLayer/logits"}},
 	{dir: "tf2onnx_fc_layers", file: "frozen.pb", inputs: []string{"X"}, outputs: []string{"output"}},
 	{dir: "tf2onnx_ae0", file: "frozen.pb", inputs: []string{"X"}, outputs: []string{"output"}},
 	{dir: "arm_simple_mnist_softmax", file: "simple_mnist_tf.pb", inputs: []string{"Placeholder:[-1,784]"}, outputs: []string{"Softmax"}},
 	{dir: "utensor_cifar10_cnn", file: "cifar10_cnn.pb", inputs: []string{"Placeholder"}, outputs: []string{"pred", "fully_connect_2/logits"}},
-	{dir: "arm_mobilenet_v1_025_128_features", file: "mnet.pb", inputs: []string{"input_1"}, outputs: []string{"output_0"}},
-	{dir: "arm_kws_cnn_s", file: "CNN_S.pb", inputs: []string{"Mfcc:[1,49,10]"}, outputs: []string{"labels_softmax"}},
+	{dir: "arm_mobilenet_v1_025_128_features", file: "mnet.pb", inputs: []string{"input_1"}, outputs: []string{"output_0"},
+		ops: "BatchNormalization:27 Clip:27 Conv:27 Transpose:2"},
+	{dir: "arm_kws_cnn_s", file: "CNN_S.pb", inputs: []string{"Mfcc:[1,49,10]"}, outputs: []string{"labels_softmax"},
+		ops: "Add:5 BatchNormalization:3 Conv:2 MatMul:3 Relu:3 Reshape:2 Softmax:1 Transpose:1"},
 }
 
 func fileName(tensor string) string { return strings.ReplaceAll(tensor, "/", "_") }
@@ -96,6 +101,14 @@ func TestSharedModels(t *testing.T) {
 			_, node, _ := canonical(in0.Name)
 			x := readNpy(t, filepath.Join(root, m.dir, "input_"+fileName(node)+".npy"))
 			g := loadShared(t, root, m, x.Shape[0])
+			if m.ops != "" {
+				if got := opCounts(g); got != m.ops {
+					t.Errorf("imported as %s, want %s", got, m.ops)
+				}
+			}
+			if err := ir.CheckTextRoundTrip(g); err != nil {
+				t.Errorf("HLIL text round trip: %v", err)
+			}
 			if len(g.Inputs) != 1 {
 				t.Fatalf("graph has inputs %v, want one", g.Inputs)
 			}
@@ -139,4 +152,18 @@ func TestFCLayersRamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("largest error %.2g of the output's scale", worst)
+}
+
+// opCounts summarises a graph as "Op:count ..." sorted by op.
+func opCounts(g *ir.Graph) string {
+	cnt := map[string]int{}
+	for _, n := range g.Nodes {
+		cnt[string(n.Op)]++
+	}
+	ops := make([]string, 0, len(cnt))
+	for op, k := range cnt {
+		ops = append(ops, fmt.Sprintf("%s:%d", op, k))
+	}
+	sort.Strings(ops)
+	return strings.Join(ops, " ")
 }
