@@ -194,6 +194,13 @@ type importer struct {
 	consts   map[*tconst]map[string]string // HLIL constant names of each folded constant, by layout
 	scalar   map[float32]string            // HLIL scalar constants by value
 	isOutput map[string]bool               // the requested output tensors
+	producer int64                         // GraphDef version of the writer
+}
+
+// unknownShape reports whether a placeholder's shape attribute leaves the shape unknown. Graphs
+// written up to GraphDef version 21 used an empty (scalar) shape for that, as TF still reads them.
+func (im *importer) unknownShape(s *TensorShape) bool {
+	return s == nil || s.UnknownRank || (len(s.Dims) == 0 && im.producer <= 21)
 }
 
 // tensorKey is the canonical name of output k of a node: the node name for output 0.
@@ -217,6 +224,7 @@ func canonical(name string) (key, node string, err error) {
 }
 
 func (im *importer) run(gd *GraphDef) error {
+	im.producer = gd.Producer
 	for _, n := range gd.Nodes {
 		if strings.ContainsAny(n.Name, ":^") || !printable(n.Name) {
 			return fmt.Errorf("invalid node name %q", n.Name)
@@ -488,7 +496,7 @@ func (im *importer) graphInput(n *NodeDef, key string, shape []int) error {
 			return fmt.Errorf("input %q: give its shape (e.g. %s:[1,49,10]); only placeholders declare one", key, key)
 		}
 		a := n.Attr["shape"]
-		if a == nil || a.Kind != AttrShape || a.Shape.UnknownRank {
+		if a == nil || a.Kind != AttrShape || im.unknownShape(a.Shape) {
 			return fmt.Errorf("input %q: placeholder has no declared shape; give one (e.g. %s:[1,784])", key, key)
 		}
 		for _, d := range a.Shape.Dims {
@@ -499,6 +507,11 @@ func (im *importer) graphInput(n *NodeDef, key string, shape []int) error {
 		}
 	}
 	if n.Op == "Placeholder" || n.Op == "PlaceholderWithDefault" {
+		if a := n.Attr["shape"]; a != nil && a.Kind == AttrShape && !im.unknownShape(a.Shape) {
+			if err := compatible(a.Shape.Dims, shape); err != nil {
+				return fmt.Errorf("input %q: %w", key, err)
+			}
+		}
 		if a := n.Attr["dtype"]; a != nil && a.Kind == AttrType && !a.Type.IsFloat() {
 			return fmt.Errorf("input %q: %w placeholder type %s (only float inputs)", key, ErrUnsupported, a.Type)
 		}
@@ -898,4 +911,17 @@ func fuseReshapes(g *ir.Graph) {
 		}
 	}
 	g.Nodes = kept
+}
+
+// compatible checks a given input shape against a placeholder's declared one (-1: any).
+func compatible(declared []int64, given []int) error {
+	if len(declared) != len(given) {
+		return fmt.Errorf("shape %v does not match the declared %v", given, declared)
+	}
+	for i, d := range declared {
+		if d >= 0 && given[i] != -1 && int64(given[i]) != d {
+			return fmt.Errorf("shape %v does not match the declared %v", given, declared)
+		}
+	}
+	return nil
 }

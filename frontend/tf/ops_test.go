@@ -544,6 +544,8 @@ func TestImportErrors(t *testing.T) {
 			Options{Inputs: []Input{{Name: "y"}}}, "give its shape"},
 		"unused input": {graphBytes(x, placeholder("u", 1), node("y", "Relu", []string{"x"})),
 			Options{Inputs: []Input{{Name: "u"}}, Outputs: []string{"y"}}, "does not feed"},
+		"shape mismatch": {graphBytes(x, node("y", "Relu", []string{"x"})), Options{Inputs: []Input{{Name: "x", Shape: []int{1, 5}}}},
+			"does not match the declared"},
 		"unknown dim": {graphBytes(placeholder("x", 1, -1), node("y", "Relu", []string{"x"})), Options{}, "only the first (batch)"},
 		"bad reshape": {graphBytes(x, constI("s", []int64{1}, 3), node("y", "Reshape", []string{"x", "s"})), Options{}, "cannot reshape"},
 		"huge fill": {graphBytes(x, constI("d", []int64{2}, 1<<20, 1<<20), constF("v", nil, 1), node("y", "Fill", []string{"d", "v"}),
@@ -594,5 +596,34 @@ func TestCutAndBatch(t *testing.T) {
 	}
 	if len(g.Outputs) != 1 || g.Outputs[0] != "y" || !g.Values["y"].Shape.Equal(ir.Shape{4, 6}) {
 		t.Fatalf("outputs %v %v", g.Outputs, g.Values["y"])
+	}
+}
+
+// TestLegacyScalarPlaceholderShape: up to GraphDef version 21 an empty placeholder shape means
+// "unknown" (as TF's shape function reads it); later it means a scalar.
+func TestLegacyScalarPlaceholderShape(t *testing.T) {
+	ph := node("x", "Placeholder", nil, aType("dtype", DTFloat), aShape("shape"))
+	y := node("y", "Relu", []string{"x"})
+	old := msg(fBytes(1, ph), fBytes(1, y), fBytes(4, fVarint(1, 21)))
+	gd, err := Decode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Import(gd, Options{}); err == nil || !strings.Contains(err.Error(), "no declared shape") {
+		t.Errorf("version 21 scalar shape: %v", err)
+	}
+	if _, err := Import(gd, Options{Inputs: []Input{{Name: "x", Shape: []int{2, 3}}}}); err != nil {
+		t.Errorf("version 21 scalar shape with a given shape: %v", err)
+	}
+	gd, err = Decode(graphBytes(ph, y)) // producer 27
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Import(gd, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := g.Inputs[0].Shape; len(s) != 0 {
+		t.Errorf("version 27 scalar placeholder has shape %v", s)
 	}
 }
