@@ -198,7 +198,7 @@ func expandRank(c *tconst, r int) *tconst {
 	return &tconst{dtype: c.dtype, shape: append(shape, c.shape...), v: c.v}
 }
 
-// emitChain emits a helper HLIL node (not the TF node's final output) in the layout of v.
+// emitTemp emits a helper HLIL node of TF node n (not its final output) under a fresh name.
 func (im *importer) emitTemp(n *NodeDef, op ir.Op, ins []string, attrs ir.Attrs) (string, error) {
 	name := im.fresh(n.Name + "/" + string(op))
 	return name, im.add(n.Name, op, ins, name, attrs)
@@ -495,7 +495,7 @@ func format2D(n *NodeDef) (ch int, spatial [2]int, perm []int, err error) {
 	return 0, spatial, nil, fmt.Errorf("%w data_format %q", ErrUnsupported, f)
 }
 
-// windowPads resolves TF padding for one spatial dimension: SAME puts the odd element at the end.
+// samePads resolves TF SAME padding for one spatial dimension (the odd element goes at the end).
 func samePads(in, k, s, d int) (before, after, out int) {
 	out = (in + s - 1) / s
 	eff := (k-1)*d + 1

@@ -429,8 +429,11 @@ func TestElementwiseAndShapes(t *testing.T) {
 		node("capped", "Minimum", []string{"x", "sixf"}),
 		node("stack", "Pack", []string{"x", "neg"}, aI("axis", 1)),
 		node("addn", "AddN", []string{"x", "neg", "x"}),
+		node("meankd", "Mean", []string{"x", "ax1"}, aB("keep_dims", true)),
+		constI("ax0", nil, 0),
+		node("mean2", "Mean", []string{"x2", "ax0"}),
 	)
-	outs := []string{"tanh", "neg", "div", "sub", "sq", "mul", "sig", "lrelu", "r6", "tr", "sum", "mean0", "sqz", "mmT", "mmTA", "argmax", "softmax", "capped", "stack", "addn"}
+	outs := []string{"tanh", "neg", "div", "sub", "sq", "mul", "sig", "lrelu", "r6", "tr", "sum", "mean0", "sqz", "mmT", "mmTA", "argmax", "softmax", "capped", "stack", "addn", "meankd", "mean2"}
 	_, out := importRun(t, b, outs, x)
 	ew := func(name string, f func(v float32, i int) float64) {
 		t.Helper()
@@ -463,6 +466,16 @@ func TestElementwiseAndShapes(t *testing.T) {
 		}
 	}
 	closeTo(t, "sum", out["sum"], sum, ir.Shape{2, 1, 4})
+	meankd := make([]float32, len(sum))
+	for i, v := range sum {
+		meankd[i] = v / 3
+	}
+	closeTo(t, "meankd", out["meankd"], meankd, ir.Shape{2, 1, 4})
+	mean2 := make([]float32, 4)
+	for i, v := range x.Data {
+		mean2[i%4] += v / 6
+	}
+	closeTo(t, "mean2", out["mean2"], mean2, ir.Shape{4})
 	mean0 := make([]float32, 4*3) // mean over axis 1 (the old batch) of tr [4,2,3]
 	for k := 0; k < 4; k++ {
 		for j := 0; j < 3; j++ {
