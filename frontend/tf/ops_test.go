@@ -640,3 +640,78 @@ func TestLegacyScalarPlaceholderShape(t *testing.T) {
 		t.Errorf("version 27 scalar placeholder has shape %v", s)
 	}
 }
+
+// TestResidualBlock is a ResNet-style NHWC block: explicit Pad then a VALID stride-2 conv, batch
+// norm, Relu, SAME max pool, a 3x3 conv, a residual Add of two computed tensors (both held as
+// NCHW), global mean with keep_dims, Squeeze, MatMul, Softmax and ArgMax.
+func TestResidualBlock(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x := randTensor(r, 2, 9, 9, 3)
+	f1 := randTensor(r, 3, 3, 3, 4)
+	f2 := randTensor(r, 3, 3, 4, 4)
+	w := randTensor(r, 4, 5)
+	one, zero := ir.NewTensor(ir.Shape{4}), ir.NewTensor(ir.Shape{4})
+	for i := range one.Data {
+		one.Data[i] = 1 + 0.25*float32(i)
+	}
+	b := graphBytes(
+		placeholder("x", 2, 9, 9, 3),
+		constI("p", []int64{4, 2}, 0, 0, 1, 1, 1, 1, 0, 0),
+		node("pad", "Pad", []string{"x", "p"}),
+		constT("f1", f1), constT("f2", f2), constT("one", one), constT("zero", zero), constT("w", w),
+		node("c1", "Conv2D", []string{"pad", "f1"}, aS("padding", "VALID"), aInts("strides", 1, 2, 2, 1)),
+		node("bn", "FusedBatchNorm", []string{"c1", "one", "zero", "zero", "one"}, aB("is_training", false)),
+		node("relu", "Relu", []string{"bn"}),
+		node("pool", "MaxPool", []string{"relu"}, aS("padding", "SAME"), aInts("ksize", 1, 3, 3, 1), aInts("strides", 1, 1, 1, 1)),
+		node("c2", "Conv2D", []string{"pool", "f2"}, aS("padding", "SAME"), aInts("strides", 1, 1, 1, 1)),
+		node("res", "AddV2", []string{"c2", "relu"}),
+		constI("hw", []int64{2}, 1, 2),
+		node("gap", "Mean", []string{"res", "hw"}, aB("keep_dims", true)),
+		node("sq", "Squeeze", []string{"gap"}, aInts("squeeze_dims", 1, 2)),
+		node("logits", "MatMul", []string{"sq", "w"}),
+		node("prob", "Softmax", []string{"logits"}),
+		constI("a1", nil, 1),
+		node("pred", "ArgMax", []string{"prob", "a1"}),
+	)
+	g, out := importRun(t, b, []string{"prob", "pred"}, x)
+
+	// Reference in NHWC.
+	c1 := refConv(x, f1, false, 2, 2, 1, 1, 1, 1, 5, 5)
+	relu := ir.NewTensor(c1.Shape)
+	for i, v := range c1.Data {
+		s := one.Data[i%4]
+		relu.Data[i] = max(0, float32(float64(v)/math.Sqrt(float64(s)+1e-4)*float64(s)))
+	}
+	pool := refPool(relu, true, 3, 3, 1, 1, 1, 1, 5, 5)
+	c2 := refConv(pool, f2, false, 1, 1, 1, 1, 1, 1, 5, 5)
+	gap := make([]float64, 8)
+	for i, v := range c2.Data {
+		gap[(i/100)*4+i%4] += float64(v+relu.Data[i]) / 25
+	}
+	prob := make([]float32, 10)
+	pred := make([]float32, 2)
+	for n := 0; n < 2; n++ {
+		var z float64
+		logit := make([]float64, 5)
+		for o := 0; o < 5; o++ {
+			for k := 0; k < 4; k++ {
+				logit[o] += gap[n*4+k] * float64(w.Data[k*5+o])
+			}
+			z += math.Exp(logit[o])
+		}
+		best := 0
+		for o := 0; o < 5; o++ {
+			prob[n*5+o] = float32(math.Exp(logit[o]) / z)
+			if logit[o] > logit[best] {
+				best = o
+			}
+		}
+		pred[n] = float32(best)
+	}
+	closeTo(t, "prob", out["prob"], prob, ir.Shape{2, 5})
+	closeTo(t, "pred", out["pred"], pred, ir.Shape{2})
+	// One transpose into NCHW; the global mean leaves [N,C], already in TF order.
+	if got := opCounts(g); got != "Add:1 ArgMax:1 BatchNormalization:1 Conv:2 GlobalAveragePool:1 MatMul:1 MaxPool:1 Pad:1 Relu:1 Softmax:1 Squeeze:1 Transpose:1" {
+		t.Errorf("imported as %s", got)
+	}
+}
