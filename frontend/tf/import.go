@@ -149,6 +149,7 @@ func importLimited(gd *GraphDef, opts Options, limit int) (*ir.Graph, error) {
 		limit:  limit,
 		consts: map[*tconst]map[string]string{},
 		scalar: map[float32]string{},
+		dead:   map[string]bool{},
 	}
 	if err := im.run(gd); err != nil {
 		return nil, fmt.Errorf("import: %w", err)
@@ -167,7 +168,11 @@ type value struct {
 	perm  []int
 	name  string
 	alt   map[string]string
+	dead  bool // the untaken output of a Switch
 }
+
+// deadValue stands for a tensor that a Switch with a constant predicate never produces.
+var deadValue = &value{dead: true}
 
 func (v *value) rank() int {
 	if v.c != nil {
@@ -195,6 +200,7 @@ type importer struct {
 	scalar   map[float32]string            // HLIL scalar constants by value
 	isOutput map[string]bool               // the requested output tensors
 	producer int64                         // GraphDef version of the writer
+	dead     map[string]bool               // nodes on branches that constant Switch predicates never take
 }
 
 // unknownShape reports whether a placeholder's shape attribute leaves the shape unknown. Graphs
@@ -389,7 +395,7 @@ func (im *importer) order(outputs []string, cut map[string]Input) ([]*NodeDef, m
 			}
 			switch state[node] {
 			case active:
-				return nil, nil, fmt.Errorf("%s: the graph has a cycle through %q", top.n, node)
+				return nil, nil, fmt.Errorf("%s: the graph has a cycle through %q (while loops are not supported)", top.n, node)
 			case unseen:
 				state[node] = active
 				stack = append(stack, frame{n: src})
@@ -451,10 +457,21 @@ func (im *importer) node(n *NodeDef) error {
 			continue
 		}
 		v, ok := im.vals[tensorKey(node, k)]
+		if im.dead[node] {
+			v, ok = deadValue, true
+		}
 		if !ok {
 			return fmt.Errorf("input %q is not available (the importer defines only output 0 of %s nodes)", in, im.nodes[node].Op)
 		}
 		ins = append(ins, v)
+	}
+	if n.Op != "Merge" {
+		for _, v := range ins {
+			if v.dead {
+				im.dead[n.Name] = true // on a branch a constant predicate never takes
+				return nil
+			}
+		}
 	}
 	v, err := handlers[n.Op](im, n, ins)
 	if err != nil {
@@ -539,6 +556,9 @@ func (im *importer) graphInput(n *NodeDef, key string, shape []int) error {
 // graphOutput makes the TF tensor key a graph output, in the TF layout and under its TF name.
 func (im *importer) graphOutput(key string) error {
 	v, ok := im.vals[key]
+	if _, node, _ := canonical(key); im.dead[node] || (ok && v.dead) {
+		return fmt.Errorf("output %q lies on a branch that its constant predicate never takes", key)
+	}
 	if !ok {
 		return fmt.Errorf("output %q is not computed", key)
 	}

@@ -48,7 +48,7 @@ func init() {
 		"ArgMax": (*importer).argMax, "Transpose": (*importer).transpose, "Cast": (*importer).cast,
 		"Shape": (*importer).shapeOp, "Size": (*importer).shapeOp, "Rank": (*importer).shapeOp,
 		"StridedSlice": (*importer).stridedSlice, "Slice": (*importer).slice, "Fill": (*importer).fill,
-		"Range": (*importer).rangeOp,
+		"Range": (*importer).rangeOp, "Switch": (*importer).switchOp, "Merge": (*importer).merge,
 	}
 }
 
@@ -1507,4 +1507,43 @@ func contains(s []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// switchOp resolves a Switch whose predicate is known at import time (Keras' learning-phase
+// conds, dropout in tf.cond): output pred routes the data, the other output is dead, and so is
+// every node that reads it (except Merge).
+func (im *importer) switchOp(n *NodeDef, in []*value) (*value, error) {
+	if err := arity(in, 2, 2); err != nil {
+		return nil, err
+	}
+	pc, err := constInput(n, in, 1, "predicate")
+	if err != nil {
+		return nil, err
+	}
+	p, ok := pc.scalar()
+	if !ok {
+		return nil, errors.New("predicate must be a scalar")
+	}
+	live, dead := 0, 1 // output 0 is the false branch
+	if p != 0 {
+		live, dead = 1, 0
+	}
+	im.vals[tensorKey(n.Name, live)] = in[0]
+	im.vals[tensorKey(n.Name, dead)] = deadValue
+	return nil, nil
+}
+
+// merge forwards its first live input (output 0) and its index (output 1).
+func (im *importer) merge(n *NodeDef, in []*value) (*value, error) {
+	for i, v := range in {
+		if v.dead {
+			continue
+		}
+		idx := newConst(DTInt32, ir.Shape{})
+		idx.v[0] = float64(i)
+		im.vals[tensorKey(n.Name, 1)] = &value{c: idx, key: tensorKey(n.Name, 1)}
+		return v, nil
+	}
+	im.dead[n.Name] = true
+	return nil, nil
 }

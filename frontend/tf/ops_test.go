@@ -715,3 +715,42 @@ func TestResidualBlock(t *testing.T) {
 		t.Errorf("imported as %s", got)
 	}
 }
+
+// TestConstantSwitchMerge resolves a Keras-style learning-phase cond: the predicate is a
+// PlaceholderWithDefault of a constant, so only one branch is imported.
+func TestConstantSwitchMerge(t *testing.T) {
+	for _, training := range []bool{false, true} {
+		pred := node("phase_default", "Const", nil, aType("dtype", DTBool),
+			aTensor("value", msg(fVarint(1, uint64(DTBool)), fVarint(11, uint64(boolInt(training))))))
+		b := graphBytes(
+			placeholder("x", 1, 4),
+			pred,
+			node("phase", "PlaceholderWithDefault", []string{"phase_default"}, aType("dtype", DTBool), aShape("shape")),
+			node("cond/Switch", "Switch", []string{"x", "phase"}),
+			node("cond/switch_t", "Identity", []string{"cond/Switch:1"}),
+			constF("cond/half", nil, 0.5),
+			node("cond/half_dep", "Identity", []string{"cond/half", "^cond/switch_t"}),
+			node("cond/train", "Mul", []string{"cond/Switch:1", "cond/half_dep"}),
+			node("cond/infer", "Relu", []string{"cond/Switch"}),
+			node("cond/Merge", "Merge", []string{"cond/infer", "cond/train"}),
+			node("y", "Neg", []string{"cond/Merge"}),
+		)
+		x := &ir.Tensor{Shape: ir.Shape{1, 4}, Data: []float32{-2, -1, 1, 2}}
+		g, out := importRun(t, b, []string{"y"}, x)
+		want := []float32{-0, -0, -1, -2}
+		if training {
+			want = []float32{1, 0.5, -0.5, -1}
+		}
+		closeTo(t, "y", out["y"], want, x.Shape)
+		wantOps := map[bool]string{false: "Mul:1 Relu:1", true: "Mul:2"}[training]
+		if got := opCounts(g); got != wantOps {
+			t.Errorf("training=%v: imported as %s, want %s", training, got, wantOps)
+		}
+	}
+	// A runtime predicate cannot be resolved.
+	b := graphBytes(placeholder("x", 1), placeholder("p"), node("s", "Switch", []string{"x", "p"}), node("y", "Relu", []string{"s"}))
+	gd, _ := Decode(b)
+	if _, err := Import(gd, Options{}); err == nil || !strings.Contains(err.Error(), "predicate") {
+		t.Errorf("runtime predicate: %v", err)
+	}
+}
