@@ -49,6 +49,7 @@ func init() {
 		"Shape": (*importer).shapeOp, "Size": (*importer).shapeOp, "Rank": (*importer).shapeOp,
 		"StridedSlice": (*importer).stridedSlice, "Slice": (*importer).slice, "Fill": (*importer).fill,
 		"Range": (*importer).rangeOp, "Switch": (*importer).switchOp, "Merge": (*importer).merge,
+		"MaxPoolV2": (*importer).poolV2,
 	}
 }
 
@@ -1546,4 +1547,31 @@ func (im *importer) merge(n *NodeDef, in []*value) (*value, error) {
 	}
 	im.dead[n.Name] = true
 	return nil, nil
+}
+
+// poolV2 imports MaxPoolV2, whose ksize and strides are (constant) inputs rather than attributes.
+func (im *importer) poolV2(n *NodeDef, in []*value) (*value, error) {
+	if err := arity(in, 3, 3); err != nil {
+		return nil, err
+	}
+	m := &NodeDef{Name: n.Name, Op: "MaxPool", Inputs: n.Inputs[:1], Attr: map[string]*AttrValue{}}
+	for k, v := range n.Attr {
+		m.Attr[k] = v
+	}
+	for i, what := range []string{"ksize", "strides"} {
+		c, err := constInput(n, in, i+1, what)
+		if err != nil {
+			return nil, err
+		}
+		v, err := c.ints()
+		if err != nil {
+			return nil, err
+		}
+		l := &ListValue{I: make([]int64, len(v))}
+		for j, x := range v {
+			l.I[j] = int64(x)
+		}
+		m.Attr[what] = &AttrValue{Kind: AttrList, List: l}
+	}
+	return im.pool(m, in[:1])
 }

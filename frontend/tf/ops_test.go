@@ -252,6 +252,7 @@ func TestPools(t *testing.T) {
 		{"AvgPool", false, []int{1, 6, 6, 2}, 2, 2, 2, 2},
 		{"MaxPool", true, []int{1, 5, 6, 2}, 3, 3, 2, 2},
 		{"MaxPool", false, []int{1, 7, 7, 1}, 3, 2, 2, 1},
+		{"MaxPoolV2", true, []int{1, 6, 5, 2}, 2, 3, 2, 2},
 	} {
 		t.Run(fmt.Sprintf("%s same=%v %v k%dx%d s%dx%d", c.op, c.same, c.x, c.kh, c.kw, c.sh, c.sw), func(t *testing.T) {
 			x := randTensor(r, c.x...)
@@ -261,9 +262,13 @@ func TestPools(t *testing.T) {
 			}
 			ph, oh := tfPads(c.same, c.x[1], c.kh, c.sh, 1)
 			pw, ow := tfPads(c.same, c.x[2], c.kw, c.sw, 1)
-			want := refPool(x, c.op == "MaxPool", c.kh, c.kw, c.sh, c.sw, ph, pw, oh, ow)
+			want := refPool(x, c.op != "AvgPool", c.kh, c.kw, c.sh, c.sw, ph, pw, oh, ow)
 			b := graphBytes(placeholder("x", dims64(x.Shape)...), node("y", c.op, []string{"x"}, aS("padding", padding),
 				aInts("ksize", 1, int64(c.kh), int64(c.kw), 1), aInts("strides", 1, int64(c.sh), int64(c.sw), 1)))
+			if c.op == "MaxPoolV2" {
+				b = graphBytes(placeholder("x", dims64(x.Shape)...), constI("k", []int64{4}, 1, int64(c.kh), int64(c.kw), 1),
+					constI("s", []int64{4}, 1, int64(c.sh), int64(c.sw), 1), node("y", c.op, []string{"x", "k", "s"}, aS("padding", padding)))
+			}
 			_, out := importRun(t, b, []string{"y"}, x)
 			closeTo(t, "y", out["y"], want.Data, want.Shape)
 		})
