@@ -98,7 +98,7 @@ func init() {
 		"Softmax": (*importer).softmax, "ArgMax": (*importer).argmax,
 		"Constant": (*importer).constantNode, "ConstantOfShape": (*importer).constantOfShape,
 		"Shape": (*importer).shapeNode, "Gather": (*importer).gather, "Cast": (*importer).cast,
-		"Slice": (*importer).slice,
+		"Slice": (*importer).slice, "HardSigmoid": (*importer).hardSigmoid, "HardSwish": (*importer).hardSwish,
 	}
 }
 

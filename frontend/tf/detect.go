@@ -1,0 +1,76 @@
+package tf
+
+import (
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// LooksLikeGraphDef reports whether b looks like a binary TensorFlow GraphDef rather than an
+// ONNX ModelProto (or anything else), from the bytes alone. A GraphDef holds only NodeDefs
+// (field 1), a function library (2), a deprecated version (3, varint) and versions (4); its first
+// node has a printable name and op. An ONNX model starts with ir_version, a varint in field 1,
+// and has its graph in field 7, so it never passes.
+func LooksLikeGraphDef(b []byte) bool {
+	nodes := 0
+	ok := true
+	err := eachField(b, func(f field) error {
+		switch {
+		case f.num == 1 && f.typ == protowire.BytesType:
+			if nodes == 0 && !looksLikeNode(f.b) {
+				ok = false
+			}
+			nodes++
+		case (f.num == 2 || f.num == 4) && f.typ == protowire.BytesType:
+		case f.num == 3 && f.typ == protowire.VarintType:
+		default:
+			ok = false
+		}
+		if !ok {
+			return errStop
+		}
+		return nil
+	})
+	return err == nil && ok && nodes > 0
+}
+
+type stopError struct{}
+
+func (stopError) Error() string { return "stop" }
+
+var errStop error = stopError{}
+
+// looksLikeNode reports whether b parses as a NodeDef with a printable name and op.
+func looksLikeNode(b []byte) bool {
+	var name, op string
+	err := eachField(b, func(f field) error {
+		switch f.num {
+		case 1, 2, 3, 4, 5, 6:
+			if f.typ != protowire.BytesType {
+				return errStop
+			}
+			if f.num == 1 {
+				name = string(f.b)
+			} else if f.num == 2 {
+				op = string(f.b)
+			}
+		}
+		return nil
+	})
+	return err == nil && printable(name) && printable(op)
+}
+
+// looksLikeSavedModel reports whether b looks like a SavedModel protobuf: an int64 schema
+// version in field 1 and MetaGraphDefs in field 2, nothing else.
+func looksLikeSavedModel(b []byte) bool {
+	metas := 0
+	err := eachField(b, func(f field) error {
+		switch {
+		case f.num == 1 && f.typ == protowire.VarintType:
+		case f.num == 2 && f.typ == protowire.BytesType:
+			metas++
+		default:
+			return errStop
+		}
+		return nil
+	})
+	return err == nil && metas > 0
+}
