@@ -13,6 +13,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
+	"github.com/cryptflow-go/cryptflow/ir/irtext"
 )
 
 // sharedModel is one frozen graph of ../shared/testdata/tf with its test vectors. Vector files
@@ -106,7 +107,7 @@ func TestSharedModels(t *testing.T) {
 					t.Errorf("imported as %s, want %s", got, m.ops)
 				}
 			}
-			if err := ir.CheckTextRoundTrip(g); err != nil {
+			if err := irtext.CheckRoundTrip(g); err != nil {
 				t.Errorf("HLIL text round trip: %v", err)
 			}
 			if len(g.Inputs) != 1 {
