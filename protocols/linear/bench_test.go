@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -48,9 +49,9 @@ func BenchmarkMatMul64(b *testing.B) {
 			if tc.net == "tcp" {
 				c0, c1 = tcpConns(b, tc.streams)
 			} else {
-				c0, c1 = newConns(b, tc.streams)
+				c0, c1 = ottest.Pipes(b, tc.streams, testOpt)
 			}
-			o0, o1 := newOT(b, c0, c1)
+			o0, o1 := ottest.Sessions(b, c0, c1)
 			r := ring.Must(32)
 			ctx := context.Background()
 			var s0, s1 *Session
@@ -100,8 +101,8 @@ func BenchmarkConv(b *testing.B) {
 	} {
 		for _, method := range []string{"direct", "im2col"} {
 			b.Run(fmt.Sprintf("%s_streams%d_%s", tc.name, tc.streams, method), func(b *testing.B) {
-				c0, c1 := newConns(b, tc.streams)
-				o0, o1 := newOT(b, c0, c1)
+				c0, c1 := ottest.Pipes(b, tc.streams, testOpt)
+				o0, o1 := ottest.Sessions(b, c0, c1)
 				r := ring.Must(tc.l)
 				ctx := context.Background()
 				var s0, s1 *Session

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -21,36 +21,11 @@ type pair struct {
 	c0, c1 []*transport.Conn
 }
 
-func newConns(t testing.TB, k int) (c0, c1 []*transport.Conn) {
-	for i := 0; i < k; i++ {
-		a, b := transport.Pipe(testOpt)
-		t.Cleanup(func() { a.Close(); b.Close() })
-		c0, c1 = append(c0, a), append(c1, b)
-	}
-	return
-}
-
-func newOT(t testing.TB, c0, c1 []*transport.Conn) (o0, o1 []*ot.Session) {
-	t.Helper()
-	ctx := context.Background()
-	var s0, s1 *ot.Session
-	testenv.MustBoth(t, func() (err error) { s0, err = ot.NewSession(ctx, c0[0], 0); return },
-		func() (err error) { s1, err = ot.NewSession(ctx, c1[0], 1); return })
-	o0, o1 = []*ot.Session{s0}, []*ot.Session{s1}
-	for i := 1; i < len(c0); i++ {
-		var f0, f1 *ot.Session
-		testenv.MustBoth(t, func() (err error) { f0, err = s0.Fork(ctx, c0[i]); return },
-			func() (err error) { f1, err = s1.Fork(ctx, c1[i]); return })
-		o0, o1 = append(o0, f0), append(o1, f1)
-	}
-	return
-}
-
 func newPair(t testing.TB, l int, opt Options, streams int) *pair {
 	t.Helper()
 	p := &pair{r: ring.Must(l)}
-	p.c0, p.c1 = newConns(t, streams)
-	o0, o1 := newOT(t, p.c0, p.c1)
+	p.c0, p.c1 = ottest.Pipes(t, streams, testOpt)
+	o0, o1 := ottest.Sessions(t, p.c0, p.c1)
 	ctx := context.Background()
 	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, p.r, opt, o0...); return },
 		func() (err error) { p.s1, err = New(ctx, p.r, opt, o1...); return })

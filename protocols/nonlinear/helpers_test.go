@@ -10,6 +10,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -25,23 +26,9 @@ type otPair struct {
 // newOTPair connects the parties with k streams over in-memory pipes.
 func newOTPair(t testing.TB, k int) *otPair {
 	t.Helper()
-	ctx := context.Background()
 	p := &otPair{}
-	for i := 0; i < k; i++ {
-		a, b := transport.Pipe(testOpt)
-		t.Cleanup(func() { a.Close(); b.Close() })
-		p.c0, p.c1 = append(p.c0, a), append(p.c1, b)
-	}
-	var s0, s1 *ot.Session
-	testenv.MustBoth(t, func() (err error) { s0, err = ot.NewSession(ctx, p.c0[0], 0); return },
-		func() (err error) { s1, err = ot.NewSession(ctx, p.c1[0], 1); return })
-	p.o0, p.o1 = []*ot.Session{s0}, []*ot.Session{s1}
-	for i := 1; i < k; i++ {
-		var f0, f1 *ot.Session
-		testenv.MustBoth(t, func() (err error) { f0, err = s0.Fork(ctx, p.c0[i]); return },
-			func() (err error) { f1, err = s1.Fork(ctx, p.c1[i]); return })
-		p.o0, p.o1 = append(p.o0, f0), append(p.o1, f1)
-	}
+	p.c0, p.c1 = ottest.Pipes(t, k, testOpt)
+	p.o0, p.o1 = ottest.Sessions(t, p.c0, p.c1)
 	return p
 }
 

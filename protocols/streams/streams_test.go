@@ -8,18 +8,11 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
-func pipes(t *testing.T, k int) (a, b []*transport.Conn) {
-	t.Helper()
-	for i := 0; i < k; i++ {
-		x, y := transport.Pipe(transport.Options{Timeout: 10 * time.Second})
-		t.Cleanup(func() { x.Close(); y.Close() })
-		a, b = append(a, x), append(b, y)
-	}
-	return a, b
-}
+var pipeOpt = transport.Options{Timeout: 10 * time.Second}
 
 func TestParts(t *testing.T) {
 	for _, tc := range []struct {
@@ -34,7 +27,7 @@ func TestParts(t *testing.T) {
 		{3, 1, 10, 10, 1, [][2]int{{0, 3}, {3, 6}, {6, 10}}},
 		{3, 1, 0, 0, 1, [][2]int{{0, 0}}},
 	} {
-		a, _ := pipes(t, tc.k)
+		a, _ := ottest.Pipes(t, tc.k, pipeOpt)
 		got := NewGroup("x", tc.minSplit, a).Parts(tc.n, tc.work, tc.unit)
 		if len(got) != len(tc.want) {
 			t.Fatalf("%+v: got %v", tc, got)
@@ -48,7 +41,7 @@ func TestParts(t *testing.T) {
 }
 
 func TestRunReportsRootCauseAndFails(t *testing.T) {
-	a, b := pipes(t, 3)
+	a, b := ottest.Pipes(t, 3, pipeOpt)
 	g := NewGroup("proto", 1, a)
 	boom := errors.New("boom")
 	err := g.Run(context.Background(), "Op", g.Parts(300, 300, 1), func(ctx context.Context, i, lo, hi int) error {
@@ -81,7 +74,7 @@ func TestRunReportsRootCauseAndFails(t *testing.T) {
 }
 
 func TestRunSingleAndSuccess(t *testing.T) {
-	a, _ := pipes(t, 2)
+	a, _ := ottest.Pipes(t, 2, pipeOpt)
 	g := NewGroup("proto", 10, a)
 	seen := make([]int, 20)
 	for _, n := range []int{5, 20} {
@@ -114,17 +107,9 @@ func TestPartyAndOpen(t *testing.T) {
 	if _, err := Party("p", []*ot.Session{nil}); err == nil || !strings.Contains(err.Error(), "OT session 0 is nil") {
 		t.Fatalf("nil session: %v", err)
 	}
-	a, b := pipes(t, 1)
-	ctx := context.Background()
-	var s0, s1 *ot.Session
-	var e0, e1 error
-	done := make(chan struct{})
-	go func() { s1, e1 = ot.NewSession(ctx, b[0], 1); close(done) }()
-	s0, e0 = ot.NewSession(ctx, a[0], 0)
-	<-done
-	if e0 != nil || e1 != nil {
-		t.Fatal(e0, e1)
-	}
+	c0, c1 := ottest.Pipes(t, 2, pipeOpt)
+	o0, o1 := ottest.Sessions(t, c0, c1) // a session and a fork of it per party
+	s0, s1 := o0[0], o1[0]
 	if p, err := Party("p", []*ot.Session{s0}); err != nil || p != 0 {
 		t.Fatalf("Party = %d, %v", p, err)
 	}
@@ -132,23 +117,16 @@ func TestPartyAndOpen(t *testing.T) {
 		t.Fatalf("mixed parties: %v", err)
 	}
 
-	// Open: party, hello on every stream (here the session and one fork), and a group of them.
-	a2, b2 := pipes(t, 1)
-	var f0, f1 *ot.Session
-	done = make(chan struct{})
-	go func() { f1, e1 = s1.Fork(ctx, b2[0]); close(done) }()
-	f0, e0 = s0.Fork(ctx, a2[0])
-	<-done
-	if e0 != nil || e1 != nil {
-		t.Fatal(e0, e1)
-	}
+	// Open: party, hello on every stream, and a group of them.
+	ctx := context.Background()
+	var e0, e1 error
 	h := Hello{Magic: "TEST", Version: 1, Bits: 32, Params: []HelloParam{{Name: "Options.X", Value: 9}}}
 	var p1 int
 	var g1 *Group
-	before := []int64{a[0].Stats().BytesSent, a2[0].Stats().BytesSent}
-	done = make(chan struct{})
-	go func() { p1, g1, e1 = Open(ctx, "p", h, 10, []*ot.Session{s1, f1}); close(done) }()
-	p0, g0, e0 := Open(ctx, "p", h, 10, []*ot.Session{s0, f0})
+	before := []int64{c0[0].Stats().BytesSent, c0[1].Stats().BytesSent}
+	done := make(chan struct{})
+	go func() { p1, g1, e1 = Open(ctx, "p", h, 10, o1); close(done) }()
+	p0, g0, e0 := Open(ctx, "p", h, 10, o0)
 	<-done
 	if e0 != nil || e1 != nil || p0 != 0 || p1 != 1 {
 		t.Fatalf("Open: party %d, %v; party %d, %v", p0, e0, p1, e1)
@@ -156,7 +134,7 @@ func TestPartyAndOpen(t *testing.T) {
 	if parts := g0.Parts(100, 100, 1); len(parts) != 2 || len(g1.Parts(5, 5, 1)) != 1 {
 		t.Fatalf("Open's group splits 100 items with MinSplit 10 into %v", parts)
 	}
-	for i, c := range []*transport.Conn{a[0], a2[0]} {
+	for i, c := range c0 {
 		if sent := c.Stats().BytesSent - before[i]; sent != int64(transport.HeaderSize+HelloSize(1)) {
 			t.Fatalf("Open sent %d bytes on stream %d, want one hello of %d", sent, i, transport.HeaderSize+HelloSize(1))
 		}
@@ -177,7 +155,7 @@ func TestPartyAndOpen(t *testing.T) {
 // pipe and returns the bytes party 0 sent and both parties' errors.
 func exchange(t *testing.T, h0, h1 Hello, nstreams0, nstreams1, idx0, idx1 int) (sent int64, e0, e1 error) {
 	t.Helper()
-	a, b := pipes(t, 1)
+	a, b := ottest.Pipes(t, 1, pipeOpt)
 	ctx := context.Background()
 	done := make(chan struct{})
 	go func() { e1 = h1.Exchange(ctx, "p", b[0], nstreams1, idx1); close(done) }()
@@ -227,7 +205,7 @@ func TestHello(t *testing.T) {
 	}
 	// A hello that cannot be encoded is refused before anything is sent.
 	for _, h := range []Hello{{Magic: "TOOLONG", Bits: 32}, {Magic: "TEST", Party: 2, Bits: 32}, {Magic: "TEST", Bits: 65}} {
-		a, _ := pipes(t, 1)
+		a, _ := ottest.Pipes(t, 1, pipeOpt)
 		if err := h.Exchange(context.Background(), "p", a[0], 1, 0); err == nil || !strings.Contains(err.Error(), "invalid hello") {
 			t.Errorf("%+v: %v", h, err)
 		}
@@ -235,7 +213,7 @@ func TestHello(t *testing.T) {
 			t.Errorf("%+v: an invalid hello was sent", h)
 		}
 	}
-	a, _ := pipes(t, 1)
+	a, _ := ottest.Pipes(t, 1, pipeOpt)
 	if err := base(0).Exchange(context.Background(), "p", a[0], 1, 1); err == nil {
 		t.Error("stream index 1 of 1 accepted")
 	}
