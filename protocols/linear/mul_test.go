@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
@@ -242,5 +243,36 @@ func TestMulArgumentErrors(t *testing.T) {
 		if got[i] != p.r.Mul(x[i], y[i]) {
 			t.Fatal("wrong product after argument errors")
 		}
+	}
+}
+
+// BenchmarkMul is the product of two shared vectors of 4096 elements over Z_2^32 (one stream per
+// party over loopback TCP, or two).
+func BenchmarkMul(b *testing.B) {
+	for _, tc := range []struct {
+		streams int
+		one     bool
+	}{{1, false}, {2, false}, {1, true}} {
+		b.Run(fmt.Sprintf("tcp_streams%d_onebatch%v", tc.streams, tc.one), func(b *testing.B) {
+			c0, c1 := tcpConns(b, tc.streams)
+			o0, o1 := ottest.Sessions(b, c0, c1)
+			r := ring.Must(32)
+			ctx := context.Background()
+			var s0, s1 *Session
+			opt := Options{OneBatch: tc.one}
+			testenv.MustBoth(b, func() (err error) { s0, err = New(ctx, r, opt, o0...); return },
+				func() (err error) { s1, err = New(ctx, r, opt, o1...); return })
+			const n = 4096
+			rng := rand.New(rand.NewPCG(1, 2))
+			x0, x1 := values(r, rng, n), values(r, rng, n)
+			y0, y1 := values(r, rng, n), values(r, rng, n)
+			d0, d1 := make([]uint64, n), make([]uint64, n)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				testenv.MustBoth(b, func() error { return s0.Mul(ctx, d0, x0, y0) },
+					func() error { return s1.Mul(ctx, d1, x1, y1) })
+			}
+			b.ReportMetric(float64(MulBits(n, 32))/n, "formula-bits/elem")
+		})
 	}
 }
