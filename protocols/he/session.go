@@ -424,44 +424,55 @@ func (s *Session) runClient(ctx context.Context, pl *plan, dst, x []uint64) erro
 		}
 	}
 	clear(dst)
-	type dec struct{ c1, cs lring.Poly }
-	decs := make([]dec, min(s.workers, len(pl.outs)))
+	decs := make([]*decryptor, min(s.workers, len(pl.outs)))
 	return s.parallel(ctx, len(pl.outs), func(wk, o int) error {
-		if decs[wk].c1.Coeffs == nil {
-			decs[wk] = dec{p.r0.NewPoly(), p.r0.NewPoly()}
+		if decs[wk] == nil {
+			decs[wk] = &decryptor{p.r0.NewPoly(), p.r0.NewPoly()}
 		}
-		d := &decs[wk]
 		out := &pl.outs[o]
-		q0 := p.Q[0]
-		r := bitReader{buf: replies[o]}
-		c1 := d.c1.Coeffs[0]
-		for j := range c1 {
-			v := r.get(p.w1) << p.Drop1
-			if v >= q0 {
-				v -= q0
-			}
-			c1[j] = v
-		}
-		p.r0.NTT(d.c1, d.c1)
-		p.r0.MulCoeffsMontgomery(d.c1, s.k.sk.Value.Q, d.cs)
-		p.r0.INTT(d.cs, d.cs)
-		cs := d.cs.Coeffs[0]
-		for i, pos := range out.need {
-			v := r.get(p.w0) << p.Drop0
-			if v >= q0 {
-				v -= q0
-			}
-			v += cs[pos]
-			if v >= q0 {
-				v -= q0
-			}
-			dst[out.dst[i]] = s.cd.decode(v)
-		}
-		if r.over {
-			return errors.New("short reply")
-		}
-		return nil
+		return s.decryptReply(decs[wk], replies[o], out.need, func(i int, v uint64) { dst[out.dst[i]] = s.cd.decode(v) })
 	})
+}
+
+// decryptor is party 1's per-goroutine decryption scratch.
+type decryptor struct{ c1, cs lring.Poly }
+
+// decryptReply decrypts a reply with the given needed coefficients and calls emit(i, v) with the
+// phase v = c0 + c1·s mod q0 of needed coefficient i (decode(v) is the result).
+func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit func(i int, v uint64)) error {
+	p := s.p
+	if len(reply) != p.ReplyBytes(len(need)) {
+		return fmt.Errorf("reply of %d bytes, want %d", len(reply), p.ReplyBytes(len(need)))
+	}
+	q0 := p.Q[0]
+	r := bitReader{buf: reply}
+	c1 := d.c1.Coeffs[0]
+	for j := range c1 {
+		v := r.get(p.w1) << p.Drop1
+		if v >= q0 {
+			v -= q0
+		}
+		c1[j] = v
+	}
+	p.r0.NTT(d.c1, d.c1)
+	p.r0.MulCoeffsMontgomery(d.c1, s.k.sk.Value.Q, d.cs)
+	p.r0.INTT(d.cs, d.cs)
+	cs := d.cs.Coeffs[0]
+	for i, pos := range need {
+		v := r.get(p.w0) << p.Drop0
+		if v >= q0 {
+			v -= q0
+		}
+		v += cs[pos]
+		if v >= q0 {
+			v -= q0
+		}
+		emit(i, v)
+	}
+	if r.over {
+		return errors.New("short reply")
+	}
+	return nil
 }
 
 // weights returns party 0's weight polynomials in NTT and Montgomery form, cached when they fit
