@@ -107,16 +107,51 @@ func TestConv2D(t *testing.T) {
 		{"batch2", conv(2, 2, 5, 6, 3, 3, 3, 1, 2, 1, 0, 1, 1, 1, 1, 0)},
 		{"1d", conv(1, 3, 1, 20, 2, 1, 5, 1, 2, 0, 2, 1, 1, 1, 0, 2)},
 		{"1x1", conv(1, 5, 4, 4, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0)},
+		// 40 channels of 8×8 share input ciphertexts across groups.
+		{"depthwise-shared", conv(1, 40, 6, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40, 1, 1)},
+		// Channel blocks of 3 channels of 52×52 and groups of 2 channels: group 1 straddles two blocks.
+		{"groups-straddle", conv(1, 6, 50, 50, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3, 1, 1)},
 		// 2·100·100 = 20000 padded input positions > N: several spatial and channel blocks.
 		{"larger-than-N", conv(1, 2, 98, 98, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1)},
 	}
 	for _, l := range []int{32, 37, 41, 44} {
 		p := newPair(t, l, Options{})
 		for _, c := range cases {
-			if testing.Short() && l != 37 && c.name == "larger-than-N" {
+			if testing.Short() && l != 37 && (c.name == "larger-than-N" || c.name == "groups-straddle") {
 				continue
 			}
 			t.Run(fmt.Sprintf("l%d/%s", l, c.name), func(t *testing.T) { runConv(t, p, rng, c.g) })
 		}
+	}
+}
+
+// TestPlanShapes checks the packing decisions the conv tests rely on: depthwise channels share an
+// input ciphertext, a group can straddle two channel blocks, and an input larger than N is split.
+func TestPlanShapes(t *testing.T) {
+	p, err := ParamsFor(37)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := convPlan(p, conv(1, 40, 6, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40, 1, 1))
+	if err != nil || pl.nIn != 1 || len(pl.outs) != 40 {
+		t.Fatalf("depthwise 40×6×6: %d inputs, %d outputs (%v), want 1 and 40", pl.nIn, len(pl.outs), err)
+	}
+	pl, err = convPlan(p, conv(1, 6, 50, 50, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3, 1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	straddle := false
+	for _, o := range pl.outs {
+		straddle = straddle || len(o.in) > 1
+	}
+	if !straddle {
+		t.Fatalf("groups of 2 channels of 52×52: no output reads two channel blocks (%d inputs)", pl.nIn)
+	}
+	pl, err = convPlan(p, conv(1, 2, 98, 98, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1))
+	if err != nil || pl.nIn < 3 {
+		t.Fatalf("2×100×100 padded input: %d input ciphertexts (%v), want ≥ 3", pl.nIn, err)
+	}
+	if pl.products == 0 || pl.bytes <= 0 {
+		t.Fatalf("plan without products or traffic: %+v", pl.products)
 	}
 }

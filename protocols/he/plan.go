@@ -63,7 +63,7 @@ func neededAxis(b, step, out, s int) int {
 }
 
 func convCost(p *Params, c ring.ConvGeom, d convDims) int64 {
-	nIn := int64(c.N) * int64(c.Groups) * int64(d.nCB) * int64(d.nBH) * int64(d.nBW)
+	nIn := int64(c.N) * int64(d.nCB) * int64(d.nBH) * int64(d.nBW)
 	return traffic(p, nIn, func(yield func(n, count int64)) {
 		for bh := 0; bh < d.nBH; bh++ {
 			nh := neededAxis(bh, d.stepH, c.OH, c.SH)
@@ -87,9 +87,9 @@ func chooseConv(p *Params, c ring.ConvGeom) (convDims, int64, error) {
 		for ww := d.kwe; ww <= d.wp && hw*ww <= n; ww++ {
 			e := d
 			e.hw, e.ww = hw, ww
-			e.cw = min(d.cg, n/(hw*ww))
+			e.cw = min(c.C, n/(hw*ww))
 			e.stepH, e.stepW = hw-d.khe+1, ww-d.kwe+1
-			e.nCB = (d.cg + e.cw - 1) / e.cw
+			e.nCB = (c.C + e.cw - 1) / e.cw
 			e.nBH = ((c.OH-1)*c.SH + e.stepH) / e.stepH
 			e.nBW = ((c.OW-1)*c.SW + e.stepW) / e.stepW
 			cost := convCost(p, c, e)
@@ -101,12 +101,15 @@ func chooseConv(p *Params, c ring.ConvGeom) (convDims, int64, error) {
 	return best, bestCost, nil
 }
 
-// convPlan builds the plan of a convolution (Cheetah's packing): per image, group and block of
-// Cw channels × Hw rows × Ww columns of the zero-padded input, the polynomial Σ x[c,y,x]·X^(c·Hw·Ww
-// + y·Ww + x); per output channel and channel block the kernel reversed, Σ w[c,ky,kx]·X^(O − c·Hw·Ww
-// − ky·DH·Ww − kx·DW) with O = (Cw−1)·Hw·Ww + (KHe−1)·Ww + KWe−1, so that coefficient O + i·Ww + j of
-// the product is the stride-1 output at block position (i, j). Strided outputs are the needed
-// coefficients; the others are never sent.
+// convPlan builds the plan of a convolution (Cheetah's packing): per image and block of Cw
+// channels × Hw rows × Ww columns of the zero-padded input, the polynomial Σ x[c,y,x]·X^(c·Hw·Ww +
+// y·Ww + x); per output channel and channel block that holds channels of its group, the kernel
+// reversed, Σ w[c,ky,kx]·X^(O − c·Hw·Ww − ky·DH·Ww − kx·DW) with O = (Cw−1)·Hw·Ww + (KHe−1)·Ww +
+// KWe−1, so that coefficient O + i·Ww + j of the product is the stride-1 output at block position
+// (i, j). Channel blocks run over all C channels, whatever the groups: a kernel only has
+// coefficients for its group's channels, so one input ciphertext serves several groups (depthwise
+// convolutions pack Cw channels per ciphertext). Strided outputs are the needed coefficients; the
+// others are never sent.
 func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("he: %w", err)
@@ -117,30 +120,28 @@ func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 	}
 	pl := &plan{bytes: cost, nDst: c.N * c.M * c.OH * c.OW, nX: c.N * c.C * c.H * c.W, nWelem: c.M * d.cg * c.KH * c.KW}
 	hwww := d.hw * d.ww
-	inIdx := func(n, g, cb, bh, bw int) int { return (((n*c.Groups+g)*d.nCB+cb)*d.nBH+bh)*d.nBW + bw }
-	pl.nIn = c.N * c.Groups * d.nCB * d.nBH * d.nBW
+	inIdx := func(n, cb, bh, bw int) int { return ((n*d.nCB+cb)*d.nBH+bh)*d.nBW + bw }
+	pl.nIn = c.N * d.nCB * d.nBH * d.nBW
 	pl.inStart = make([]int32, 0, pl.nIn+1)
 	for n := 0; n < c.N; n++ {
-		for g := 0; g < c.Groups; g++ {
-			for cb := 0; cb < d.nCB; cb++ {
-				for bh := 0; bh < d.nBH; bh++ {
-					for bw := 0; bw < d.nBW; bw++ {
-						pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
-						for ci := 0; ci < min(d.cw, d.cg-cb*d.cw); ci++ {
-							ch := g*d.cg + cb*d.cw + ci
-							for y := 0; y < d.hw; y++ {
-								iy := bh*d.stepH + y - c.PH
-								if iy < 0 || iy >= c.H {
+		for cb := 0; cb < d.nCB; cb++ {
+			for bh := 0; bh < d.nBH; bh++ {
+				for bw := 0; bw < d.nBW; bw++ {
+					pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
+					for ci := 0; ci < min(d.cw, c.C-cb*d.cw); ci++ {
+						ch := cb*d.cw + ci
+						for y := 0; y < d.hw; y++ {
+							iy := bh*d.stepH + y - c.PH
+							if iy < 0 || iy >= c.H {
+								continue
+							}
+							for x := 0; x < d.ww; x++ {
+								ix := bw*d.stepW + x - c.PW
+								if ix < 0 || ix >= c.W {
 									continue
 								}
-								for x := 0; x < d.ww; x++ {
-									ix := bw*d.stepW + x - c.PW
-									if ix < 0 || ix >= c.W {
-										continue
-									}
-									pl.inCoef = append(pl.inCoef, int32(ci*hwww+y*d.ww+x))
-									pl.inSrc = append(pl.inSrc, int32(((n*c.C+ch)*c.H+iy)*c.W+ix))
-								}
+								pl.inCoef = append(pl.inCoef, int32(ci*hwww+y*d.ww+x))
+								pl.inSrc = append(pl.inSrc, int32(((n*c.C+ch)*c.H+iy)*c.W+ix))
 							}
 						}
 					}
@@ -150,34 +151,33 @@ func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 	}
 	pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
 	O := (d.cw-1)*hwww + (d.khe-1)*d.ww + d.kwe - 1
-	pl.nW = c.M * d.nCB
-	pl.wStart = make([]int32, 0, pl.nW+1)
+	pl.wStart = make([]int32, 0, c.M*d.nCB+1)
 	for m := 0; m < c.M; m++ {
-		for cb := 0; cb < d.nCB; cb++ {
+		// Output channel m reads channels [cLo, cHi) of its group, in channel blocks cbLo..cbHi.
+		cLo := m / d.mg * d.cg
+		cHi := cLo + d.cg
+		cbLo, cbHi := cLo/d.cw, (cHi-1)/d.cw
+		grp := group{}
+		for cb := cbLo; cb <= cbHi; cb++ {
+			grp.ws = append(grp.ws, int32(pl.nW))
+			pl.nW++
 			pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
-			for ci := 0; ci < min(d.cw, d.cg-cb*d.cw); ci++ {
+			for ch := max(cLo, cb*d.cw); ch < min(cHi, (cb+1)*d.cw); ch++ {
+				ci := ch - cb*d.cw
 				for ky := 0; ky < c.KH; ky++ {
 					for kx := 0; kx < c.KW; kx++ {
 						pl.wCoef = append(pl.wCoef, int32(O-(ci*hwww+ky*c.DH*d.ww+kx*c.DW)))
-						pl.wElem = append(pl.wElem, int32(((m*d.cg+cb*d.cw+ci)*c.KH+ky)*c.KW+kx))
+						pl.wElem = append(pl.wElem, int32(((m*d.cg+ch-cLo)*c.KH+ky)*c.KW+kx))
 					}
 				}
 			}
-		}
-	}
-	pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
-	for m := 0; m < c.M; m++ {
-		g := m / d.mg
-		grp := group{}
-		for cb := 0; cb < d.nCB; cb++ {
-			grp.ws = append(grp.ws, int32(m*d.nCB+cb))
 		}
 		for n := 0; n < c.N; n++ {
 			for bh := 0; bh < d.nBH; bh++ {
 				for bw := 0; bw < d.nBW; bw++ {
 					o := output{}
-					for cb := 0; cb < d.nCB; cb++ {
-						o.in = append(o.in, int32(inIdx(n, g, cb, bh, bw)))
+					for cb := cbLo; cb <= cbHi; cb++ {
+						o.in = append(o.in, int32(inIdx(n, cb, bh, bw)))
 					}
 					for i := 0; i < d.stepH; i++ {
 						Y := bh*d.stepH + i
@@ -195,12 +195,13 @@ func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 					}
 					grp.outs = append(grp.outs, int32(len(pl.outs)))
 					pl.outs = append(pl.outs, o)
-					pl.products += d.nCB
+					pl.products += len(o.in)
 				}
 			}
 		}
 		pl.groups = append(pl.groups, grp)
 	}
+	pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
 	return pl, nil
 }
 

@@ -516,9 +516,13 @@ func (s *Session) buildWeight(pl *plan, w []uint64, i int, dst lring.Poly) {
 	dst.Zero()
 	for j := pl.wStart[i]; j < pl.wStart[i+1]; j++ {
 		s.cd.setCentered(dst, int(pl.wCoef[j]), w[pl.wElem[j]])
+		// Montgomery form on the non-zero coefficients only: the NTT is linear.
+		for k, q := range s.p.Q {
+			c := dst.Coeffs[k][pl.wCoef[j]]
+			dst.Coeffs[k][pl.wCoef[j]] = lring.MForm(c, q, s.cd.brc[k])
+		}
 	}
 	s.p.rq.NTT(dst, dst)
-	s.p.rq.MForm(dst, dst)
 }
 
 // evaluator is party 0's per-goroutine state for finishing replies.
