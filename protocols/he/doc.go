@@ -1,4 +1,4 @@
-// Package he implements the linear layers of a Cheetah-style HE backend (Huang et al., "Cheetah:
+// Package he implements the linear layers of a Cheetah-style HE backend (Huang, Lu, Hong, Ding, "Cheetah:
 // Lean and Fast Secure Two-Party Deep Neural Network Inference", USENIX Security 2022): products
 // of a matrix or convolution kernel that party 0 holds in the clear with a tensor shared
 // additively over Z_{2^l}, by RLWE ciphertexts under party 1's key (lattigo v6, packages
