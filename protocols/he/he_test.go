@@ -3,6 +3,7 @@ package he
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -46,7 +47,7 @@ func TestMatMul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, l := range []int{32, 37, 41, 44} {
 		p := newPair(t, l, Options{})
-		shapes := [][3]int{{1, 1, 1}, {3, 5, 2}, {17, 300, 1}}
+		shapes := [][3]int{{1, 1, 1}, {3, 5, 2}, {17, 300, 1}, {2, 9000, 1}}
 		if !testing.Short() {
 			shapes = append(shapes, [3]int{1 + rng.IntN(40), 1 + rng.IntN(3000), 1 + rng.IntN(3)})
 		}
@@ -153,5 +154,42 @@ func TestPlanShapes(t *testing.T) {
 	}
 	if pl.products == 0 || pl.bytes <= 0 {
 		t.Fatalf("plan without products or traffic: %+v", pl.products)
+	}
+}
+
+// TestBytesFormula checks ConvBytes and MatMulBytes against the closed form on shapes whose
+// packing is forced: one upload and one reply.
+func TestBytesFormula(t *testing.T) {
+	for _, l := range []int{16, 37} {
+		p, err := ParamsFor(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		N := p.N()
+		sum := 0
+		for _, q := range p.Q {
+			sum += bits.Len64(q)
+		}
+		up := int64(4 + 16 + N*sum/8)
+		w0, w1 := p.ReplyWidths()
+		reply := func(n int) int64 { return int64(4 + N*w1/8 + (n*w0+7)/8) }
+		mm, err := MatMulBytes(1, 1, 1, l)
+		if err != nil || mm != up+reply(1) {
+			t.Errorf("l=%d MatMulBytes(1,1,1) = %d (%v), want %d", l, mm, err, up+reply(1))
+		}
+		// 5 outputs of one row each, one input block: one upload, one reply of 5 coefficients.
+		mm, err = MatMulBytes(5, 7, 1, l)
+		if err != nil || mm != up+reply(5) {
+			t.Errorf("l=%d MatMulBytes(5,7,1) = %d (%v), want %d", l, mm, err, up+reply(5))
+		}
+		// 3×3 kernel over 2×6×6 with stride 2, pad 1: one upload, 4 replies of 9 outputs.
+		g := conv(1, 2, 6, 6, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1)
+		cb, err := ConvBytes(g, l)
+		if err != nil || cb != up+4*reply(9) {
+			t.Errorf("l=%d ConvBytes(%+v) = %d (%v), want %d", l, g, cb, err, up+4*reply(9))
+		}
+		if got := int64(p.UploadBytes() + 4); got != up {
+			t.Errorf("l=%d UploadBytes %d, want %d", l, got-4, up-4)
+		}
 	}
 }

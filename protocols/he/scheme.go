@@ -128,7 +128,7 @@ type encryptor struct {
 	k   *keys
 	gs  lring.Sampler
 	e   lring.Poly
-	pt  []uint64
+	c1  lring.Poly
 	rnd *prg.PRG
 }
 
@@ -141,14 +141,14 @@ func newEncryptor(p *Params, cd *codec, k *keys) (*encryptor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("he: gaussian sampler: %w", err)
 	}
-	return &encryptor{p: p, cd: cd, k: k, gs: gs, e: p.rq.NewPoly(), rnd: rnd}, nil
+	return &encryptor{p: p, cd: cd, k: k, gs: gs, e: p.rq.NewPoly(), c1: p.rq.NewPoly(), rnd: rnd}, nil
 }
 
 // encrypt sets out to a symmetric encryption of the message whose coefficient j is m[j] (mod t;
 // missing coefficients are 0) with c1 expanded from seed, and returns c0 (NTT domain).
 func (en *encryptor) encrypt(out lring.Poly, seed prg.Seed, m []uint64, pos []int32) {
 	rq := en.p.rq
-	c1 := rq.NewPoly()
+	c1 := en.c1
 	lring.NewUniformSampler(prg.New(seed), rq).Read(c1)
 	en.gs.Read(en.e)
 	for i, j := range pos {
