@@ -32,22 +32,22 @@ const slackBits = 3
 // ternary secret) for each ring degree log2 N.
 var MaxLogQ = map[int]int{10: 27, 11: 54, 12: 109, 13: 218, 14: 438, 15: 881}
 
-// Params are the RLWE parameters for one ring Z_{2^l}: the ring degree, the RNS primes of Q (Q[0]
-// is the reply prime q0) and the noise-management choices derived from the worst-case error bounds
+// Params are the RLWE parameters for one ring Z_{2^l}: the ring degree, the RNS primes of Q (the
+// first R of them form the reply modulus Qr) and the noise-management choices derived from the worst-case error bounds
 // (see docs/he.md). Both parties derive them from l alone (ParamsFor), so they always agree.
 type Params struct {
 	L         int      // plaintext modulus t = 2^L
 	LogN      int      // ring degree N = 2^LogN
-	Q         []uint64 // NTT primes, Q[0] = q0 (replies)
+	Q         []uint64 // NTT primes; the first R form the reply modulus Qr
+	R         int      // number of reply primes (1, or 2 for l > 46)
 	FloodBits int      // flooding noise is uniform in [-2^(FloodBits-1), 2^(FloodBits-1))
 	Drop0     int      // low bits dropped from each sent c0 coefficient of a reply
 	Drop1     int      // low bits dropped from each c1 coefficient of a reply
 
-	qBits    []int // bit length of each prime (upload widths)
-	w0, w1   int   // reply widths of c0 and c1 coefficients
-	rl       rlwe.Parameters
-	rq, r0   *lring.Ring
-	noiseLog float64 // log2 of the worst-case decryption noise over the threshold (diagnostics)
+	qBits  []int // bit length of each prime (upload widths)
+	w0, w1 int   // reply widths of c0 and c1 coefficients
+	rl     rlwe.Parameters
+	rq, rr *lring.Ring // the ring at Q and at the reply modulus
 }
 
 // N is the ring degree.
@@ -83,16 +83,16 @@ func (p *Params) KeyBytes() int { return p.UploadBytes() }
 func (p *Params) ReplyWidths() (c0, c1 int) { return p.w0, p.w1 }
 
 func (p *Params) String() string {
-	return fmt.Sprintf("he params l=%d N=2^%d logQ=%d primes=%v flood=2^%d drop c0 %d bits, c1 %d bits (reply widths %d, %d)",
-		p.L, p.LogN, p.LogQ(), p.qBits, p.FloodBits, p.Drop0, p.Drop1, p.w0, p.w1)
+	return fmt.Sprintf("he params l=%d N=2^%d logQ=%d primes=%v reply primes %d flood=2^%d drop c0 %d bits, c1 %d bits (reply widths %d, %d)",
+		p.L, p.LogN, p.LogQ(), p.qBits, p.R, p.FloodBits-1, p.Drop0, p.Drop1, p.w0, p.w1)
 }
 
 var paramsCache sync.Map // int -> *Params (immutable once built)
 
 // ParamsFor returns the parameters for Z_{2^l}: the smallest ring degree whose modulus, sized by
 // the worst-case noise bounds with 2^-40 flooding, stays within the 128-bit HE-standard bound.
-// Rings for which one reply prime cannot hold the decoding threshold (l > 46 at N = 8192) are
-// refused with an error.
+// Rings for which one 60-bit reply prime cannot hold the decoding threshold (l > 46 at N = 8192)
+// reply modulo two primes.
 func ParamsFor(l int) (*Params, error) {
 	if l < 1 || l > 64 {
 		return nil, fmt.Errorf("he: ring Z_2^%d: bitwidth must be 1..64", l)
@@ -147,6 +147,18 @@ func noiseAtQ(n, l int) bounds {
 }
 
 func buildParams(l, logN int) (*Params, error) {
+	var err error
+	for r := 1; r <= 2; r++ {
+		var p *Params
+		if p, err = buildParamsReply(l, logN, r); err == nil {
+			return p, nil
+		}
+	}
+	return nil, err
+}
+
+// buildParamsReply sizes the parameters with a reply modulus of nr primes of replyBits bits.
+func buildParamsReply(l, logN, nr int) (*Params, error) {
 	n := 1 << logN
 	maxQ, ok := MaxLogQ[logN]
 	if !ok {
@@ -156,24 +168,30 @@ func buildParams(l, logN int) (*Params, error) {
 	t := new(big.Int).Lsh(big.NewInt(1), uint(l))
 	nth := uint64(2 * n)
 	g0 := lring.NewNTTFriendlyPrimesGenerator(replyBits, nth)
-	q0, err := g0.NextDownstreamPrime()
+	reply, err := g0.NextDownstreamPrimes(nr)
 	if err != nil {
-		return nil, fmt.Errorf("reply prime: %w", err)
+		return nil, fmt.Errorf("reply primes: %w", err)
 	}
-	bq0 := new(big.Int).SetUint64(q0)
-	// Decoding threshold T = floor((q0-1)/(2t)); the mod-switch rounding adds at most (N+1)/2+1.
-	thr := new(big.Int).Sub(bq0, big.NewInt(1))
+	qr := big.NewInt(1)
+	for _, v := range reply {
+		qr.Mul(qr, new(big.Int).SetUint64(v))
+	}
+	// Decoding threshold T = floor((Qr-1)/(2t)); the mod-switch rounding adds at most (N+1)/2+1.
+	thr := new(big.Int).Sub(qr, big.NewInt(1))
 	thr.Quo(thr, new(big.Int).Lsh(t, 1))
 	rms := big.NewInt(int64(n/2 + 2))
-	// Q/q0 >= total · 2t · 2^slack / q0, so that total·q0/Q <= T/2^slack.
+	// Q/Qr >= total · 2t · 2^slack / Qr, so that total·Qr/Q <= T/2^slack.
 	needRest := new(big.Int).Mul(bd.total, new(big.Int).Lsh(t, 1+slackBits))
-	needRest.Quo(needRest, bq0)
+	needRest.Quo(needRest, qr)
 	needRest.Add(needRest, big.NewInt(1))
 	needBits := needRest.BitLen()
 	var rest []uint64
 	if needBits > 1 {
 		cnt := (needBits + 59) / 60
 		for ; ; cnt++ {
+			if cnt > 8 {
+				return nil, fmt.Errorf("cannot size Q")
+			}
 			size := (needBits+cnt-1)/cnt + 1
 			if size > 60 {
 				continue
@@ -185,19 +203,18 @@ func buildParams(l, logN int) (*Params, error) {
 				return nil, fmt.Errorf("primes of %d bits: %w", size, err)
 			}
 			prod := big.NewInt(1)
+			clash := false
 			for _, v := range ps {
 				prod.Mul(prod, new(big.Int).SetUint64(v))
+				clash = clash || containsPrime(reply, v)
 			}
-			if prod.Cmp(needRest) >= 0 && !containsPrime(ps, q0) {
+			if prod.Cmp(needRest) >= 0 && !clash {
 				rest = ps
 				break
 			}
-			if cnt > 8 {
-				return nil, fmt.Errorf("cannot size Q")
-			}
 		}
 	}
-	primes := append([]uint64{q0}, rest...)
+	primes := append(append([]uint64(nil), reply...), rest...)
 	Q := big.NewInt(1)
 	for _, v := range primes {
 		Q.Mul(Q, new(big.Int).SetUint64(v))
@@ -205,42 +222,51 @@ func buildParams(l, logN int) (*Params, error) {
 	if Q.BitLen() > maxQ {
 		return nil, fmt.Errorf("N = 2^%d: Q needs %d bits, the 128-bit bound is %d", logN, Q.BitLen(), maxQ)
 	}
-	// Switched noise: ceil(total·q0/Q) + rms.
-	sw := new(big.Int).Mul(bd.total, bq0)
+	// Switched noise: ceil(total·Qr/Q) + rms.
+	sw := new(big.Int).Mul(bd.total, qr)
 	sw.Quo(sw, Q)
 	sw.Add(sw, big.NewInt(1))
 	sw.Add(sw, rms)
 	room := new(big.Int).Sub(thr, sw)
 	if room.Sign() < 0 {
-		return nil, fmt.Errorf("N = 2^%d: the reply prime q0 < 2^%d leaves no room for t = 2^%d", logN, replyBits, l)
+		return nil, fmt.Errorf("N = 2^%d: a reply modulus of %d primes leaves no room for t = 2^%d", logN, nr, l)
 	}
 	// Drop1: N·2^(d1-1) <= room/2. Drop0: 2^(d0-1) <= room - err1.
 	d1 := 0
-	for {
-		e := dropErr(d1+1, n)
-		if e.Cmp(new(big.Int).Rsh(room, 1)) > 0 {
-			break
-		}
+	for dropErr(d1+1, n).Cmp(new(big.Int).Rsh(room, 1)) <= 0 {
 		d1++
 	}
 	left := new(big.Int).Sub(room, dropErr(d1, n))
 	d0 := 0
-	for d0 < replyBits-1 && dropErr(d0+1, 1).Cmp(left) <= 0 {
+	for dropErr(d0+1, 1).Cmp(left) <= 0 {
 		d0++
 	}
-	p := &Params{L: l, LogN: logN, Q: primes, FloodBits: bd.flood.BitLen(), Drop0: d0, Drop1: d1}
+	p := &Params{L: l, LogN: logN, Q: primes, R: nr, FloodBits: bd.flood.BitLen(), Drop0: d0, Drop1: d1}
 	for _, v := range primes {
 		p.qBits = append(p.qBits, bits.Len64(v))
 	}
-	p.w0 = bits.Len64(roundShift(q0-1, d0))
-	p.w1 = bits.Len64(roundShift(q0-1, d1))
+	qr1 := new(big.Int).Sub(qr, big.NewInt(1))
+	p.w0 = bigRoundShift(qr1, d0).BitLen()
+	p.w1 = bigRoundShift(qr1, d1).BitLen()
+	if p.w0 > 128 || p.w1 > 128 || p.FloodBits > 192 {
+		return nil, fmt.Errorf("N = 2^%d: widths beyond the implementation", logN)
+	}
 	p.rl, err = rlwe.NewParametersFromLiteral(rlwe.ParametersLiteral{LogN: logN, Q: primes, NTTFlag: true})
 	if err != nil {
 		return nil, fmt.Errorf("lattigo parameters: %w", err)
 	}
 	p.rq = p.rl.RingQ()
-	p.r0 = p.rq.AtLevel(0)
+	p.rr = p.rq.AtLevel(nr - 1)
 	return p, nil
+}
+
+// bigRoundShift is round(c / 2^d).
+func bigRoundShift(c *big.Int, d int) *big.Int {
+	if d == 0 {
+		return new(big.Int).Set(c)
+	}
+	v := new(big.Int).Add(c, new(big.Int).Lsh(big.NewInt(1), uint(d-1)))
+	return v.Rsh(v, uint(d))
 }
 
 // dropErr is the error of rounding away d low bits of a coefficient, times mult (the l1 norm

@@ -84,9 +84,8 @@ func oneReply(t *testing.T, p *pair, m, w []uint64, need []int32) (got, mask []u
 	q0 := pp.Q[0]
 	got = make([]uint64, len(need))
 	noise = make([]float64, len(need))
-	d := &decryptor{pp.r0.NewPoly(), pp.r0.NewPoly()}
-	err = s1.decryptReply(d, reply, need, func(i int, v uint64) {
-		got[i] = s1.cd.decode(v)
+	err = s1.decryptReply(s1.newDecryptor(), reply, need, func(i int, res, v uint64) {
+		got[i] = res
 		y := p.r.Sub(prod[need[i]], mask[i])
 		// noise = v − round(q0·y/t), centred mod q0, in exact integer arithmetic.
 		hi, lo := bits.Mul64(q0, y)
@@ -204,7 +203,7 @@ func TestReplyHidesWeights(t *testing.T) {
 // TestEncodeDecode checks the exact encoding round(Q·m/t) of a fresh ciphertext at the edges of
 // the ring and the decoding threshold.
 func TestEncodeDecode(t *testing.T) {
-	for _, l := range []int{8, 32, 37, 41, 44, 46} {
+	for _, l := range []int{8, 32, 37, 41, 44, 46, 47, 64} {
 		pp, err := ParamsFor(l)
 		if err != nil {
 			t.Fatal(err)
@@ -228,33 +227,49 @@ func TestEncodeDecode(t *testing.T) {
 					t.Fatalf("l=%d m=%d prime %d: %d, want %d", l, m, i, poly.Coeffs[i][j], r)
 				}
 			}
-			// Decoding of q0·m/t ± (threshold−1).
-			q0 := pp.Q[0]
-			base := new(big.Int).Mul(new(big.Int).SetUint64(q0), new(big.Int).SetUint64(m))
+			// Decoding of Qr·m/t ± (threshold−1).
+			qr := big.NewInt(1)
+			for _, q := range pp.Q[:pp.R] {
+				qr.Mul(qr, new(big.Int).SetUint64(q))
+			}
+			base := new(big.Int).Mul(qr, new(big.Int).SetUint64(m))
 			base.Add(base, new(big.Int).Lsh(big.NewInt(1), uint(l-1)))
 			base.Rsh(base, uint(l))
-			thr := (q0 - 1) >> (l + 1)
-			for _, d := range []int64{0, 1, -1, int64(thr) - 1, -int64(thr) + 1} {
-				v := new(big.Int).Add(base, big.NewInt(d))
-				v.Mod(v, new(big.Int).SetUint64(q0))
-				if got := cd.decode(v.Uint64()); got != m {
-					t.Fatalf("l=%d: decode(q0·%d/t %+d) = %d", l, m, d, got)
+			thr := new(big.Int).Sub(qr, big.NewInt(1))
+			thr.Rsh(thr, uint(l+1))
+			one := big.NewInt(1)
+			for _, d := range []*big.Int{big.NewInt(0), one, new(big.Int).Neg(one), new(big.Int).Sub(thr, one), new(big.Int).Sub(one, thr)} {
+				v := new(big.Int).Add(base, d)
+				v.Mod(v, qr)
+				var got uint64
+				if pp.R == 1 {
+					got = cd.decode(v.Uint64())
+				} else {
+					wd := wideDecoder{c: cd.wide, l: uint(l)}
+					lo := new(big.Int).And(v, new(big.Int).SetUint64(^uint64(0))).Uint64()
+					got = wd.decode(new(big.Int).Rsh(v, 64).Uint64(), lo)
+					// The CRT composition of v's residues gives v back.
+					hi2, lo2 := cd.wide.compose(new(big.Int).Mod(v, new(big.Int).SetUint64(pp.Q[0])).Uint64(),
+						new(big.Int).Mod(v, new(big.Int).SetUint64(pp.Q[1])).Uint64())
+					if hi2 != new(big.Int).Rsh(v, 64).Uint64() || lo2 != lo {
+						t.Fatalf("l=%d: CRT composition of %v wrong", l, v)
+					}
+				}
+				if got != m {
+					t.Fatalf("l=%d: decode(Qr·%d/t %+v) = %d", l, m, d, got)
 				}
 			}
 		}
 	}
 }
 
-// TestParams checks the parameter table: every l of 1..46 has parameters within the HE-standard
-// bound, and larger l are refused with an error.
+// TestParams checks the parameter table: every l of 1..64 has parameters within the HE-standard
+// bound, with one reply prime up to l = 46 and two above.
 func TestParams(t *testing.T) {
 	for l := 1; l <= 64; l++ {
 		p, err := ParamsFor(l)
-		if l > 46 {
-			if err == nil {
-				t.Errorf("l=%d: parameters %v, want an error", l, p)
-			}
-			continue
+		if err == nil && (p.R == 1) != (l <= 46) {
+			t.Errorf("l=%d: %d reply primes", l, p.R)
 		}
 		if err != nil {
 			t.Fatalf("l=%d: %v", l, err)

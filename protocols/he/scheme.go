@@ -19,8 +19,9 @@ type codec struct {
 	b      uint64   // Q mod t (t ≤ 2^46, so it fits)
 	brc    [][2]uint64
 	halfK  []uint64 // 2^(FloodBits-1) mod q_i
-	kMaskH uint64   // mask of the flood's high word
-	kMaskL uint64
+	fWords int      // 64-bit words of one flooding sample
+	fTop   uint64   // mask of the sample's most significant word
+	wide   *crt2    // the reply modulus of two primes (nil with one)
 }
 
 func newCodec(p *Params) *codec {
@@ -40,13 +41,13 @@ func newCodec(p *Params) *codec {
 		c.brc = append(c.brc, lring.GenBRedConstant(q))
 	}
 	k := p.FloodBits
-	switch {
-	case k >= 128:
-		panic("he: flooding of 128 bits or more") // excluded by buildParams (logQ ≤ 218 at l ≤ 46)
-	case k > 64:
-		c.kMaskL, c.kMaskH = ^uint64(0), 1<<(k-64)-1
-	default:
-		c.kMaskL = 1<<k - 1
+	c.fWords = (k + 63) / 64
+	c.fTop = ^uint64(0) >> uint(64*c.fWords-k)
+	if p.R == 2 {
+		q0, q1 := p.Q[0], p.Q[1]
+		inv := new(big.Int).ModInverse(new(big.Int).SetUint64(q0), new(big.Int).SetUint64(q1)).Uint64()
+		qr := new(big.Int).Mul(new(big.Int).SetUint64(q0), new(big.Int).SetUint64(q1))
+		c.wide = &crt2{q0: q0, q1: q1, q0inv: inv, qr: qr, halfQr: new(big.Int).Rsh(qr, 1)}
 	}
 	return c
 }
@@ -73,31 +74,39 @@ func (c *codec) encodeAdd(poly lring.Poly, j int, m uint64) {
 
 // setCentered sets coefficient j of poly to the centred lift of w ∈ Z_t (w − t when w ≥ t/2).
 func (c *codec) setCentered(poly lring.Poly, j int, w uint64) {
-	w &= 1<<uint(c.p.L) - 1
-	neg := w>>(uint(c.p.L)-1) == 1
+	l := uint(c.p.L)
+	mask := ^uint64(0) >> (64 - l)
+	w &= mask
+	neg := w>>(l-1) == 1
+	mag := w
+	if neg {
+		mag = (-w) & mask // t − w
+	}
 	for i, q := range c.p.Q {
-		if neg {
-			poly.Coeffs[i][j] = q - (uint64(1)<<uint(c.p.L) - w)
-		} else {
-			poly.Coeffs[i][j] = w
+		r := mag % q
+		if neg && r != 0 {
+			r = q - r
 		}
+		poly.Coeffs[i][j] = r
 	}
 }
 
 // addFlood adds to coefficient j of every residue a value f uniform in [-2^(k-1), 2^(k-1)) drawn
-// from the two words hi, lo.
-func (c *codec) addFlood(poly lring.Poly, j int, hi, lo uint64) {
-	hi &= c.kMaskH
-	lo &= c.kMaskL
+// from the fWords words w (most significant last).
+func (c *codec) addFlood(poly lring.Poly, j int, w []uint64) {
+	top := w[c.fWords-1] & c.fTop
 	for i, q := range c.p.Q {
-		_, r := bits.Div64(hi%q, lo, q)
+		r := top % q
+		for k := c.fWords - 2; k >= 0; k-- {
+			_, r = bits.Div64(r, w[k], q)
+		}
 		r += q - c.halfK[i]
 		r += poly.Coeffs[i][j]
 		poly.Coeffs[i][j] = r % q
 	}
 }
 
-// decode returns round(t·v/q0) mod t for v < q0.
+// decode returns round(t·v/q0) mod t for v < q0 (one reply prime, l ≤ 46).
 func (c *codec) decode(v uint64) uint64 {
 	q0 := c.p.Q[0]
 	l := uint(c.p.L)

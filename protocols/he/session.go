@@ -427,52 +427,94 @@ func (s *Session) runClient(ctx context.Context, pl *plan, dst, x []uint64) erro
 	decs := make([]*decryptor, min(s.workers, len(pl.outs)))
 	return s.parallel(ctx, len(pl.outs), func(wk, o int) error {
 		if decs[wk] == nil {
-			decs[wk] = &decryptor{p.r0.NewPoly(), p.r0.NewPoly()}
+			decs[wk] = s.newDecryptor()
 		}
 		out := &pl.outs[o]
-		return s.decryptReply(decs[wk], replies[o], out.need, func(i int, v uint64) { dst[out.dst[i]] = s.cd.decode(v) })
+		return s.decryptReply(decs[wk], replies[o], out.need, func(i int, res, _ uint64) { dst[out.dst[i]] = res })
 	})
 }
 
 // decryptor is party 1's per-goroutine decryption scratch.
-type decryptor struct{ c1, cs lring.Poly }
+type decryptor struct {
+	c1, cs lring.Poly
+	wd     wideDecoder
+}
 
-// decryptReply decrypts a reply with the given needed coefficients and calls emit(i, v) with the
-// phase v = c0 + c1·s mod q0 of needed coefficient i (decode(v) is the result).
-func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit func(i int, v uint64)) error {
+func (s *Session) newDecryptor() *decryptor {
+	d := &decryptor{c1: s.p.rr.NewPoly(), cs: s.p.rr.NewPoly()}
+	d.wd = wideDecoder{c: s.cd.wide, l: uint(s.p.L)}
+	return d
+}
+
+// decryptReply decrypts a reply with the given needed coefficients and calls emit(i, v) with
+// needed coefficient i's result round(t·v/Qr) mod t (and, with one reply prime, its phase
+// v = c0 + c1·s mod q0).
+func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit func(i int, res, v uint64)) error {
 	p := s.p
 	if len(reply) != p.ReplyBytes(len(need)) {
 		return fmt.Errorf("reply of %d bytes, want %d", len(reply), p.ReplyBytes(len(need)))
 	}
-	q0 := p.Q[0]
 	r := bitReader{buf: reply}
-	c1 := d.c1.Coeffs[0]
-	for j := range c1 {
-		v := r.get(p.w1) << p.Drop1
-		if v >= q0 {
-			v -= q0
+	if p.R == 2 {
+		s.decryptWide(d, &r, need, emit)
+	} else {
+		q0 := p.Q[0]
+		c1 := d.c1.Coeffs[0]
+		for j := range c1 {
+			v := r.get(p.w1) << p.Drop1
+			if v >= q0 {
+				v -= q0
+			}
+			c1[j] = v
 		}
-		c1[j] = v
-	}
-	p.r0.NTT(d.c1, d.c1)
-	p.r0.MulCoeffsMontgomery(d.c1, s.k.sk.Value.Q, d.cs)
-	p.r0.INTT(d.cs, d.cs)
-	cs := d.cs.Coeffs[0]
-	for i, pos := range need {
-		v := r.get(p.w0) << p.Drop0
-		if v >= q0 {
-			v -= q0
+		p.rr.NTT(d.c1, d.c1)
+		p.rr.MulCoeffsMontgomery(d.c1, s.k.sk.Value.Q, d.cs)
+		p.rr.INTT(d.cs, d.cs)
+		cs := d.cs.Coeffs[0]
+		for i, pos := range need {
+			v := r.get(p.w0) << p.Drop0
+			if v >= q0 {
+				v -= q0
+			}
+			v += cs[pos]
+			if v >= q0 {
+				v -= q0
+			}
+			emit(i, s.cd.decode(v), v)
 		}
-		v += cs[pos]
-		if v >= q0 {
-			v -= q0
-		}
-		emit(i, v)
 	}
 	if r.over {
 		return errors.New("short reply")
 	}
 	return nil
+}
+
+// decryptWide is decryptReply's body for a reply modulus of two primes.
+func (s *Session) decryptWide(d *decryptor, r *bitReader, need []int32, emit func(i int, res, v uint64)) {
+	p := s.p
+	q0, q1 := p.Q[0], p.Q[1]
+	get := func(w, drop int) (uint64, uint64) {
+		lo := r.get(min(w, 64))
+		var hi uint64
+		if w > 64 {
+			hi = r.get(w - 64)
+		}
+		hi, lo = shl128(hi, lo, uint(drop))
+		return mod128(hi, lo, q0), mod128(hi, lo, q1)
+	}
+	for j := range d.c1.Coeffs[0] {
+		d.c1.Coeffs[0][j], d.c1.Coeffs[1][j] = get(p.w1, p.Drop1)
+	}
+	p.rr.NTT(d.c1, d.c1)
+	p.rr.MulCoeffsMontgomery(d.c1, s.k.sk.Value.Q, d.cs)
+	p.rr.INTT(d.cs, d.cs)
+	for i, pos := range need {
+		v0, v1 := get(p.w0, p.Drop0)
+		v0 = (v0 + d.cs.Coeffs[0][pos]) % q0
+		v1 = (v1 + d.cs.Coeffs[1][pos]) % q1
+		hi, lo := s.cd.wide.compose(v0, v1)
+		emit(i, d.wd.decode(hi, lo), 0)
+	}
 }
 
 // weights returns party 0's weight polynomials in NTT and Montgomery form, cached when they fit
@@ -552,7 +594,7 @@ func (s *Session) newEvaluator() (*evaluator, error) {
 		return nil, err
 	}
 	ev := &evaluator{rnd: rnd, ts: ts, gs: gs, u: p.rq.NewPoly(), e: p.rq.NewPoly(), buf: p.rq.NewPoly(),
-		wp: p.rq.NewPoly(), words: make([]uint64, 2*p.N())}
+		wp: p.rq.NewPoly(), words: make([]uint64, s.cd.fWords*p.N())}
 	for i := 0; i < accChunk; i++ {
 		ev.acc0 = append(ev.acc0, p.rq.NewPoly())
 		ev.acc1 = append(ev.acc1, p.rq.NewPoly())
@@ -674,25 +716,43 @@ func (s *Session) finish(ev *evaluator, c0, c1 lring.Poly, out *output, dst []ui
 		s.cd.encodeAdd(ev.e, int(pos), (-r)&mask)
 	}
 	ev.rnd.Uint64s(ev.words)
+	fw := s.cd.fWords
 	for j := 0; j < p.N(); j++ {
-		s.cd.addFlood(ev.e, j, ev.words[2*j], ev.words[2*j+1])
+		s.cd.addFlood(ev.e, j, ev.words[fw*j:fw*j+fw])
 	}
 	rq.NTT(ev.e, ev.e)
 	rq.Add(c0, ev.e, c0)
-	// Modulus switching to q0.
-	for lvl := len(p.Q) - 1; lvl > 0; lvl-- {
+	// Modulus switching to the reply modulus.
+	for lvl := len(p.Q) - 1; lvl >= p.R; lvl-- {
 		r := rq.AtLevel(lvl)
 		r.DivRoundByLastModulusNTT(c0, ev.buf, c0)
 		r.DivRoundByLastModulusNTT(c1, ev.buf, c1)
 	}
-	p.r0.INTT(c0, c0)
-	p.r0.INTT(c1, c1)
+	p.rr.INTT(c0, c0)
+	p.rr.INTT(c1, c1)
 	bw := bitWriter{buf: make([]byte, 0, p.ReplyBytes(len(out.need)))}
-	for _, v := range c1.Coeffs[0] {
-		bw.put(roundShift(v, p.Drop1), p.w1)
+	if p.R == 1 {
+		for _, v := range c1.Coeffs[0] {
+			bw.put(roundShift(v, p.Drop1), p.w1)
+		}
+		for _, pos := range out.need {
+			bw.put(roundShift(c0.Coeffs[0][pos], p.Drop0), p.w0)
+		}
+		return bw.bytes()
+	}
+	put := func(v0, v1 uint64, d, w int) {
+		hi, lo := s.cd.wide.compose(v0, v1)
+		hi, lo = roundShift128(hi, lo, d)
+		bw.put(lo, min(w, 64))
+		if w > 64 {
+			bw.put(hi, w-64)
+		}
+	}
+	for j, v := range c1.Coeffs[0] {
+		put(v, c1.Coeffs[1][j], p.Drop1, p.w1)
 	}
 	for _, pos := range out.need {
-		bw.put(roundShift(c0.Coeffs[0][pos], p.Drop0), p.w0)
+		put(c0.Coeffs[0][pos], c0.Coeffs[1][pos], p.Drop0, p.w0)
 	}
 	return bw.bytes()
 }
