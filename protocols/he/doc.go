@@ -12,14 +12,14 @@
 // same packing), multiplies by the weight polynomials in the NTT domain and sums over input
 // blocks, subtracts round(Q·r/t) for a uniform mask r at the coefficients that hold results, adds
 // an encryption of zero under party 1's public key (re-randomisation of c1) and a flooding noise
-// to c0, switches the modulus down to the reply prime q0, and sends c1 and only the needed
-// coefficients of c0, each without its low bits. Party 1 decrypts: its share is (x0+x1)·W − r,
-// party 0's share is r.
+// to c0, switches the modulus down to the reply modulus Qr (one 60-bit prime, two for l > 46),
+// and sends c1 and only the needed coefficients of c0, each without its low bits. Party 1
+// decrypts: its share is (x0+x1)·W − r, party 0's share is r.
 //
 // # Exactness and privacy
 //
 // Every noise term has a worst-case bound (docs/he.md); ParamsFor sizes Q so that the
-// flooded noise after switching, the switching rounding and the dropped bits stay below q0/(2t):
+// flooded noise after switching, the switching rounding and the dropped bits stay below Qr/(2t):
 // decryption is exact on every coefficient, always. The flooding noise is 2^40·N times the
 // noise that depends on the weights, so a reply is within statistical distance 2^-40 of one that
 // depends only on party 1's masked output (circuit privacy).
