@@ -19,7 +19,7 @@ func runMatMul(t *testing.T, p *pair, rng *rand.Rand, m, k, n int) {
 	rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
 	x0, x1 := share(p.r, rng, x)
 	d0, d1 := make([]uint64, m*n), make([]uint64, m*n)
-	before := p.bytes()
+	before, rounds := p.bytes(), p.rounds()
 	ctx := context.Background()
 	testenv.MustBoth(t, func() error { return p.s0.MatMul(ctx, d0, w, m, k, n, x0) },
 		func() error { return p.s1.MatMul(ctx, d1, nil, m, k, n, x1) })
@@ -40,6 +40,9 @@ func runMatMul(t *testing.T, p *pair, rng *rand.Rand, m, k, n int) {
 	}
 	if got := p.bytes() - before; got != wantBytes {
 		t.Fatalf("MatMul %d×%d×%d l=%d: %d bytes, formula %d", m, k, n, p.r.Bits, got, wantBytes)
+	}
+	if got, want := p.rounds()-rounds, p.wantRounds(); got != want {
+		t.Fatalf("MatMul %d×%d×%d: %d flights, want %d", m, k, n, got, want)
 	}
 }
 
@@ -65,7 +68,7 @@ func runConv(t *testing.T, p *pair, rng *rand.Rand, c ring.ConvGeom) {
 	x0, x1 := share(p.r, rng, x)
 	n := c.N * c.M * c.OH * c.OW
 	d0, d1 := make([]uint64, n), make([]uint64, n)
-	before := p.bytes()
+	before, rounds := p.bytes(), p.rounds()
 	ctx := context.Background()
 	testenv.MustBoth(t, func() error { return p.s0.Conv2D(ctx, d0, w, c, x0) },
 		func() error { return p.s1.Conv2D(ctx, d1, nil, c, x1) })
@@ -85,6 +88,9 @@ func runConv(t *testing.T, p *pair, rng *rand.Rand, c ring.ConvGeom) {
 	}
 	if got := p.bytes() - before; got != wantBytes {
 		t.Fatalf("Conv2D %+v l=%d: %d bytes, formula %d", c, p.r.Bits, got, wantBytes)
+	}
+	if got, want := p.rounds()-rounds, p.wantRounds(); got != want {
+		t.Fatalf("Conv2D %+v: %d flights, want %d", c, got, want)
 	}
 }
 

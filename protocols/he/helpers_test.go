@@ -17,6 +17,7 @@ type pair struct {
 	r      ring.Ring
 	s0, s1 *Session
 	c0, c1 *transport.Conn
+	calls  int
 }
 
 func newPair(t testing.TB, l int, opt Options) *pair {
@@ -31,6 +32,18 @@ func newPair(t testing.TB, l int, opt Options) *pair {
 }
 
 func (p *pair) bytes() int64 { return p.c0.Stats().BytesSent + p.c1.Stats().BytesSent }
+
+func (p *pair) rounds() int64 { return p.c0.Stats().Rounds + p.c1.Stats().Rounds }
+
+// wantRounds is the number of flights of the next call: party 1's upload and party 0's reply, but
+// the first call's upload follows party 1's public key in the same flight.
+func (p *pair) wantRounds() int64 {
+	p.calls++
+	if p.calls == 1 {
+		return 1
+	}
+	return 2
+}
 
 // share splits v into random additive shares, with ring-edge patterns at party 1.
 func share(r ring.Ring, rng *rand.Rand, v []uint64) (x0, x1 []uint64) {
