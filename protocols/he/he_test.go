@@ -139,9 +139,11 @@ func TestPlanShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// 40 channels of 8×8 (padded): one input block could hold all of them, or 40 output
+	// channels fit in one reply; the plan packs both ways instead of 40 + 40 ciphertexts.
 	pl, err := convPlan(p, conv(1, 40, 6, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40, 1, 1))
-	if err != nil || pl.nIn != 1 || len(pl.outs) != 40 {
-		t.Fatalf("depthwise 40×6×6: %d inputs, %d outputs (%v), want 1 and 40", pl.nIn, len(pl.outs), err)
+	if err != nil || pl.nIn+len(pl.outs) > 10 || len(pl.outs[0].need) <= 36 {
+		t.Fatalf("depthwise 40×6×6: %d inputs, %d outputs of %d coefficients (%v)", pl.nIn, len(pl.outs), len(pl.outs[0].need), err)
 	}
 	pl, err = convPlan(p, conv(1, 6, 50, 50, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3, 1, 1))
 	if err != nil {
@@ -188,14 +190,66 @@ func TestBytesFormula(t *testing.T) {
 		if err != nil || mm != up+reply(5) {
 			t.Errorf("l=%d MatMulBytes(5,7,1) = %d (%v), want %d", l, mm, err, up+reply(5))
 		}
-		// 3×3 kernel over 2×6×6 with stride 2, pad 1: one upload, 4 replies of 9 outputs.
+		// 3×3 kernel over 2×6×6 with stride 2, pad 1: one upload, one reply of 4 channels × 9 outputs.
 		g := conv(1, 2, 6, 6, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1)
 		cb, err := ConvBytes(g, l)
-		if err != nil || cb != up+4*reply(9) {
-			t.Errorf("l=%d ConvBytes(%+v) = %d (%v), want %d", l, g, cb, err, up+4*reply(9))
+		if err != nil || cb != up+reply(36) {
+			t.Errorf("l=%d ConvBytes(%+v) = %d (%v), want %d", l, g, cb, err, up+reply(36))
 		}
 		if got := int64(p.UploadBytes() + 4); got != up {
 			t.Errorf("l=%d UploadBytes %d, want %d", l, got-4, up-4)
 		}
+	}
+}
+
+// TestForcedPacking runs convolutions with packings forced at the limits of the layout: K·S = N
+// exactly (the negacyclic wrap-around reaches coefficient O − 1), channel blocks straddling
+// groups, several spatial blocks with several output channels per ciphertext, depthwise with
+// stacked kernels.
+func TestForcedPacking(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	p := newPair(t, 37, Options{})
+	if p.s0.p.N() != 8192 {
+		t.Fatalf("N = %d, the cases assume 8192", p.s0.p.N())
+	}
+	cases := []struct {
+		name          string
+		g             ring.ConvGeom
+		cw, hw, ww, k int
+	}{
+		{"K·S=N", conv(1, 4, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2, 1, 1), 4, 16, 16, 8},
+		{"straddle", conv(1, 4, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2, 1, 1), 3, 16, 16, 2},
+		{"spatial-blocks", conv(2, 3, 14, 14, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1), 1, 9, 9, 8},
+		{"depthwise-stacked", conv(1, 8, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, 1, 1), 8, 16, 16, 4},
+		{"dilated", conv(1, 2, 12, 12, 5, 3, 3, 1, 1, 2, 2, 2, 2, 1, 2, 2), 2, 16, 16, 5},
+	}
+	ctx := context.Background()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.g
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			d, cost := convDimsFor(p.s0.p, c, tc.cw, tc.hw, tc.ww, tc.k)
+			if tc.k*tc.cw*tc.hw*tc.ww > p.s0.p.N() || tc.hw < d.khe || tc.ww < d.kwe {
+				t.Fatalf("invalid forced packing %+v", d)
+			}
+			pl := convPlanWith(c, d, cost)
+			key := fmt.Sprintf("forced:%s", tc.name)
+			w := values(p.r, rng, c.M*(c.C/c.Groups)*c.KH*c.KW)
+			x := values(p.r, rng, c.N*c.C*c.H*c.W)
+			x0, x1 := share(p.r, rng, x)
+			n := c.N * c.M * c.OH * c.OW
+			d0, d1 := make([]uint64, n), make([]uint64, n)
+			before := p.bytes()
+			testenv.MustBoth(t, func() error { return p.s0.run(ctx, "Conv2D", key, pl, d0, w, x0) },
+				func() error { return p.s1.run(ctx, "Conv2D", key, pl, d1, nil, x1) })
+			if got := reconstruct(p.r, d0, d1); !slices.Equal(got, refConv(p.r, w, c, x)) {
+				t.Fatalf("%s: wrong result", tc.name)
+			}
+			if got := p.bytes() - before; got != cost {
+				t.Fatalf("%s: %d bytes, formula %d", tc.name, got, cost)
+			}
+		})
 	}
 }

@@ -47,7 +47,8 @@ func traffic(p *Params, nIn int64, replies func(yield func(n, count int64))) int
 // convDims are the chosen block sizes of a convolution.
 type convDims struct {
 	cg, mg, khe, kwe, hp, wp int
-	cw, hw, ww               int
+	cw, hw, ww               int // input block: Cw channels × Hw rows × Ww columns
+	k                        int // output channels per output ciphertext
 	stepH, stepW             int
 	nCB, nBH, nBW            int
 }
@@ -62,19 +63,45 @@ func neededAxis(b, step, out, s int) int {
 	return (hi-1)/s - (lo+s-1)/s + 1
 }
 
-func convCost(p *Params, c ring.ConvGeom, d convDims) int64 {
+// axisHist returns the distinct needed counts of an axis's blocks with their multiplicities.
+func axisHist(nb, step, out, s int) (vals, cnts []int) {
+	for b := 0; b < nb; b++ {
+		v := neededAxis(b, step, out, s)
+		found := false
+		for i, x := range vals {
+			if x == v {
+				cnts[i]++
+				found = true
+				break
+			}
+		}
+		if !found {
+			vals, cnts = append(vals, v), append(cnts, 1)
+		}
+	}
+	return
+}
+
+// convCost is the exact traffic of the convolution with block sizes d, given the histograms of
+// needed counts per block along each axis.
+func convCost(p *Params, c ring.ConvGeom, d convDims, hv, hc, wv, wc []int) int64 {
 	nIn := int64(c.N) * int64(d.nCB) * int64(d.nBH) * int64(d.nBW)
+	full, rem := c.M/d.k, c.M%d.k
 	return traffic(p, nIn, func(yield func(n, count int64)) {
-		for bh := 0; bh < d.nBH; bh++ {
-			nh := neededAxis(bh, d.stepH, c.OH, c.SH)
-			for bw := 0; bw < d.nBW; bw++ {
-				yield(int64(nh*neededAxis(bw, d.stepW, c.OW, c.SW)), int64(c.N)*int64(c.M))
+		for i, nh := range hv {
+			for j, nw := range wv {
+				blocks := int64(c.N) * int64(hc[i]) * int64(wc[j])
+				yield(int64(d.k*nh*nw), blocks*int64(full))
+				if rem > 0 {
+					yield(int64(rem*nh*nw), blocks)
+				}
 			}
 		}
 	})
 }
 
-// chooseConv picks the block sizes Cw×Hw×Ww (Cw·Hw·Ww ≤ N) of least traffic.
+// chooseConv picks the input blocks Cw×Hw×Ww and the number K of output channels per output
+// ciphertext (K·Cw·Hw·Ww ≤ N) of least traffic.
 func chooseConv(p *Params, c ring.ConvGeom) (convDims, int64, error) {
 	n := p.N()
 	d := convDims{cg: c.C / c.Groups, mg: c.M / c.Groups, khe: (c.KH-1)*c.DH + 1, kwe: (c.KW-1)*c.DW + 1}
@@ -87,29 +114,37 @@ func chooseConv(p *Params, c ring.ConvGeom) (convDims, int64, error) {
 		for ww := d.kwe; ww <= d.wp && hw*ww <= n; ww++ {
 			e := d
 			e.hw, e.ww = hw, ww
-			e.cw = min(c.C, n/(hw*ww))
 			e.stepH, e.stepW = hw-d.khe+1, ww-d.kwe+1
-			e.nCB = (c.C + e.cw - 1) / e.cw
 			e.nBH = ((c.OH-1)*c.SH + e.stepH) / e.stepH
 			e.nBW = ((c.OW-1)*c.SW + e.stepW) / e.stepW
-			cost := convCost(p, c, e)
-			if bestCost < 0 || cost < bestCost {
-				best, bestCost = e, cost
+			hv, hc := axisHist(e.nBH, e.stepH, c.OH, c.SH)
+			wv, wc := axisHist(e.nBW, e.stepW, c.OW, c.SW)
+			room := n / (hw * ww)
+			for k := 1; k <= min(c.M, room); k++ {
+				e.k = k
+				e.cw = min(c.C, room/k)
+				e.nCB = (c.C + e.cw - 1) / e.cw
+				cost := convCost(p, c, e, hv, hc, wv, wc)
+				if bestCost < 0 || cost < bestCost {
+					best, bestCost = e, cost
+				}
 			}
 		}
 	}
 	return best, bestCost, nil
 }
 
-// convPlan builds the plan of a convolution (Cheetah's packing): per image and block of Cw
-// channels × Hw rows × Ww columns of the zero-padded input, the polynomial Σ x[c,y,x]·X^(c·Hw·Ww +
-// y·Ww + x); per output channel and channel block that holds channels of its group, the kernel
-// reversed, Σ w[c,ky,kx]·X^(O − c·Hw·Ww − ky·DH·Ww − kx·DW) with O = (Cw−1)·Hw·Ww + (KHe−1)·Ww +
-// KWe−1, so that coefficient O + i·Ww + j of the product is the stride-1 output at block position
-// (i, j). Channel blocks run over all C channels, whatever the groups: a kernel only has
-// coefficients for its group's channels, so one input ciphertext serves several groups (depthwise
-// convolutions pack Cw channels per ciphertext). Strided outputs are the needed coefficients; the
-// others are never sent.
+// convPlan builds the plan of a convolution (Cheetah's packing, with several output channels per
+// ciphertext): per image and block of Cw channels × Hw rows × Ww columns of the zero-padded input,
+// the polynomial Σ x[c,y,x]·X^(c·Hw·Ww + y·Ww + x); per chunk of K output channels and channel
+// block that holds channels of their groups, the kernels reversed and stacked,
+// Σ_k Σ w_k[c,ky,kx]·X^(k·S + O − c·Hw·Ww − ky·DH·Ww − kx·DW) with S = Cw·Hw·Ww and O = (Cw−1)·Hw·Ww
+// + (KHe−1)·Ww + KWe−1. The product with kernel k alone spans [k·S, k·S + S + O) and holds the
+// stride-1 output at block position (i, j) at k·S + O + i·Ww + j ∈ [k·S + O, k·S + S), which no
+// other kernel's product reaches; K·S ≤ N keeps the negacyclic wrap-around below O. Channel
+// blocks run over all C channels, whatever the groups: a kernel only has coefficients for its
+// group's channels, so one input ciphertext serves several groups. Strided outputs are the needed
+// coefficients; the others are never sent.
 func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("he: %w", err)
@@ -118,6 +153,24 @@ func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return convPlanWith(c, d, cost), nil
+}
+
+// convDimsFor completes block sizes (Cw, Hw, Ww, K) into convDims and returns their traffic.
+func convDimsFor(p *Params, c ring.ConvGeom, cw, hw, ww, k int) (convDims, int64) {
+	d := convDims{cg: c.C / c.Groups, mg: c.M / c.Groups, khe: (c.KH-1)*c.DH + 1, kwe: (c.KW-1)*c.DW + 1, cw: cw, hw: hw, ww: ww, k: k}
+	d.hp, d.wp = (c.OH-1)*c.SH+d.khe, (c.OW-1)*c.SW+d.kwe
+	d.stepH, d.stepW = hw-d.khe+1, ww-d.kwe+1
+	d.nBH = ((c.OH-1)*c.SH + d.stepH) / d.stepH
+	d.nBW = ((c.OW-1)*c.SW + d.stepW) / d.stepW
+	d.nCB = (c.C + cw - 1) / cw
+	hv, hc := axisHist(d.nBH, d.stepH, c.OH, c.SH)
+	wv, wc := axisHist(d.nBW, d.stepW, c.OW, c.SW)
+	return d, convCost(p, c, d, hv, hc, wv, wc)
+}
+
+// convPlanWith builds the plan of c with the block sizes d (cost: its traffic).
+func convPlanWith(c ring.ConvGeom, d convDims, cost int64) *plan {
 	pl := &plan{bytes: cost, nDst: c.N * c.M * c.OH * c.OW, nX: c.N * c.C * c.H * c.W, nWelem: c.M * d.cg * c.KH * c.KW}
 	hwww := d.hw * d.ww
 	inIdx := func(n, cb, bh, bw int) int { return ((n*d.nCB+cb)*d.nBH+bh)*d.nBW + bw }
@@ -151,23 +204,27 @@ func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 	}
 	pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
 	O := (d.cw-1)*hwww + (d.khe-1)*d.ww + d.kwe - 1
+	S := d.cw * hwww // span of an input block; output channel k of a ciphertext sits at k·S
 	pl.wStart = make([]int32, 0, c.M*d.nCB+1)
-	for m := 0; m < c.M; m++ {
-		// Output channel m reads channels [cLo, cHi) of its group, in channel blocks cbLo..cbHi.
-		cLo := m / d.mg * d.cg
-		cHi := cLo + d.cg
+	for m0 := 0; m0 < c.M; m0 += d.k {
+		m1 := min(c.M, m0+d.k)
+		// Output channels m0..m1−1 read channels [cLo, cHi) of their groups, in blocks cbLo..cbHi.
+		cLo, cHi := m0/d.mg*d.cg, (m1-1)/d.mg*d.cg+d.cg
 		cbLo, cbHi := cLo/d.cw, (cHi-1)/d.cw
 		grp := group{}
 		for cb := cbLo; cb <= cbHi; cb++ {
 			grp.ws = append(grp.ws, int32(pl.nW))
 			pl.nW++
 			pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
-			for ch := max(cLo, cb*d.cw); ch < min(cHi, (cb+1)*d.cw); ch++ {
-				ci := ch - cb*d.cw
-				for ky := 0; ky < c.KH; ky++ {
-					for kx := 0; kx < c.KW; kx++ {
-						pl.wCoef = append(pl.wCoef, int32(O-(ci*hwww+ky*c.DH*d.ww+kx*c.DW)))
-						pl.wElem = append(pl.wElem, int32(((m*d.cg+ch-cLo)*c.KH+ky)*c.KW+kx))
+			for m := m0; m < m1; m++ {
+				gLo := m / d.mg * d.cg
+				for ch := max(gLo, cb*d.cw); ch < min(gLo+d.cg, (cb+1)*d.cw); ch++ {
+					ci := ch - cb*d.cw
+					for ky := 0; ky < c.KH; ky++ {
+						for kx := 0; kx < c.KW; kx++ {
+							pl.wCoef = append(pl.wCoef, int32((m-m0)*S+O-(ci*hwww+ky*c.DH*d.ww+kx*c.DW)))
+							pl.wElem = append(pl.wElem, int32(((m*d.cg+ch-gLo)*c.KH+ky)*c.KW+kx))
+						}
 					}
 				}
 			}
@@ -179,18 +236,20 @@ func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 					for cb := cbLo; cb <= cbHi; cb++ {
 						o.in = append(o.in, int32(inIdx(n, cb, bh, bw)))
 					}
-					for i := 0; i < d.stepH; i++ {
-						Y := bh*d.stepH + i
-						if Y%c.SH != 0 || Y/c.SH >= c.OH {
-							continue
-						}
-						for j := 0; j < d.stepW; j++ {
-							X := bw*d.stepW + j
-							if X%c.SW != 0 || X/c.SW >= c.OW {
+					for m := m0; m < m1; m++ {
+						for i := 0; i < d.stepH; i++ {
+							Y := bh*d.stepH + i
+							if Y%c.SH != 0 || Y/c.SH >= c.OH {
 								continue
 							}
-							o.need = append(o.need, int32(O+i*d.ww+j))
-							o.dst = append(o.dst, int32(((n*c.M+m)*c.OH+Y/c.SH)*c.OW+X/c.SW))
+							for j := 0; j < d.stepW; j++ {
+								X := bw*d.stepW + j
+								if X%c.SW != 0 || X/c.SW >= c.OW {
+									continue
+								}
+								o.need = append(o.need, int32((m-m0)*S+O+i*d.ww+j))
+								o.dst = append(o.dst, int32(((n*c.M+m)*c.OH+Y/c.SH)*c.OW+X/c.SW))
+							}
 						}
 					}
 					grp.outs = append(grp.outs, int32(len(pl.outs)))
@@ -202,7 +261,7 @@ func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 		pl.groups = append(pl.groups, grp)
 	}
 	pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
-	return pl, nil
+	return pl
 }
 
 // chooseMatMul picks the block d0×d1 (d0 rows of W, d1 of its columns, d0·d1 ≤ N) of least
