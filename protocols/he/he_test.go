@@ -112,6 +112,8 @@ func TestConv2D(t *testing.T) {
 		{"groups", conv(1, 4, 6, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2, 1, 1)},
 		{"depthwise", conv(1, 3, 6, 5, 3, 3, 3, 2, 1, 1, 1, 1, 1, 3, 1, 1)},
 		{"batch2", conv(2, 2, 5, 6, 3, 3, 3, 1, 2, 1, 0, 1, 1, 1, 1, 0)},
+		{"stride3-dilation2", conv(1, 2, 13, 11, 3, 3, 2, 3, 2, 2, 1, 2, 3, 1, 1, 0)},
+		{"stride2-groups", conv(2, 4, 9, 10, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2, 0, 1)},
 		{"1d", conv(1, 3, 1, 20, 2, 1, 5, 1, 2, 0, 2, 1, 1, 1, 0, 2)},
 		{"1x1", conv(1, 5, 4, 4, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0)},
 		// 40 channels of 8×8 share input ciphertexts across groups.
@@ -230,11 +232,12 @@ func TestForcedPacking(t *testing.T) {
 			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			d, cost := convDimsFor(p.s0.p, c, tc.cw, tc.hw, tc.ww, tc.k)
-			if tc.k*tc.cw*tc.hw*tc.ww > p.s0.p.N() || tc.hw < d.khe || tc.ww < d.kwe {
-				t.Fatalf("invalid forced packing %+v", d)
+			L := newLayout(c)
+			d, cost := L.dimsFor(p.s0.p, tc.cw, tc.hw, tc.ww, tc.k)
+			if tc.k*tc.cw*tc.hw*tc.ww > p.s0.p.N() || tc.hw < L.kh || tc.ww < L.kw || tc.cw > L.c {
+				t.Fatalf("invalid forced packing %+v for layout %+v", d, L)
 			}
-			pl := convPlanWith(c, d, cost)
+			pl := L.plan(d, cost)
 			key := fmt.Sprintf("forced:%s", tc.name)
 			w := values(p.r, rng, c.M*(c.C/c.Groups)*c.KH*c.KW)
 			x := values(p.r, rng, c.N*c.C*c.H*c.W)

@@ -44,29 +44,69 @@ func traffic(p *Params, nIn int64, replies func(yield func(n, count int64))) int
 	return b
 }
 
-// convDims are the chosen block sizes of a convolution.
-type convDims struct {
-	cg, mg, khe, kwe, hp, wp int
-	cw, hw, ww               int // input block: Cw channels × Hw rows × Ww columns
-	k                        int // output channels per output ciphertext
-	stepH, stepW             int
-	nCB, nBH, nBW            int
+// convLayout is a convolution rewritten as a stride-1, dilation-1 one (the polyphase
+// decomposition): input channel c and phase (py, px) < (SH, SW) become channel
+// (c·SH + py)·SW + px of a phase image whose row Y is padded row Y·SH + py of the original, and
+// the kernel of that channel has tap (ky', kx') where ky'·SH + py = ky·DH (and likewise for
+// columns) for an original tap (ky, kx), a hole elsewhere. Then output (oy, ox) is the sum over
+// channels and taps of phase-image position (oy + ky', ox + kx'): every stride-1 output is needed,
+// so a strided convolution computes no discarded outputs, and dilation costs no extra channels.
+type convLayout struct {
+	g         ring.ConvGeom
+	ph        int // phases SH·SW
+	c, cg, mg int // channels C·ph, channels per group (C/Groups)·ph, outputs per group
+	kh, kw    int // kernel ⌈KHe/SH⌉ × ⌈KWe/SW⌉ (KHe = (KH−1)·DH + 1)
+	khe, kwe  int
+	oh, ow    int
+	hp, wp    int // phase-image extent oh−1+kh × ow−1+kw
 }
 
-// neededAxis returns how many needed stride-1 outputs block b of an axis holds: positions
-// Y = b·step + i (i < step) with Y ≤ (out−1)·s and Y ≡ 0 mod s.
-func neededAxis(b, step, out, s int) int {
-	lo, hi := b*step, min(b*step+step, (out-1)*s+1) // [lo, hi)
-	if hi <= lo {
-		return 0
+func newLayout(g ring.ConvGeom) *convLayout {
+	L := &convLayout{g: g, ph: g.SH * g.SW, khe: (g.KH-1)*g.DH + 1, kwe: (g.KW-1)*g.DW + 1, oh: g.OH, ow: g.OW}
+	L.c, L.cg, L.mg = g.C*L.ph, g.C/g.Groups*L.ph, g.M/g.Groups
+	L.kh, L.kw = (L.khe+g.SH-1)/g.SH, (L.kwe+g.SW-1)/g.SW
+	L.hp, L.wp = L.oh-1+L.kh, L.ow-1+L.kw
+	return L
+}
+
+// src is the index in X of image n, layout channel ch, phase-image position (y, x), or −1 for
+// padding.
+func (L *convLayout) src(n, ch, y, x int) int {
+	g := &L.g
+	c, phase := ch/L.ph, ch%L.ph
+	iy := y*g.SH + phase/g.SW - g.PH
+	ix := x*g.SW + phase%g.SW - g.PW
+	if iy < 0 || iy >= g.H || ix < 0 || ix >= g.W {
+		return -1
 	}
-	return (hi-1)/s - (lo+s-1)/s + 1
+	return ((n*g.C+c)*g.H+iy)*g.W + ix
 }
 
-// axisHist returns the distinct needed counts of an axis's blocks with their multiplicities.
-func axisHist(nb, step, out, s int) (vals, cnts []int) {
+// tap is the index in W of output channel m's weight at layout channel chl (within its group) and
+// tap (ky, kx), or −1 for a hole.
+func (L *convLayout) tap(m, chl, ky, kx int) int {
+	g := &L.g
+	c, phase := chl/L.ph, chl%L.ph
+	a, b := ky*g.SH+phase/g.SW, kx*g.SW+phase%g.SW
+	if a >= L.khe || b >= L.kwe || a%g.DH != 0 || b%g.DW != 0 {
+		return -1
+	}
+	return ((m*(g.C/g.Groups)+c)*g.KH+a/g.DH)*g.KW + b/g.DW
+}
+
+// convDims are the chosen block sizes of a convolution layout.
+type convDims struct {
+	cw, hw, ww    int // input block: Cw layout channels × Hw rows × Ww columns
+	k             int // output channels per output ciphertext
+	stepH, stepW  int // outputs per block along each axis
+	nCB, nBH, nBW int
+}
+
+// axisHist returns the distinct output counts of an axis's nb blocks of step outputs (out in
+// all) with their multiplicities.
+func axisHist(nb, step, out int) (vals, cnts []int) {
 	for b := 0; b < nb; b++ {
-		v := neededAxis(b, step, out, s)
+		v := min(step, out-b*step)
 		found := false
 		for i, x := range vals {
 			if x == v {
@@ -82,15 +122,16 @@ func axisHist(nb, step, out, s int) (vals, cnts []int) {
 	return
 }
 
-// convCost is the exact traffic of the convolution with block sizes d, given the histograms of
-// needed counts per block along each axis.
-func convCost(p *Params, c ring.ConvGeom, d convDims, hv, hc, wv, wc []int) int64 {
-	nIn := int64(c.N) * int64(d.nCB) * int64(d.nBH) * int64(d.nBW)
-	full, rem := c.M/d.k, c.M%d.k
-	return traffic(p, nIn, func(yield func(n, count int64)) {
+// convCost is the exact traffic of the layout with block sizes d, given the histograms of
+// output counts per block along each axis.
+func convCost(p *Params, L *convLayout, d convDims, hv, hc, wv, wc []int) int64 {
+	n, m := L.g.N, L.g.M
+	nIn := int64(n) * int64(d.nCB) * int64(d.nBH) * int64(d.nBW)
+	full, rem := m/d.k, m%d.k
+	return traffic(p, nIn, func(yield func(cnt, count int64)) {
 		for i, nh := range hv {
 			for j, nw := range wv {
-				blocks := int64(c.N) * int64(hc[i]) * int64(wc[j])
+				blocks := int64(n) * int64(hc[i]) * int64(wc[j])
 				yield(int64(d.k*nh*nw), blocks*int64(full))
 				if rem > 0 {
 					yield(int64(rem*nh*nw), blocks)
@@ -100,31 +141,39 @@ func convCost(p *Params, c ring.ConvGeom, d convDims, hv, hc, wv, wc []int) int6
 	})
 }
 
+// dimsFor completes block sizes (Cw, Hw, Ww, K) into convDims and returns their traffic.
+func (L *convLayout) dimsFor(p *Params, cw, hw, ww, k int) (convDims, int64) {
+	d := convDims{cw: cw, hw: hw, ww: ww, k: k, stepH: hw - L.kh + 1, stepW: ww - L.kw + 1}
+	d.nBH = (L.oh + d.stepH - 1) / d.stepH
+	d.nBW = (L.ow + d.stepW - 1) / d.stepW
+	d.nCB = (L.c + cw - 1) / cw
+	hv, hc := axisHist(d.nBH, d.stepH, L.oh)
+	wv, wc := axisHist(d.nBW, d.stepW, L.ow)
+	return d, convCost(p, L, d, hv, hc, wv, wc)
+}
+
 // chooseConv picks the input blocks Cw×Hw×Ww and the number K of output channels per output
 // ciphertext (K·Cw·Hw·Ww ≤ N) of least traffic.
-func chooseConv(p *Params, c ring.ConvGeom) (convDims, int64, error) {
+func chooseConv(p *Params, L *convLayout) (convDims, int64, error) {
 	n := p.N()
-	d := convDims{cg: c.C / c.Groups, mg: c.M / c.Groups, khe: (c.KH-1)*c.DH + 1, kwe: (c.KW-1)*c.DW + 1}
-	d.hp, d.wp = (c.OH-1)*c.SH+d.khe, (c.OW-1)*c.SW+d.kwe
-	if d.khe*d.kwe > n {
-		return d, 0, fmt.Errorf("he: the dilated kernel %d×%d does not fit a polynomial of degree %d", d.khe, d.kwe, n)
+	if L.kh*L.kw > n {
+		return convDims{}, 0, fmt.Errorf("he: the kernel (%d×%d after the polyphase split) does not fit a polynomial of degree %d", L.kh, L.kw, n)
 	}
-	best, bestCost := d, int64(-1)
-	for hw := d.khe; hw <= d.hp; hw++ {
-		for ww := d.kwe; ww <= d.wp && hw*ww <= n; ww++ {
-			e := d
-			e.hw, e.ww = hw, ww
-			e.stepH, e.stepW = hw-d.khe+1, ww-d.kwe+1
-			e.nBH = ((c.OH-1)*c.SH + e.stepH) / e.stepH
-			e.nBW = ((c.OW-1)*c.SW + e.stepW) / e.stepW
-			hv, hc := axisHist(e.nBH, e.stepH, c.OH, c.SH)
-			wv, wc := axisHist(e.nBW, e.stepW, c.OW, c.SW)
+	var best convDims
+	bestCost := int64(-1)
+	for hw := L.kh; hw <= L.hp; hw++ {
+		for ww := L.kw; ww <= L.wp && hw*ww <= n; ww++ {
+			e := convDims{hw: hw, ww: ww, stepH: hw - L.kh + 1, stepW: ww - L.kw + 1}
+			e.nBH = (L.oh + e.stepH - 1) / e.stepH
+			e.nBW = (L.ow + e.stepW - 1) / e.stepW
+			hv, hc := axisHist(e.nBH, e.stepH, L.oh)
+			wv, wc := axisHist(e.nBW, e.stepW, L.ow)
 			room := n / (hw * ww)
-			for k := 1; k <= min(c.M, room); k++ {
+			for k := 1; k <= min(L.g.M, room); k++ {
 				e.k = k
-				e.cw = min(c.C, room/k)
-				e.nCB = (c.C + e.cw - 1) / e.cw
-				cost := convCost(p, c, e, hv, hc, wv, wc)
+				e.cw = min(L.c, room/k)
+				e.nCB = (L.c + e.cw - 1) / e.cw
+				cost := convCost(p, L, e, hv, hc, wv, wc)
 				if bestCost < 0 || cost < bestCost {
 					best, bestCost = e, cost
 				}
@@ -134,44 +183,32 @@ func chooseConv(p *Params, c ring.ConvGeom) (convDims, int64, error) {
 	return best, bestCost, nil
 }
 
-// convPlan builds the plan of a convolution (Cheetah's packing, with several output channels per
-// ciphertext): per image and block of Cw channels × Hw rows × Ww columns of the zero-padded input,
-// the polynomial Σ x[c,y,x]·X^(c·Hw·Ww + y·Ww + x); per chunk of K output channels and channel
-// block that holds channels of their groups, the kernels reversed and stacked,
-// Σ_k Σ w_k[c,ky,kx]·X^(k·S + O − c·Hw·Ww − ky·DH·Ww − kx·DW) with S = Cw·Hw·Ww and O = (Cw−1)·Hw·Ww
-// + (KHe−1)·Ww + KWe−1. The product with kernel k alone spans [k·S, k·S + S + O) and holds the
-// stride-1 output at block position (i, j) at k·S + O + i·Ww + j ∈ [k·S + O, k·S + S), which no
-// other kernel's product reaches; K·S ≤ N keeps the negacyclic wrap-around below O. Channel
-// blocks run over all C channels, whatever the groups: a kernel only has coefficients for its
-// group's channels, so one input ciphertext serves several groups. Strided outputs are the needed
-// coefficients; the others are never sent.
+// convPlan builds the plan of a convolution (Cheetah's packing on the polyphase layout, with
+// several output channels per ciphertext): per image and block of Cw layout channels × Hw rows ×
+// Ww columns, the polynomial Σ x[c,y,x]·X^(c·Hw·Ww + y·Ww + x); per chunk of K output channels and
+// channel block that holds channels of their groups, the kernels reversed and stacked,
+// Σ_k Σ w_k[c,ky,kx]·X^(k·S + O − c·Hw·Ww − ky·Ww − kx) with S = Cw·Hw·Ww and O = (Cw−1)·Hw·Ww +
+// (KH'−1)·Ww + KW'−1. The product with kernel k alone spans [k·S, k·S + S + O) and holds the output
+// at block position (i, j) at k·S + O + i·Ww + j ∈ [k·S + O, k·S + S), which no other kernel's
+// product reaches; K·S ≤ N keeps the negacyclic wrap-around below O. Channel blocks run over all
+// channels, whatever the groups: a kernel only has coefficients for its group's channels, so one
+// input ciphertext serves several groups.
 func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("he: %w", err)
 	}
-	d, cost, err := chooseConv(p, c)
+	L := newLayout(c)
+	d, cost, err := chooseConv(p, L)
 	if err != nil {
 		return nil, err
 	}
-	return convPlanWith(c, d, cost), nil
+	return L.plan(d, cost), nil
 }
 
-// convDimsFor completes block sizes (Cw, Hw, Ww, K) into convDims and returns their traffic.
-func convDimsFor(p *Params, c ring.ConvGeom, cw, hw, ww, k int) (convDims, int64) {
-	d := convDims{cg: c.C / c.Groups, mg: c.M / c.Groups, khe: (c.KH-1)*c.DH + 1, kwe: (c.KW-1)*c.DW + 1, cw: cw, hw: hw, ww: ww, k: k}
-	d.hp, d.wp = (c.OH-1)*c.SH+d.khe, (c.OW-1)*c.SW+d.kwe
-	d.stepH, d.stepW = hw-d.khe+1, ww-d.kwe+1
-	d.nBH = ((c.OH-1)*c.SH + d.stepH) / d.stepH
-	d.nBW = ((c.OW-1)*c.SW + d.stepW) / d.stepW
-	d.nCB = (c.C + cw - 1) / cw
-	hv, hc := axisHist(d.nBH, d.stepH, c.OH, c.SH)
-	wv, wc := axisHist(d.nBW, d.stepW, c.OW, c.SW)
-	return d, convCost(p, c, d, hv, hc, wv, wc)
-}
-
-// convPlanWith builds the plan of c with the block sizes d (cost: its traffic).
-func convPlanWith(c ring.ConvGeom, d convDims, cost int64) *plan {
-	pl := &plan{bytes: cost, nDst: c.N * c.M * c.OH * c.OW, nX: c.N * c.C * c.H * c.W, nWelem: c.M * d.cg * c.KH * c.KW}
+// plan builds the plan of the layout with the block sizes d (cost: its traffic).
+func (L *convLayout) plan(d convDims, cost int64) *plan {
+	c := &L.g
+	pl := &plan{bytes: cost, nDst: c.N * c.M * c.OH * c.OW, nX: c.N * c.C * c.H * c.W, nWelem: c.M * (c.C / c.Groups) * c.KH * c.KW}
 	hwww := d.hw * d.ww
 	inIdx := func(n, cb, bh, bw int) int { return ((n*d.nCB+cb)*d.nBH+bh)*d.nBW + bw }
 	pl.nIn = c.N * d.nCB * d.nBH * d.nBW
@@ -181,20 +218,13 @@ func convPlanWith(c ring.ConvGeom, d convDims, cost int64) *plan {
 			for bh := 0; bh < d.nBH; bh++ {
 				for bw := 0; bw < d.nBW; bw++ {
 					pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
-					for ci := 0; ci < min(d.cw, c.C-cb*d.cw); ci++ {
-						ch := cb*d.cw + ci
+					for ci := 0; ci < min(d.cw, L.c-cb*d.cw); ci++ {
 						for y := 0; y < d.hw; y++ {
-							iy := bh*d.stepH + y - c.PH
-							if iy < 0 || iy >= c.H {
-								continue
-							}
 							for x := 0; x < d.ww; x++ {
-								ix := bw*d.stepW + x - c.PW
-								if ix < 0 || ix >= c.W {
-									continue
+								if src := L.src(n, cb*d.cw+ci, bh*d.stepH+y, bw*d.stepW+x); src >= 0 {
+									pl.inCoef = append(pl.inCoef, int32(ci*hwww+y*d.ww+x))
+									pl.inSrc = append(pl.inSrc, int32(src))
 								}
-								pl.inCoef = append(pl.inCoef, int32(ci*hwww+y*d.ww+x))
-								pl.inSrc = append(pl.inSrc, int32(((n*c.C+ch)*c.H+iy)*c.W+ix))
 							}
 						}
 					}
@@ -203,13 +233,14 @@ func convPlanWith(c ring.ConvGeom, d convDims, cost int64) *plan {
 		}
 	}
 	pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
-	O := (d.cw-1)*hwww + (d.khe-1)*d.ww + d.kwe - 1
+	O := (d.cw-1)*hwww + (L.kh-1)*d.ww + L.kw - 1
 	S := d.cw * hwww // span of an input block; output channel k of a ciphertext sits at k·S
 	pl.wStart = make([]int32, 0, c.M*d.nCB+1)
 	for m0 := 0; m0 < c.M; m0 += d.k {
 		m1 := min(c.M, m0+d.k)
-		// Output channels m0..m1−1 read channels [cLo, cHi) of their groups, in blocks cbLo..cbHi.
-		cLo, cHi := m0/d.mg*d.cg, (m1-1)/d.mg*d.cg+d.cg
+		// Output channels m0..m1−1 read layout channels [cLo, cHi) of their groups, in blocks
+		// cbLo..cbHi.
+		cLo, cHi := m0/L.mg*L.cg, (m1-1)/L.mg*L.cg+L.cg
 		cbLo, cbHi := cLo/d.cw, (cHi-1)/d.cw
 		grp := group{}
 		for cb := cbLo; cb <= cbHi; cb++ {
@@ -217,13 +248,15 @@ func convPlanWith(c ring.ConvGeom, d convDims, cost int64) *plan {
 			pl.nW++
 			pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
 			for m := m0; m < m1; m++ {
-				gLo := m / d.mg * d.cg
-				for ch := max(gLo, cb*d.cw); ch < min(gLo+d.cg, (cb+1)*d.cw); ch++ {
+				gLo := m / L.mg * L.cg
+				for ch := max(gLo, cb*d.cw); ch < min(gLo+L.cg, (cb+1)*d.cw); ch++ {
 					ci := ch - cb*d.cw
-					for ky := 0; ky < c.KH; ky++ {
-						for kx := 0; kx < c.KW; kx++ {
-							pl.wCoef = append(pl.wCoef, int32((m-m0)*S+O-(ci*hwww+ky*c.DH*d.ww+kx*c.DW)))
-							pl.wElem = append(pl.wElem, int32(((m*d.cg+ch-gLo)*c.KH+ky)*c.KW+kx))
+					for ky := 0; ky < L.kh; ky++ {
+						for kx := 0; kx < L.kw; kx++ {
+							if e := L.tap(m, ch-gLo, ky, kx); e >= 0 {
+								pl.wCoef = append(pl.wCoef, int32((m-m0)*S+O-(ci*hwww+ky*d.ww+kx)))
+								pl.wElem = append(pl.wElem, int32(e))
+							}
 						}
 					}
 				}
@@ -237,18 +270,12 @@ func convPlanWith(c ring.ConvGeom, d convDims, cost int64) *plan {
 						o.in = append(o.in, int32(inIdx(n, cb, bh, bw)))
 					}
 					for m := m0; m < m1; m++ {
-						for i := 0; i < d.stepH; i++ {
-							Y := bh*d.stepH + i
-							if Y%c.SH != 0 || Y/c.SH >= c.OH {
-								continue
-							}
-							for j := 0; j < d.stepW; j++ {
-								X := bw*d.stepW + j
-								if X%c.SW != 0 || X/c.SW >= c.OW {
-									continue
-								}
+						for i := 0; i < min(d.stepH, L.oh-bh*d.stepH); i++ {
+							oy := bh*d.stepH + i
+							for j := 0; j < min(d.stepW, L.ow-bw*d.stepW); j++ {
+								ox := bw*d.stepW + j
 								o.need = append(o.need, int32((m-m0)*S+O+i*d.ww+j))
-								o.dst = append(o.dst, int32(((n*c.M+m)*c.OH+Y/c.SH)*c.OW+X/c.SW))
+								o.dst = append(o.dst, int32(((n*c.M+m)*c.OH+oy)*c.OW+ox))
 							}
 						}
 					}

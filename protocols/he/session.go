@@ -299,7 +299,7 @@ func ConvBytes(g ring.ConvGeom, l int) (int64, error) {
 	if err := g.Validate(); err != nil {
 		return 0, fmt.Errorf("he: ConvBytes: %w", err)
 	}
-	_, c, err := chooseConv(p, g)
+	_, c, err := chooseConv(p, newLayout(g))
 	return c, err
 }
 
