@@ -291,81 +291,11 @@ func (L *convLayout) plan(d convDims, cost int64) *plan {
 	return pl
 }
 
-// chooseMatMul picks the block d0×d1 (d0 rows of W, d1 of its columns, d0·d1 ≤ N) of least
-// traffic (fewest products on ties).
-func chooseMatMul(p *Params, m, k, n int) (d0, d1 int, cost int64) {
-	N := p.N()
-	cost = -1
-	for b1 := 1; b1 <= min(k, N); b1++ {
-		b0 := min(m, N/b1)
-		nKB, nRB := (k+b1-1)/b1, (m+b0-1)/b0
-		c := traffic(p, int64(n)*int64(nKB), func(yield func(nn, count int64)) {
-			yield(int64(b0), int64(n)*int64(m/b0))
-			if r := m % b0; r != 0 {
-				yield(int64(r), int64(n))
-			}
-		})
-		if cost < 0 || c < cost || (c == cost && nKB*nRB < ((k+d1-1)/d1)*((m+d0-1)/d0)) {
-			d0, d1, cost = b0, b1, c
-		}
-	}
-	return
-}
-
-// matMulPlan builds the plan of W (m×k) times X (k×n): per column j of X and block of d1 rows
-// of X, the polynomial Σ_c x[kb·d1+c, j]·X^c; per block of d0 rows and d1 columns of W,
-// Σ_{r,c} W[r,c]·X^(r·d1 + d1−1−c); coefficient r·d1 + d1−1 of the product is row r's dot product.
-func matMulPlan(p *Params, m, k, n int) (*plan, error) {
-	if m < 1 || k < 1 || n < 1 {
-		return nil, fmt.Errorf("he: MatMul %d×%d times %d×%d: dimensions must be positive", m, k, k, n)
-	}
-	if int64(m)*int64(k) > 1<<30 || int64(k)*int64(n) > 1<<30 || int64(m)*int64(n) > 1<<30 {
-		return nil, fmt.Errorf("he: MatMul %d×%d times %d×%d: operands of more than 2^30 elements", m, k, k, n)
-	}
-	d0, d1, cost := chooseMatMul(p, m, k, n)
-	nKB, nRB := (k+d1-1)/d1, (m+d0-1)/d0
-	pl := &plan{bytes: cost, nDst: m * n, nX: k * n, nWelem: m * k, nIn: n * nKB, nW: nRB * nKB}
-	for j := 0; j < n; j++ {
-		for kb := 0; kb < nKB; kb++ {
-			pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
-			for c := 0; c < min(d1, k-kb*d1); c++ {
-				pl.inCoef = append(pl.inCoef, int32(c))
-				pl.inSrc = append(pl.inSrc, int32((kb*d1+c)*n+j))
-			}
-		}
-	}
-	pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
-	for rb := 0; rb < nRB; rb++ {
-		for kb := 0; kb < nKB; kb++ {
-			pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
-			for r := 0; r < min(d0, m-rb*d0); r++ {
-				for c := 0; c < min(d1, k-kb*d1); c++ {
-					pl.wCoef = append(pl.wCoef, int32(r*d1+d1-1-c))
-					pl.wElem = append(pl.wElem, int32((rb*d0+r)*k+kb*d1+c))
-				}
-			}
-		}
-	}
-	pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
-	for rb := 0; rb < nRB; rb++ {
-		grp := group{}
-		for kb := 0; kb < nKB; kb++ {
-			grp.ws = append(grp.ws, int32(rb*nKB+kb))
-		}
-		for j := 0; j < n; j++ {
-			o := output{}
-			for kb := 0; kb < nKB; kb++ {
-				o.in = append(o.in, int32(j*nKB+kb))
-			}
-			for r := 0; r < min(d0, m-rb*d0); r++ {
-				o.need = append(o.need, int32(r*d1+d1-1))
-				o.dst = append(o.dst, int32((rb*d0+r)*n+j))
-			}
-			grp.outs = append(grp.outs, int32(len(pl.outs)))
-			pl.outs = append(pl.outs, o)
-			pl.products += nKB
-		}
-		pl.groups = append(pl.groups, grp)
-	}
-	return pl, nil
+// matMulGeom is the product W (m×k) · X (k×n) as a convolution: X is an image of k channels of
+// 1×n pixels, W an m×k kernel of 1×1 taps, and the result an image of m channels of 1×n pixels,
+// with the same row-major layouts. With one column, its packing is Cheetah's matrix-vector
+// packing (d1 = Cw columns of W per block, d0 = K rows per output ciphertext); with several,
+// blocks of Ww columns of X share ciphertexts.
+func matMulGeom(m, k, n int) ring.ConvGeom {
+	return ring.ConvGeom{N: 1, C: k, H: 1, W: n, M: m, OH: 1, OW: n, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
 }

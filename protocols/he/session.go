@@ -285,8 +285,12 @@ func MatMulBytes(m, k, n, l int) (int64, error) {
 	if m < 1 || k < 1 || n < 1 {
 		return 0, fmt.Errorf("he: MatMulBytes: dimensions %d, %d, %d must be positive", m, k, n)
 	}
-	_, _, c := chooseMatMul(p, m, k, n)
-	return c, nil
+	g := matMulGeom(m, k, n)
+	if err := g.Validate(); err != nil {
+		return 0, fmt.Errorf("he: MatMulBytes: %w", err)
+	}
+	_, c, err := chooseConv(p, newLayout(g))
+	return c, err
 }
 
 // ConvBytes is the exact traffic of Conv2D for geometry g over Z_{2^l}, both directions, frame
@@ -324,11 +328,15 @@ func (s *Session) MatMul(ctx context.Context, dst, w []uint64, m, k, n int, x []
 		clear(dst)
 		return nil
 	}
-	key := fmt.Sprintf("mm:%d:%d:%d", m, k, n)
+	g := matMulGeom(m, k, n)
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("he: %s: %w", op, err)
+	}
+	key := fmt.Sprintf("conv:%+v", g)
 	pl, ok := s.plans[key]
 	if !ok {
 		var err error
-		if pl, err = matMulPlan(s.p, m, k, n); err != nil {
+		if pl, err = convPlan(s.p, g); err != nil {
 			return err
 		}
 		s.plans[key] = pl
