@@ -213,6 +213,8 @@ func (L *convLayout) plan(d convDims, cost int64) *plan {
 	inIdx := func(n, cb, bh, bw int) int { return ((n*d.nCB+cb)*d.nBH+bh)*d.nBW + bw }
 	pl.nIn = c.N * d.nCB * d.nBH * d.nBW
 	pl.inStart = make([]int32, 0, pl.nIn+1)
+	pl.inCoef, pl.inSrc = make([]int32, 0, pl.nX), make([]int32, 0, pl.nX)
+	pl.wCoef, pl.wElem = make([]int32, 0, pl.nWelem), make([]int32, 0, pl.nWelem)
 	for n := 0; n < c.N; n++ {
 		for cb := 0; cb < d.nCB; cb++ {
 			for bh := 0; bh < d.nBH; bh++ {
@@ -265,7 +267,8 @@ func (L *convLayout) plan(d convDims, cost int64) *plan {
 		for n := 0; n < c.N; n++ {
 			for bh := 0; bh < d.nBH; bh++ {
 				for bw := 0; bw < d.nBW; bw++ {
-					o := output{}
+					cnt := (m1 - m0) * min(d.stepH, L.oh-bh*d.stepH) * min(d.stepW, L.ow-bw*d.stepW)
+					o := output{in: make([]int32, 0, cbHi-cbLo+1), need: make([]int32, 0, cnt), dst: make([]int32, 0, cnt)}
 					for cb := cbLo; cb <= cbHi; cb++ {
 						o.in = append(o.in, int32(inIdx(n, cb, bh, bw)))
 					}
