@@ -224,6 +224,8 @@ func TestForcedPacking(t *testing.T) {
 		{"spatial-blocks", conv(2, 3, 14, 14, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1), 1, 9, 9, 8},
 		{"depthwise-stacked", conv(1, 8, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, 1, 1), 8, 16, 16, 4},
 		{"dilated", conv(1, 2, 12, 12, 5, 3, 3, 1, 1, 2, 2, 2, 2, 1, 2, 2), 2, 16, 16, 5},
+		// One output channel, 2 images × 49 spatial blocks: one weight group of 98 outputs.
+		{"one-group-many-outputs", conv(2, 1, 14, 14, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 4, 4, 1},
 	}
 	ctx := context.Background()
 	for _, tc := range cases {

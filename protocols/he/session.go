@@ -647,7 +647,7 @@ func (s *Session) runServer(ctx context.Context, key string, pl *plan, dst, w, x
 	}
 	clear(dst)
 	replies := make([][]byte, len(pl.outs))
-	evs := make([]*evaluator, min(s.workers, len(pl.groups)))
+	evs := make([]*evaluator, s.workers)
 	// Work items: chunks of at most accChunk outputs of one group.
 	type item struct{ g, lo, hi int }
 	var items []item
