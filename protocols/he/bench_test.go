@@ -1,0 +1,116 @@
+package he
+
+import (
+	"context"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+)
+
+const benchL = 37
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func BenchmarkEncrypt(b *testing.B) {
+	p := newPair(b, benchL, Options{})
+	pp := p.s1.p
+	en, err := newEncryptor(pp, p.s1.cd, p.s1.k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := pp.N()
+	m := make([]uint64, n)
+	pos := make([]int32, n)
+	for i := range pos {
+		pos[i] = int32(i)
+		m[i] = uint64(i) * 0x9e3779b97f4a7c15 & p.r.Mask()
+	}
+	c0 := pp.rq.NewPoly()
+	var seed prg.Seed
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		en.encrypt(c0, seed, m, pos)
+	}
+}
+
+// BenchmarkCtPt is one ciphertext × plaintext product in the NTT domain, accumulated (both
+// components, all primes of Q).
+func BenchmarkCtPt(b *testing.B) {
+	pp, err := ParamsFor(benchL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c0, c1, w, a0, a1 := pp.rq.NewPoly(), pp.rq.NewPoly(), pp.rq.NewPoly(), pp.rq.NewPoly(), pp.rq.NewPoly()
+	for i := range c0.Coeffs {
+		for j := range c0.Coeffs[i] {
+			c0.Coeffs[i][j], c1.Coeffs[i][j], w.Coeffs[i][j] = uint64(j)%pp.Q[i], uint64(3*j)%pp.Q[i], uint64(7*j)%pp.Q[i]
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pp.rq.MulCoeffsMontgomeryThenAdd(c0, w, a0)
+		pp.rq.MulCoeffsMontgomeryThenAdd(c1, w, a1)
+	}
+}
+
+func benchProduct(b *testing.B, run func(p *pair, x0, x1 []uint64) (f0, f1 func() error), nx int, bytes int64) {
+	p := newPair(b, benchL, Options{})
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := values(p.r, rng, nx)
+	x0, x1 := share(p.r, rng, x)
+	f0, f1 := run(p, x0, x1)
+	b.ResetTimer()
+	before := p.bytes()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		testenv.MustBoth(b, f0, f1)
+	}
+	// CPU time of both parties (the machine may be shared: wall time is not the work).
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+	if got := (p.bytes() - before) / int64(b.N); got != bytes {
+		b.Fatalf("%d bytes per call, formula %d", got, bytes)
+	}
+	b.ReportMetric(float64(bytes)/1e6, "MB/op")
+}
+
+// BenchmarkConv56 is the 56×56×64 → 64 3×3 convolution with padding 1 (ResNet's first stage).
+func BenchmarkConv56(b *testing.B) {
+	g := ring.ConvGeom{N: 1, C: 64, H: 56, W: 56, M: 64, OH: 56, OW: 56, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}
+	bytes, err := ConvBytes(g, benchL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	benchProduct(b, func(p *pair, x0, x1 []uint64) (func() error, func() error) {
+		w := values(p.r, rand.New(rand.NewPCG(2, 2)), g.M*g.C*g.KH*g.KW)
+		d0, d1 := make([]uint64, g.N*g.M*g.OH*g.OW), make([]uint64, g.N*g.M*g.OH*g.OW)
+		return func() error { return p.s0.Conv2D(ctx, d0, w, g, x0) }, func() error { return p.s1.Conv2D(ctx, d1, nil, g, x1) }
+	}, g.N*g.C*g.H*g.W, bytes)
+}
+
+// BenchmarkFC1001x512 is a 1001×512 weight matrix times a 512-vector.
+func BenchmarkFC1001x512(b *testing.B) {
+	const m, k, n = 1001, 512, 1
+	bytes, err := MatMulBytes(m, k, n, benchL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	benchProduct(b, func(p *pair, x0, x1 []uint64) (func() error, func() error) {
+		w := values(p.r, rand.New(rand.NewPCG(2, 2)), m*k)
+		d0, d1 := make([]uint64, m*n), make([]uint64, m*n)
+		return func() error { return p.s0.MatMul(ctx, d0, w, m, k, n, x0) }, func() error { return p.s1.MatMul(ctx, d1, nil, m, k, n, x1) }
+	}, k*n, bytes)
+}

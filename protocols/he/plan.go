@@ -1,0 +1,304 @@
+package he
+
+import (
+	"fmt"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+)
+
+// plan is the public packing of one product: which share elements go to which coefficient of
+// which input ciphertext, which weights go to which coefficient of which plaintext polynomial,
+// and which coefficients of which output ciphertext hold which result element. Both parties build
+// the same plan from public dimensions.
+type plan struct {
+	nIn              int
+	inStart          []int32 // CSR over input ciphertexts
+	inCoef, inSrc    []int32
+	nW               int
+	wStart           []int32 // CSR over weight polynomials
+	wCoef, wElem     []int32
+	groups           []group
+	outs             []output
+	nDst, nX, nWelem int
+	bytes            int64 // exact traffic of one call, frame headers included
+	products         int
+}
+
+// group is a set of outputs that use the same weight polynomials: output o accumulates
+// Σ_k in[o.in[k]] · w[ws[k]].
+type group struct {
+	ws   []int32
+	outs []int32
+}
+
+type output struct {
+	in        []int32
+	need, dst []int32 // coefficient positions and the result elements they hold
+}
+
+// traffic is the exact bytes of nIn uploads and replies with the given needed counts, one frame
+// (4-byte header) per ciphertext.
+func traffic(p *Params, nIn int64, replies func(yield func(n, count int64))) int64 {
+	b := nIn * int64(4+p.UploadBytes())
+	replies(func(n, count int64) { b += count * int64(4+p.ReplyBytes(int(n))) })
+	return b
+}
+
+// convLayout is a convolution rewritten as a stride-1, dilation-1 one (the polyphase
+// decomposition): input channel c and phase (py, px) < (SH, SW) become channel
+// (c·SH + py)·SW + px of a phase image whose row Y is padded row Y·SH + py of the original, and
+// the kernel of that channel has tap (ky', kx') where ky'·SH + py = ky·DH (and likewise for
+// columns) for an original tap (ky, kx), a hole elsewhere. Then output (oy, ox) is the sum over
+// channels and taps of phase-image position (oy + ky', ox + kx'): every stride-1 output is needed,
+// so a strided convolution computes no discarded outputs, and dilation costs no extra channels.
+type convLayout struct {
+	g         ring.ConvGeom
+	ph        int // phases SH·SW
+	c, cg, mg int // channels C·ph, channels per group (C/Groups)·ph, outputs per group
+	kh, kw    int // kernel ⌈KHe/SH⌉ × ⌈KWe/SW⌉ (KHe = (KH−1)·DH + 1)
+	khe, kwe  int
+	oh, ow    int
+	hp, wp    int // phase-image extent oh−1+kh × ow−1+kw
+}
+
+func newLayout(g ring.ConvGeom) *convLayout {
+	L := &convLayout{g: g, ph: g.SH * g.SW, khe: (g.KH-1)*g.DH + 1, kwe: (g.KW-1)*g.DW + 1, oh: g.OH, ow: g.OW}
+	L.c, L.cg, L.mg = g.C*L.ph, g.C/g.Groups*L.ph, g.M/g.Groups
+	L.kh, L.kw = (L.khe+g.SH-1)/g.SH, (L.kwe+g.SW-1)/g.SW
+	L.hp, L.wp = L.oh-1+L.kh, L.ow-1+L.kw
+	return L
+}
+
+// src is the index in X of image n, layout channel ch, phase-image position (y, x), or −1 for
+// padding.
+func (L *convLayout) src(n, ch, y, x int) int {
+	g := &L.g
+	c, phase := ch/L.ph, ch%L.ph
+	iy := y*g.SH + phase/g.SW - g.PH
+	ix := x*g.SW + phase%g.SW - g.PW
+	if iy < 0 || iy >= g.H || ix < 0 || ix >= g.W {
+		return -1
+	}
+	return ((n*g.C+c)*g.H+iy)*g.W + ix
+}
+
+// tap is the index in W of output channel m's weight at layout channel chl (within its group) and
+// tap (ky, kx), or −1 for a hole.
+func (L *convLayout) tap(m, chl, ky, kx int) int {
+	g := &L.g
+	c, phase := chl/L.ph, chl%L.ph
+	a, b := ky*g.SH+phase/g.SW, kx*g.SW+phase%g.SW
+	if a >= L.khe || b >= L.kwe || a%g.DH != 0 || b%g.DW != 0 {
+		return -1
+	}
+	return ((m*(g.C/g.Groups)+c)*g.KH+a/g.DH)*g.KW + b/g.DW
+}
+
+// convDims are the chosen block sizes of a convolution layout.
+type convDims struct {
+	cw, hw, ww    int // input block: Cw layout channels × Hw rows × Ww columns
+	k             int // output channels per output ciphertext
+	stepH, stepW  int // outputs per block along each axis
+	nCB, nBH, nBW int
+}
+
+// axisHist returns the distinct output counts of an axis's nb blocks of step outputs (out in
+// all) with their multiplicities.
+func axisHist(nb, step, out int) (vals, cnts []int) {
+	for b := 0; b < nb; b++ {
+		v := min(step, out-b*step)
+		found := false
+		for i, x := range vals {
+			if x == v {
+				cnts[i]++
+				found = true
+				break
+			}
+		}
+		if !found {
+			vals, cnts = append(vals, v), append(cnts, 1)
+		}
+	}
+	return
+}
+
+// convCost is the exact traffic of the layout with block sizes d, given the histograms of
+// output counts per block along each axis.
+func convCost(p *Params, L *convLayout, d convDims, hv, hc, wv, wc []int) int64 {
+	n, m := L.g.N, L.g.M
+	nIn := int64(n) * int64(d.nCB) * int64(d.nBH) * int64(d.nBW)
+	full, rem := m/d.k, m%d.k
+	return traffic(p, nIn, func(yield func(cnt, count int64)) {
+		for i, nh := range hv {
+			for j, nw := range wv {
+				blocks := int64(n) * int64(hc[i]) * int64(wc[j])
+				yield(int64(d.k*nh*nw), blocks*int64(full))
+				if rem > 0 {
+					yield(int64(rem*nh*nw), blocks)
+				}
+			}
+		}
+	})
+}
+
+// dimsFor completes block sizes (Cw, Hw, Ww, K) into convDims and returns their traffic.
+func (L *convLayout) dimsFor(p *Params, cw, hw, ww, k int) (convDims, int64) {
+	d := convDims{cw: cw, hw: hw, ww: ww, k: k, stepH: hw - L.kh + 1, stepW: ww - L.kw + 1}
+	d.nBH = (L.oh + d.stepH - 1) / d.stepH
+	d.nBW = (L.ow + d.stepW - 1) / d.stepW
+	d.nCB = (L.c + cw - 1) / cw
+	hv, hc := axisHist(d.nBH, d.stepH, L.oh)
+	wv, wc := axisHist(d.nBW, d.stepW, L.ow)
+	return d, convCost(p, L, d, hv, hc, wv, wc)
+}
+
+// chooseConv picks the input blocks Cw×Hw×Ww and the number K of output channels per output
+// ciphertext (K·Cw·Hw·Ww ≤ N) of least traffic.
+func chooseConv(p *Params, L *convLayout) (convDims, int64, error) {
+	n := p.N()
+	if L.kh*L.kw > n {
+		return convDims{}, 0, fmt.Errorf("he: the kernel (%d×%d after the polyphase split) does not fit a polynomial of degree %d", L.kh, L.kw, n)
+	}
+	var best convDims
+	bestCost := int64(-1)
+	for hw := L.kh; hw <= L.hp; hw++ {
+		for ww := L.kw; ww <= L.wp && hw*ww <= n; ww++ {
+			e := convDims{hw: hw, ww: ww, stepH: hw - L.kh + 1, stepW: ww - L.kw + 1}
+			e.nBH = (L.oh + e.stepH - 1) / e.stepH
+			e.nBW = (L.ow + e.stepW - 1) / e.stepW
+			hv, hc := axisHist(e.nBH, e.stepH, L.oh)
+			wv, wc := axisHist(e.nBW, e.stepW, L.ow)
+			room := n / (hw * ww)
+			for k := 1; k <= min(L.g.M, room); k++ {
+				e.k = k
+				e.cw = min(L.c, room/k)
+				e.nCB = (L.c + e.cw - 1) / e.cw
+				cost := convCost(p, L, e, hv, hc, wv, wc)
+				if bestCost < 0 || cost < bestCost {
+					best, bestCost = e, cost
+				}
+			}
+		}
+	}
+	return best, bestCost, nil
+}
+
+// convPlan builds the plan of a convolution (Cheetah's packing on the polyphase layout, with
+// several output channels per ciphertext): per image and block of Cw layout channels × Hw rows ×
+// Ww columns, the polynomial Σ x[c,y,x]·X^(c·Hw·Ww + y·Ww + x); per chunk of K output channels and
+// channel block that holds channels of their groups, the kernels reversed and stacked,
+// Σ_k Σ w_k[c,ky,kx]·X^(k·S + O − c·Hw·Ww − ky·Ww − kx) with S = Cw·Hw·Ww and O = (Cw−1)·Hw·Ww +
+// (KH'−1)·Ww + KW'−1. The product with kernel k alone spans [k·S, k·S + S + O) and holds the output
+// at block position (i, j) at k·S + O + i·Ww + j ∈ [k·S + O, k·S + S), which no other kernel's
+// product reaches; K·S ≤ N keeps the negacyclic wrap-around below O. Channel blocks run over all
+// channels, whatever the groups: a kernel only has coefficients for its group's channels, so one
+// input ciphertext serves several groups.
+func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("he: %w", err)
+	}
+	L := newLayout(c)
+	d, cost, err := chooseConv(p, L)
+	if err != nil {
+		return nil, err
+	}
+	return L.plan(d, cost), nil
+}
+
+// plan builds the plan of the layout with the block sizes d (cost: its traffic).
+func (L *convLayout) plan(d convDims, cost int64) *plan {
+	c := &L.g
+	pl := &plan{bytes: cost, nDst: c.N * c.M * c.OH * c.OW, nX: c.N * c.C * c.H * c.W, nWelem: c.M * (c.C / c.Groups) * c.KH * c.KW}
+	hwww := d.hw * d.ww
+	inIdx := func(n, cb, bh, bw int) int { return ((n*d.nCB+cb)*d.nBH+bh)*d.nBW + bw }
+	pl.nIn = c.N * d.nCB * d.nBH * d.nBW
+	pl.inStart = make([]int32, 0, pl.nIn+1)
+	pl.inCoef, pl.inSrc = make([]int32, 0, pl.nX), make([]int32, 0, pl.nX)
+	pl.wCoef, pl.wElem = make([]int32, 0, pl.nWelem), make([]int32, 0, pl.nWelem)
+	for n := 0; n < c.N; n++ {
+		for cb := 0; cb < d.nCB; cb++ {
+			for bh := 0; bh < d.nBH; bh++ {
+				for bw := 0; bw < d.nBW; bw++ {
+					pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
+					for ci := 0; ci < min(d.cw, L.c-cb*d.cw); ci++ {
+						for y := 0; y < d.hw; y++ {
+							for x := 0; x < d.ww; x++ {
+								if src := L.src(n, cb*d.cw+ci, bh*d.stepH+y, bw*d.stepW+x); src >= 0 {
+									pl.inCoef = append(pl.inCoef, int32(ci*hwww+y*d.ww+x))
+									pl.inSrc = append(pl.inSrc, int32(src))
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
+	O := (d.cw-1)*hwww + (L.kh-1)*d.ww + L.kw - 1
+	S := d.cw * hwww // span of an input block; output channel k of a ciphertext sits at k·S
+	pl.wStart = make([]int32, 0, c.M*d.nCB+1)
+	for m0 := 0; m0 < c.M; m0 += d.k {
+		m1 := min(c.M, m0+d.k)
+		// Output channels m0..m1−1 read layout channels [cLo, cHi) of their groups, in blocks
+		// cbLo..cbHi.
+		cLo, cHi := m0/L.mg*L.cg, (m1-1)/L.mg*L.cg+L.cg
+		cbLo, cbHi := cLo/d.cw, (cHi-1)/d.cw
+		grp := group{}
+		for cb := cbLo; cb <= cbHi; cb++ {
+			grp.ws = append(grp.ws, int32(pl.nW))
+			pl.nW++
+			pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
+			for m := m0; m < m1; m++ {
+				gLo := m / L.mg * L.cg
+				for ch := max(gLo, cb*d.cw); ch < min(gLo+L.cg, (cb+1)*d.cw); ch++ {
+					ci := ch - cb*d.cw
+					for ky := 0; ky < L.kh; ky++ {
+						for kx := 0; kx < L.kw; kx++ {
+							if e := L.tap(m, ch-gLo, ky, kx); e >= 0 {
+								pl.wCoef = append(pl.wCoef, int32((m-m0)*S+O-(ci*hwww+ky*d.ww+kx)))
+								pl.wElem = append(pl.wElem, int32(e))
+							}
+						}
+					}
+				}
+			}
+		}
+		for n := 0; n < c.N; n++ {
+			for bh := 0; bh < d.nBH; bh++ {
+				for bw := 0; bw < d.nBW; bw++ {
+					cnt := (m1 - m0) * min(d.stepH, L.oh-bh*d.stepH) * min(d.stepW, L.ow-bw*d.stepW)
+					o := output{in: make([]int32, 0, cbHi-cbLo+1), need: make([]int32, 0, cnt), dst: make([]int32, 0, cnt)}
+					for cb := cbLo; cb <= cbHi; cb++ {
+						o.in = append(o.in, int32(inIdx(n, cb, bh, bw)))
+					}
+					for m := m0; m < m1; m++ {
+						for i := 0; i < min(d.stepH, L.oh-bh*d.stepH); i++ {
+							oy := bh*d.stepH + i
+							for j := 0; j < min(d.stepW, L.ow-bw*d.stepW); j++ {
+								ox := bw*d.stepW + j
+								o.need = append(o.need, int32((m-m0)*S+O+i*d.ww+j))
+								o.dst = append(o.dst, int32(((n*c.M+m)*c.OH+oy)*c.OW+ox))
+							}
+						}
+					}
+					grp.outs = append(grp.outs, int32(len(pl.outs)))
+					pl.outs = append(pl.outs, o)
+					pl.products += len(o.in)
+				}
+			}
+		}
+		pl.groups = append(pl.groups, grp)
+	}
+	pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
+	return pl
+}
+
+// matMulGeom is the product W (m×k) · X (k×n) as a convolution: X is an image of k channels of
+// 1×n pixels, W an m×k kernel of 1×1 taps, and the result an image of m channels of 1×n pixels,
+// with the same row-major layouts. With one column, its packing is Cheetah's matrix-vector
+// packing (d1 = Cw columns of W per block, d0 = K rows per output ciphertext); with several,
+// blocks of Ww columns of X share ciphertexts.
+func matMulGeom(m, k, n int) ring.ConvGeom {
+	return ring.ConvGeom{N: 1, C: k, H: 1, W: n, M: m, OH: 1, OW: n, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
+}

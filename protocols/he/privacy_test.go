@@ -1,0 +1,282 @@
+package he
+
+import (
+	"math"
+	"math/big"
+	"math/bits"
+	"math/rand/v2"
+	"testing"
+
+	lring "github.com/tuneinsight/lattigo/v6/ring"
+
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
+)
+
+// negacyclic returns a·b mod (X^N + 1, t) for vectors of ring elements.
+func negacyclic(mask uint64, a, b []uint64) []uint64 {
+	n := len(a)
+	out := make([]uint64, n)
+	for i, av := range a {
+		if av == 0 {
+			continue
+		}
+		for j, bv := range b {
+			if k := i + j; k < n {
+				out[k] += av * bv
+			} else {
+				out[k-n] -= av * bv
+			}
+		}
+	}
+	for i := range out {
+		out[i] &= mask
+	}
+	return out
+}
+
+// oneReply runs one ciphertext through the protocol without the network: party 1 encrypts m,
+// party 0 multiplies by the weight polynomial w (coefficients in Z_t) and finishes a reply with
+// the needed coefficients need; party 1 decrypts. It returns the decoded values, party 0's mask,
+// the centred phase noise of every needed coefficient and the reply's c1 coefficients.
+func oneReply(t *testing.T, p *pair, m, w []uint64, need []int32) (got, mask []uint64, noise []float64, c1 []uint64) {
+	t.Helper()
+	s0, s1 := p.s0, p.s1
+	pp := s0.p
+	n := pp.N()
+	en, err := newEncryptor(pp, s1.cd, s1.k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := make([]int32, n)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	seed, _ := prg.RandomSeed()
+	c0 := pp.rq.NewPoly()
+	en.encrypt(c0, seed, m, pos)
+	in := ct{pp.rq.NewPoly(), pp.rq.NewPoly()}
+	if err := s0.unmarshalUpload(s1.marshalUpload(nil, seed, c0), in.c0, in.c1); err != nil {
+		t.Fatal(err)
+	}
+	wp := pp.rq.NewPoly()
+	for j, v := range w {
+		s0.cd.setCentered(wp, j, v)
+	}
+	pp.rq.NTT(wp, wp)
+	pp.rq.MForm(wp, wp)
+	ev, err := s0.newEvaluator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc0, acc1 := pp.rq.NewPoly(), pp.rq.NewPoly()
+	pp.rq.MulCoeffsMontgomery(in.c0, wp, acc0)
+	pp.rq.MulCoeffsMontgomery(in.c1, wp, acc1)
+	out := &output{need: need, dst: make([]int32, len(need))}
+	for i := range out.dst {
+		out.dst[i] = int32(i)
+	}
+	mask = make([]uint64, len(need))
+	reply := s0.finish(ev, acc0, acc1, out, mask)
+	if len(reply) != pp.ReplyBytes(len(need)) {
+		t.Fatalf("reply of %d bytes, want %d", len(reply), pp.ReplyBytes(len(need)))
+	}
+	prod := negacyclic(p.r.Mask(), m, w)
+	q0 := pp.Q[0]
+	got = make([]uint64, len(need))
+	noise = make([]float64, len(need))
+	err = s1.decryptReply(s1.newDecryptor(), reply, need, func(i int, res, v uint64) {
+		got[i] = res
+		y := p.r.Sub(prod[need[i]], mask[i])
+		// noise = v − round(q0·y/t), centred mod q0, in exact integer arithmetic.
+		hi, lo := bits.Mul64(q0, y)
+		lo, c := bits.Add64(lo, 1<<(pp.L-1), 0)
+		hi += c
+		ideal := hi<<(64-pp.L) | lo>>pp.L
+		diff := (v + q0 - ideal%q0) % q0
+		e := float64(diff)
+		if diff > q0/2 {
+			e = -float64(q0 - diff)
+		}
+		noise[i] = e
+		if got[i] != y {
+			t.Errorf("coefficient %d: decoded %d, want %d (noise %g, threshold %g)", need[i], got[i], y, e, float64(q0)/math.Ldexp(2, pp.L))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bitReader{buf: reply}
+	c1 = make([]uint64, n)
+	for j := range c1 {
+		c1[j] = r.get(pp.w1) << pp.Drop1
+	}
+	return got, mask, noise, c1
+}
+
+func stats(v []float64) (mean, std float64) {
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	for _, x := range v {
+		std += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(std / float64(len(v)))
+}
+
+// chi2Uniform is the chi-square statistic of the top 4 bits of values below bound.
+func chi2Uniform(v []uint64, bound float64) float64 {
+	var h [16]float64
+	for _, x := range v {
+		h[min(int(float64(x)/bound*16), 15)]++
+	}
+	exp := float64(len(v)) / 16
+	var c float64
+	for _, o := range h {
+		c += (o - exp) * (o - exp) / exp
+	}
+	return c
+}
+
+// TestReplyHidesWeights plants two weight polynomials at the extremes (all zero, and every
+// coefficient t/2−1, the largest ℓ1 norm the bounds allow) and checks what party 1 receives: its
+// decrypted values are exact and uniform (masked), the phase noise has the flooding's
+// distribution in both cases (so it does not depend on the weights), and the reply's c1 is
+// uniform even for the zero weights (it is re-randomised: without the public-key encryption of
+// zero it would be 0).
+func TestReplyHidesWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, l := range []int{32, 44} {
+		p := newPair(t, l, Options{})
+		pp := p.s0.p
+		n := pp.N()
+		m := values(p.r, rng, n)
+		need := make([]int32, 0, n/2)
+		for i := 0; i < n; i += 2 {
+			need = append(need, int32(i))
+		}
+		zero := make([]uint64, n)
+		big := make([]uint64, n)
+		for i := range big {
+			big[i] = p.r.Mask() >> 1
+		}
+		Q := 1.0
+		for _, q := range pp.Q {
+			Q *= float64(q)
+		}
+		// Uniform on [−F, F) switched to q0: standard deviation F·q0/Q/√3; the dropped low bits of
+		// c0 add a rounding of ±2^(Drop0−1) (standard deviation 2^(Drop0−1)/√3).
+		floodStd := math.Ldexp(1, pp.FloodBits-1) * float64(pp.Q[0]) / Q / math.Sqrt(3)
+		dropStd := 0.0
+		if pp.Drop0 > 0 {
+			dropStd = math.Ldexp(1, pp.Drop0-1) / math.Sqrt(3)
+		}
+		// Party 0 without the dropping of low bits, to see the flooding alone.
+		full := *pp
+		full.Drop0, full.w0 = 0, bits.Len64(pp.Q[0]-1)
+		full.Drop1, full.w1 = 0, bits.Len64(pp.Q[0]-1)
+		s0, s1 := *p.s0, *p.s1
+		s0.p, s1.p = &full, &full
+		exact := &pair{r: p.r, s0: &s0, s1: &s1}
+		for name, w := range map[string][]uint64{"zero": zero, "max": big} {
+			got, _, noise, c1 := oneReply(t, p, m, w, need)
+			if c := chi2Uniform(got, math.Ldexp(1, l)); c > 60 {
+				t.Errorf("l=%d %s weights: party 1's values are not uniform (chi2 %.1f)", l, name, c)
+			}
+			want := math.Hypot(floodStd, dropStd)
+			mean, std := stats(noise)
+			if math.Abs(std/want-1) > 0.05 || math.Abs(mean) > 0.1*want {
+				t.Errorf("l=%d %s weights: noise mean %.1f std %.1f, flooding and dropping predict 0 and %.1f", l, name, mean, std, want)
+			}
+			if c := chi2Uniform(c1, float64(pp.Q[0])); c > 60 {
+				t.Errorf("l=%d %s weights: reply c1 is not uniform (chi2 %.1f)", l, name, c)
+			}
+			_, _, noise, _ = oneReply(t, exact, m, w, need)
+			mean, std = stats(noise)
+			if math.Abs(std/floodStd-1) > 0.05 || math.Abs(mean) > 0.1*floodStd {
+				t.Errorf("l=%d %s weights, c0 in full: noise mean %.1f std %.1f, flooding predicts 0 and %.1f", l, name, mean, std, floodStd)
+			}
+		}
+	}
+}
+
+// TestEncodeDecode checks the exact encoding round(Q·m/t) of a fresh ciphertext at the edges of
+// the ring and the decoding threshold.
+func TestEncodeDecode(t *testing.T) {
+	for _, l := range []int{8, 32, 37, 41, 44, 46, 47, 64} {
+		pp, err := ParamsFor(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cd := newCodec(pp)
+		mask := uint64(1)<<l - 1
+		Q := new(big.Int).SetInt64(1)
+		for _, q := range pp.Q {
+			Q.Mul(Q, new(big.Int).SetUint64(q))
+		}
+		poly := pp.rq.NewPoly()
+		ms := []uint64{0, 1, 2, mask, mask >> 1, mask>>1 + 1, 12345 & mask}
+		for j, m := range ms {
+			cd.encodeAdd(poly, j, m)
+			// round(Q·m/t) mod q_i, computed with big integers.
+			want := new(big.Int).Mul(Q, new(big.Int).SetUint64(m))
+			want.Add(want, new(big.Int).Lsh(big.NewInt(1), uint(l-1)))
+			want.Rsh(want, uint(l))
+			for i, q := range pp.Q {
+				if r := new(big.Int).Mod(want, new(big.Int).SetUint64(q)).Uint64(); poly.Coeffs[i][j] != r {
+					t.Fatalf("l=%d m=%d prime %d: %d, want %d", l, m, i, poly.Coeffs[i][j], r)
+				}
+			}
+			// Decoding of Qr·m/t ± (threshold−1).
+			qr := big.NewInt(1)
+			for _, q := range pp.Q[:pp.R] {
+				qr.Mul(qr, new(big.Int).SetUint64(q))
+			}
+			base := new(big.Int).Mul(qr, new(big.Int).SetUint64(m))
+			base.Add(base, new(big.Int).Lsh(big.NewInt(1), uint(l-1)))
+			base.Rsh(base, uint(l))
+			thr := new(big.Int).Sub(qr, big.NewInt(1))
+			thr.Rsh(thr, uint(l+1))
+			one := big.NewInt(1)
+			for _, d := range []*big.Int{big.NewInt(0), one, new(big.Int).Neg(one), new(big.Int).Sub(thr, one), new(big.Int).Sub(one, thr)} {
+				v := new(big.Int).Add(base, d)
+				v.Mod(v, qr)
+				var got uint64
+				if pp.R == 1 {
+					got = cd.decode(v.Uint64())
+				} else {
+					wd := wideDecoder{c: cd.wide, l: uint(l)}
+					lo := new(big.Int).And(v, new(big.Int).SetUint64(^uint64(0))).Uint64()
+					got = wd.decode(new(big.Int).Rsh(v, 64).Uint64(), lo)
+					// The CRT composition of v's residues gives v back.
+					hi2, lo2 := cd.wide.compose(new(big.Int).Mod(v, new(big.Int).SetUint64(pp.Q[0])).Uint64(),
+						new(big.Int).Mod(v, new(big.Int).SetUint64(pp.Q[1])).Uint64())
+					if hi2 != new(big.Int).Rsh(v, 64).Uint64() || lo2 != lo {
+						t.Fatalf("l=%d: CRT composition of %v wrong", l, v)
+					}
+				}
+				if got != m {
+					t.Fatalf("l=%d: decode(Qr·%d/t %+v) = %d", l, m, d, got)
+				}
+			}
+		}
+	}
+}
+
+// TestParams checks the parameter table: every l of 1..64 has parameters within the HE-standard
+// bound, with one reply prime up to l = 46 and two above.
+func TestParams(t *testing.T) {
+	for l := 1; l <= 64; l++ {
+		p, err := ParamsFor(l)
+		if err == nil && (p.R == 1) != (l <= 46) {
+			t.Errorf("l=%d: %d reply primes", l, p.R)
+		}
+		if err != nil {
+			t.Fatalf("l=%d: %v", l, err)
+		}
+		if p.LogQ() > MaxLogQ[p.LogN] {
+			t.Errorf("l=%d: logQ %d over the bound %d for N=2^%d", l, p.LogQ(), MaxLogQ[p.LogN], p.LogN)
+		}
+	}
+	_ = lring.Poly{}
+}

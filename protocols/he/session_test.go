@@ -1,0 +1,184 @@
+package he
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+)
+
+// randomConvShape draws a convolution with random batch (1–2), groups (including depthwise),
+// kernel, strides, dilations and asymmetric padding; 1-D (H = 1) one time in four.
+func randomConvShape(rng *rand.Rand) ring.ConvGeom {
+	g := 1 + rng.IntN(3)
+	c := ring.ConvGeom{N: 1 + rng.IntN(2), C: g * (1 + rng.IntN(3)), M: g * (1 + rng.IntN(4)), Groups: g}
+	axis := func() (n, o, k, s, p, d int) {
+		n = 1 + rng.IntN(12)
+		k = 1 + rng.IntN(min(4, n+1))
+		s, d = 1+rng.IntN(3), 1
+		if k > 1 && rng.IntN(3) == 0 {
+			d = 2
+		}
+		p = rng.IntN(k + 1)
+		end := rng.IntN(k + 1)
+		if span := (k-1)*d + 1; n+p+end < span {
+			end = span - n - p
+		}
+		return n, outSize(n, k, s, p+end, d), k, s, p, d
+	}
+	c.W, c.OW, c.KW, c.SW, c.PW, c.DW = axis()
+	if rng.IntN(4) == 0 {
+		c.H, c.OH, c.KH, c.SH, c.PH, c.DH = 1, 1, 1, 1, 0, 1
+	} else {
+		c.H, c.OH, c.KH, c.SH, c.PH, c.DH = axis()
+	}
+	return c
+}
+
+func TestRandomShapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	rounds := 6
+	if testing.Short() {
+		rounds = 2
+	}
+	for _, l := range []int{32, 37, 41, 44, 64} {
+		p := newPair(t, l, Options{})
+		for i := 0; i < rounds; i++ {
+			c := randomConvShape(rng)
+			t.Run(fmt.Sprintf("l%d/conv%d", l, i), func(t *testing.T) { runConv(t, p, rng, c) })
+			m, k, n := 1+rng.IntN(30), 1+rng.IntN(200), 1+rng.IntN(3)
+			t.Run(fmt.Sprintf("l%d/mm%d", l, i), func(t *testing.T) { runMatMul(t, p, rng, m, k, n) })
+		}
+	}
+}
+
+// TestOtherRings runs small products in rings on both sides of the supported range, at the
+// ring degree change (l = 18 uses N = 4096, l = 19 N = 8192) and at the change to a reply modulus
+// of two primes (l = 47).
+func TestOtherRings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, l := range []int{1, 8, 18, 19, 46, 47, 55, 64} {
+		p := newPair(t, l, Options{Workers: 1})
+		t.Run(fmt.Sprintf("l%d", l), func(t *testing.T) {
+			runMatMul(t, p, rng, 9, 70, 2)
+			runConv(t, p, rng, conv(1, 2, 7, 6, 3, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1))
+		})
+	}
+	if _, err := New(context.Background(), ring.Must(32), 0, nil, Options{}); err == nil {
+		t.Fatal("New with a nil connection: no error")
+	}
+}
+
+func TestHelloBytes(t *testing.T) {
+	p := newPair(t, 41, Options{})
+	want, err := HelloBytes(41)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.bytes(); got != want {
+		t.Fatalf("New: %d bytes, HelloBytes %d", got, want)
+	}
+}
+
+// TestWeightCache runs the same layer three times: the weights are cached after the first call,
+// then changed in place (the cache must notice), and the cache disabled.
+func TestWeightCache(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, cache := range []int{0, -1} {
+		p := newPair(t, 37, Options{CacheBytes: cache})
+		c := conv(1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1)
+		w := values(p.r, rng, c.M*c.C*c.KH*c.KW)
+		x := values(p.r, rng, c.N*c.C*c.H*c.W)
+		ctx := context.Background()
+		for round := 0; round < 3; round++ {
+			if round == 2 {
+				for i := range w {
+					w[i] = p.r.Add(w[i], uint64(i+1))
+				}
+			}
+			x0, x1 := share(p.r, rng, x)
+			d0, d1 := make([]uint64, c.M*c.OH*c.OW), make([]uint64, c.M*c.OH*c.OW)
+			testenv.MustBoth(t, func() error { return p.s0.Conv2D(ctx, d0, w, c, x0) },
+				func() error { return p.s1.Conv2D(ctx, d1, nil, c, x1) })
+			if got := reconstruct(p.r, d0, d1); !slices.Equal(got, refConv(p.r, w, c, x)) {
+				t.Fatalf("cache %d, round %d: wrong result", cache, round)
+			}
+			if cached := len(p.s0.wcache) > 0; cached != (cache >= 0) {
+				t.Fatalf("cache %d, round %d: %d cached layers", cache, round, len(p.s0.wcache))
+			}
+		}
+	}
+}
+
+// TestBadInput checks argument errors: they are reported before anything is sent and leave the
+// session usable.
+func TestBadInput(t *testing.T) {
+	p := newPair(t, 32, Options{})
+	ctx := context.Background()
+	w, x, d := make([]uint64, 6), make([]uint64, 6), make([]uint64, 4)
+	good := conv(1, 1, 4, 4, 1, 3, 3, 1, 1, 0, 0, 1, 1, 1, 0, 0)
+	bad := good
+	bad.Groups = 3
+	for name, f := range map[string]func() error{
+		"short weights":      func() error { return p.s0.MatMul(ctx, d, w[:5], 2, 3, 2, x) },
+		"party 1 weights":    func() error { return p.s1.MatMul(ctx, d, w, 2, 3, 2, x) },
+		"short operand":      func() error { return p.s1.MatMul(ctx, d, nil, 2, 3, 2, x[:5]) },
+		"short result":       func() error { return p.s1.MatMul(ctx, d[:3], nil, 2, 3, 2, x) },
+		"negative dimension": func() error { return p.s1.MatMul(ctx, d, nil, -2, 3, 2, x) },
+		"invalid geometry":   func() error { return p.s1.Conv2D(ctx, make([]uint64, 4), nil, bad, make([]uint64, 16)) },
+		"conv short operand": func() error { return p.s1.Conv2D(ctx, make([]uint64, 4), nil, good, make([]uint64, 15)) },
+		"conv party 0 no w":  func() error { return p.s0.Conv2D(ctx, make([]uint64, 4), nil, good, make([]uint64, 16)) },
+		"kernel larger than N": func() error {
+			g := conv(1, 1, 100, 100, 1, 91, 91, 1, 1, 0, 0, 1, 1, 1, 0, 0)
+			return p.s1.Conv2D(ctx, make([]uint64, g.OH*g.OW), nil, g, make([]uint64, 10000))
+		},
+	} {
+		if err := f(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if p.bytes() != mustHello(t, 32) {
+		t.Fatalf("argument errors sent %d bytes", p.bytes()-mustHello(t, 32))
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	runMatMul(t, p, rng, 3, 4, 1)
+	if _, err := ConvBytes(bad, 32); err == nil {
+		t.Error("ConvBytes of an invalid geometry: no error")
+	}
+	if _, err := MatMulBytes(0, 1, 1, 32); err == nil {
+		t.Error("MatMulBytes with m = 0: no error")
+	}
+}
+
+func mustHello(t *testing.T, l int) int64 {
+	b, err := HelloBytes(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPeerFailure: when party 0 disappears in the middle of a product, party 1 fails (no hang)
+// and its session refuses further work.
+func TestPeerFailure(t *testing.T) {
+	p := newPair(t, 32, Options{})
+	ctx := context.Background()
+	x := make([]uint64, 80)
+	d := make([]uint64, 8)
+	p.c0.Close()
+	err := p.s1.MatMul(ctx, d, nil, 2, 20, 4, x)
+	if err == nil {
+		t.Fatal("MatMul with a closed peer: no error")
+	}
+	if p.s1.Err() == nil {
+		t.Fatal("the session is still usable after a protocol failure")
+	}
+	if err := p.s1.MatMul(ctx, d, nil, 2, 20, 4, x); err == nil || !strings.Contains(err.Error(), "unusable") {
+		t.Fatalf("second call: %v", err)
+	}
+}
