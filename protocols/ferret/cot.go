@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
@@ -516,12 +515,4 @@ func grow(b []prg.Block, n int) []prg.Block {
 		return make([]prg.Block, n)
 	}
 	return b[:n]
-}
-
-// wordsOf views blocks as words.
-func wordsOf(b []prg.Block) []uint64 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice(&b[0][0], 2*len(b))
 }

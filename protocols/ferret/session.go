@@ -1,0 +1,503 @@
+package ferret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+// chunk is the number of instances a derived call handles per round trip.
+const chunk = 1 << 15
+
+// Session is one party's end of silent OT with the peer in both
+// directions: two COT streams on the OT session's connection, one in which
+// this party is the COT sender and one in which it receives. Its methods
+// have the shapes of ot.Session's (a SendX at one party meets the matching
+// RecvX at the other, in the same order on both sides; messages are l-bit
+// values in uint64 words, 1 ≤ l ≤ 64, w words per instance in the Wide
+// forms; choice bits are packed). A Session is not safe for concurrent use.
+//
+// Per instance, not counting the refills (IterationBytes per main
+// iteration of the stream drawn from, ≈ 0.44 bits per COT with B13) and
+// 4-byte frame headers per chunk of 2^15 instances:
+//
+//	ROT_l       (random b)     0 bits                one flight per refill only
+//	RCOT_l      (random b)     w·l bits              one flight
+//	COT_l       (chosen b)     1 + w·l bits          two flights
+//	OT_l        (chosen b)     1 + 2·w·l bits        two flights
+type Session struct {
+	party   int
+	conn    *transport.Conn
+	out, in *COT // this party sends / receives COTs
+	hash    *prg.Hash
+	err     error
+
+	k    []prg.Block
+	a    []prg.Block
+	bits []uint64
+	vals []uint64
+	h1   []uint64
+	pk   []uint64
+	hb   []prg.Block
+	tmp  []uint64
+}
+
+// NewSession sets up both COT directions over s with the same config at
+// both parties (party 0's stream as sender first).
+func NewSession(ctx context.Context, s *ot.Session, cfg Config, opt Options) (*Session, error) {
+	if s == nil {
+		return nil, errors.New("ferret: NewSession: nil OT session")
+	}
+	fs := &Session{party: s.Party(), conn: s.Conn(), hash: prg.NewHash()}
+	first, second := Sender, Receiver
+	if fs.party == 1 {
+		first, second = Receiver, Sender
+	}
+	for _, r := range []Role{first, second} {
+		c, err := New(ctx, s, r, cfg, opt)
+		if err != nil {
+			return nil, err
+		}
+		if r == Sender {
+			fs.out = c
+		} else {
+			fs.in = c
+		}
+	}
+	return fs, nil
+}
+
+// Party returns this party's index (0 or 1).
+func (s *Session) Party() int { return s.party }
+
+// Conn returns the connection (for phase labels and statistics).
+func (s *Session) Conn() *transport.Conn { return s.conn }
+
+// Err returns the error that made the session unusable, or nil.
+func (s *Session) Err() error { return s.err }
+
+// SenderCOT and ReceiverCOT return the two underlying COT streams.
+func (s *Session) SenderCOT() *COT { return s.out }
+
+// ReceiverCOT returns the stream in which this party receives COTs.
+func (s *Session) ReceiverCOT() *COT { return s.in }
+
+func lowMask(l int) uint64 { return ^uint64(0) >> (64 - l) }
+
+// args validates a call's shape and returns the number of instances.
+func (s *Session) args(call string, w, l int, v []uint64, other []uint64, b []uint64, recv bool) (int, error) {
+	if s.err != nil {
+		return 0, fmt.Errorf("ferret: %s: session unusable after an earlier failure: %w", call, s.err)
+	}
+	if l < 1 || l > 64 {
+		return 0, fmt.Errorf("ferret: %s: bit width l=%d outside 1..64", call, l)
+	}
+	if w < 1 || w > ot.MaxWidth {
+		return 0, fmt.Errorf("ferret: %s: width w=%d outside 1..%d", call, w, ot.MaxWidth)
+	}
+	if len(v)%w != 0 {
+		return 0, fmt.Errorf("ferret: %s: %d words is not a multiple of w=%d", call, len(v), w)
+	}
+	n := len(v) / w
+	if other != nil && len(other) != len(v) {
+		return 0, fmt.Errorf("ferret: %s: slices of %d and %d words", call, len(v), len(other))
+	}
+	if recv && len(b) < ot.BitWords(n) {
+		return 0, fmt.Errorf("ferret: %s: %d choice words cannot hold %d choice bits", call, len(b), n)
+	}
+	return n, nil
+}
+
+func (s *Session) fail(call string, err error) error {
+	err = fmt.Errorf("ferret: %s: %w", call, err)
+	if s.err == nil {
+		s.err = err
+	}
+	return err
+}
+
+// pads sets dst (len(src)·w words) to the w l-bit values cut from
+// H(src[i] ⊕ d), the TCCR hash with tweak {ctr0+i, domain | j} for output
+// block j of instance i (⌈w·l/128⌉ blocks per instance).
+func (s *Session) pads(c *COT, dst []uint64, src []prg.Block, d prg.Block, ctr0 uint64, w, l int) {
+	cnt := len(src)
+	nb := (w*l + 127) / 128
+	s.hb = grow(s.hb, nb*cnt)
+	for j := 0; j < nb; j++ {
+		s.hash.TCCRXor(s.hb[j*cnt:(j+1)*cnt], src, d, prg.Tweak{Lo: ctr0, Hi: c.domain(purposeDerived, j)})
+	}
+	if w == 1 {
+		m := lowMask(l)
+		for i := range dst[:cnt] {
+			dst[i] = s.hb[i][0] & m
+		}
+		return
+	}
+	s.tmp = growU(s.tmp, 2*nb)
+	for i := 0; i < cnt; i++ {
+		for j := 0; j < nb; j++ {
+			s.tmp[2*j], s.tmp[2*j+1] = s.hb[j*cnt+i][0], s.hb[j*cnt+i][1]
+		}
+		transport.Unpack(dst[i*w:(i+1)*w], s.tmp, l)
+	}
+}
+
+func growU(b []uint64, n int) []uint64 {
+	if cap(b) < n {
+		return make([]uint64, n)
+	}
+	return b[:n]
+}
+
+func bitBytes(v []uint64, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))[:(n+7)/8]
+}
+
+// ---------------------------------------------------------------- random OT
+
+// SendROT is the sender of n = len(m0) random OTs: it gets random l-bit
+// m0[i], m1[i]; the receiver gets a random choice bit b_i and m_{b_i}[i].
+// No communication besides refills.
+func (s *Session) SendROT(ctx context.Context, l int, m0, m1 []uint64) error {
+	return s.sendROT(ctx, "SendROT", 1, l, m0, m1)
+}
+
+// RecvROT is the receiver of SendROT: b gets the random choice bits
+// (packed; bits of the last word past n cleared), m[i] = m_{b_i}[i].
+func (s *Session) RecvROT(ctx context.Context, l int, b, m []uint64) error {
+	return s.recvROT(ctx, "RecvROT", 1, l, b, m)
+}
+
+// SendROTWide is SendROT with w l-bit words per message.
+func (s *Session) SendROTWide(ctx context.Context, w, l int, m0, m1 []uint64) error {
+	return s.sendROT(ctx, "SendROTWide", w, l, m0, m1)
+}
+
+// RecvROTWide is the receiver of SendROTWide.
+func (s *Session) RecvROTWide(ctx context.Context, w, l int, b, m []uint64) error {
+	return s.recvROT(ctx, "RecvROTWide", w, l, b, m)
+}
+
+func (s *Session) sendROT(ctx context.Context, call string, w, l int, m0, m1 []uint64) error {
+	n, err := s.args(call, w, l, m0, m1, nil, false)
+	if err != nil {
+		return err
+	}
+	c := s.out
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
+		ctr := c.Used()
+		s.k = grow(s.k, nc)
+		if err := c.Send(ctx, s.k); err != nil {
+			return s.fail(call, err)
+		}
+		s.pads(c, m0[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
+		s.pads(c, m1[off*w:(off+nc)*w], s.k, c.delta, ctr, w, l)
+	}
+	return nil
+}
+
+func (s *Session) recvROT(ctx context.Context, call string, w, l int, b, m []uint64) error {
+	n, err := s.args(call, w, l, m, nil, b, true)
+	if err != nil {
+		return err
+	}
+	c := s.in
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
+		ctr := c.Used()
+		s.k = grow(s.k, nc)
+		if err := c.Recv(ctx, b[off/64:], s.k); err != nil {
+			return s.fail(call, err)
+		}
+		s.pads(c, m[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------- COT, random choice
+
+// SendRCOT is the sender of n = len(x) correlated OTs with random choice
+// bits: it gets random r[i] (l bits) and the receiver gets a random b_i and
+// r[i] + b_i·x[i] mod 2^l. Communication: exactly l bits per instance (one
+// frame per chunk of 2^15 instances), one flight.
+func (s *Session) SendRCOT(ctx context.Context, l int, x, r []uint64) error {
+	return s.sendCOT(ctx, "SendRCOT", false, 1, l, x, r)
+}
+
+// RecvRCOT is the receiver of SendRCOT: b gets the random choice bits,
+// y[i] = r[i] + b_i·x[i] mod 2^l.
+func (s *Session) RecvRCOT(ctx context.Context, l int, b, y []uint64) error {
+	return s.recvCOT(ctx, "RecvRCOT", false, 1, l, b, y)
+}
+
+// SendRCOTWide is SendRCOT with w l-bit words per instance (w·l bits each).
+func (s *Session) SendRCOTWide(ctx context.Context, w, l int, x, r []uint64) error {
+	return s.sendCOT(ctx, "SendRCOTWide", false, w, l, x, r)
+}
+
+// RecvRCOTWide is the receiver of SendRCOTWide.
+func (s *Session) RecvRCOTWide(ctx context.Context, w, l int, b, y []uint64) error {
+	return s.recvCOT(ctx, "RecvRCOTWide", false, w, l, b, y)
+}
+
+// ---------------------------------------------------------------- COT, chosen choice
+
+// SendCOT is the sender of n = len(x) correlated OTs (COT_l) with the
+// receiver's chosen choice bits: it gets random r[i] and the receiver gets
+// r[i] + b_i·x[i] mod 2^l. Communication: the receiver's derandomisation
+// bit and the sender's l-bit correction per instance, two flights per
+// chunk of 2^15 instances.
+func (s *Session) SendCOT(ctx context.Context, l int, x, r []uint64) error {
+	return s.sendCOT(ctx, "SendCOT", true, 1, l, x, r)
+}
+
+// RecvCOT is the receiver of SendCOT with packed choice bits b.
+func (s *Session) RecvCOT(ctx context.Context, l int, b, y []uint64) error {
+	return s.recvCOT(ctx, "RecvCOT", true, 1, l, b, y)
+}
+
+// SendCOTWide is SendCOT with w l-bit words per instance under one choice
+// bit (1 + w·l bits each).
+func (s *Session) SendCOTWide(ctx context.Context, w, l int, x, r []uint64) error {
+	return s.sendCOT(ctx, "SendCOTWide", true, w, l, x, r)
+}
+
+// RecvCOTWide is the receiver of SendCOTWide.
+func (s *Session) RecvCOTWide(ctx context.Context, w, l int, b, y []uint64) error {
+	return s.recvCOT(ctx, "RecvCOTWide", true, w, l, b, y)
+}
+
+// drawSender draws nc COTs and, with chosen choice bits, receives the
+// receiver's derandomisation bits d and sets s.a[i] = K_i ⊕ d_i·Δ (the key
+// the receiver holds when b_i = 0); it returns the first COT's index.
+func (s *Session) drawSender(ctx context.Context, nc int, chosen bool) (uint64, error) {
+	c := s.out
+	ctr := c.Used()
+	s.k = grow(s.k, nc)
+	if err := c.Send(ctx, s.k); err != nil {
+		return 0, err
+	}
+	if !chosen {
+		s.a = s.k
+		return ctr, nil
+	}
+	s.bits = growU(s.bits, ot.BitWords(nc))
+	if err := s.conn.Recv(ctx, bitBytes(s.bits, nc)); err != nil {
+		return 0, err
+	}
+	s.a = grow(s.a, nc)
+	d := c.delta
+	for i, k := range s.k {
+		m := -(s.bits[i>>6] >> (i & 63) & 1)
+		s.a[i] = prg.Block{k[0] ^ d[0]&m, k[1] ^ d[1]&m}
+	}
+	return ctr, nil
+}
+
+// drawReceiver draws nc COTs into s.k and, with chosen bits b (from bit
+// off), sends d = b ⊕ (random choice bits); without, it writes the random
+// choice bits to b at off (a multiple of 64).
+func (s *Session) drawReceiver(ctx context.Context, nc int, chosen bool, b []uint64, off int) (uint64, error) {
+	c := s.in
+	ctr := c.Used()
+	s.k = grow(s.k, nc)
+	if !chosen {
+		return ctr, c.Recv(ctx, b[off/64:], s.k)
+	}
+	s.bits = growU(s.bits, ot.BitWords(nc))
+	if err := c.Recv(ctx, s.bits, s.k); err != nil {
+		return 0, err
+	}
+	for j := range s.bits {
+		s.bits[j] ^= b[off/64+j]
+	}
+	if r := nc % 64; r != 0 {
+		s.bits[len(s.bits)-1] &= lowMask(r) // the caller's bits past n stay private
+	}
+	if err := s.conn.Send(ctx, bitBytes(s.bits, nc)); err != nil {
+		return 0, err
+	}
+	return ctr, s.conn.Flush(ctx)
+}
+
+func (s *Session) sendCOT(ctx context.Context, call string, chosen bool, w, l int, x, r []uint64) error {
+	n, err := s.args(call, w, l, x, r, nil, false)
+	if err != nil {
+		return err
+	}
+	c := s.out
+	m := lowMask(l)
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
+		ctr, err := s.drawSender(ctx, nc, chosen)
+		if err != nil {
+			return s.fail(call, err)
+		}
+		rc, xc := r[off*w:(off+nc)*w], x[off*w:(off+nc)*w]
+		s.pads(c, rc, s.a, prg.Block{}, ctr, w, l)
+		s.h1 = growU(s.h1, nc*w)
+		s.pads(c, s.h1, s.a, c.delta, ctr, w, l)
+		s.vals = growU(s.vals, nc*w)
+		for i := range s.vals {
+			s.vals[i] = (rc[i] + xc[i] - s.h1[i]) & m
+		}
+		s.pk = growU(s.pk, transport.PackedWords(nc*w, l))
+		transport.Pack(s.pk, s.vals, l)
+		if err := s.conn.Send(ctx, wordBytesN(s.pk, transport.PackedBytes(nc*w, l))); err != nil {
+			return s.fail(call, err)
+		}
+		if err := s.conn.Flush(ctx); err != nil {
+			return s.fail(call, err)
+		}
+	}
+	return nil
+}
+
+func (s *Session) recvCOT(ctx context.Context, call string, chosen bool, w, l int, b, y []uint64) error {
+	n, err := s.args(call, w, l, y, nil, b, true)
+	if err != nil {
+		return err
+	}
+	c := s.in
+	m := lowMask(l)
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
+		ctr, err := s.drawReceiver(ctx, nc, chosen, b, off)
+		if err != nil {
+			return s.fail(call, err)
+		}
+		yc := y[off*w : (off+nc)*w]
+		s.pads(c, yc, s.k, prg.Block{}, ctr, w, l)
+		nw := transport.PackedWords(nc*w, l)
+		s.pk = growU(s.pk, nw)
+		s.pk[nw-1] = 0
+		if err := s.conn.Recv(ctx, wordBytesN(s.pk, transport.PackedBytes(nc*w, l))); err != nil {
+			return s.fail(call, err)
+		}
+		s.vals = growU(s.vals, nc*w)
+		transport.Unpack(s.vals, s.pk, l)
+		for i := 0; i < nc; i++ {
+			bm := -(b[(off+i)>>6] >> ((off + i) & 63) & 1)
+			yi, di := yc[i*w:(i+1)*w], s.vals[i*w:(i+1)*w]
+			for k := range yi {
+				yi[k] = (yi[k] + di[k]&bm) & m
+			}
+		}
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------- chosen OT
+
+// SendOT is the sender of n = len(m0) chosen-message 1-of-2 OTs: the
+// receiver of instance i learns m_{b_i}[i] (mod 2^l) and nothing about the
+// other. Communication: 1 + 2·l bits per instance, two flights per chunk.
+func (s *Session) SendOT(ctx context.Context, l int, m0, m1 []uint64) error {
+	return s.sendOT(ctx, "SendOT", 1, l, m0, m1)
+}
+
+// RecvOT is the receiver of SendOT with packed choice bits b.
+func (s *Session) RecvOT(ctx context.Context, l int, b, m []uint64) error {
+	return s.recvOT(ctx, "RecvOT", 1, l, b, m)
+}
+
+// SendOTWide is SendOT with w l-bit words per message (1 + 2·w·l bits per
+// instance).
+func (s *Session) SendOTWide(ctx context.Context, w, l int, m0, m1 []uint64) error {
+	return s.sendOT(ctx, "SendOTWide", w, l, m0, m1)
+}
+
+// RecvOTWide is the receiver of SendOTWide.
+func (s *Session) RecvOTWide(ctx context.Context, w, l int, b, m []uint64) error {
+	return s.recvOT(ctx, "RecvOTWide", w, l, b, m)
+}
+
+func (s *Session) sendOT(ctx context.Context, call string, w, l int, m0, m1 []uint64) error {
+	n, err := s.args(call, w, l, m0, m1, nil, false)
+	if err != nil {
+		return err
+	}
+	c := s.out
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
+		ctr, err := s.drawSender(ctx, nc, true)
+		if err != nil {
+			return s.fail(call, err)
+		}
+		s.vals = growU(s.vals, 2*nc*w)
+		s.h1 = growU(s.h1, 2*nc*w)
+		h0, h1 := s.h1[:nc*w], s.h1[nc*w:]
+		s.pads(c, h0, s.a, prg.Block{}, ctr, w, l)
+		s.pads(c, h1, s.a, c.delta, ctr, w, l)
+		a0, a1 := m0[off*w:(off+nc)*w], m1[off*w:(off+nc)*w]
+		for i := 0; i < nc; i++ {
+			e0 := s.vals[2*i*w : (2*i+1)*w]
+			e1 := s.vals[(2*i+1)*w : (2*i+2)*w]
+			for k := 0; k < w; k++ {
+				e0[k] = a0[i*w+k] ^ h0[i*w+k]
+				e1[k] = a1[i*w+k] ^ h1[i*w+k]
+			}
+		}
+		s.pk = growU(s.pk, transport.PackedWords(2*nc*w, l))
+		transport.Pack(s.pk, s.vals, l)
+		if err := s.conn.Send(ctx, wordBytesN(s.pk, transport.PackedBytes(2*nc*w, l))); err != nil {
+			return s.fail(call, err)
+		}
+		if err := s.conn.Flush(ctx); err != nil {
+			return s.fail(call, err)
+		}
+	}
+	return nil
+}
+
+func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint64) error {
+	n, err := s.args(call, w, l, m, nil, b, true)
+	if err != nil {
+		return err
+	}
+	c := s.in
+	mask := lowMask(l)
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
+		ctr, err := s.drawReceiver(ctx, nc, true, b, off)
+		if err != nil {
+			return s.fail(call, err)
+		}
+		mc := m[off*w : (off+nc)*w]
+		s.pads(c, mc, s.k, prg.Block{}, ctr, w, l)
+		nw := transport.PackedWords(2*nc*w, l)
+		s.pk = growU(s.pk, nw)
+		s.pk[nw-1] = 0
+		if err := s.conn.Recv(ctx, wordBytesN(s.pk, transport.PackedBytes(2*nc*w, l))); err != nil {
+			return s.fail(call, err)
+		}
+		s.vals = growU(s.vals, 2*nc*w)
+		transport.Unpack(s.vals, s.pk, l)
+		for i := 0; i < nc; i++ {
+			bi := int(b[(off+i)>>6] >> ((off + i) & 63) & 1)
+			e := s.vals[(2*i+bi)*w : (2*i+bi+1)*w]
+			mi := mc[i*w : (i+1)*w]
+			for k := range mi {
+				mi[k] = (mi[k] ^ e[k]) & mask
+			}
+		}
+	}
+	return nil
+}
+
+// wordBytesN views the first n bytes of a word slice.
+func wordBytesN(w []uint64, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))[:n]
+}
