@@ -31,17 +31,16 @@ func newCode(seed prg.Seed, k int) *code { return &code{perm: prg.NewHashWithKey
 
 // lpnScratch is one worker's index buffer.
 type lpnScratch struct {
-	ctr, idx [lpnRows * lpnD / 4]prg.Block
+	zero, idx [lpnRows * lpnD / 4]prg.Block
 }
 
 // indices fills sc.idx with the column indices of rows [r0, r0+lpnRows)
 // (r0 a multiple of lpnRows) and returns them as uint32 words, lpnD per row.
 func (c *code) indices(sc *lpnScratch, r0 int) []uint32 {
-	b0 := uint64(r0) * lpnD / 4
-	for j := range sc.ctr {
-		sc.ctr[j] = prg.Block{b0 + uint64(j), 0}
-	}
-	c.perm.Permute(sc.idx[:], sc.ctr[:])
+	// TCCR of the zero block under tweak j is π(π(0) ⊕ {j, 0}) ⊕ π(0): a
+	// fixed permutation of the counter masked by a constant, computed by
+	// the hash's widest (VAES) kernel.
+	c.perm.TCCR(sc.idx[:], sc.zero[:], prg.Tweak{Lo: uint64(r0) * lpnD / 4})
 	w := unsafe.Slice((*uint32)(unsafe.Pointer(&sc.idx[0])), len(sc.idx)*4)
 	for j, v := range w {
 		w[j] = uint32(uint64(v) * c.k >> 32)
@@ -50,16 +49,22 @@ func (c *code) indices(sc *lpnScratch, r0 int) []uint32 {
 }
 
 // applySender adds A·base to out for rows [r0, r1) (r0 a multiple of
-// lpnRows): out[i] ^= ⊕_j base[col(i, j)].
+// lpnRows): out[i] ^= ⊕_j base[col(i, j)]. Every column index is below k =
+// len(base) by construction (⌊v·k/2^32⌋ < k), so the gathers skip the
+// bounds checks.
 func (c *code) applySender(sc *lpnScratch, out, base []prg.Block, r0, r1 int) {
+	if uint64(len(base)) < c.k {
+		panic("ferret: LPN base shorter than k")
+	}
+	bp := unsafe.Pointer(&base[0])
 	for b := r0; b < r1; b += lpnRows {
 		idx := c.indices(sc, b)
 		rows := out[b:min(b+lpnRows, r1)]
 		for i := range rows {
-			ix := idx[i*lpnD : i*lpnD+lpnD : i*lpnD+lpnD]
+			ix := (*[lpnD]uint32)(idx[i*lpnD:])
 			x := rows[i]
 			for _, j := range ix {
-				y := &base[j]
+				y := (*prg.Block)(unsafe.Add(bp, uintptr(j)*16))
 				x[0] ^= y[0]
 				x[1] ^= y[1]
 			}
@@ -71,19 +76,23 @@ func (c *code) applySender(sc *lpnScratch, out, base []prg.Block, r0, r1 int) {
 // applyReceiver is applySender for the receiver, which also adds A·bits to
 // its packed choice bits outBits (bit i of outBits[i/64]).
 func (c *code) applyReceiver(sc *lpnScratch, out, base []prg.Block, outBits, baseBits []uint64, r0, r1 int) {
+	if uint64(len(base)) < c.k || uint64(len(baseBits)) < (c.k+63)/64 {
+		panic("ferret: LPN base shorter than k")
+	}
+	bp, bw := unsafe.Pointer(&base[0]), unsafe.Pointer(&baseBits[0])
 	for b := r0; b < r1; b += lpnRows {
 		idx := c.indices(sc, b)
 		rows := out[b:min(b+lpnRows, r1)]
 		var acc uint64
 		for i := range rows {
-			ix := idx[i*lpnD : i*lpnD+lpnD : i*lpnD+lpnD]
+			ix := (*[lpnD]uint32)(idx[i*lpnD:])
 			x := rows[i]
 			var bit uint64
 			for _, j := range ix {
-				y := &base[j]
+				y := (*prg.Block)(unsafe.Add(bp, uintptr(j)*16))
 				x[0] ^= y[0]
 				x[1] ^= y[1]
-				bit ^= baseBits[j>>6] >> (j & 63)
+				bit ^= *(*uint64)(unsafe.Add(bw, uintptr(j>>6)*8)) >> (j & 63)
 			}
 			rows[i] = x
 			acc |= (bit & 1) << (i & 63)

@@ -1,0 +1,93 @@
+package ferret
+
+import (
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
+)
+
+// TestCodeRows checks the code against its definition: row i's columns
+// are ⌊v·k/2^32⌋ for words [10i, 10i+10) of the AES_seed counter stream,
+// and the receiver's bits follow the same rows.
+func TestCodeRows(t *testing.T) {
+	const n, k = 1000, 777
+	seed := prg.Seed{1, 2, 3}
+	cd := newCode(seed, k)
+	base := make([]prg.Block, k)
+	baseBits := make([]uint64, (k+63)/64)
+	g := prg.New(prg.Seed{9})
+	g.Blocks(base)
+	g.Uint64s(baseBits)
+	out := make([]prg.Block, n)
+	g.Blocks(out)
+	orig := append([]prg.Block(nil), out...)
+	outR := append([]prg.Block(nil), out...)
+	bitsR := make([]uint64, (n+63)/64)
+	var sc lpnScratch
+	cd.applySender(&sc, out, base, 0, 512)
+	cd.applySender(&sc, out, base, 512, n)
+	cd.applyReceiver(&sc, outR, base, bitsR, baseBits, 0, n)
+	// The reference: the block stream, word by word.
+	h := prg.NewHashWithKey(seed)
+	words := n * lpnD
+	stream := make([]prg.Block, (words+3)/4)
+	p0 := []prg.Block{{}}
+	h.Permute(p0, p0)
+	for j := range stream {
+		x := []prg.Block{{p0[0][0] ^ uint64(j), p0[0][1]}}
+		h.Permute(x, x)
+		stream[j] = x[0].Xor(p0[0])
+	}
+	word := func(i int) uint32 { return uint32(stream[i/4][i%4/2] >> (32 * (i % 2))) }
+	for i := 0; i < n; i++ {
+		want := orig[i]
+		var bit uint64
+		for d := 0; d < lpnD; d++ {
+			j := uint64(word(i*lpnD+d)) * k >> 32
+			want = want.Xor(base[j])
+			bit ^= baseBits[j/64] >> (j % 64) & 1
+		}
+		if out[i] != want || outR[i] != want {
+			t.Fatalf("row %d: sender %x receiver %x want %x", i, out[i], outR[i], want)
+		}
+		if bitsR[i/64]>>(i%64)&1 != bit {
+			t.Fatalf("row %d: bit wrong", i)
+		}
+	}
+}
+
+func BenchmarkLPNSender(b *testing.B) {
+	for _, p := range []Params{Small.Main, B13.Main} {
+		b.Run(map[int]string{65536: "small", 452000: "b13"}[p.K], func(b *testing.B) {
+			const n = 1 << 20
+			cd := newCode(prg.Seed{1}, p.K)
+			base := make([]prg.Block, p.K)
+			out := make([]prg.Block, n)
+			var sc lpnScratch
+			c0 := cpuSeconds()
+			b.ResetTimer()
+			for range b.N {
+				cd.applySender(&sc, out, base, 0, n)
+			}
+			b.ReportMetric((cpuSeconds()-c0)*1e9/float64(b.N*n), "cpu-ns/row")
+		})
+	}
+}
+
+func BenchmarkGGMLevels(b *testing.B) {
+	kl, kr := ggmKeys()
+	e := newExpander(prg.NewHashWithKey(kl), prg.NewHashWithKey(kr), 13, treesPerFrame)
+	store := make([]prg.Block, treesPerFrame<<13)
+	trees := make([][]prg.Block, treesPerFrame)
+	for g := range trees {
+		trees[g] = store[g<<13 : (g+1)<<13]
+	}
+	c0 := cpuSeconds()
+	b.ResetTimer()
+	for range b.N {
+		for lvl := 1; lvl <= 13; lvl++ {
+			e.level(trees, lvl)
+		}
+	}
+	b.ReportMetric((cpuSeconds()-c0)*1e9/float64(b.N*len(store)), "cpu-ns/leaf")
+}
