@@ -7,6 +7,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -266,4 +267,23 @@ func TestConfigMismatch(t *testing.T) {
 	if err := (Config{Main: tiny.Main, Pre: Params{N: 64, T: 2, K: 10, LogBin: 5}}).Validate(); err == nil {
 		t.Fatal("a pre-iteration too small for the main one accepted")
 	}
+}
+
+// TestPeerGone: a refill whose peer has gone fails with an error (no hang,
+// no panic) and makes the stream unusable.
+func TestPeerGone(t *testing.T) {
+	s0, s1 := otPair(t)
+	ctx := context.Background()
+	var snd, rcv *COT
+	testenv.MustBoth(t, func() (err error) { snd, err = New(ctx, s0, Sender, tinyOdd, Options{}); return },
+		func() (err error) { rcv, err = New(ctx, s1, Receiver, tinyOdd, Options{}); return })
+	s0.Conn().Close()
+	m := make([]prg.Block, tinyOdd.Main.Output()+1)
+	if err := rcv.Recv(ctx, make([]uint64, ot.BitWords(len(m))), m); err == nil {
+		t.Fatal("Recv with the sender gone succeeded")
+	}
+	if err := rcv.Recv(ctx, make([]uint64, 1), m[:1]); err == nil {
+		t.Fatal("stream usable after a failed refill")
+	}
+	_ = snd
 }
