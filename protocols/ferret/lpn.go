@@ -51,24 +51,22 @@ func (c *code) indices(sc *lpnScratch, r0 int) []uint32 {
 // applySender adds A·base to out for rows [r0, r1) (r0 a multiple of
 // lpnRows): out[i] ^= ⊕_j base[col(i, j)]. Every column index is below k =
 // len(base) by construction (⌊v·k/2^32⌋ < k), so the gathers skip the
-// bounds checks.
+// bounds checks; the ten loads of a row are unrolled into a tree of XORs.
 func (c *code) applySender(sc *lpnScratch, out, base []prg.Block, r0, r1 int) {
 	if uint64(len(base)) < c.k {
 		panic("ferret: LPN base shorter than k")
 	}
 	bp := unsafe.Pointer(&base[0])
+	at := func(j uint32) *prg.Block { return (*prg.Block)(unsafe.Add(bp, uintptr(j)*16)) }
 	for b := r0; b < r1; b += lpnRows {
 		idx := c.indices(sc, b)
 		rows := out[b:min(b+lpnRows, r1)]
 		for i := range rows {
 			ix := (*[lpnD]uint32)(idx[i*lpnD:])
-			x := rows[i]
-			for _, j := range ix {
-				y := (*prg.Block)(unsafe.Add(bp, uintptr(j)*16))
-				x[0] ^= y[0]
-				x[1] ^= y[1]
-			}
-			rows[i] = x
+			a0, a1, a2, a3, a4 := at(ix[0]), at(ix[1]), at(ix[2]), at(ix[3]), at(ix[4])
+			a5, a6, a7, a8, a9 := at(ix[5]), at(ix[6]), at(ix[7]), at(ix[8]), at(ix[9])
+			rows[i][0] ^= (a0[0] ^ a1[0]) ^ (a2[0] ^ a3[0]) ^ (a4[0] ^ a5[0]) ^ (a6[0] ^ a7[0]) ^ (a8[0] ^ a9[0])
+			rows[i][1] ^= (a0[1] ^ a1[1]) ^ (a2[1] ^ a3[1]) ^ (a4[1] ^ a5[1]) ^ (a6[1] ^ a7[1]) ^ (a8[1] ^ a9[1])
 		}
 	}
 }
@@ -80,22 +78,21 @@ func (c *code) applyReceiver(sc *lpnScratch, out, base []prg.Block, outBits, bas
 		panic("ferret: LPN base shorter than k")
 	}
 	bp, bw := unsafe.Pointer(&base[0]), unsafe.Pointer(&baseBits[0])
+	at := func(j uint32) *prg.Block { return (*prg.Block)(unsafe.Add(bp, uintptr(j)*16)) }
+	bit := func(j uint32) uint64 { return *(*uint64)(unsafe.Add(bw, uintptr(j>>6)*8)) >> (j & 63) }
 	for b := r0; b < r1; b += lpnRows {
 		idx := c.indices(sc, b)
 		rows := out[b:min(b+lpnRows, r1)]
 		var acc uint64
 		for i := range rows {
 			ix := (*[lpnD]uint32)(idx[i*lpnD:])
-			x := rows[i]
-			var bit uint64
-			for _, j := range ix {
-				y := (*prg.Block)(unsafe.Add(bp, uintptr(j)*16))
-				x[0] ^= y[0]
-				x[1] ^= y[1]
-				bit ^= *(*uint64)(unsafe.Add(bw, uintptr(j>>6)*8)) >> (j & 63)
-			}
-			rows[i] = x
-			acc |= (bit & 1) << (i & 63)
+			a0, a1, a2, a3, a4 := at(ix[0]), at(ix[1]), at(ix[2]), at(ix[3]), at(ix[4])
+			a5, a6, a7, a8, a9 := at(ix[5]), at(ix[6]), at(ix[7]), at(ix[8]), at(ix[9])
+			rows[i][0] ^= (a0[0] ^ a1[0]) ^ (a2[0] ^ a3[0]) ^ (a4[0] ^ a5[0]) ^ (a6[0] ^ a7[0]) ^ (a8[0] ^ a9[0])
+			rows[i][1] ^= (a0[1] ^ a1[1]) ^ (a2[1] ^ a3[1]) ^ (a4[1] ^ a5[1]) ^ (a6[1] ^ a7[1]) ^ (a8[1] ^ a9[1])
+			v := (bit(ix[0]) ^ bit(ix[1])) ^ (bit(ix[2]) ^ bit(ix[3])) ^ (bit(ix[4]) ^ bit(ix[5])) ^
+				(bit(ix[6]) ^ bit(ix[7])) ^ (bit(ix[8]) ^ bit(ix[9]))
+			acc |= (v & 1) << (i & 63)
 			if i&63 == 63 || i == len(rows)-1 {
 				outBits[(b+i)>>6] ^= acc
 				acc = 0
