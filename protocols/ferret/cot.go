@@ -116,8 +116,6 @@ func New(ctx context.Context, s *ot.Session, role Role, cfg Config, opt Options)
 	}
 	w := max(opt.Workers, 1)
 	c := &COT{conn: s.Conn(), role: role, cfg: cfg, workers: w, rng: rng, hash: prg.NewHash()}
-	kl, kr := ggmKeys()
-	hl, hr := prg.NewHashWithKey(kl), prg.NewHashWithKey(kr)
 	depth := cfg.Main.LogBin
 	nmax := cfg.Main.N
 	if cfg.HasPre() {
@@ -125,7 +123,7 @@ func New(ctx context.Context, s *ot.Session, role Role, cfg Config, opt Options)
 		nmax = max(nmax, cfg.Pre.N)
 	}
 	for range w {
-		c.exp = append(c.exp, newExpander(hl, hr, depth, treesPerFrame))
+		c.exp = append(c.exp, newExpander(depth, treesPerFrame))
 		c.lsc = append(c.lsc, new(lpnScratch))
 		c.wrng = append(c.wrng, rng.Split())
 	}
@@ -461,10 +459,11 @@ func (c *COT) senderGroup(p Params, base []prg.Block, g int, msg []prg.Block) {
 }
 
 // receiverGroup rebuilds the punctured trees of group g from the sender's
-// messages msg: the punctured point of tree j is α_j, whose bits (most
-// significant first) are the complements of the choice bits of base COTs
-// K + j·h + i − 1; it sets leaf α_j to M = K_leaf ⊕ Δ and the choice bit
-// of output j·2^h + α_j.
+// messages msg: tree j's path takes branch a_i = 1 − (choice bit of base
+// COT K + j·h + i − 1) at level i, so its punctured leaf is
+// α_j = Σ_i a_i·2^(i−1) (see expander); leaf α_j gets M = K_leaf ⊕ Δ, and
+// output j·2^h + α_j is the tree's noise position (its choice bit is set
+// by iterate).
 func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g int, msg []prg.Block) {
 	h, per := p.LogBin, 2*p.LogBin+1
 	var tb [treesPerFrame][]prg.Block
@@ -481,26 +480,27 @@ func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g int
 		a := 0
 		for i := 0; i < h; i++ {
 			r := int(ot.Bit(baseBits, p.K+(j0+j)*h+i))
-			a = a<<1 | (1 - r)
+			a |= (1 - r) << i
 		}
 		alpha[j] = a
 		trees[j][0] = prg.Block{}
 	}
 	for lvl := 1; lvl <= h; lvl++ {
 		e.level(trees, lvl)
+		half := 1 << (lvl - 1)
 		for j, tr := range trees {
-			path := alpha[j] >> (h - lvl + 1) // the unknown node of level lvl−1
-			a := alpha[j] >> (h - lvl) & 1
+			path := alpha[j] & (half - 1) // the unknown node of level lvl−1
+			a := alpha[j] >> (lvl - 1) & 1
 			r := 1 - a
 			k := msg[j*per+2*(lvl-1)+r].Xor(ht[j*h+lvl-1]) // K_lvl^r
 			side := e.sum0[j]
 			if r == 1 {
 				side = e.sum1[j]
 			}
-			g0, g1 := tr[2*path], tr[2*path+1] // garbage children of the unknown node
-			sib := k.Xor(side).Xor(tr[2*path+r])
-			tr[2*path+r] = sib
-			tr[2*path+a] = prg.Block{}
+			g0, g1 := tr[path], tr[path+half] // garbage children of the unknown node
+			sib := k.Xor(side).Xor(tr[path+r*half])
+			tr[path+r*half] = sib
+			tr[path+a*half] = prg.Block{}
 			if lvl == h {
 				others := e.sum0[j].Xor(e.sum1[j]).Xor(g0).Xor(g1).Xor(sib)
 				tr[alpha[j]] = msg[j*per+2*h].Xor(others)

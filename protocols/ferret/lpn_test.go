@@ -75,8 +75,7 @@ func BenchmarkLPNSender(b *testing.B) {
 }
 
 func BenchmarkGGMLevels(b *testing.B) {
-	kl, kr := ggmKeys()
-	e := newExpander(prg.NewHashWithKey(kl), prg.NewHashWithKey(kr), 13, treesPerFrame)
+	e := newExpander(13, treesPerFrame)
 	store := make([]prg.Block, treesPerFrame<<13)
 	trees := make([][]prg.Block, treesPerFrame)
 	for g := range trees {
@@ -90,4 +89,53 @@ func BenchmarkGGMLevels(b *testing.B) {
 		}
 	}
 	b.ReportMetric((cpuSeconds()-c0)*1e9/float64(b.N*len(store)), "cpu-ns/leaf")
+}
+
+// TestGGMKernel checks the expander (VAES kernel or not) against the
+// definition with prg.Hash.Permute, and the key schedule against crypto/aes
+// through it.
+func TestGGMKernel(t *testing.T) {
+	kl, kr := ggmKeys()
+	hl, hr := prg.NewHashWithKey(kl), prg.NewHashWithKey(kr)
+	for _, useZ := range []bool{false, true} {
+		e := newExpander(7, 3)
+		if useZ && !e.useZ {
+			t.Log("no VAES on this CPU: kernel path not tested")
+			continue
+		}
+		e.useZ = useZ
+		store := make([]prg.Block, 3<<7)
+		trees := [][]prg.Block{store[:128], store[128:256], store[256:]}
+		g := prg.New(prg.Seed{byte(len(store))})
+		ref := make([][]prg.Block, 3)
+		for i, tr := range trees {
+			g.Blocks(tr[:1])
+			ref[i] = []prg.Block{tr[0]}
+		}
+		for lvl := 1; lvl <= 7; lvl++ {
+			e.level(trees, lvl)
+			for i, tr := range trees {
+				half := len(ref[i])
+				next := make([]prg.Block, 2*half)
+				l, r := make([]prg.Block, half), make([]prg.Block, half)
+				hl.Permute(l, ref[i])
+				hr.Permute(r, ref[i])
+				var s0, s1 prg.Block
+				for p := range ref[i] {
+					next[p] = l[p].Xor(ref[i][p])
+					next[p+half] = r[p].Xor(ref[i][p])
+					s0, s1 = s0.Xor(next[p]), s1.Xor(next[p+half])
+				}
+				ref[i] = next
+				for p := range next {
+					if tr[p] != next[p] {
+						t.Fatalf("useZ=%v level %d tree %d node %d", useZ, lvl, i, p)
+					}
+				}
+				if e.sum0[i] != s0 || e.sum1[i] != s1 {
+					t.Fatalf("useZ=%v level %d tree %d: sums", useZ, lvl, i)
+				}
+			}
+		}
+	}
 }
