@@ -88,6 +88,7 @@ func benchFerret(b *testing.B, cfg Config, workers int, tcp bool) {
 func BenchmarkFerretSmallPipe(b *testing.B)   { benchFerret(b, Small, 1, false) }
 func BenchmarkFerretSmallPipeW2(b *testing.B) { benchFerret(b, Small, 2, false) }
 func BenchmarkFerretB13Pipe(b *testing.B)     { benchFerret(b, B13, 1, false) }
+func BenchmarkFerretB13PipeW2(b *testing.B)   { benchFerret(b, B13, 2, false) }
 func BenchmarkFerretB13TCP(b *testing.B)      { benchFerret(b, B13, 1, true) }
 
 const iknpN = 1 << 20
