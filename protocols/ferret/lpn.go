@@ -1,6 +1,7 @@
 package ferret
 
 import (
+	"crypto/sha256"
 	"unsafe"
 
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
@@ -14,33 +15,68 @@ const lpnD = 10
 // so a batch's 10 32-bit indices per row fill whole AES blocks).
 const lpnRows = 256
 
+// lpnHalf is the number of counter blocks per batch: each gives two
+// output blocks (one per key), 8 column indices.
+const lpnHalf = lpnRows * lpnD / 8
+
 // code is the public local linear code A ∈ F_2^{n×k} with lpnD ones per
-// row: row i has ones at columns ⌊v·k / 2^32⌋ for the ten 32-bit words v
-// of AES_seed blocks 5i/2 … (row i's words are words [10i, 10i+10) of the
-// stream AES_seed(0), AES_seed(1), … with counter j in the low word of
-// block j). The seed is public (the COT sender draws it and sends it), so
-// both parties compute the same code; columns may repeat within a row (a
-// repeated column cancels, as in any sum over F_2), which the LPN
+// row. Rows come in batches of lpnRows = 256; batch q's column indices are
+// ⌊v·k / 2^32⌋ for the 32-bit words v (row i of the batch takes words
+// [10i, 10i+10)) of the 640 blocks
+//
+//	π_A(c_j) ⊕ c_j  (j < 320),  then  π_B(c_j) ⊕ c_j  (j < 320),  c_j = {320·q + j, 0},
+//
+// with π_A, π_B AES-128 under the two halves of SHA-256("cryptflow-go
+// ferret LPN code" ‖ seed) — the GGM kernel's length-doubling step applied
+// to counters. The seed is public (the COT sender draws it and sends it),
+// so both parties compute the same code; columns may repeat within a row
+// (a repeated column cancels, as in any sum over F_2), which the LPN
 // estimates for d = 10 allow for.
 type code struct {
-	perm *prg.Hash
-	k    uint64
+	ha, hb *prg.Hash
+	rk     [2][176]byte
+	useZ   bool
+	k      uint64
 }
 
-func newCode(seed prg.Seed, k int) *code { return &code{perm: prg.NewHashWithKey(seed), k: uint64(k)} }
+func newCode(seed prg.Seed, k int) *code {
+	d := sha256.Sum256(append([]byte("cryptflow-go ferret LPN code"), seed[:]...))
+	var ka, kb prg.Seed
+	copy(ka[:], d[:16])
+	copy(kb[:], d[16:])
+	c := &code{ha: prg.NewHashWithKey(ka), hb: prg.NewHashWithKey(kb), useZ: haveVAESZ(), k: uint64(k)}
+	expandKey128(ka, &c.rk[0])
+	expandKey128(kb, &c.rk[1])
+	return c
+}
 
 // lpnScratch is one worker's index buffer.
 type lpnScratch struct {
-	zero, idx [lpnRows * lpnD / 4]prg.Block
+	ctr [lpnHalf]prg.Block
+	idx [2 * lpnHalf]prg.Block
 }
 
 // indices fills sc.idx with the column indices of rows [r0, r0+lpnRows)
 // (r0 a multiple of lpnRows) and returns them as uint32 words, lpnD per row.
 func (c *code) indices(sc *lpnScratch, r0 int) []uint32 {
-	// TCCR of the zero block under tweak j is π(π(0) ⊕ {j, 0}) ⊕ π(0): a
-	// fixed permutation of the counter masked by a constant, computed by
-	// the hash's widest (VAES) kernel.
-	c.perm.TCCR(sc.idx[:], sc.zero[:], prg.Tweak{Lo: uint64(r0) * lpnD / 4})
+	c0 := uint64(r0/lpnRows) * lpnHalf
+	if c.useZ {
+		for j := 0; j < lpnHalf; j++ {
+			sc.idx[j] = prg.Block{c0 + uint64(j), 0}
+		}
+		ggmLevelZ(&c.rk, (*[2]uint64)(&sc.idx[0]), lpnHalf)
+	} else {
+		for j := range sc.ctr {
+			sc.ctr[j] = prg.Block{c0 + uint64(j), 0}
+		}
+		lo, hi := sc.idx[:lpnHalf], sc.idx[lpnHalf:]
+		c.ha.Permute(lo, sc.ctr[:])
+		c.hb.Permute(hi, sc.ctr[:])
+		for j, x := range sc.ctr {
+			lo[j][0] ^= x[0]
+			hi[j][0] ^= x[0]
+		}
+	}
 	w := unsafe.Slice((*uint32)(unsafe.Pointer(&sc.idx[0])), len(sc.idx)*4)
 	for j, v := range w {
 		w[j] = uint32(uint64(v) * c.k >> 32)

@@ -1,6 +1,7 @@
 package ferret
 
 import (
+	"crypto/sha256"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
@@ -12,46 +13,58 @@ import (
 func TestCodeRows(t *testing.T) {
 	const n, k = 1000, 777
 	seed := prg.Seed{1, 2, 3}
-	cd := newCode(seed, k)
-	base := make([]prg.Block, k)
-	baseBits := make([]uint64, (k+63)/64)
-	g := prg.New(prg.Seed{9})
-	g.Blocks(base)
-	g.Uint64s(baseBits)
-	out := make([]prg.Block, n)
-	g.Blocks(out)
-	orig := append([]prg.Block(nil), out...)
-	outR := append([]prg.Block(nil), out...)
-	bitsR := make([]uint64, (n+63)/64)
-	var sc lpnScratch
-	cd.applySender(&sc, out, base, 0, 512)
-	cd.applySender(&sc, out, base, 512, n)
-	cd.applyReceiver(&sc, outR, base, bitsR, baseBits, 0, n)
-	// The reference: the block stream, word by word.
-	h := prg.NewHashWithKey(seed)
-	words := n * lpnD
-	stream := make([]prg.Block, (words+3)/4)
-	p0 := []prg.Block{{}}
-	h.Permute(p0, p0)
-	for j := range stream {
-		x := []prg.Block{{p0[0][0] ^ uint64(j), p0[0][1]}}
-		h.Permute(x, x)
-		stream[j] = x[0].Xor(p0[0])
-	}
-	word := func(i int) uint32 { return uint32(stream[i/4][i%4/2] >> (32 * (i % 2))) }
-	for i := 0; i < n; i++ {
-		want := orig[i]
-		var bit uint64
-		for d := 0; d < lpnD; d++ {
-			j := uint64(word(i*lpnD+d)) * k >> 32
-			want = want.Xor(base[j])
-			bit ^= baseBits[j/64] >> (j % 64) & 1
+	for _, useZ := range []bool{false, true} {
+		cd := newCode(seed, k)
+		if useZ && !cd.useZ {
+			continue
 		}
-		if out[i] != want || outR[i] != want {
-			t.Fatalf("row %d: sender %x receiver %x want %x", i, out[i], outR[i], want)
+		cd.useZ = useZ
+		base := make([]prg.Block, k)
+		baseBits := make([]uint64, (k+63)/64)
+		g := prg.New(prg.Seed{9})
+		g.Blocks(base)
+		g.Uint64s(baseBits)
+		out := make([]prg.Block, n)
+		g.Blocks(out)
+		orig := append([]prg.Block(nil), out...)
+		outR := append([]prg.Block(nil), out...)
+		bitsR := make([]uint64, (n+63)/64)
+		var sc lpnScratch
+		cd.applySender(&sc, out, base, 0, 512)
+		cd.applySender(&sc, out, base, 512, n)
+		cd.applyReceiver(&sc, outR, base, bitsR, baseBits, 0, n)
+		// The reference: the block stream of the definition, word by word.
+		d := sha256.Sum256(append([]byte("cryptflow-go ferret LPN code"), seed[:]...))
+		ha, hb := prg.NewHashWithKey(prg.Seed(d[:16])), prg.NewHashWithKey(prg.Seed(d[16:]))
+		var stream []prg.Block
+		for q := 0; q*lpnRows < n; q++ {
+			ctr := make([]prg.Block, 320)
+			for j := range ctr {
+				ctr[j] = prg.Block{uint64(320*q + j), 0}
+			}
+			a, b := make([]prg.Block, 320), make([]prg.Block, 320)
+			ha.Permute(a, ctr)
+			hb.Permute(b, ctr)
+			for j := range a {
+				a[j], b[j] = a[j].Xor(ctr[j]), b[j].Xor(ctr[j])
+			}
+			stream = append(append(stream, a...), b...)
 		}
-		if bitsR[i/64]>>(i%64)&1 != bit {
-			t.Fatalf("row %d: bit wrong", i)
+		word := func(i int) uint32 { return uint32(stream[i/4][i%4/2] >> (32 * (i % 2))) }
+		for i := 0; i < n; i++ {
+			want := orig[i]
+			var bit uint64
+			for d := 0; d < lpnD; d++ {
+				j := uint64(word(i*lpnD+d)) * k >> 32
+				want = want.Xor(base[j])
+				bit ^= baseBits[j/64] >> (j % 64) & 1
+			}
+			if out[i] != want || outR[i] != want {
+				t.Fatalf("row %d: sender %x receiver %x want %x", i, out[i], outR[i], want)
+			}
+			if bitsR[i/64]>>(i%64)&1 != bit {
+				t.Fatalf("row %d: bit wrong", i)
+			}
 		}
 	}
 }
