@@ -26,10 +26,10 @@ const chunk = 1 << 15
 // iteration of the stream drawn from, ≈ 0.44 bits per COT with B13) and
 // 4-byte frame headers per chunk of 2^15 instances:
 //
-//	ROT_l       (random b)     0 bits                one flight per refill only
+//	ROT_l       (random b)     0 bits                no flight (refills only)
 //	RCOT_l      (random b)     w·l bits              one flight
-//	COT_l       (chosen b)     1 + w·l bits          two flights
-//	OT_l        (chosen b)     1 + 2·w·l bits        two flights
+//	COT_l       (chosen b)     1 + w·l bits          two flights per batch
+//	OT_l        (chosen b)     1 + 2·w·l bits        two flights per batch
 type Session struct {
 	party   int
 	conn    *transport.Conn
@@ -38,7 +38,6 @@ type Session struct {
 	err     error
 
 	k    []prg.Block
-	a    []prg.Block
 	bits []uint64
 	vals []uint64
 	h1   []uint64
@@ -255,7 +254,7 @@ func (s *Session) RecvRCOTWide(ctx context.Context, w, l int, b, y []uint64) err
 // receiver's chosen choice bits: it gets random r[i] and the receiver gets
 // r[i] + b_i·x[i] mod 2^l. Communication: the receiver's derandomisation
 // bit and the sender's l-bit correction per instance, two flights per
-// chunk of 2^15 instances.
+// batch (plus refills).
 func (s *Session) SendCOT(ctx context.Context, l int, x, r []uint64) error {
 	return s.sendCOT(ctx, "SendCOT", true, 1, l, x, r)
 }
@@ -276,107 +275,146 @@ func (s *Session) RecvCOTWide(ctx context.Context, w, l int, b, y []uint64) erro
 	return s.recvCOT(ctx, "RecvCOTWide", true, w, l, b, y)
 }
 
-// drawSender draws nc COTs and, with chosen choice bits, receives the
-// receiver's derandomisation bits d and sets s.a[i] = K_i ⊕ d_i·Δ (the key
-// the receiver holds when b_i = 0); it returns the first COT's index.
-func (s *Session) drawSender(ctx context.Context, nc int, chosen bool) (uint64, error) {
+// The chosen-bit calls run in two phases so that a batch costs one round
+// trip however many chunks and refills it spans. Phase 1: both parties draw
+// the COTs chunk by chunk (refills flow from the COT sender); the receiver
+// hashes H(M_i) at once and sends d = b ⊕ r for the chunk; the sender
+// hashes both H(K_i) and H(K_i ⊕ Δ) and keeps them. Phase 2: the sender
+// reads every chunk's d, orders its two pads by d_i, then sends the
+// replies; the receiver applies them. The sender's wire order (all
+// refills, then all replies) is the receiver's reading order, and a batch
+// that needs no refill is exactly two flights (the receiver's d, the
+// sender's replies); each refill inside a batch adds at most two.
+
+// padsSender draws n COTs at the sender (phase 1) and sets p0 and p1 (n·w
+// words each) to the pads H(K_i) and H(K_i ⊕ Δ).
+func (s *Session) padsSender(ctx context.Context, n, w, l int, p0, p1 []uint64) error {
 	c := s.out
-	ctr := c.Used()
-	s.k = grow(s.k, nc)
-	if err := c.Send(ctx, s.k); err != nil {
-		return 0, err
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
+		ctr := c.Used()
+		s.k = grow(s.k, nc)
+		if err := c.Send(ctx, s.k); err != nil {
+			return err
+		}
+		s.pads(c, p0[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
+		s.pads(c, p1[off*w:(off+nc)*w], s.k, c.delta, ctr, w, l)
 	}
-	if !chosen {
-		s.a = s.k
-		return ctr, nil
-	}
-	s.bits = growU(s.bits, ot.BitWords(nc))
-	if err := s.conn.Recv(ctx, bitBytes(s.bits, nc)); err != nil {
-		return 0, err
-	}
-	s.a = grow(s.a, nc)
-	d := c.delta
-	for i, k := range s.k {
-		m := -(s.bits[i>>6] >> (i & 63) & 1)
-		s.a[i] = prg.Block{k[0] ^ d[0]&m, k[1] ^ d[1]&m}
-	}
-	return ctr, nil
+	return nil
 }
 
-// drawReceiver draws nc COTs into s.k and, with chosen bits b (from bit
-// off), sends d = b ⊕ (random choice bits); without, it writes the random
-// choice bits to b at off (a multiple of 64).
-func (s *Session) drawReceiver(ctx context.Context, nc int, chosen bool, b []uint64, off int) (uint64, error) {
+// padsReceiver draws n COTs at the receiver (phase 1), sets pad (n·w words)
+// to H(M_i) and sends d = b ⊕ r per chunk.
+func (s *Session) padsReceiver(ctx context.Context, n, w, l int, b, pad []uint64) error {
 	c := s.in
-	ctr := c.Used()
-	s.k = grow(s.k, nc)
-	if !chosen {
-		return ctr, c.Recv(ctx, b[off/64:], s.k)
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
+		ctr := c.Used()
+		s.k = grow(s.k, nc)
+		s.bits = growU(s.bits, ot.BitWords(nc))
+		if err := c.Recv(ctx, s.bits, s.k); err != nil {
+			return err
+		}
+		s.pads(c, pad[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
+		for j := range s.bits {
+			s.bits[j] ^= b[off/64+j]
+		}
+		if r := nc % 64; r != 0 {
+			s.bits[len(s.bits)-1] &= lowMask(r) // the caller's bits past n stay private
+		}
+		if err := s.conn.Send(ctx, bitBytes(s.bits, nc)); err != nil {
+			return err
+		}
+		if err := s.conn.Flush(ctx); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// order reads the receiver's d for the chunk of nc instances at off and
+// swaps p0 and p1 where d_i = 1, so that p0 is the pad the receiver holds
+// when b_i = 0.
+func (s *Session) order(ctx context.Context, off, nc, w int, p0, p1 []uint64) error {
 	s.bits = growU(s.bits, ot.BitWords(nc))
-	if err := c.Recv(ctx, s.bits, s.k); err != nil {
-		return 0, err
+	if err := s.conn.Recv(ctx, bitBytes(s.bits, nc)); err != nil {
+		return err
 	}
-	for j := range s.bits {
-		s.bits[j] ^= b[off/64+j]
+	for i := 0; i < nc; i++ {
+		if s.bits[i>>6]>>(i&63)&1 == 1 {
+			a, b := p0[(off+i)*w:(off+i+1)*w], p1[(off+i)*w:(off+i+1)*w]
+			for k := range a {
+				a[k], b[k] = b[k], a[k]
+			}
+		}
 	}
-	if r := nc % 64; r != 0 {
-		s.bits[len(s.bits)-1] &= lowMask(r) // the caller's bits past n stay private
-	}
-	if err := s.conn.Send(ctx, bitBytes(s.bits, nc)); err != nil {
-		return 0, err
-	}
-	return ctr, s.conn.Flush(ctx)
+	return nil
 }
 
 func (s *Session) sendCOT(ctx context.Context, call string, chosen bool, w, l int, x, r []uint64) error {
 	n, err := s.args(call, w, l, x, r, nil, false)
-	if err != nil {
+	if err != nil || n == 0 {
 		return err
 	}
-	c := s.out
 	m := lowMask(l)
-	for off := 0; off < n; off += chunk {
-		nc := min(chunk, n-off)
-		ctr, err := s.drawSender(ctx, nc, chosen)
-		if err != nil {
+	s.h1 = growU(s.h1, n*w)
+	if chosen {
+		if err := s.padsSender(ctx, n, w, l, r, s.h1); err != nil {
 			return s.fail(call, err)
 		}
-		rc, xc := r[off*w:(off+nc)*w], x[off*w:(off+nc)*w]
-		s.pads(c, rc, s.a, prg.Block{}, ctr, w, l)
-		s.h1 = growU(s.h1, nc*w)
-		s.pads(c, s.h1, s.a, c.delta, ctr, w, l)
+		for off := 0; off < n; off += chunk {
+			if err := s.order(ctx, off, min(chunk, n-off), w, r, s.h1); err != nil {
+				return s.fail(call, err)
+			}
+		}
+	}
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
+		rc, xc, hc := r[off*w:(off+nc)*w], x[off*w:(off+nc)*w], s.h1[off*w:(off+nc)*w]
+		if !chosen {
+			if err := s.padsSender(ctx, nc, w, l, rc, hc); err != nil {
+				return s.fail(call, err)
+			}
+		}
 		s.vals = growU(s.vals, nc*w)
 		for i := range s.vals {
-			s.vals[i] = (rc[i] + xc[i] - s.h1[i]) & m
+			s.vals[i] = (rc[i] + xc[i] - hc[i]) & m
 		}
 		s.pk = growU(s.pk, transport.PackedWords(nc*w, l))
 		transport.Pack(s.pk, s.vals, l)
 		if err := s.conn.Send(ctx, wordBytesN(s.pk, transport.PackedBytes(nc*w, l))); err != nil {
 			return s.fail(call, err)
 		}
-		if err := s.conn.Flush(ctx); err != nil {
-			return s.fail(call, err)
-		}
+	}
+	if err := s.conn.Flush(ctx); err != nil {
+		return s.fail(call, err)
 	}
 	return nil
 }
 
 func (s *Session) recvCOT(ctx context.Context, call string, chosen bool, w, l int, b, y []uint64) error {
 	n, err := s.args(call, w, l, y, nil, b, true)
-	if err != nil {
+	if err != nil || n == 0 {
 		return err
 	}
 	c := s.in
 	m := lowMask(l)
-	for off := 0; off < n; off += chunk {
-		nc := min(chunk, n-off)
-		ctr, err := s.drawReceiver(ctx, nc, chosen, b, off)
-		if err != nil {
+	if chosen {
+		if err := s.padsReceiver(ctx, n, w, l, b, y); err != nil {
 			return s.fail(call, err)
 		}
+	}
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
 		yc := y[off*w : (off+nc)*w]
-		s.pads(c, yc, s.k, prg.Block{}, ctr, w, l)
+		if !chosen {
+			ctr := c.Used()
+			s.k = grow(s.k, nc)
+			if err := c.Recv(ctx, b[off/64:], s.k); err != nil {
+				return s.fail(call, err)
+			}
+			s.pads(c, yc, s.k, prg.Block{}, ctr, w, l)
+		}
 		nw := transport.PackedWords(nc*w, l)
 		s.pk = growU(s.pk, nw)
 		s.pk[nw-1] = 0
@@ -400,7 +438,7 @@ func (s *Session) recvCOT(ctx context.Context, call string, chosen bool, w, l in
 
 // SendOT is the sender of n = len(m0) chosen-message 1-of-2 OTs: the
 // receiver of instance i learns m_{b_i}[i] (mod 2^l) and nothing about the
-// other. Communication: 1 + 2·l bits per instance, two flights per chunk.
+// other. Communication: 1 + 2·l bits per instance, two flights per batch.
 func (s *Session) SendOT(ctx context.Context, l int, m0, m1 []uint64) error {
 	return s.sendOT(ctx, "SendOT", 1, l, m0, m1)
 }
@@ -423,28 +461,29 @@ func (s *Session) RecvOTWide(ctx context.Context, w, l int, b, m []uint64) error
 
 func (s *Session) sendOT(ctx context.Context, call string, w, l int, m0, m1 []uint64) error {
 	n, err := s.args(call, w, l, m0, m1, nil, false)
-	if err != nil {
+	if err != nil || n == 0 {
 		return err
 	}
-	c := s.out
+	s.h1 = growU(s.h1, 2*n*w)
+	h0, h1 := s.h1[:n*w], s.h1[n*w:]
+	if err := s.padsSender(ctx, n, w, l, h0, h1); err != nil {
+		return s.fail(call, err)
+	}
 	for off := 0; off < n; off += chunk {
-		nc := min(chunk, n-off)
-		ctr, err := s.drawSender(ctx, nc, true)
-		if err != nil {
+		if err := s.order(ctx, off, min(chunk, n-off), w, h0, h1); err != nil {
 			return s.fail(call, err)
 		}
+	}
+	for off := 0; off < n; off += chunk {
+		nc := min(chunk, n-off)
 		s.vals = growU(s.vals, 2*nc*w)
-		s.h1 = growU(s.h1, 2*nc*w)
-		h0, h1 := s.h1[:nc*w], s.h1[nc*w:]
-		s.pads(c, h0, s.a, prg.Block{}, ctr, w, l)
-		s.pads(c, h1, s.a, c.delta, ctr, w, l)
-		a0, a1 := m0[off*w:(off+nc)*w], m1[off*w:(off+nc)*w]
 		for i := 0; i < nc; i++ {
 			e0 := s.vals[2*i*w : (2*i+1)*w]
 			e1 := s.vals[(2*i+1)*w : (2*i+2)*w]
 			for k := 0; k < w; k++ {
-				e0[k] = a0[i*w+k] ^ h0[i*w+k]
-				e1[k] = a1[i*w+k] ^ h1[i*w+k]
+				j := (off+i)*w + k
+				e0[k] = m0[j] ^ h0[j]
+				e1[k] = m1[j] ^ h1[j]
 			}
 		}
 		s.pk = growU(s.pk, transport.PackedWords(2*nc*w, l))
@@ -452,28 +491,25 @@ func (s *Session) sendOT(ctx context.Context, call string, w, l int, m0, m1 []ui
 		if err := s.conn.Send(ctx, wordBytesN(s.pk, transport.PackedBytes(2*nc*w, l))); err != nil {
 			return s.fail(call, err)
 		}
-		if err := s.conn.Flush(ctx); err != nil {
-			return s.fail(call, err)
-		}
+	}
+	if err := s.conn.Flush(ctx); err != nil {
+		return s.fail(call, err)
 	}
 	return nil
 }
 
 func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint64) error {
 	n, err := s.args(call, w, l, m, nil, b, true)
-	if err != nil {
+	if err != nil || n == 0 {
 		return err
 	}
-	c := s.in
 	mask := lowMask(l)
+	if err := s.padsReceiver(ctx, n, w, l, b, m); err != nil {
+		return s.fail(call, err)
+	}
 	for off := 0; off < n; off += chunk {
 		nc := min(chunk, n-off)
-		ctr, err := s.drawReceiver(ctx, nc, true, b, off)
-		if err != nil {
-			return s.fail(call, err)
-		}
 		mc := m[off*w : (off+nc)*w]
-		s.pads(c, mc, s.k, prg.Block{}, ctr, w, l)
 		nw := transport.PackedWords(2*nc*w, l)
 		s.pk = growU(s.pk, nw)
 		s.pk[nw-1] = 0

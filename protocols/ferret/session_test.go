@@ -287,3 +287,35 @@ func TestPeerGone(t *testing.T) {
 	}
 	_ = snd
 }
+
+// TestFlights: a chosen-bit batch of many chunks that needs no refill is
+// two flights (one per party); one that spans refills adds at most two per
+// refill.
+func TestFlights(t *testing.T) {
+	f0, f1 := sessionPair(t, Small)
+	ctx := context.Background()
+	// Prime party 0's sending stream so that the next batch fits in the
+	// reservoir.
+	n := 3*chunk + 5
+	testenv.MustBoth(t, func() error { return f0.SendROT(ctx, 8, make([]uint64, 1), make([]uint64, 1)) },
+		func() error { return f1.RecvROT(ctx, 8, make([]uint64, 1), make([]uint64, 1)) })
+	x, r, y := make([]uint64, n), make([]uint64, n), make([]uint64, n)
+	b := make([]uint64, ot.BitWords(n))
+	st0, st1 := f0.Conn().Stats(), f1.Conn().Stats()
+	testenv.MustBoth(t, func() error { return f0.SendCOT(ctx, 32, x, r) }, func() error { return f1.RecvCOT(ctx, 32, b, y) })
+	r0, r1 := f0.Conn().Stats().Sub(st0).Rounds, f1.Conn().Stats().Sub(st1).Rounds
+	if r0 != 1 || r1 != 1 {
+		t.Fatalf("COT of %d without refill: %d + %d flights, want 1 + 1", n, r0, r1)
+	}
+	st0, st1 = f0.Conn().Stats(), f1.Conn().Stats()
+	it := f0.out.Iterations()
+	m := Small.Main.Output() + 1000
+	a0, a1, got := make([]uint64, m), make([]uint64, m), make([]uint64, m)
+	bm := make([]uint64, ot.BitWords(m))
+	testenv.MustBoth(t, func() error { return f0.SendOT(ctx, 16, a0, a1) }, func() error { return f1.RecvOT(ctx, 16, bm, got) })
+	refills := int64(f0.out.Iterations() - it)
+	r0, r1 = f0.Conn().Stats().Sub(st0).Rounds, f1.Conn().Stats().Sub(st1).Rounds
+	if refills < 1 || r0+r1 > 2+2*refills {
+		t.Fatalf("OT of %d with %d refills: %d + %d flights", m, refills, r0, r1)
+	}
+}
