@@ -118,3 +118,38 @@ func BenchmarkFerretCOT32Pipe(b *testing.B) {
 	report(b, iknpN, f0.Conn(), f1.Conn(), func() error { return f0.SendCOT(ctx, 32, x, r) },
 		func() error { return f1.RecvCOT(ctx, 32, c, y) })
 }
+
+// otPairNet is otPair over a pipe with a network model.
+func otPairNet(b *testing.B, m transport.NetModel) (*ot.Session, *ot.Session) {
+	b.Helper()
+	opt := testOpt
+	opt.Net = &m
+	c0, c1 := transport.Pipe(opt)
+	b.Cleanup(func() { c0.Close(); c1.Close() })
+	ctx := context.Background()
+	var s0, s1 *ot.Session
+	testenv.MustBoth(b, func() (err error) { s0, err = ot.NewSession(ctx, c0, 0); return },
+		func() (err error) { s1, err = ot.NewSession(ctx, c1, 1); return })
+	return s0, s1
+}
+
+// COT_32 with chosen choice bits over the WAN model (80 ms RTT, 40 MB/s):
+// IKNP against Ferret (Small), 2^20 instances per op.
+func BenchmarkWANIKNPCOT32(b *testing.B) {
+	s0, s1 := otPairNet(b, transport.WAN())
+	ctx := context.Background()
+	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, ot.BitWords(iknpN))
+	report(b, iknpN, s0.Conn(), s1.Conn(), func() error { return s0.SendCOT(ctx, 32, x, r) },
+		func() error { return s1.RecvCOT(ctx, 32, c, y) })
+}
+
+func BenchmarkWANFerretCOT32(b *testing.B) {
+	s0, s1 := otPairNet(b, transport.WAN())
+	ctx := context.Background()
+	var f0, f1 *Session
+	testenv.MustBoth(b, func() (err error) { f0, err = NewSession(ctx, s0, Small, Options{}); return },
+		func() (err error) { f1, err = NewSession(ctx, s1, Small, Options{}); return })
+	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, ot.BitWords(iknpN))
+	report(b, iknpN, f0.Conn(), f1.Conn(), func() error { return f0.SendCOT(ctx, 32, x, r) },
+		func() error { return f1.RecvCOT(ctx, 32, c, y) })
+}
