@@ -79,7 +79,6 @@ type COT struct {
 	iters  int
 	msg    []prg.Block
 	hbuf   []prg.Block
-	alpha  []int // receiver: the punctured point of every tree of the iteration
 	err    error
 }
 
@@ -330,12 +329,16 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 	c.msg = grow(c.msg, c.workers*treesPerFrame*per)
 	c.hbuf = grow(c.hbuf, 2*c.workers*treesPerFrame*h)
 	out := c.out[:p.N]
-	if c.role == Receiver {
-		clear(c.outBits[:ot.BitWords(p.N)])
-		if cap(c.alpha) < p.T {
-			c.alpha = make([]int, p.T)
+	// The LPN step of a group's rows runs right after the group's trees
+	// (while its leaves are still in cache): out ^= A·base[:K] on rows
+	// [g·16·2^h, (g+1)·16·2^h), whole index batches since 16·2^h ≥ 256.
+	lpn := func(g, w int) {
+		r0, r1 := g*treesPerFrame*p.Bin(), min(p.T, (g+1)*treesPerFrame)*p.Bin()
+		if c.role == Sender {
+			cd.applySender(c.lsc[w], out, base[:p.K], r0, r1)
+		} else {
+			cd.applyReceiver(c.lsc[w], out, base[:p.K], c.outBits, baseBits, r0, r1)
 		}
-		c.alpha = c.alpha[:p.T]
 	}
 	// Waves of up to `workers` groups: computed in parallel, sent in order.
 	for g0 := 0; g0 < groups; g0 += c.workers {
@@ -352,6 +355,7 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 			if err := c.conn.Flush(ctx); err != nil {
 				return err
 			}
+			c.parallel(g1-g0, func(w int) { lpn(g0+w, w) })
 		} else {
 			for g := g0; g < g1; g++ {
 				nt := min(treesPerFrame, p.T-g*treesPerFrame)
@@ -360,29 +364,12 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 					return err
 				}
 			}
-			c.parallel(g1-g0, func(w int) { c.receiverGroup(p, base, baseBits, g0+w, c.msg[w*treesPerFrame*per:]) })
+			c.parallel(g1-g0, func(w int) {
+				c.receiverGroup(p, base, baseBits, g0+w, c.msg[w*treesPerFrame*per:])
+				lpn(g0+w, w)
+			})
 		}
 	}
-	if c.role == Receiver {
-		for j, a := range c.alpha {
-			pos := j*p.Bin() + a
-			c.outBits[pos>>6] |= 1 << (pos & 63)
-		}
-	}
-	// LPN: out ^= A·base[:K], split over the workers in row ranges of whole
-	// index batches.
-	chunk := (p.N/c.workers + lpnRows - 1) / lpnRows * lpnRows
-	c.parallel(c.workers, func(w int) {
-		r0, r1 := w*chunk, min(p.N, (w+1)*chunk)
-		if r0 >= r1 {
-			return
-		}
-		if c.role == Sender {
-			cd.applySender(c.lsc[w], out, base[:p.K], r0, r1)
-		} else {
-			cd.applyReceiver(c.lsc[w], out, base[:p.K], c.outBits, baseBits, r0, r1)
-		}
-	})
 	c.ggmCtr += uint64(p.T * h)
 	if cd == c.main {
 		c.iters++
@@ -462,8 +449,8 @@ func (c *COT) senderGroup(p Params, base []prg.Block, g int, msg []prg.Block) {
 // messages msg: tree j's path takes branch a_i = 1 − (choice bit of base
 // COT K + j·h + i − 1) at level i, so its punctured leaf is
 // α_j = Σ_i a_i·2^(i−1) (see expander); leaf α_j gets M = K_leaf ⊕ Δ, and
-// output j·2^h + α_j is the tree's noise position (its choice bit is set
-// by iterate).
+// output j·2^h + α_j is the tree's noise position: the group's choice bits
+// are set to these unit vectors (the LPN step then adds A·r).
 func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g int, msg []prg.Block) {
 	h, per := p.LogBin, 2*p.LogBin+1
 	var tb [treesPerFrame][]prg.Block
@@ -475,6 +462,9 @@ func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g int
 	t := base[p.K+j0*h : p.K+(j0+nt)*h]
 	ht := c.hbuf[2*w*treesPerFrame*h:][:nt*h]
 	c.hash.TCCRXor(ht, t, prg.Block{}, prg.Tweak{Lo: c.ggmCtr + uint64(j0*h), Hi: c.domain(purposeGGM, 0)})
+	// The group's choice bits: the noise positions (the LPN step adds A·r).
+	bin := p.Bin()
+	clear(c.outBits[j0*bin/64 : ((j0+nt)*bin+63)/64])
 	var alpha [treesPerFrame]int
 	for j := range trees {
 		a := 0
@@ -483,6 +473,8 @@ func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g int
 			a |= (1 - r) << i
 		}
 		alpha[j] = a
+		pos := (j0+j)*bin + a
+		c.outBits[pos>>6] |= 1 << (pos & 63)
 		trees[j][0] = prg.Block{}
 	}
 	for lvl := 1; lvl <= h; lvl++ {
@@ -504,7 +496,6 @@ func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g int
 			if lvl == h {
 				others := e.sum0[j].Xor(e.sum1[j]).Xor(g0).Xor(g1).Xor(sib)
 				tr[alpha[j]] = msg[j*per+2*h].Xor(others)
-				c.alpha[j0+j] = alpha[j]
 			}
 		}
 	}

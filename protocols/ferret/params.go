@@ -27,8 +27,10 @@ func (p Params) Output() int { return p.N - p.Reserve() }
 // Validate checks the shape of p.
 func (p Params) Validate() error {
 	switch {
-	case p.LogBin < 1 || p.LogBin > 20:
-		return fmt.Errorf("ferret: LogBin=%d outside 1..20", p.LogBin)
+	case p.LogBin < 4 || p.LogBin > 20:
+		// At least 16 leaves per tree: a frame's rows (16 trees) are then
+		// whole batches of the LPN step and whole words of choice bits.
+		return fmt.Errorf("ferret: LogBin=%d outside 4..20", p.LogBin)
 	case p.T < 1 || p.K < 1:
 		return fmt.Errorf("ferret: T=%d and K=%d must be positive", p.T, p.K)
 	case p.N != p.T<<p.LogBin:
