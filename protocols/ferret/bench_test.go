@@ -153,3 +153,22 @@ func BenchmarkWANFerretCOT32(b *testing.B) {
 	report(b, iknpN, f0.Conn(), f1.Conn(), func() error { return f0.SendCOT(ctx, 32, x, r) },
 		func() error { return f1.RecvCOT(ctx, 32, c, y) })
 }
+
+// 1-out-of-16 OT of 2-bit messages (the millionaires' shape), 2^16 per op.
+const otnN = 1 << 16
+
+func BenchmarkKK13OTN16Pipe(b *testing.B) {
+	s0, s1 := otPair(b)
+	ctx := context.Background()
+	msgs, c, out := make([]uint64, 16*otnN), make([]uint8, otnN), make([]uint64, otnN)
+	report(b, otnN, s0.Conn(), s1.Conn(), func() error { return s0.SendOTN(ctx, 16, 2, msgs) },
+		func() error { return s1.RecvOTN(ctx, 16, 2, c, out) })
+}
+
+func BenchmarkFerretOTN16Pipe(b *testing.B) {
+	f0, f1 := sessionPair(b, Small)
+	ctx := context.Background()
+	msgs, c, out := make([]uint64, 16*otnN), make([]uint8, otnN), make([]uint64, otnN)
+	report(b, otnN, f0.Conn(), f1.Conn(), func() error { return f0.SendOTN(ctx, 16, 2, msgs) },
+		func() error { return f1.RecvOTN(ctx, 16, 2, c, out) })
+}

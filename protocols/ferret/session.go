@@ -44,6 +44,9 @@ type Session struct {
 	pk   []uint64
 	hb   []prg.Block
 	tmp  []uint64
+
+	kall, y, z, z2 []prg.Block // 1-of-N OT
+	dall           []uint64
 }
 
 // NewSession sets up both COT directions over s with the same config at

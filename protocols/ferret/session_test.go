@@ -319,3 +319,64 @@ func TestFlights(t *testing.T) {
 		t.Fatalf("OT of %d with %d refills: %d + %d flights", m, refills, r0, r1)
 	}
 }
+
+func TestOTN(t *testing.T) {
+	f0, f1 := sessionPair(t, tiny)
+	r := rand.New(rand.NewPCG(4, 4))
+	ctx := context.Background()
+	for _, N := range []int{2, 4, 16, 256} {
+		for _, l := range []int{1, 8, 37, 64} {
+			for _, n := range []int{0, 1, 65, 700} {
+				for dir := 0; dir < 2; dir++ {
+					snd, rcv := f0, f1
+					if dir == 1 {
+						snd, rcv = f1, f0
+					}
+					msgs := inputs(r, n*N, l)
+					c := make([]uint8, n)
+					for i := range c {
+						c[i] = uint8(r.IntN(N))
+					}
+					if n > 1 {
+						c[0], c[1] = 0, uint8(N-1)
+					}
+					out := make([]uint64, n)
+					it := snd.out.Iterations()
+					bs, br := sent(snd, rcv, func() {
+						testenv.MustBoth(t, func() error { return snd.SendOTN(ctx, N, l, msgs) },
+							func() error { return rcv.RecvOTN(ctx, N, l, c, out) })
+					})
+					m := 0
+					for 1<<m < N {
+						m++
+					}
+					wantS, wantR := refillBytes(snd.out, it), int64(0)
+					for off := 0; off < n; off += chunk {
+						wantR += int64((min(chunk, n-off)*m+7)/8) + transport.HeaderSize
+					}
+					ci := otnChunk(N, m)
+					for off := 0; off < n; off += ci {
+						wantS += int64(transport.PackedBytes(min(ci, n-off)*N, l)) + transport.HeaderSize
+					}
+					if bs != wantS || br != wantR {
+						t.Fatalf("N=%d l=%d n=%d: sent %d/%d bytes, want %d/%d", N, l, n, bs, br, wantS, wantR)
+					}
+					for i := 0; i < n; i++ {
+						if want := msgs[i*N+int(c[i])] & lowMask(l); out[i] != want {
+							t.Fatalf("N=%d l=%d n=%d dir=%d i=%d c=%d: got %x want %x", N, l, n, dir, i, c[i], out[i], want)
+						}
+					}
+				}
+			}
+		}
+	}
+	if err := f1.RecvOTN(ctx, 4, 8, []uint8{4}, make([]uint64, 1)); err == nil {
+		t.Fatal("choice ≥ N accepted")
+	}
+	if err := f0.SendOTN(ctx, 3, 8, make([]uint64, 3)); err == nil {
+		t.Fatal("N=3 accepted")
+	}
+	if f0.Err() != nil || f1.Err() != nil {
+		t.Fatal("argument errors made a session unusable")
+	}
+}
