@@ -38,8 +38,10 @@ var helloMagic = [4]byte{'F', 'R', 'R', 'T'}
 
 // Tweak domains (the high word of the TCCR tweak). Bit 63 is set, so they
 // never meet package ot's IKNP domains (stream<<32 | … with fewer than
-// 2^31 streams); bits 48..55 name the purpose, bits 16..47 the instance
-// (32 bits of the public LPN seed), bits 0..15 a hash output block.
+// 2^31 streams); bits 56..62 name the purpose, bits 16..55 the instance
+// (40 bits of the public LPN seed, so two streams with the same Δ share
+// tweaks with probability 2^-40), bits 0..15 a hash output block, message
+// index or log2 N.
 const (
 	purposeGGM     = 1
 	purposeDerived = 2
@@ -151,7 +153,7 @@ func (c *COT) hello(seed prg.Seed) [helloSize]byte {
 }
 
 func (c *COT) setSeed(seed prg.Seed) {
-	c.id = uint64(binary.LittleEndian.Uint32(seed[:4]))
+	c.id = binary.LittleEndian.Uint64(seed[:8]) & (1<<40 - 1)
 	c.main = newCode(seed, c.cfg.Main.K)
 	if c.cfg.HasPre() {
 		c.pre = newCode(seed, c.cfg.Pre.K)
@@ -317,7 +319,7 @@ func (c *COT) Recv(ctx context.Context, b []uint64, m []prg.Block) error {
 
 // domain is the tweak high word for purpose and output block j.
 func (c *COT) domain(purpose, j int) uint64 {
-	return 1<<63 | uint64(purpose)<<48 | (c.id&0xffffffff)<<16 | uint64(j)
+	return 1<<63 | uint64(purpose)<<56 | c.id<<16 | uint64(j)
 }
 
 // iterate runs one Ferret iteration with p on base COTs base (receiver: and

@@ -38,7 +38,8 @@
 // with the project's tweakable correlation-robust hash (prg.Hash.TCCR):
 // random OT (no communication), COT_l with random choice bits (l bits per
 // instance), COT_l and chosen-message OT with chosen choice bits (plus one
-// derandomisation bit per instance from the receiver). A later step can let
+// derandomisation bit per instance from the receiver), and 1-out-of-N OT
+// from log2 N COTs per instance (N·l + log2 N bits). A later step can let
 // every protocol run on either source through an interface such as
 //
 //	type OTSource interface {
@@ -52,10 +53,13 @@
 //		RecvOTWide(ctx context.Context, w, l int, b, m []uint64) error
 //		SendROTWide(ctx context.Context, w, l int, m0, m1 []uint64) error
 //		RecvROTWide(ctx context.Context, w, l int, b, m []uint64) error
+//		SendOTN(ctx context.Context, N, l int, msgs []uint64) error
+//		RecvOTN(ctx context.Context, N, l int, c []uint8, m []uint64) error
 //	}
 //
-// which both *ot.Session and *Session satisfy. (The 1-of-N OT of package ot
-// is not provided here.)
+// which both *ot.Session and *Session satisfy (these are the methods the
+// nonlinear and linear packages call). Fork exists on both but returns its
+// own type, so an interface would need a Fork returning the interface.
 //
 // See docs/ferret.md for parameters, communication and measurements.
 package ferret

@@ -31,6 +31,9 @@ const chunk = 1 << 15
 //	COT_l       (chosen b)     1 + w·l bits          two flights per batch
 //	OT_l        (chosen b)     1 + 2·w·l bits        two flights per batch
 type Session struct {
+	ots     *ot.Session
+	cfg     Config
+	opt     Options
 	party   int
 	conn    *transport.Conn
 	out, in *COT // this party sends / receives COTs
@@ -55,7 +58,7 @@ func NewSession(ctx context.Context, s *ot.Session, cfg Config, opt Options) (*S
 	if s == nil {
 		return nil, errors.New("ferret: NewSession: nil OT session")
 	}
-	fs := &Session{party: s.Party(), conn: s.Conn(), hash: prg.NewHash()}
+	fs := &Session{ots: s, cfg: cfg, opt: opt, party: s.Party(), conn: s.Conn(), hash: prg.NewHash()}
 	first, second := Sender, Receiver
 	if fs.party == 1 {
 		first, second = Receiver, Sender
@@ -72,6 +75,19 @@ func NewSession(ctx context.Context, s *ot.Session, cfg Config, opt Options) (*S
 		}
 	}
 	return fs, nil
+}
+
+// Fork returns a new Session on conn (a second connection to the same
+// peer) for use from another goroutine: it forks the underlying OT session
+// (no new base OTs) and bootstraps two new COT streams on it (their own
+// IKNP batch and pre-iteration: SetupBytes per direction). Both parties
+// must fork in the same order.
+func (s *Session) Fork(ctx context.Context, conn *transport.Conn) (*Session, error) {
+	o, err := s.ots.Fork(ctx, conn)
+	if err != nil {
+		return nil, fmt.Errorf("ferret: Fork: %w", err)
+	}
+	return NewSession(ctx, o, s.cfg, s.opt)
 }
 
 // Party returns this party's index (0 or 1).

@@ -2,6 +2,7 @@ package ferret
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 
@@ -378,5 +379,40 @@ func TestOTN(t *testing.T) {
 	}
 	if f0.Err() != nil || f1.Err() != nil {
 		t.Fatal("argument errors made a session unusable")
+	}
+}
+
+func TestFork(t *testing.T) {
+	f0, f1 := sessionPair(t, tinyOdd)
+	c0, c1 := transport.Pipe(testOpt)
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	ctx := context.Background()
+	var g0, g1 *Session
+	testenv.MustBoth(t, func() (err error) { g0, err = f0.Fork(ctx, c0); return },
+		func() (err error) { g1, err = f1.Fork(ctx, c1); return })
+	if g0.SenderCOT().Delta() != f0.SenderCOT().Delta() {
+		t.Fatal("a fork's Δ differs from its parent's (same IKNP secret expected)")
+	}
+	// The parent and the fork run at the same time.
+	const n, l = 3000, 16
+	r := rand.New(rand.NewPCG(8, 8))
+	x, y := inputs(r, n, l), inputs(r, n, l)
+	rx, ry, ox, oy := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
+	b := randWords(r, ot.BitWords(n))
+	e0, e1 := testenv.Both(func() error {
+		e0, e1 := testenv.Both(func() error { return f0.SendCOT(ctx, l, x, rx) }, func() error { return g0.SendCOT(ctx, l, y, ry) })
+		return errors.Join(e0, e1)
+	}, func() error {
+		e0, e1 := testenv.Both(func() error { return f1.RecvCOT(ctx, l, b, ox) }, func() error { return g1.RecvCOT(ctx, l, b, oy) })
+		return errors.Join(e0, e1)
+	})
+	if e0 != nil || e1 != nil {
+		t.Fatal(e0, e1)
+	}
+	for i := 0; i < n; i++ {
+		bi := ot.Bit(b, i)
+		if ox[i] != (rx[i]+bi*x[i])&lowMask(l) || oy[i] != (ry[i]+bi*y[i])&lowMask(l) {
+			t.Fatalf("instance %d wrong", i)
+		}
 	}
 }
