@@ -1,0 +1,5 @@
+//go:build !unix
+
+package ferret
+
+func cpuSeconds() float64 { return 0 }

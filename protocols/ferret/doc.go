@@ -1,0 +1,65 @@
+// Package ferret is silent OT: correlated OT with a global Δ produced by
+// Ferret's LPN-based expansion (Yang, Weng, Lan, Zhang, Wang, "Ferret: Fast
+// Extension for coRRElated oT with small communication", CCS 2020), in its
+// semi-honest form.
+//
+// # COTs
+//
+// A [COT] is one direction of a stream of 128-bit correlated OTs: the
+// sender holds Δ and keys K_i, the receiver holds choice bits b_i and
+// M_i = K_i ⊕ b_i·Δ. Both parties draw from a reservoir ([COT.Send],
+// [COT.Recv]); when it runs dry, one Ferret iteration refills it:
+//
+//  1. Base COTs: the previous iteration's first M = K + T·LogBin outputs
+//     (the first iteration's come from IKNP through
+//     ot.Session.SendBlockCOT, optionally via a smaller pre-iteration).
+//  2. Multi-point COT with regular noise: T single-point COTs on bins of
+//     2^LogBin. The sender expands a GGM tree per bin with a fixed-key-AES
+//     PRG (children π_L(x) ⊕ x and π_R(x) ⊕ x), all trees of a frame level
+//     by level so every AES call is batched. For level i it sends
+//     c^0 = K_i^0 ⊕ H(q) and c^1 = K_i^1 ⊕ H(q ⊕ Δ), the XORs of the
+//     level's left and right children masked with one base COT (q), and
+//     finally Δ ⊕ (XOR of the leaves). The receiver's punctured point α is
+//     given by the (random) choice bits of those base COTs — bit i of α is
+//     the complement of the base choice bit — so it needs no message:
+//     it decrypts the sum of the side off its path, rebuilds every leaf but
+//     α, and gets leaf α as M = K ⊕ Δ from the last block.
+//  3. LPN: outputs = spcot outputs ⊕ A·(first K base COTs), with A a
+//     public local linear code of 10 ones per row, drawn from a seed the
+//     sender sends once (the receiver's bits likewise: e ⊕ A·b).
+//
+// An iteration is one flight (sender to receiver). There is no consistency
+// check: the protocol is secure against semi-honest parties only.
+//
+// # OT on top
+//
+// [Session] pairs two COT streams (one per direction) on one connection and
+// derives the OT kinds of package ot with the same method shapes, hashing
+// with the project's tweakable correlation-robust hash (prg.Hash.TCCR):
+// random OT (no communication), COT_l with random choice bits (l bits per
+// instance), COT_l and chosen-message OT with chosen choice bits (plus one
+// derandomisation bit per instance from the receiver), and 1-out-of-N OT
+// from log2 N COTs per instance (N·l + log2 N bits). A later step can let
+// every protocol run on either source through an interface such as
+//
+//	type OTSource interface {
+//		Party() int
+//		Conn() *transport.Conn
+//		SendCOT(ctx context.Context, l int, x, r []uint64) error
+//		RecvCOT(ctx context.Context, l int, b, y []uint64) error
+//		SendCOTWide(ctx context.Context, w, l int, x, r []uint64) error
+//		RecvCOTWide(ctx context.Context, w, l int, b, y []uint64) error
+//		SendOTWide(ctx context.Context, w, l int, m0, m1 []uint64) error
+//		RecvOTWide(ctx context.Context, w, l int, b, m []uint64) error
+//		SendROTWide(ctx context.Context, w, l int, m0, m1 []uint64) error
+//		RecvROTWide(ctx context.Context, w, l int, b, m []uint64) error
+//		SendOTN(ctx context.Context, N, l int, msgs []uint64) error
+//		RecvOTN(ctx context.Context, N, l int, c []uint8, m []uint64) error
+//	}
+//
+// which both *ot.Session and *Session satisfy (these are the methods the
+// nonlinear and linear packages call). Fork exists on both but returns its
+// own type, so an interface would need a Fork returning the interface.
+//
+// See docs/ferret.md for parameters, communication and measurements.
+package ferret
