@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
-	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/input"
@@ -23,10 +22,10 @@ import (
 	"github.com/cryptflow-go/cryptflow/passes"
 )
 
-const compileUsage = `usage: athosc [compile] MODEL.onnx [flags]
+const compileUsage = `usage: athosc [compile] MODEL.onnx|MODEL.pb [flags]
        athosc compile --list-passes
 
-Compiles an ONNX classifier to a fixed-point secure-inference program (.sciir). With --validate,
+Compiles an ONNX or TensorFlow classifier to a fixed-point secure-inference program (.sciir). With --validate,
 the ring bitwidth l and scale s are chosen by running the cleartext fixed-point VM on the
 validation inputs. -o FILE.sciir also writes FILE.client.sciir, the client's copy without weights.
 The compiler runs one table of named passes (--list-passes prints it with its ordering rules);
@@ -36,6 +35,7 @@ Validation folders: (a) NNNNN.npy inputs plus an optional labels.txt ("file labe
 (b) one subfolder per class of PNG/JPEG images, preprocessed as the image flags say (recorded in
 the program so that the client preprocesses the same way).
 
+` + modelHelp + `
 Flags:
 `
 
@@ -51,6 +51,7 @@ type compileConfig struct {
 	dumpAfter                     string
 	prep                          *codegen.Preprocess
 	imageFlags                    imageFlags
+	modelFlags                    modelFlags
 }
 
 type imageFlags struct {
@@ -85,6 +86,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 		fs.PrintDefaults()
 	}
 	c := &compileConfig{}
+	c.modelFlags.register(fs)
 	fs.StringVar(&c.out, "o", "", "output program `FILE` (default: the model's base name + .sciir in the current directory)")
 	fs.StringVar(&c.validate, "validate", "", "validation `DIR` for autotuning l and s")
 	fs.IntVar(&c.bits, "bitwidth", 0, fmt.Sprintf("pin the ring bitwidth `l` (%d..%d; 0 = choose)", passes.MinBits, passes.MaxBits))
@@ -302,7 +304,7 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, format, args...)
 		}
 	}
-	g, err := onnx.Load(c.model, onnx.Options{Batch: c.batch})
+	g, err := c.modelFlags.load(c.model, c.batch)
 	if err != nil {
 		return err
 	}

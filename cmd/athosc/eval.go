@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
@@ -15,12 +14,14 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 )
 
-const evalUsage = `usage: athosc eval MODEL.onnx --input X.npy [--output Y.npy] [flags]
+const evalUsage = `usage: athosc eval MODEL.onnx|MODEL.pb --input X.npy [--output Y.npy] [flags]
 
 Runs the model with cryptflow-go's float32 reference interpreter (the "did we read the model
 right" check) and prints each output's shape and, for a classifier's [N, classes] output, the top
-classes. A model with several inputs takes --input NAME=FILE.npy once per input.
+classes. A model with several inputs takes --input NAME=FILE.npy once per input. --output writes
+the first output, or with several outputs --output NAME=FILE.npy once per output.
 
+` + modelHelp + `
 Flags:
 `
 
@@ -34,9 +35,12 @@ func runEval(args []string) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	var inputs multiFlag
 	fs.Var(&inputs, "input", "input `FILE.npy` (or NAME=FILE.npy; repeat for several inputs)")
-	output := fs.String("output", "", "write the (first) output to `FILE.npy` as float32")
+	var outputs multiFlag
+	fs.Var(&outputs, "output", "write the first output to `FILE.npy` as float32 (or NAME=FILE.npy; repeatable)")
 	batch := fs.Int("batch", 1, "fix a symbolic batch dimension to `N`")
 	top := fs.Int("top", 3, "print the top `K` classes of a classifier output")
+	var mf modelFlags
+	mf.register(fs)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), evalUsage); fs.PrintDefaults() }
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -51,7 +55,7 @@ func runEval(args []string) error {
 	if *batch < 1 {
 		return cli.Usagef("--batch must be at least 1")
 	}
-	g, err := onnx.Load(pos[0], onnx.Options{Batch: *batch})
+	g, err := mf.load(pos[0], *batch)
 	if err != nil {
 		return err
 	}
@@ -63,9 +67,16 @@ func runEval(args []string) error {
 	if err != nil {
 		return fmt.Errorf("eval %s: %w", pos[0], err)
 	}
-	if *output != "" {
-		y := outs[g.Outputs[0]]
-		if err := npy.WriteFileFloat32(*output, y.Shape, y.Data); err != nil {
+	for _, spec := range outputs {
+		name, file, named := strings.Cut(spec, "=")
+		if !named {
+			name, file = g.Outputs[0], spec
+		}
+		y, ok := outs[name]
+		if !ok {
+			return cli.Usagef("--output %s: the model has no output %q (outputs %q)", spec, name, g.Outputs)
+		}
+		if err := npy.WriteFileFloat32(file, y.Shape, y.Data); err != nil {
 			return err
 		}
 	}

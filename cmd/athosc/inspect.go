@@ -7,18 +7,18 @@ import (
 	"io"
 	"os"
 
-	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/irtext"
 )
 
-const inspectUsage = `usage: athosc inspect MODEL.onnx [flags]
+const inspectUsage = `usage: athosc inspect MODEL.onnx|MODEL.pb [flags]
 
-Imports an ONNX model into HLIL (cryptflow-go's float graph IR), checks every node's shapes, and
-prints the HLIL text followed by a summary: operator counts, parameters, multiply-accumulates,
-ReLU elements (the main cost of secure inference) and tensor sizes.
+Imports an ONNX or TensorFlow model into HLIL (cryptflow-go's float graph IR), checks every node's
+shapes, and prints the HLIL text followed by a summary: operator counts, parameters,
+multiply-accumulates, ReLU elements (the main cost of secure inference) and tensor sizes.
 
+` + modelHelp + `
 Flags:
 `
 
@@ -27,6 +27,8 @@ func runInspect(args []string) error {
 	batch := fs.Int("batch", 1, "fix a symbolic batch dimension to `N`")
 	data := fs.Bool("data", false, "print constant data in full (the text then parses back with irtext.Parse)")
 	summaryOnly := fs.Bool("summary", false, "print only the summary, not the HLIL text")
+	var mf modelFlags
+	mf.register(fs)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), inspectUsage); fs.PrintDefaults() }
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -38,7 +40,7 @@ func runInspect(args []string) error {
 	if *batch < 1 {
 		return cli.Usagef("--batch must be at least 1")
 	}
-	g, err := onnx.Load(pos[0], onnx.Options{Batch: *batch})
+	g, err := mf.load(pos[0], *batch)
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,15 @@
-// Command athosc is cryptflow-go's compiler: it reads an ONNX classifier, converts it to
+// Command athosc is cryptflow-go's compiler: it reads an ONNX or TensorFlow (frozen GraphDef)
+// classifier, the format detected from the file's bytes, converts it to
 // fixed-point arithmetic with a bitwidth and scale autotuned on the user's validation data, and
 // writes a secure-inference program (.sciir) for scirun.
 //
-//	athosc MODEL.onnx --validate DIR -o MODEL.sciir   compile (also writes MODEL.client.sciir)
+//	athosc MODEL.onnx --validate DIR -o MODEL.sciir   compile (also writes MODEL.client.sciir; .pb alike)
 //	athosc compile --list-passes                      print the compiler's pass table and its ordering rules
 //	athosc inspect MODEL.onnx                         print the HLIL and a cost summary
 //	athosc eval MODEL.onnx --input X.npy              run the float reference interpreter
+//
+// inspect, eval and compile take --inputs NODE[:[SHAPE]] and --outputs NODE to cut the graph.
+//
 //	athosc disasm FILE.sciir                          print a program file readably
 package main
 
@@ -15,10 +19,10 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 )
 
-const intro = `athosc compiles ONNX classifiers into secure two-party inference programs.
+const intro = `athosc compiles ONNX and TensorFlow (frozen GraphDef) classifiers into secure two-party inference programs.
 
 Usage:
-  athosc MODEL.onnx --validate DIR -o MODEL.sciir   (same as 'athosc compile ...')
+  athosc MODEL.onnx|MODEL.pb --validate DIR -o MODEL.sciir   (same as 'athosc compile ...')
   athosc COMMAND [flags]`
 
 func main() {

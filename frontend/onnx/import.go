@@ -15,6 +15,11 @@ type Options struct {
 	// Batch fixes a symbolic batch dimension: the first dimension of a graph input given by a
 	// dim_param, by 0 or left unknown. Zero means 1.
 	Batch int
+	// Inputs and Outputs cut the graph before the import (see Cut): the outputs (every declared
+	// output when empty) are computed from the chosen input tensors, which become graph inputs.
+	// Both empty: the whole graph as declared.
+	Inputs  []Input
+	Outputs []string
 }
 
 // Load reads an ONNX model file and imports it into HLIL.
@@ -51,6 +56,13 @@ func importLimited(m *Model, opts Options, limit int) (*ir.Graph, error) {
 	if opts.Batch == 0 {
 		opts.Batch = 1
 	}
+	src := m.Graph
+	if len(opts.Inputs) > 0 || len(opts.Outputs) > 0 {
+		var err error
+		if src, err = Cut(src, opts.Inputs, opts.Outputs); err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+	}
 	im := &importer{
 		opset:  m.Opset(),
 		opts:   opts,
@@ -60,7 +72,7 @@ func importLimited(m *Model, opts Options, limit int) (*ir.Graph, error) {
 		uses:   map[string]int{},
 		limit:  limit,
 	}
-	if err := im.run(m.Graph); err != nil {
+	if err := im.run(src); err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
 	return im.g, nil

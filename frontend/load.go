@@ -1,0 +1,180 @@
+// Package frontend loads a model file of any supported format into HLIL (package ir): a
+// TensorFlow frozen GraphDef (package frontend/tf) or an ONNX model (package frontend/onnx). The
+// format is detected from the file's bytes, not its name. Both front ends take the same cutting
+// options: the graph inputs (any tensor, with an optional shape), the graph outputs, and the
+// batch that replaces an unknown first dimension.
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cryptflow-go/cryptflow/frontend/onnx"
+	"github.com/cryptflow-go/cryptflow/frontend/tf"
+	"github.com/cryptflow-go/cryptflow/ir"
+)
+
+// Format is a model file format.
+type Format string
+
+// The formats Load reads.
+const (
+	ONNX Format = "ONNX"
+	TF   Format = "TensorFlow GraphDef"
+)
+
+// Input is one chosen graph input: a tensor name and, optionally, its shape.
+type Input struct {
+	// Name is a TF tensor ("node" or "node:k") or an ONNX tensor name.
+	Name string
+	// Shape is nil for the declared shape; a -1 first dimension is Options.Batch.
+	Shape []int
+}
+
+// Options choose the part of the model to import.
+type Options struct {
+	// Inputs become the graph's inputs, in this order; the graph is cut there (whatever computes
+	// them is dropped). Inputs the outputs need that are not listed keep their declarations.
+	Inputs []Input
+	// Outputs become the graph's outputs; empty means the model's own outputs.
+	Outputs []string
+	// Batch replaces an unknown (-1, symbolic) first dimension of an input. Zero means 1.
+	Batch int
+}
+
+// Detect returns the format of the model at path from its bytes. A directory is a TF
+// SavedModel (refused by Load with a note on freezing it) or an error.
+func Detect(path string) (Format, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if st.IsDir() {
+		return TF, nil // tf.Load explains SavedModel directories and refuses others
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return DetectBytes(b), nil
+}
+
+// DetectBytes returns the format of a model's bytes: a binary GraphDef is TF, anything else is
+// taken for ONNX (whose decoder reports what is wrong with it).
+func DetectBytes(b []byte) Format {
+	if tf.LooksLikeGraphDef(b) {
+		return TF
+	}
+	return ONNX
+}
+
+// Load reads the model at path, detects its format and imports it with opts.
+func Load(path string, opts Options) (*ir.Graph, error) {
+	format, err := Detect(path)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Batch < 0 {
+		return nil, fmt.Errorf("batch %d is negative", opts.Batch)
+	}
+	switch format {
+	case TF:
+		o := tf.Options{Outputs: opts.Outputs, Batch: opts.Batch}
+		for _, in := range opts.Inputs {
+			o.Inputs = append(o.Inputs, tf.Input{Name: in.Name, Shape: in.Shape})
+		}
+		return tf.Load(path, o)
+	default:
+		o := onnx.Options{Outputs: opts.Outputs, Batch: opts.Batch}
+		for _, in := range opts.Inputs {
+			o.Inputs = append(o.Inputs, onnx.Input{Name: in.Name, Shape: in.Shape})
+		}
+		g, err := onnx.Load(path, o)
+		if err != nil {
+			// A TF SavedModel's saved_model.pb is not a GraphDef; let tf say what it is.
+			if _, tfErr := tf.ReadGraphDef(path); tfErr != nil && errors.Is(tfErr, tf.ErrUnsupported) && strings.Contains(tfErr.Error(), "SavedModel") {
+				return nil, tfErr
+			}
+			return nil, err
+		}
+		return g, nil
+	}
+}
+
+// ParseInputs parses a command-line list of inputs: NAME or NAME:[D0,D1,...] items separated by
+// commas outside brackets, e.g. "Mfcc:[1,49,10]" or "a:[-1,3,32,32],b". A shape must be
+// bracketed here (bare "NAME:1,49,10" would be ambiguous with the list's commas); "NAME:k"
+// names output k of a TF node.
+func ParseInputs(list string) ([]Input, error) {
+	var out []Input
+	for _, item := range splitTop(list) {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, fmt.Errorf("inputs %q: empty item", list)
+		}
+		if i := strings.LastIndexByte(item, ':'); i < 0 || !strings.HasPrefix(strings.TrimSpace(item[i+1:]), "[") {
+			// No shape: a name, or a name with an output index. A bare number here comes from
+			// an unbracketed shape split at its commas.
+			if isNumber(item) {
+				return nil, fmt.Errorf("inputs %q: %q is not a tensor name; write shapes in brackets, e.g. NAME:[1,49,10]", list, item)
+			}
+		}
+		in, err := tf.ParseInput(item)
+		if err != nil {
+			return nil, err
+		}
+		if in.Shape != nil && !strings.Contains(item, "[") {
+			return nil, fmt.Errorf("inputs %q: write the shape of %s in brackets, e.g. %s:[1,49,10]", list, in.Name, in.Name)
+		}
+		out = append(out, Input{Name: in.Name, Shape: in.Shape})
+	}
+	return out, nil
+}
+
+// ParseOutputs parses a comma-separated list of output names.
+func ParseOutputs(list string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, fmt.Errorf("outputs %q: empty name", list)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// splitTop splits s at commas that are not inside brackets.
+func splitTop(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
+}
+
+func isNumber(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
