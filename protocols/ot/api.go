@@ -24,14 +24,11 @@ func checkShape(call string, w, l, words int) (int, error) {
 	return words / w, nil
 }
 
-// BitWords is the number of words that hold n packed choice bits.
-//
-// Deprecated: use bitvec.Words (this forwarder remains for cmd/scibench).
+// BitWords is the number of words that hold n packed choice bits (bitvec.Words, named here for
+// the callers of this package's packed choice-bit API).
 func BitWords(n int) int { return bitvec.Words(n) }
 
-// Bit returns choice bit i of the packed vector v.
-//
-// Deprecated: use bitvec.Bit (this forwarder remains for cmd/scibench).
+// Bit returns choice bit i of the packed vector v (bitvec.Bit).
 func Bit(v []uint64, i int) uint64 { return bitvec.Bit(v, i) }
 
 func checkChoice(call string, b []uint64, n int) error {
