@@ -316,11 +316,38 @@ func TestConformance(t *testing.T) {
 	}
 	if *updateCoverage || os.Getenv("ONNX_COVERAGE_UPDATE") != "" {
 		path := filepath.Join(testenv.RepoRoot(t), "docs", "onnx-coverage.md")
-		if err := os.WriteFile(path, []byte(coverageMarkdown(results)), 0o644); err != nil {
+		md := coverageMarkdown(results)
+		if old, err := os.ReadFile(path); err == nil {
+			md = withHandWritten(md, string(old))
+		}
+		if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %s", path)
 	}
+}
+
+// Markers of the hand-written part of docs/onnx-coverage.md (the operator table), which
+// -update-coverage keeps.
+const (
+	handWrittenBegin = "<!-- hand-written: kept by -update-coverage -->"
+	handWrittenEnd   = "<!-- end of the hand-written part -->"
+)
+
+// withHandWritten inserts the hand-written part of the old file, if any, into the generated md
+// before its first per-suite section.
+func withHandWritten(md, old string) string {
+	i := strings.Index(old, handWrittenBegin)
+	j := strings.Index(old, handWrittenEnd)
+	if i < 0 || j < i {
+		return md
+	}
+	kept := old[i : j+len(handWrittenEnd)]
+	k := strings.Index(md, "\n## ")
+	if k < 0 {
+		return md + "\n" + kept + "\n"
+	}
+	return md[:k+1] + kept + "\n\n" + md[k+1:]
 }
 
 // coverageMarkdown renders the per-operator table of docs/onnx-coverage.md.

@@ -161,3 +161,16 @@ func TestCutKeepsGraphUntouched(t *testing.T) {
 		t.Fatalf("cut nodes %v, %d initializers", ops, len(sub.Initializers))
 	}
 }
+
+// TestCoverageKeepsHandWritten: regenerating docs/onnx-coverage.md keeps its hand-written part.
+func TestCoverageKeepsHandWritten(t *testing.T) {
+	old := "# old\n\n" + handWrittenBegin + "\n| op | how |\n" + handWrittenEnd + "\n\n## onnx-node: old\n"
+	md := withHandWritten("# ONNX\n\nintro\n\n## onnx-node: 1 passed\n", old)
+	want := "# ONNX\n\nintro\n\n" + handWrittenBegin + "\n| op | how |\n" + handWrittenEnd + "\n\n## onnx-node: 1 passed\n"
+	if md != want {
+		t.Fatalf("got\n%s\nwant\n%s", md, want)
+	}
+	if got := withHandWritten("x", "no markers"); got != "x" {
+		t.Fatalf("without markers: %q", got)
+	}
+}
