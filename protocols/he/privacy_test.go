@@ -280,3 +280,48 @@ func TestParams(t *testing.T) {
 	}
 	_ = lring.Poly{}
 }
+
+// TestFloodResidues checks the flooding sample against big-integer arithmetic: words w give
+// f = (w mod 2^k) − 2^(k−1), and every residue must be f mod q_i (two words at l = 32, three at
+// l = 64).
+func TestFloodResidues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, l := range []int{32, 64} {
+		pp, err := ParamsFor(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cd := newCodec(pp)
+		if want := (pp.FloodBits + 63) / 64; cd.fWords != want {
+			t.Fatalf("l=%d: %d words per sample, want %d", l, cd.fWords, want)
+		}
+		poly := pp.rq.NewPoly()
+		words := make([]uint64, cd.fWords)
+		for j := 0; j < 200; j++ {
+			for i := range words {
+				words[i] = rng.Uint64()
+			}
+			switch j {
+			case 0:
+				clear(words) // f = −2^(k−1)
+			case 1:
+				for i := range words {
+					words[i] = ^uint64(0) // f = 2^(k−1) − 1
+				}
+			}
+			cd.addFlood(poly, j, words)
+			v := new(big.Int)
+			for i := len(words) - 1; i >= 0; i-- {
+				v.Lsh(v, 64)
+				v.Or(v, new(big.Int).SetUint64(words[i]))
+			}
+			v.Mod(v, new(big.Int).Lsh(big.NewInt(1), uint(pp.FloodBits)))
+			v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(pp.FloodBits-1)))
+			for i, q := range pp.Q {
+				if want := new(big.Int).Mod(v, new(big.Int).SetUint64(q)).Uint64(); poly.Coeffs[i][j] != want {
+					t.Fatalf("l=%d sample %d prime %d: %d, want %d", l, j, i, poly.Coeffs[i][j], want)
+				}
+			}
+		}
+	}
+}
