@@ -438,7 +438,7 @@ func (s *Session) runClient(ctx context.Context, pl *plan, dst, x []uint64) erro
 			decs[wk] = s.newDecryptor()
 		}
 		out := &pl.outs[o]
-		return s.decryptReply(decs[wk], replies[o], out.need, func(i int, res, _ uint64) { dst[out.dst[i]] = res })
+		return s.decryptReply(decs[wk], replies[o], out.need, func(i int, res, _, _ uint64) { dst[out.dst[i]] = res })
 	})
 }
 
@@ -454,10 +454,10 @@ func (s *Session) newDecryptor() *decryptor {
 	return d
 }
 
-// decryptReply decrypts a reply with the given needed coefficients and calls emit(i, v) with
-// needed coefficient i's result round(t·v/Qr) mod t (and, with one reply prime, its phase
-// v = c0 + c1·s mod q0).
-func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit func(i int, res, v uint64)) error {
+// decryptReply decrypts a reply with the given needed coefficients and calls emit(i, res, hi, lo)
+// with needed coefficient i's result res = round(t·v/Qr) mod t and its phase v = c0 + c1·s mod Qr
+// = hi·2^64 + lo.
+func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit func(i int, res, hi, lo uint64)) error {
 	p := s.p
 	if len(reply) != p.ReplyBytes(len(need)) {
 		return fmt.Errorf("reply of %d bytes, want %d", len(reply), p.ReplyBytes(len(need)))
@@ -488,7 +488,7 @@ func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit fu
 			if v >= q0 {
 				v -= q0
 			}
-			emit(i, s.cd.decode(v), v)
+			emit(i, s.cd.decode(v), 0, v)
 		}
 	}
 	if r.over {
@@ -498,7 +498,7 @@ func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit fu
 }
 
 // decryptWide is decryptReply's body for a reply modulus of two primes.
-func (s *Session) decryptWide(d *decryptor, r *bitReader, need []int32, emit func(i int, res, v uint64)) {
+func (s *Session) decryptWide(d *decryptor, r *bitReader, need []int32, emit func(i int, res, hi, lo uint64)) {
 	p := s.p
 	q0, q1 := p.Q[0], p.Q[1]
 	get := func(w, drop int) (uint64, uint64) {
@@ -521,7 +521,7 @@ func (s *Session) decryptWide(d *decryptor, r *bitReader, need []int32, emit fun
 		v0 = (v0 + d.cs.Coeffs[0][pos]) % q0
 		v1 = (v1 + d.cs.Coeffs[1][pos]) % q1
 		hi, lo := s.cd.wide.compose(v0, v1)
-		emit(i, d.wd.decode(hi, lo), 0)
+		emit(i, d.wd.decode(hi, lo), hi, lo)
 	}
 }
 
