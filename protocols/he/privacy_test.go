@@ -288,8 +288,8 @@ func TestParams(t *testing.T) {
 		if err != nil {
 			t.Fatalf("l=%d: %v", l, err)
 		}
-		if p.LogQ() > MaxLogQ[p.LogN] {
-			t.Errorf("l=%d: logQ %d over the bound %d for N=2^%d", l, p.LogQ(), MaxLogQ[p.LogN], p.LogN)
+		if p.LogQ() > MaxLogQ(p.LogN) {
+			t.Errorf("l=%d: logQ %d over the bound %d for N=2^%d", l, p.LogQ(), MaxLogQ(p.LogN), p.LogN)
 		}
 	}
 	_ = lring.Poly{}
