@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/tuneinsight/lattigo/v6/core/rlwe"
@@ -110,8 +111,24 @@ var paramsCache sync.Map // int -> *Params
 // ParamsFor returns the parameters for Z_{2^l}: the smallest ring degree whose modulus, sized by
 // the worst-case noise bounds with 2^-40 flooding, stays within the 128-bit HE-standard bound.
 // Rings for which one 60-bit reply prime cannot hold the decoding threshold (l > 46 at N = 8192)
-// reply modulo two primes.
+// reply modulo two primes. The result is the caller's copy.
 func ParamsFor(l int) (*Params, error) {
+	p, err := paramsFor(l)
+	if err != nil {
+		return nil, err
+	}
+	return p.clone(), nil
+}
+
+// clone returns a copy that shares no slice with p.
+func (p *Params) clone() *Params {
+	c := *p
+	c.Q, c.qBits = slices.Clone(p.Q), slices.Clone(p.qBits)
+	return &c
+}
+
+// paramsFor is ParamsFor without the copy: the shared, immutable parameters.
+func paramsFor(l int) (*Params, error) {
 	if l < 1 || l > 64 {
 		return nil, fmt.Errorf("he: ring Z_2^%d: bitwidth must be 1..64", l)
 	}

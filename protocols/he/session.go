@@ -72,7 +72,7 @@ const (
 // HelloBytes is the traffic of New, both directions, frame headers included: two hellos and
 // party 1's public key.
 func HelloBytes(l int) (int64, error) {
-	p, err := ParamsFor(l)
+	p, err := paramsFor(l)
 	if err != nil {
 		return 0, err
 	}
@@ -91,7 +91,7 @@ func New(ctx context.Context, r ring.Ring, party int, conn *transport.Conn, opt 
 	if conn == nil {
 		return nil, errors.New("he: New: nil connection")
 	}
-	p, err := ParamsFor(r.Bits)
+	p, err := paramsFor(r.Bits)
 	if err != nil {
 		return nil, fmt.Errorf("he: New: %w", err)
 	}
@@ -159,8 +159,8 @@ func (s *Session) Ring() ring.Ring { return s.r }
 // Party returns this party's index.
 func (s *Session) Party() int { return s.party }
 
-// Params returns the RLWE parameters.
-func (s *Session) Params() *Params { return s.p }
+// Params returns (a copy of) the RLWE parameters.
+func (s *Session) Params() *Params { return s.p.clone() }
 
 // Err returns the error that made the session unusable, or nil.
 func (s *Session) Err() error { return s.err }
@@ -278,7 +278,7 @@ func (s *Session) checkOperands(op string, dst, w, x []uint64, nw, nx, nd int) e
 // 4-byte frame headers included: one upload per input ciphertext and one reply per output
 // ciphertext (see docs/he.md).
 func MatMulBytes(m, k, n, l int) (int64, error) {
-	p, err := ParamsFor(l)
+	p, err := paramsFor(l)
 	if err != nil {
 		return 0, err
 	}
@@ -296,7 +296,7 @@ func MatMulBytes(m, k, n, l int) (int64, error) {
 // ConvBytes is the exact traffic of Conv2D for geometry g over Z_{2^l}, both directions, frame
 // headers included.
 func ConvBytes(g ring.ConvGeom, l int) (int64, error) {
-	p, err := ParamsFor(l)
+	p, err := paramsFor(l)
 	if err != nil {
 		return 0, err
 	}
