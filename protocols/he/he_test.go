@@ -38,6 +38,10 @@ func runMatMul(t *testing.T, p *pair, rng *rand.Rand, m, k, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkCost(t, p, matMulGeom(m, k, n))
+	if mc, err := MatMulCost(m, k, n, p.r.Bits); err != nil || mc.Bytes != wantBytes {
+		t.Fatalf("MatMulCost %+v (%v), MatMulBytes %d", mc, err, wantBytes)
+	}
 	if got := p.bytes() - before; got != wantBytes {
 		t.Fatalf("MatMul %d×%d×%d l=%d: %d bytes, formula %d", m, k, n, p.r.Bits, got, wantBytes)
 	}
@@ -86,6 +90,7 @@ func runConv(t *testing.T, p *pair, rng *rand.Rand, c ring.ConvGeom) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkCost(t, p, c)
 	if got := p.bytes() - before; got != wantBytes {
 		t.Fatalf("Conv2D %+v l=%d: %d bytes, formula %d", c, p.r.Bits, got, wantBytes)
 	}
@@ -256,5 +261,21 @@ func TestForcedPacking(t *testing.T) {
 				t.Fatalf("%s: %d bytes, formula %d", tc.name, got, cost)
 			}
 		})
+	}
+}
+
+// checkCost compares ConvCost with the plan the session ran.
+func checkCost(t *testing.T, p *pair, c ring.ConvGeom) {
+	t.Helper()
+	cost, err := ConvCost(c, p.r.Bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := p.s0.plans[fmt.Sprintf("conv:%+v", c)]
+	if pl == nil {
+		t.Fatal("no plan")
+	}
+	if cost.Bytes != pl.bytes || cost.Uploads != pl.nIn || cost.Replies != len(pl.outs) || cost.Products != pl.products || cost.Weights != pl.nW {
+		t.Fatalf("ConvCost %+v, plan: %d bytes, %d uploads, %d replies, %d products, %d weights", cost, pl.bytes, pl.nIn, len(pl.outs), pl.products, pl.nW)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/tuneinsight/lattigo/v6/core/rlwe"
@@ -19,18 +20,34 @@ const StatSec = 40
 // distribution (σ = 3.2) is truncated at 6σ = 19.2.
 const errBound = 20
 
-// replyBits is the size of the reply prime q0 (the modulus that replies are switched to).
+// replyBits is the size of each reply prime (the reply modulus Qr is one or two of them).
 const replyBits = 60
 
-// slackBits is how far below the decoding threshold q0/(2t) the switched noise of the flooded
+// slackBits is how far below the decoding threshold Qr/(2t) the switched noise of the flooded
 // ciphertext stays (a factor 2^slackBits), leaving the rest for the mod-switch rounding and for
 // the dropped low bits of the reply.
 const slackBits = 3
 
 // MaxLogQ is the largest modulus (bits) of the HomomorphicEncryption.org standard (Albrecht et
 // al., "Homomorphic Encryption Standard", 2018, Table 1, classical 128-bit security, uniform
-// ternary secret) for each ring degree log2 N.
-var MaxLogQ = map[int]int{10: 27, 11: 54, 12: 109, 13: 218, 14: 438, 15: 881}
+// ternary secret) for ring degree 2^logN, and 0 for a degree outside the table.
+func MaxLogQ(logN int) int {
+	switch logN {
+	case 10:
+		return 27
+	case 11:
+		return 54
+	case 12:
+		return 109
+	case 13:
+		return 218
+	case 14:
+		return 438
+	case 15:
+		return 881
+	}
+	return 0
+}
 
 // Params are the RLWE parameters for one ring Z_{2^l}: the ring degree, the RNS primes of Q (the
 // first R of them form the reply modulus Qr) and the noise-management choices derived from the worst-case error bounds
@@ -87,13 +104,31 @@ func (p *Params) String() string {
 		p.L, p.LogN, p.LogQ(), p.qBits, p.R, p.FloodBits-1, p.Drop0, p.Drop1, p.w0, p.w1)
 }
 
-var paramsCache sync.Map // int -> *Params (immutable once built)
+// paramsCache memoises ParamsFor: its values depend on l alone and are immutable once built, so
+// the cache holds no state that could change a result (building one takes ≈ 12 ms).
+var paramsCache sync.Map // int -> *Params
 
 // ParamsFor returns the parameters for Z_{2^l}: the smallest ring degree whose modulus, sized by
 // the worst-case noise bounds with 2^-40 flooding, stays within the 128-bit HE-standard bound.
 // Rings for which one 60-bit reply prime cannot hold the decoding threshold (l > 46 at N = 8192)
-// reply modulo two primes.
+// reply modulo two primes. The result is the caller's copy.
 func ParamsFor(l int) (*Params, error) {
+	p, err := paramsFor(l)
+	if err != nil {
+		return nil, err
+	}
+	return p.clone(), nil
+}
+
+// clone returns a copy that shares no slice with p.
+func (p *Params) clone() *Params {
+	c := *p
+	c.Q, c.qBits = slices.Clone(p.Q), slices.Clone(p.qBits)
+	return &c
+}
+
+// paramsFor is ParamsFor without the copy: the shared, immutable parameters.
+func paramsFor(l int) (*Params, error) {
 	if l < 1 || l > 64 {
 		return nil, fmt.Errorf("he: ring Z_2^%d: bitwidth must be 1..64", l)
 	}
@@ -160,8 +195,8 @@ func buildParams(l, logN int) (*Params, error) {
 // buildParamsReply sizes the parameters with a reply modulus of nr primes of replyBits bits.
 func buildParamsReply(l, logN, nr int) (*Params, error) {
 	n := 1 << logN
-	maxQ, ok := MaxLogQ[logN]
-	if !ok {
+	maxQ := MaxLogQ(logN)
+	if maxQ == 0 {
 		return nil, fmt.Errorf("no security bound for N = 2^%d", logN)
 	}
 	bd := noiseAtQ(n, l)

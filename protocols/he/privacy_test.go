@@ -3,7 +3,6 @@ package he
 import (
 	"math"
 	"math/big"
-	"math/bits"
 	"math/rand/v2"
 	"testing"
 
@@ -81,34 +80,47 @@ func oneReply(t *testing.T, p *pair, m, w []uint64, need []int32) (got, mask []u
 		t.Fatalf("reply of %d bytes, want %d", len(reply), pp.ReplyBytes(len(need)))
 	}
 	prod := negacyclic(p.r.Mask(), m, w)
-	q0 := pp.Q[0]
+	qr := big.NewInt(1)
+	for _, q := range pp.Q[:pp.R] {
+		qr.Mul(qr, new(big.Int).SetUint64(q))
+	}
+	half := new(big.Int).Rsh(qr, 1)
 	got = make([]uint64, len(need))
 	noise = make([]float64, len(need))
-	err = s1.decryptReply(s1.newDecryptor(), reply, need, func(i int, res, v uint64) {
+	ph, ideal := new(big.Int), new(big.Int)
+	err = s1.decryptReply(s1.newDecryptor(), reply, need, func(i int, res, hi, lo uint64) {
 		got[i] = res
 		y := p.r.Sub(prod[need[i]], mask[i])
-		// noise = v − round(q0·y/t), centred mod q0, in exact integer arithmetic.
-		hi, lo := bits.Mul64(q0, y)
-		lo, c := bits.Add64(lo, 1<<(pp.L-1), 0)
-		hi += c
-		ideal := hi<<(64-pp.L) | lo>>pp.L
-		diff := (v + q0 - ideal%q0) % q0
-		e := float64(diff)
-		if diff > q0/2 {
-			e = -float64(q0 - diff)
+		// noise = v − round(Qr·y/t), centred mod Qr, in exact integer arithmetic.
+		ph.SetUint64(hi).Lsh(ph, 64).Or(ph, new(big.Int).SetUint64(lo))
+		ideal.Mul(qr, new(big.Int).SetUint64(y))
+		ideal.Add(ideal, new(big.Int).Lsh(big.NewInt(1), uint(pp.L-1)))
+		ideal.Rsh(ideal, uint(pp.L))
+		ph.Sub(ph, ideal).Mod(ph, qr)
+		if ph.Cmp(half) > 0 {
+			ph.Sub(ph, qr)
 		}
-		noise[i] = e
+		noise[i], _ = new(big.Float).SetInt(ph).Float64()
 		if got[i] != y {
-			t.Errorf("coefficient %d: decoded %d, want %d (noise %g, threshold %g)", need[i], got[i], y, e, float64(q0)/math.Ldexp(2, pp.L))
+			t.Errorf("coefficient %d: decoded %d, want %d (noise %v)", need[i], got[i], y, ph)
 		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// c1 as fractions of Qr (high bits only).
 	r := bitReader{buf: reply}
 	c1 = make([]uint64, n)
 	for j := range c1 {
-		c1[j] = r.get(pp.w1) << pp.Drop1
+		lo := r.get(min(pp.w1, 64))
+		var hi uint64
+		if pp.w1 > 64 {
+			hi = r.get(pp.w1 - 64)
+		}
+		hi, lo = shl128(hi, lo, uint(pp.Drop1))
+		// Keep the top 62 bits of the value and of Qr's scale: value / 2^(bitlen(Qr) − 62).
+		sh := uint(max(qr.BitLen()-62, 0))
+		_, c1[j] = shr128(hi, lo, sh)
 	}
 	return got, mask, noise, c1
 }
@@ -146,7 +158,7 @@ func chi2Uniform(v []uint64, bound float64) float64 {
 // zero it would be 0).
 func TestReplyHidesWeights(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, l := range []int{32, 44} {
+	for _, l := range []int{32, 44, 64} {
 		p := newPair(t, l, Options{})
 		pp := p.s0.p
 		n := pp.N()
@@ -156,9 +168,9 @@ func TestReplyHidesWeights(t *testing.T) {
 			need = append(need, int32(i))
 		}
 		zero := make([]uint64, n)
-		big := make([]uint64, n)
-		for i := range big {
-			big[i] = p.r.Mask() >> 1
+		maxW := make([]uint64, n)
+		for i := range maxW {
+			maxW[i] = p.r.Mask() >> 1
 		}
 		Q := 1.0
 		for _, q := range pp.Q {
@@ -166,19 +178,20 @@ func TestReplyHidesWeights(t *testing.T) {
 		}
 		// Uniform on [−F, F) switched to q0: standard deviation F·q0/Q/√3; the dropped low bits of
 		// c0 add a rounding of ±2^(Drop0−1) (standard deviation 2^(Drop0−1)/√3).
-		floodStd := math.Ldexp(1, pp.FloodBits-1) * float64(pp.Q[0]) / Q / math.Sqrt(3)
+		qrf, _ := new(big.Float).SetInt(qrOf(pp)).Float64()
+		floodStd := math.Ldexp(1, pp.FloodBits-1) * qrf / Q / math.Sqrt(3)
 		dropStd := 0.0
 		if pp.Drop0 > 0 {
 			dropStd = math.Ldexp(1, pp.Drop0-1) / math.Sqrt(3)
 		}
 		// Party 0 without the dropping of low bits, to see the flooding alone.
 		full := *pp
-		full.Drop0, full.w0 = 0, bits.Len64(pp.Q[0]-1)
-		full.Drop1, full.w1 = 0, bits.Len64(pp.Q[0]-1)
+		full.Drop0, full.w0 = 0, qrOf(pp).BitLen()
+		full.Drop1, full.w1 = 0, qrOf(pp).BitLen()
 		s0, s1 := *p.s0, *p.s1
 		s0.p, s1.p = &full, &full
 		exact := &pair{r: p.r, s0: &s0, s1: &s1}
-		for name, w := range map[string][]uint64{"zero": zero, "max": big} {
+		for name, w := range map[string][]uint64{"zero": zero, "max": maxW} {
 			got, _, noise, c1 := oneReply(t, p, m, w, need)
 			if c := chi2Uniform(got, math.Ldexp(1, l)); c > 60 {
 				t.Errorf("l=%d %s weights: party 1's values are not uniform (chi2 %.1f)", l, name, c)
@@ -188,7 +201,8 @@ func TestReplyHidesWeights(t *testing.T) {
 			if math.Abs(std/want-1) > 0.05 || math.Abs(mean) > 0.1*want {
 				t.Errorf("l=%d %s weights: noise mean %.1f std %.1f, flooding and dropping predict 0 and %.1f", l, name, mean, std, want)
 			}
-			if c := chi2Uniform(c1, float64(pp.Q[0])); c > 60 {
+			qrf, _ := new(big.Float).SetInt(new(big.Int).Rsh(qrOf(pp), uint(max(qrOf(pp).BitLen()-62, 0)))).Float64()
+			if c := chi2Uniform(c1, qrf); c > 60 {
 				t.Errorf("l=%d %s weights: reply c1 is not uniform (chi2 %.1f)", l, name, c)
 			}
 			_, _, noise, _ = oneReply(t, exact, m, w, need)
@@ -274,9 +288,63 @@ func TestParams(t *testing.T) {
 		if err != nil {
 			t.Fatalf("l=%d: %v", l, err)
 		}
-		if p.LogQ() > MaxLogQ[p.LogN] {
-			t.Errorf("l=%d: logQ %d over the bound %d for N=2^%d", l, p.LogQ(), MaxLogQ[p.LogN], p.LogN)
+		if p.LogQ() > MaxLogQ(p.LogN) {
+			t.Errorf("l=%d: logQ %d over the bound %d for N=2^%d", l, p.LogQ(), MaxLogQ(p.LogN), p.LogN)
 		}
 	}
 	_ = lring.Poly{}
+}
+
+// TestFloodResidues checks the flooding sample against big-integer arithmetic: words w give
+// f = (w mod 2^k) − 2^(k−1), and every residue must be f mod q_i (two words at l = 32, three at
+// l = 64).
+func TestFloodResidues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, l := range []int{32, 64} {
+		pp, err := ParamsFor(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cd := newCodec(pp)
+		if want := (pp.FloodBits + 63) / 64; cd.fWords != want {
+			t.Fatalf("l=%d: %d words per sample, want %d", l, cd.fWords, want)
+		}
+		poly := pp.rq.NewPoly()
+		words := make([]uint64, cd.fWords)
+		for j := 0; j < 200; j++ {
+			for i := range words {
+				words[i] = rng.Uint64()
+			}
+			switch j {
+			case 0:
+				clear(words) // f = −2^(k−1)
+			case 1:
+				for i := range words {
+					words[i] = ^uint64(0) // f = 2^(k−1) − 1
+				}
+			}
+			cd.addFlood(poly, j, words)
+			v := new(big.Int)
+			for i := len(words) - 1; i >= 0; i-- {
+				v.Lsh(v, 64)
+				v.Or(v, new(big.Int).SetUint64(words[i]))
+			}
+			v.Mod(v, new(big.Int).Lsh(big.NewInt(1), uint(pp.FloodBits)))
+			v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(pp.FloodBits-1)))
+			for i, q := range pp.Q {
+				if want := new(big.Int).Mod(v, new(big.Int).SetUint64(q)).Uint64(); poly.Coeffs[i][j] != want {
+					t.Fatalf("l=%d sample %d prime %d: %d, want %d", l, j, i, poly.Coeffs[i][j], want)
+				}
+			}
+		}
+	}
+}
+
+// qrOf is the reply modulus.
+func qrOf(pp *Params) *big.Int {
+	qr := big.NewInt(1)
+	for _, q := range pp.Q[:pp.R] {
+		qr.Mul(qr, new(big.Int).SetUint64(q))
+	}
+	return qr
 }

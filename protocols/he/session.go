@@ -72,7 +72,7 @@ const (
 // HelloBytes is the traffic of New, both directions, frame headers included: two hellos and
 // party 1's public key.
 func HelloBytes(l int) (int64, error) {
-	p, err := ParamsFor(l)
+	p, err := paramsFor(l)
 	if err != nil {
 		return 0, err
 	}
@@ -91,7 +91,7 @@ func New(ctx context.Context, r ring.Ring, party int, conn *transport.Conn, opt 
 	if conn == nil {
 		return nil, errors.New("he: New: nil connection")
 	}
-	p, err := ParamsFor(r.Bits)
+	p, err := paramsFor(r.Bits)
 	if err != nil {
 		return nil, fmt.Errorf("he: New: %w", err)
 	}
@@ -159,8 +159,8 @@ func (s *Session) Ring() ring.Ring { return s.r }
 // Party returns this party's index.
 func (s *Session) Party() int { return s.party }
 
-// Params returns the RLWE parameters.
-func (s *Session) Params() *Params { return s.p }
+// Params returns (a copy of) the RLWE parameters.
+func (s *Session) Params() *Params { return s.p.clone() }
 
 // Err returns the error that made the session unusable, or nil.
 func (s *Session) Err() error { return s.err }
@@ -274,37 +274,61 @@ func (s *Session) checkOperands(op string, dst, w, x []uint64, nw, nx, nd int) e
 	return nil
 }
 
+// Cost describes one call of MatMul or Conv2D: its exact traffic and the ciphertext work.
+type Cost struct {
+	Bytes    int64 // both directions, 4-byte frame headers included
+	Uploads  int   // ciphertexts party 1 encrypts and sends
+	Replies  int   // ciphertexts party 0 finishes (re-randomise, flood, switch) and party 1 decrypts
+	Products int   // ciphertext × plaintext products at party 0
+	Weights  int   // weight polynomials party 0 transforms (once per call unless cached)
+}
+
+// ConvCost is the cost of Conv2D for geometry g over Z_{2^l}.
+func ConvCost(g ring.ConvGeom, l int) (Cost, error) {
+	p, err := paramsFor(l)
+	if err != nil {
+		return Cost{}, err
+	}
+	if err := g.Validate(); err != nil {
+		return Cost{}, fmt.Errorf("he: %w", err)
+	}
+	L := newLayout(g)
+	d, bytes, err := chooseConv(p, L)
+	if err != nil {
+		return Cost{}, err
+	}
+	c := Cost{Bytes: bytes, Uploads: g.N * d.nCB * d.nBH * d.nBW}
+	for m0 := 0; m0 < g.M; m0 += d.k {
+		m1 := min(g.M, m0+d.k)
+		cbLo, cbHi := m0/L.mg*L.cg/d.cw, ((m1-1)/L.mg*L.cg+L.cg-1)/d.cw
+		c.Weights += cbHi - cbLo + 1
+	}
+	c.Replies = g.N * d.nBH * d.nBW * ((g.M + d.k - 1) / d.k)
+	c.Products = g.N * d.nBH * d.nBW * c.Weights
+	return c, nil
+}
+
+// MatMulCost is the cost of MatMul for W m×k and X k×n over Z_{2^l}.
+func MatMulCost(m, k, n, l int) (Cost, error) {
+	if m < 1 || k < 1 || n < 1 {
+		return Cost{}, fmt.Errorf("he: MatMulCost: dimensions %d, %d, %d must be positive", m, k, n)
+	}
+	return ConvCost(matMulGeom(m, k, n), l)
+}
+
 // MatMulBytes is the exact traffic of MatMul for W m×k and X k×n over Z_{2^l}, both directions,
 // 4-byte frame headers included: one upload per input ciphertext and one reply per output
 // ciphertext (see docs/he.md).
 func MatMulBytes(m, k, n, l int) (int64, error) {
-	p, err := ParamsFor(l)
-	if err != nil {
-		return 0, err
-	}
-	if m < 1 || k < 1 || n < 1 {
-		return 0, fmt.Errorf("he: MatMulBytes: dimensions %d, %d, %d must be positive", m, k, n)
-	}
-	g := matMulGeom(m, k, n)
-	if err := g.Validate(); err != nil {
-		return 0, fmt.Errorf("he: MatMulBytes: %w", err)
-	}
-	_, c, err := chooseConv(p, newLayout(g))
-	return c, err
+	c, err := MatMulCost(m, k, n, l)
+	return c.Bytes, err
 }
 
 // ConvBytes is the exact traffic of Conv2D for geometry g over Z_{2^l}, both directions, frame
 // headers included.
 func ConvBytes(g ring.ConvGeom, l int) (int64, error) {
-	p, err := ParamsFor(l)
-	if err != nil {
-		return 0, err
-	}
-	if err := g.Validate(); err != nil {
-		return 0, fmt.Errorf("he: ConvBytes: %w", err)
-	}
-	_, c, err := chooseConv(p, newLayout(g))
-	return c, err
+	c, err := ConvCost(g, l)
+	return c.Bytes, err
 }
 
 // MatMul sets dst (m×n, row-major) to this party's share of W·X over Z_{2^l}, where W (m×k) is
@@ -438,7 +462,7 @@ func (s *Session) runClient(ctx context.Context, pl *plan, dst, x []uint64) erro
 			decs[wk] = s.newDecryptor()
 		}
 		out := &pl.outs[o]
-		return s.decryptReply(decs[wk], replies[o], out.need, func(i int, res, _ uint64) { dst[out.dst[i]] = res })
+		return s.decryptReply(decs[wk], replies[o], out.need, func(i int, res, _, _ uint64) { dst[out.dst[i]] = res })
 	})
 }
 
@@ -454,10 +478,10 @@ func (s *Session) newDecryptor() *decryptor {
 	return d
 }
 
-// decryptReply decrypts a reply with the given needed coefficients and calls emit(i, v) with
-// needed coefficient i's result round(t·v/Qr) mod t (and, with one reply prime, its phase
-// v = c0 + c1·s mod q0).
-func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit func(i int, res, v uint64)) error {
+// decryptReply decrypts a reply with the given needed coefficients and calls emit(i, res, hi, lo)
+// with needed coefficient i's result res = round(t·v/Qr) mod t and its phase v = c0 + c1·s mod Qr
+// = hi·2^64 + lo.
+func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit func(i int, res, hi, lo uint64)) error {
 	p := s.p
 	if len(reply) != p.ReplyBytes(len(need)) {
 		return fmt.Errorf("reply of %d bytes, want %d", len(reply), p.ReplyBytes(len(need)))
@@ -488,7 +512,7 @@ func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit fu
 			if v >= q0 {
 				v -= q0
 			}
-			emit(i, s.cd.decode(v), v)
+			emit(i, s.cd.decode(v), 0, v)
 		}
 	}
 	if r.over {
@@ -498,7 +522,7 @@ func (s *Session) decryptReply(d *decryptor, reply []byte, need []int32, emit fu
 }
 
 // decryptWide is decryptReply's body for a reply modulus of two primes.
-func (s *Session) decryptWide(d *decryptor, r *bitReader, need []int32, emit func(i int, res, v uint64)) {
+func (s *Session) decryptWide(d *decryptor, r *bitReader, need []int32, emit func(i int, res, hi, lo uint64)) {
 	p := s.p
 	q0, q1 := p.Q[0], p.Q[1]
 	get := func(w, drop int) (uint64, uint64) {
@@ -521,7 +545,7 @@ func (s *Session) decryptWide(d *decryptor, r *bitReader, need []int32, emit fun
 		v0 = (v0 + d.cs.Coeffs[0][pos]) % q0
 		v1 = (v1 + d.cs.Coeffs[1][pos]) % q1
 		hi, lo := s.cd.wide.compose(v0, v1)
-		emit(i, d.wd.decode(hi, lo), 0)
+		emit(i, d.wd.decode(hi, lo), hi, lo)
 	}
 }
 

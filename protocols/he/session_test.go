@@ -182,3 +182,22 @@ func TestPeerFailure(t *testing.T) {
 		t.Fatalf("second call: %v", err)
 	}
 }
+
+// TestCancel: a call with a cancelled context fails at once at that party, and the peer fails
+// from the abort instead of waiting for its timeout.
+func TestCancel(t *testing.T) {
+	p := newPair(t, 32, Options{})
+	x := make([]uint64, 80)
+	d0, d1 := make([]uint64, 8), make([]uint64, 8)
+	w := make([]uint64, 40)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e0, e1 := testenv.Both(func() error { return p.s0.MatMul(context.Background(), d0, w, 2, 20, 4, x) },
+		func() error { return p.s1.MatMul(ctx, d1, nil, 2, 20, 4, x) })
+	if e0 == nil || e1 == nil {
+		t.Fatalf("party 0: %v; party 1 (cancelled): %v", e0, e1)
+	}
+	if p.s0.Err() == nil || p.s1.Err() == nil {
+		t.Fatal("a session is still usable after a failed protocol")
+	}
+}
