@@ -77,6 +77,29 @@ func Extract(dst, src []uint64, off, n int) {
 	ClearTail(dst, n)
 }
 
+// Copy copies n bits of src starting at bit sOff to dst starting at bit dOff; the other bits of
+// dst are kept.
+func Copy(dst []uint64, dOff int, src []uint64, sOff, n int) {
+	for n > 0 {
+		c := min(64, n)
+		w, o := sOff>>6, sOff&63
+		v := src[w] >> o
+		if o+c > 64 {
+			v |= src[w+1] << (64 - o)
+		}
+		m := ^uint64(0) >> (64 - c)
+		v &= m
+		w, o = dOff>>6, dOff&63
+		dst[w] = dst[w]&^(m<<o) | v<<o
+		if o+c > 64 {
+			dst[w+1] = dst[w+1]&^(m>>(64-o)) | v>>(64-o)
+		}
+		sOff += c
+		dOff += c
+		n -= c
+	}
+}
+
 // Xor sets dst ^= src over len(dst) words.
 func Xor(dst, src []uint64) {
 	src = src[:len(dst)]

@@ -107,6 +107,28 @@ func TestBitGetPeekExtract(t *testing.T) {
 	}
 }
 
+func TestCopy(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		src := []uint64{r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64()}
+		dst := []uint64{r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64()}
+		orig := append([]uint64(nil), dst...)
+		n := r.IntN(129)
+		so, do := r.IntN(256-n+1), r.IntN(256-n+1)
+		bitvec.Copy(dst, do, src, so, n)
+		for i := 0; i < 256; i++ {
+			want := orig[i/64] >> (i % 64) & 1
+			if i >= do && i < do+n {
+				j := so + i - do
+				want = src[j/64] >> (j % 64) & 1
+			}
+			if dst[i/64]>>(i%64)&1 != want {
+				t.Fatalf("n=%d so=%d do=%d bit %d", n, so, do, i)
+			}
+		}
+	}
+}
+
 func TestXorAndPackBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	a, b := randomWords(rng, 5), randomWords(rng, 7)

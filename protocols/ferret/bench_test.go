@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -79,9 +80,9 @@ func benchFerret(b *testing.B, cfg Config, workers int, tcp bool) {
 	// Drain the pre-iteration's leftovers so that each op is one iteration.
 	left := len(snd.avail)
 	testenv.MustBoth(b, func() error { return snd.Send(ctx, make([]prg.Block, left)) },
-		func() error { return rcv.Recv(ctx, make([]uint64, ot.BitWords(left)), make([]prg.Block, left)) })
+		func() error { return rcv.Recv(ctx, make([]uint64, bitvec.Words(left)), make([]prg.Block, left)) })
 	n := cfg.Main.Output()
-	k, m, bits := make([]prg.Block, n), make([]prg.Block, n), make([]uint64, ot.BitWords(n))
+	k, m, bits := make([]prg.Block, n), make([]prg.Block, n), make([]uint64, bitvec.Words(n))
 	report(b, n, s0.Conn(), s1.Conn(), func() error { return snd.Send(ctx, k) }, func() error { return rcv.Recv(ctx, bits, m) })
 }
 
@@ -97,7 +98,7 @@ const iknpN = 1 << 20
 func BenchmarkIKNPBlockCOTPipe(b *testing.B) {
 	s0, s1 := otPair(b)
 	ctx := context.Background()
-	k, m, bits := make([]prg.Block, iknpN), make([]prg.Block, iknpN), make([]uint64, ot.BitWords(iknpN))
+	k, m, bits := make([]prg.Block, iknpN), make([]prg.Block, iknpN), make([]uint64, bitvec.Words(iknpN))
 	report(b, iknpN, s0.Conn(), s1.Conn(), func() error { return s0.SendBlockCOT(ctx, k) },
 		func() error { return s1.RecvBlockCOT(ctx, bits, m) })
 }
@@ -106,7 +107,7 @@ func BenchmarkIKNPBlockCOTPipe(b *testing.B) {
 func BenchmarkIKNPCOT32Pipe(b *testing.B) {
 	s0, s1 := otPair(b)
 	ctx := context.Background()
-	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, ot.BitWords(iknpN))
+	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, bitvec.Words(iknpN))
 	report(b, iknpN, s0.Conn(), s1.Conn(), func() error { return s0.SendCOT(ctx, 32, x, r) },
 		func() error { return s1.RecvCOT(ctx, 32, c, y) })
 }
@@ -114,7 +115,7 @@ func BenchmarkIKNPCOT32Pipe(b *testing.B) {
 func BenchmarkFerretCOT32Pipe(b *testing.B) {
 	f0, f1 := sessionPair(b, Small)
 	ctx := context.Background()
-	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, ot.BitWords(iknpN))
+	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, bitvec.Words(iknpN))
 	report(b, iknpN, f0.Conn(), f1.Conn(), func() error { return f0.SendCOT(ctx, 32, x, r) },
 		func() error { return f1.RecvCOT(ctx, 32, c, y) })
 }
@@ -138,7 +139,7 @@ func otPairNet(b *testing.B, m transport.NetModel) (*ot.Session, *ot.Session) {
 func BenchmarkWANIKNPCOT32(b *testing.B) {
 	s0, s1 := otPairNet(b, transport.WAN())
 	ctx := context.Background()
-	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, ot.BitWords(iknpN))
+	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, bitvec.Words(iknpN))
 	report(b, iknpN, s0.Conn(), s1.Conn(), func() error { return s0.SendCOT(ctx, 32, x, r) },
 		func() error { return s1.RecvCOT(ctx, 32, c, y) })
 }
@@ -149,7 +150,7 @@ func BenchmarkWANFerretCOT32(b *testing.B) {
 	var f0, f1 *Session
 	testenv.MustBoth(b, func() (err error) { f0, err = NewSession(ctx, s0, Small, Options{}); return },
 		func() (err error) { f1, err = NewSession(ctx, s1, Small, Options{}); return })
-	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, ot.BitWords(iknpN))
+	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, bitvec.Words(iknpN))
 	report(b, iknpN, f0.Conn(), f1.Conn(), func() error { return f0.SendCOT(ctx, 32, x, r) },
 		func() error { return f1.RecvCOT(ctx, 32, c, y) })
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 )
 
@@ -30,7 +30,7 @@ func checkBytes(t *testing.T, cfg Config, iters int) float64 {
 	n := first + iters*cfg.Main.Output()
 	k := make([]prg.Block, n)
 	m := make([]prg.Block, n)
-	b := make([]uint64, ot.BitWords(n))
+	b := make([]uint64, bitvec.Words(n))
 	st0, st1 = c0.Stats(), c1.Stats()
 	testenv.MustBoth(t, func() error { return snd.Send(ctx, k) }, func() error { return rcv.Recv(ctx, b, m) })
 	d0, d1 := c0.Stats().Sub(st0), c1.Stats().Sub(st1)
@@ -43,7 +43,7 @@ func checkBytes(t *testing.T, cfg Config, iters int) float64 {
 	}
 	for _, i := range []int{0, first, n / 2, n - 1} {
 		want := k[i]
-		if ot.Bit(b, i) == 1 {
+		if bitvec.Bit(b, i) == 1 {
 			want = want.Xor(snd.Delta())
 		}
 		if m[i] != want {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -131,8 +132,8 @@ func New(ctx context.Context, s *ot.Session, role Role, cfg Config, opt Options)
 	c.out = make([]prg.Block, nmax)
 	c.base = make([]prg.Block, cfg.Main.Reserve())
 	if role == Receiver {
-		c.outBits = make([]uint64, ot.BitWords(nmax))
-		c.baseBits = make([]uint64, ot.BitWords(cfg.Main.Reserve()))
+		c.outBits = make([]uint64, bitvec.Words(nmax))
+		c.baseBits = make([]uint64, bitvec.Words(cfg.Main.Reserve()))
 	}
 	if err := c.setup(ctx, s); err != nil {
 		return nil, fmt.Errorf("ferret: New (%v, config %q): %w", role, cfg.Name, err)
@@ -177,7 +178,7 @@ func (c *COT) setup(ctx context.Context, s *ot.Session) error {
 		}
 		c.delta = s.BlockCOTDelta()
 	} else {
-		baseBits = make([]uint64, ot.BitWords(m0))
+		baseBits = make([]uint64, bitvec.Words(m0))
 		c.rng.Uint64s(baseBits)
 		if err := s.RecvBlockCOT(ctx, baseBits, base); err != nil {
 			return err
@@ -290,7 +291,7 @@ func (c *COT) Recv(ctx context.Context, b []uint64, m []prg.Block) error {
 	if c.role != Receiver {
 		return errors.New("ferret: Recv on the sender's end of a COT stream")
 	}
-	if len(b) < ot.BitWords(len(m)) {
+	if len(b) < bitvec.Words(len(m)) {
 		return fmt.Errorf("ferret: Recv: %d choice words cannot hold %d choice bits", len(b), len(m))
 	}
 	if err := c.usable(); err != nil {
@@ -305,7 +306,7 @@ func (c *COT) Recv(ctx context.Context, b []uint64, m []prg.Block) error {
 			}
 		}
 		n := copy(m[off:], c.avail)
-		copyBits(b, off, c.outBits, c.availBit, n)
+		bitvec.Copy(b, off, c.outBits, c.availBit, n)
 		c.avail = c.avail[n:]
 		c.availBit += n
 		off += n
@@ -471,7 +472,7 @@ func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g int
 	for j := range trees {
 		a := 0
 		for i := 0; i < h; i++ {
-			r := int(ot.Bit(baseBits, p.K+(j0+j)*h+i))
+			r := int(bitvec.Bit(baseBits, p.K+(j0+j)*h+i))
 			a |= (1 - r) << i
 		}
 		alpha[j] = a

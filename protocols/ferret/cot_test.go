@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -57,7 +58,7 @@ func draw(t *testing.T, snd, rcv *COT, n int) int {
 	ctx := context.Background()
 	k := make([]prg.Block, n)
 	m := make([]prg.Block, n)
-	b := make([]uint64, ot.BitWords(n)+1)
+	b := make([]uint64, bitvec.Words(n)+1)
 	for i := range b {
 		b[i] = ^uint64(0) // garbage that Recv must overwrite / clear
 	}
@@ -65,7 +66,7 @@ func draw(t *testing.T, snd, rcv *COT, n int) int {
 	d := snd.Delta()
 	ones := 0
 	for i := 0; i < n; i++ {
-		bi := ot.Bit(b, i)
+		bi := bitvec.Bit(b, i)
 		want := k[i]
 		if bi == 1 {
 			want = want.Xor(d)
@@ -104,28 +105,6 @@ func TestCOTCorrelation(t *testing.T) {
 			// The choice bits are pseudorandom: far from all equal.
 			if ones < total/3 || ones > 2*total/3 {
 				t.Fatalf("%s: %d ones among %d choice bits", cfg.Name, ones, total)
-			}
-		}
-	}
-}
-
-func TestCopyBits(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for range 2000 {
-		src := []uint64{r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64()}
-		dst := []uint64{r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64()}
-		orig := append([]uint64(nil), dst...)
-		n := r.IntN(129)
-		so, do := r.IntN(256-n+1), r.IntN(256-n+1)
-		copyBits(dst, do, src, so, n)
-		for i := 0; i < 256; i++ {
-			want := orig[i/64] >> (i % 64) & 1
-			if i >= do && i < do+n {
-				j := so + i - do
-				want = src[j/64] >> (j % 64) & 1
-			}
-			if dst[i/64]>>(i%64)&1 != want {
-				t.Fatalf("n=%d so=%d do=%d bit %d", n, so, do, i)
 			}
 		}
 	}

@@ -2,24 +2,6 @@
 
 #include "textflag.h"
 
-// func cpuidF(leaf, sub uint32) (a, b, c, d uint32)
-TEXT ·cpuidF(SB), NOSPLIT, $0-24
-	MOVL leaf+0(FP), AX
-	MOVL sub+4(FP), CX
-	CPUID
-	MOVL AX, a+8(FP)
-	MOVL BX, b+12(FP)
-	MOVL CX, c+16(FP)
-	MOVL DX, d+20(FP)
-	RET
-
-// func xgetbvF() uint32
-TEXT ·xgetbvF(SB), NOSPLIT, $0-4
-	XORL CX, CX
-	XGETBV
-	MOVL AX, ret+0(FP)
-	RET
-
 // ggmLevelZ expands t[0:half] in place into t[0:2·half]: for node p,
 // t[p] = AES_L(x) ⊕ x and t[p+half] = AES_R(x) ⊕ x with x the old t[p].
 // 16 nodes per step (four ZMM registers of four blocks for each key), so

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -74,18 +75,18 @@ func (s *Session) SendOTN(ctx context.Context, N, l int, msgs []uint64) error {
 		return s.fail(call, err)
 	}
 	// The receiver's derandomisation bits, one frame per chunk.
-	d := growU(s.dall, ot.BitWords(n*m)+1)
+	d := growU(s.dall, bitvec.Words(n*m)+1)
 	s.dall = d
 	for off := 0; off < n; off += chunk {
 		nc := min(chunk, n-off)
-		s.bits = growU(s.bits, ot.BitWords(nc*m))
-		if err := s.conn.Recv(ctx, bitBytes(s.bits, nc*m)); err != nil {
+		s.bits = growU(s.bits, bitvec.Words(nc*m))
+		if err := s.conn.RecvBits(ctx, s.bits, nc*m); err != nil {
 			return s.fail(call, err)
 		}
-		copyBits(d, off*m, s.bits, 0, nc*m)
+		bitvec.Copy(d, off*m, s.bits, 0, nc*m)
 	}
 	delta := c.delta
-	mask := lowMask(l)
+	mask := bitvec.Mask(l)
 	ci := otnChunk(N, m)
 	dom := c.domain(purposeOTN, m)
 	for off := 0; off < n; off += ci {
@@ -122,7 +123,7 @@ func (s *Session) SendOTN(ctx context.Context, N, l int, msgs []uint64) error {
 		}
 		s.pk = growU(s.pk, transport.PackedWords(nc*N, l))
 		transport.Pack(s.pk, s.vals, l)
-		if err := s.conn.Send(ctx, wordBytesN(s.pk, transport.PackedBytes(nc*N, l))); err != nil {
+		if err := s.conn.SendBits(ctx, s.pk, nc*N*l); err != nil {
 			return s.fail(call, err)
 		}
 	}
@@ -157,13 +158,13 @@ func (s *Session) RecvOTN(ctx context.Context, N, l int, c []uint8, out []uint64
 		return nil
 	}
 	cs := s.in
-	mask := lowMask(l)
+	mask := bitvec.Mask(l)
 	dom := cs.domain(purposeOTN, m)
 	for off := 0; off < n; off += chunk {
 		nc := min(chunk, n-off)
 		ctr := cs.Used()
 		s.k = grow(s.k, nc*m)
-		s.bits = growU(s.bits, ot.BitWords(nc*m))
+		s.bits = growU(s.bits, bitvec.Words(nc*m))
 		if err := cs.Recv(ctx, s.bits, s.k); err != nil {
 			return s.fail(call, err)
 		}
@@ -174,7 +175,7 @@ func (s *Session) RecvOTN(ctx context.Context, N, l int, c []uint8, out []uint64
 				s.bits[q>>6] ^= (ci >> j & 1) << (q & 63)
 			}
 		}
-		if err := s.conn.Send(ctx, bitBytes(s.bits, nc*m)); err != nil {
+		if err := s.conn.SendBits(ctx, s.bits, nc*m); err != nil {
 			return s.fail(call, err)
 		}
 		if err := s.conn.Flush(ctx); err != nil {
@@ -204,7 +205,7 @@ func (s *Session) RecvOTN(ctx context.Context, N, l int, c []uint8, out []uint64
 		nw := transport.PackedWords(nc*N, l)
 		s.pk = growU(s.pk, nw)
 		s.pk[nw-1] = 0
-		if err := s.conn.Recv(ctx, wordBytesN(s.pk, transport.PackedBytes(nc*N, l))); err != nil {
+		if err := s.conn.RecvBits(ctx, s.pk, nc*N*l); err != nil {
 			return s.fail(call, err)
 		}
 		s.vals = growU(s.vals, nc*N)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unsafe"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -48,8 +48,8 @@ type Session struct {
 	hb   []prg.Block
 	tmp  []uint64
 
-	kall, y, z, z2 []prg.Block // 1-of-N OT
-	dall           []uint64
+	kall, y, z []prg.Block // 1-of-N OT
+	dall       []uint64
 }
 
 // NewSession sets up both COT directions over s with the same config at
@@ -105,8 +105,6 @@ func (s *Session) SenderCOT() *COT { return s.out }
 // ReceiverCOT returns the stream in which this party receives COTs.
 func (s *Session) ReceiverCOT() *COT { return s.in }
 
-func lowMask(l int) uint64 { return ^uint64(0) >> (64 - l) }
-
 // args validates a call's shape and returns the number of instances.
 func (s *Session) args(call string, w, l int, v []uint64, other []uint64, b []uint64, recv bool) (int, error) {
 	if s.err != nil {
@@ -125,7 +123,7 @@ func (s *Session) args(call string, w, l int, v []uint64, other []uint64, b []ui
 	if other != nil && len(other) != len(v) {
 		return 0, fmt.Errorf("ferret: %s: slices of %d and %d words", call, len(v), len(other))
 	}
-	if recv && len(b) < ot.BitWords(n) {
+	if recv && len(b) < bitvec.Words(n) {
 		return 0, fmt.Errorf("ferret: %s: %d choice words cannot hold %d choice bits", call, len(b), n)
 	}
 	return n, nil
@@ -150,7 +148,7 @@ func (s *Session) pads(c *COT, dst []uint64, src []prg.Block, d prg.Block, ctr0 
 		s.hash.TCCRXor(s.hb[j*cnt:(j+1)*cnt], src, d, prg.Tweak{Lo: ctr0, Hi: c.domain(purposeDerived, j)})
 	}
 	if w == 1 {
-		m := lowMask(l)
+		m := bitvec.Mask(l)
 		for i := range dst[:cnt] {
 			dst[i] = s.hb[i][0] & m
 		}
@@ -170,13 +168,6 @@ func growU(b []uint64, n int) []uint64 {
 		return make([]uint64, n)
 	}
 	return b[:n]
-}
-
-func bitBytes(v []uint64, n int) []byte {
-	if n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))[:(n+7)/8]
 }
 
 // ---------------------------------------------------------------- random OT
@@ -330,7 +321,7 @@ func (s *Session) padsReceiver(ctx context.Context, n, w, l int, b, pad []uint64
 		nc := min(chunk, n-off)
 		ctr := c.Used()
 		s.k = grow(s.k, nc)
-		s.bits = growU(s.bits, ot.BitWords(nc))
+		s.bits = growU(s.bits, bitvec.Words(nc))
 		if err := c.Recv(ctx, s.bits, s.k); err != nil {
 			return err
 		}
@@ -339,9 +330,9 @@ func (s *Session) padsReceiver(ctx context.Context, n, w, l int, b, pad []uint64
 			s.bits[j] ^= b[off/64+j]
 		}
 		if r := nc % 64; r != 0 {
-			s.bits[len(s.bits)-1] &= lowMask(r) // the caller's bits past n stay private
+			s.bits[len(s.bits)-1] &= bitvec.Mask(r) // the caller's bits past n stay private
 		}
-		if err := s.conn.Send(ctx, bitBytes(s.bits, nc)); err != nil {
+		if err := s.conn.SendBits(ctx, s.bits, nc); err != nil {
 			return err
 		}
 		if err := s.conn.Flush(ctx); err != nil {
@@ -355,8 +346,8 @@ func (s *Session) padsReceiver(ctx context.Context, n, w, l int, b, pad []uint64
 // swaps p0 and p1 where d_i = 1, so that p0 is the pad the receiver holds
 // when b_i = 0.
 func (s *Session) order(ctx context.Context, off, nc, w int, p0, p1 []uint64) error {
-	s.bits = growU(s.bits, ot.BitWords(nc))
-	if err := s.conn.Recv(ctx, bitBytes(s.bits, nc)); err != nil {
+	s.bits = growU(s.bits, bitvec.Words(nc))
+	if err := s.conn.RecvBits(ctx, s.bits, nc); err != nil {
 		return err
 	}
 	for i := 0; i < nc; i++ {
@@ -375,7 +366,7 @@ func (s *Session) sendCOT(ctx context.Context, call string, chosen bool, w, l in
 	if err != nil || n == 0 {
 		return err
 	}
-	m := lowMask(l)
+	m := bitvec.Mask(l)
 	s.h1 = growU(s.h1, n*w)
 	if chosen {
 		if err := s.padsSender(ctx, n, w, l, r, s.h1); err != nil {
@@ -401,7 +392,7 @@ func (s *Session) sendCOT(ctx context.Context, call string, chosen bool, w, l in
 		}
 		s.pk = growU(s.pk, transport.PackedWords(nc*w, l))
 		transport.Pack(s.pk, s.vals, l)
-		if err := s.conn.Send(ctx, wordBytesN(s.pk, transport.PackedBytes(nc*w, l))); err != nil {
+		if err := s.conn.SendBits(ctx, s.pk, nc*w*l); err != nil {
 			return s.fail(call, err)
 		}
 	}
@@ -417,7 +408,7 @@ func (s *Session) recvCOT(ctx context.Context, call string, chosen bool, w, l in
 		return err
 	}
 	c := s.in
-	m := lowMask(l)
+	m := bitvec.Mask(l)
 	if chosen {
 		if err := s.padsReceiver(ctx, n, w, l, b, y); err != nil {
 			return s.fail(call, err)
@@ -437,7 +428,7 @@ func (s *Session) recvCOT(ctx context.Context, call string, chosen bool, w, l in
 		nw := transport.PackedWords(nc*w, l)
 		s.pk = growU(s.pk, nw)
 		s.pk[nw-1] = 0
-		if err := s.conn.Recv(ctx, wordBytesN(s.pk, transport.PackedBytes(nc*w, l))); err != nil {
+		if err := s.conn.RecvBits(ctx, s.pk, nc*w*l); err != nil {
 			return s.fail(call, err)
 		}
 		s.vals = growU(s.vals, nc*w)
@@ -507,7 +498,7 @@ func (s *Session) sendOT(ctx context.Context, call string, w, l int, m0, m1 []ui
 		}
 		s.pk = growU(s.pk, transport.PackedWords(2*nc*w, l))
 		transport.Pack(s.pk, s.vals, l)
-		if err := s.conn.Send(ctx, wordBytesN(s.pk, transport.PackedBytes(2*nc*w, l))); err != nil {
+		if err := s.conn.SendBits(ctx, s.pk, 2*nc*w*l); err != nil {
 			return s.fail(call, err)
 		}
 	}
@@ -522,7 +513,7 @@ func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint
 	if err != nil || n == 0 {
 		return err
 	}
-	mask := lowMask(l)
+	mask := bitvec.Mask(l)
 	if err := s.padsReceiver(ctx, n, w, l, b, m); err != nil {
 		return s.fail(call, err)
 	}
@@ -532,7 +523,7 @@ func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint
 		nw := transport.PackedWords(2*nc*w, l)
 		s.pk = growU(s.pk, nw)
 		s.pk[nw-1] = 0
-		if err := s.conn.Recv(ctx, wordBytesN(s.pk, transport.PackedBytes(2*nc*w, l))); err != nil {
+		if err := s.conn.RecvBits(ctx, s.pk, 2*nc*w*l); err != nil {
 			return s.fail(call, err)
 		}
 		s.vals = growU(s.vals, 2*nc*w)
@@ -547,12 +538,4 @@ func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint
 		}
 	}
 	return nil
-}
-
-// wordBytesN views the first n bytes of a word slice.
-func wordBytesN(w []uint64, n int) []byte {
-	if n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))[:n]
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -33,7 +33,7 @@ func randWords(r *rand.Rand, n int) []uint64 {
 // inputs: random words with edge values first (and garbage above bit l).
 func inputs(r *rand.Rand, n, l int) []uint64 {
 	v := randWords(r, n)
-	edges := []uint64{0, ^uint64(0), 1 << (l - 1), lowMask(l), 1}
+	edges := []uint64{0, ^uint64(0), 1 << (l - 1), bitvec.Mask(l), 1}
 	for i := 0; i < len(v) && i < len(edges); i++ {
 		v[i] = edges[i]
 	}
@@ -55,8 +55,6 @@ func refillBytes(c *COT, iters0 int) int64 {
 	return int64(c.Iterations()-iters0) * IterationBytes(c.Config().Main)
 }
 
-func frames(n int) int64 { return int64((n + chunk - 1) / chunk) }
-
 func TestDerived(t *testing.T) {
 	f0, f1 := sessionPair(t, tiny)
 	r := rand.New(rand.NewPCG(9, 9))
@@ -72,14 +70,14 @@ func TestDerived(t *testing.T) {
 					if dir == 1 {
 						snd, rcv = f1, f0
 					}
-					m := lowMask(l)
+					m := bitvec.Mask(l)
 					nw := n * w
 					it := snd.out.Iterations()
 					const H = transport.HeaderSize
 
 					// ROT: random choice bits, no communication but refills.
 					m0, m1, mb := make([]uint64, nw), make([]uint64, nw), make([]uint64, nw)
-					b := randWords(r, ot.BitWords(n)+1)
+					b := randWords(r, bitvec.Words(n)+1)
 					bs, br := sent(snd, rcv, func() {
 						testenv.MustBoth(t, func() error { return snd.SendROTWide(ctx, w, l, m0, m1) },
 							func() error { return rcv.RecvROTWide(ctx, w, l, b, mb) })
@@ -89,7 +87,7 @@ func TestDerived(t *testing.T) {
 					}
 					ones := 0
 					for i := 0; i < n; i++ {
-						bi := ot.Bit(b, i)
+						bi := bitvec.Bit(b, i)
 						ones += int(bi)
 						for k := 0; k < w; k++ {
 							j := i*w + k
@@ -114,7 +112,7 @@ func TestDerived(t *testing.T) {
 						it = snd.out.Iterations()
 						x := inputs(r, nw, l)
 						rr, y := make([]uint64, nw), make([]uint64, nw)
-						b := randWords(r, ot.BitWords(n)+1)
+						b := randWords(r, bitvec.Words(n)+1)
 						var bs, br int64
 						if chosen {
 							bs, br = sent(snd, rcv, func() {
@@ -142,7 +140,7 @@ func TestDerived(t *testing.T) {
 						for i := 0; i < n; i++ {
 							for k := 0; k < w; k++ {
 								j := i*w + k
-								want := (rr[j] + ot.Bit(b, i)*x[j]) & m
+								want := (rr[j] + bitvec.Bit(b, i)*x[j]) & m
 								if y[j] != want || rr[j]&^m != 0 {
 									t.Fatalf("COT chosen=%v l=%d n=%d w=%d i=%d: r=%x y=%x want %x", chosen, l, n, w, i, rr[j], y[j], want)
 								}
@@ -153,7 +151,7 @@ func TestDerived(t *testing.T) {
 					// Chosen-message OT.
 					it = snd.out.Iterations()
 					a0, a1 := inputs(r, nw, l), randWords(r, nw)
-					b = randWords(r, ot.BitWords(n)+1)
+					b = randWords(r, bitvec.Words(n)+1)
 					got := make([]uint64, nw)
 					bs, br = sent(snd, rcv, func() {
 						testenv.MustBoth(t, func() error { return snd.SendOTWide(ctx, w, l, a0, a1) },
@@ -172,7 +170,7 @@ func TestDerived(t *testing.T) {
 						for k := 0; k < w; k++ {
 							j := i*w + k
 							want := a0[j] & m
-							if ot.Bit(b, i) == 1 {
+							if bitvec.Bit(b, i) == 1 {
 								want = a1[j] & m
 							}
 							if got[j] != want {
@@ -195,33 +193,33 @@ func TestNarrowForms(t *testing.T) {
 	ctx := context.Background()
 	const n, l = 777, 20
 	x, rr, y := inputs(r, n, l), make([]uint64, n), make([]uint64, n)
-	b := randWords(r, ot.BitWords(n))
+	b := randWords(r, bitvec.Words(n))
 	testenv.MustBoth(t, func() error { return f1.SendCOT(ctx, l, x, rr) }, func() error { return f0.RecvCOT(ctx, l, b, y) })
 	for i := range y {
-		if y[i] != (rr[i]+ot.Bit(b, i)*x[i])&lowMask(l) {
+		if y[i] != (rr[i]+bitvec.Bit(b, i)*x[i])&bitvec.Mask(l) {
 			t.Fatalf("COT %d", i)
 		}
 	}
 	testenv.MustBoth(t, func() error { return f1.SendRCOT(ctx, l, x, rr) }, func() error { return f0.RecvRCOT(ctx, l, b, y) })
 	for i := range y {
-		if y[i] != (rr[i]+ot.Bit(b, i)*x[i])&lowMask(l) {
+		if y[i] != (rr[i]+bitvec.Bit(b, i)*x[i])&bitvec.Mask(l) {
 			t.Fatalf("RCOT %d", i)
 		}
 	}
 	m0, m1, m := make([]uint64, n), make([]uint64, n), make([]uint64, n)
 	testenv.MustBoth(t, func() error { return f0.SendROT(ctx, l, m0, m1) }, func() error { return f1.RecvROT(ctx, l, b, m) })
 	for i := range m {
-		if (ot.Bit(b, i) == 0 && m[i] != m0[i]) || (ot.Bit(b, i) == 1 && m[i] != m1[i]) {
+		if (bitvec.Bit(b, i) == 0 && m[i] != m0[i]) || (bitvec.Bit(b, i) == 1 && m[i] != m1[i]) {
 			t.Fatalf("ROT %d", i)
 		}
 	}
 	testenv.MustBoth(t, func() error { return f0.SendOT(ctx, l, x, rr) }, func() error { return f1.RecvOT(ctx, l, b, m) })
 	for i := range m {
 		want := x[i]
-		if ot.Bit(b, i) == 1 {
+		if bitvec.Bit(b, i) == 1 {
 			want = rr[i]
 		}
-		if m[i] != want&lowMask(l) {
+		if m[i] != want&bitvec.Mask(l) {
 			t.Fatalf("OT %d", i)
 		}
 	}
@@ -280,7 +278,7 @@ func TestPeerGone(t *testing.T) {
 		func() (err error) { rcv, err = New(ctx, s1, Receiver, tinyOdd, Options{}); return })
 	s0.Conn().Close()
 	m := make([]prg.Block, tinyOdd.Main.Output()+1)
-	if err := rcv.Recv(ctx, make([]uint64, ot.BitWords(len(m))), m); err == nil {
+	if err := rcv.Recv(ctx, make([]uint64, bitvec.Words(len(m))), m); err == nil {
 		t.Fatal("Recv with the sender gone succeeded")
 	}
 	if err := rcv.Recv(ctx, make([]uint64, 1), m[:1]); err == nil {
@@ -301,7 +299,7 @@ func TestFlights(t *testing.T) {
 	testenv.MustBoth(t, func() error { return f0.SendROT(ctx, 8, make([]uint64, 1), make([]uint64, 1)) },
 		func() error { return f1.RecvROT(ctx, 8, make([]uint64, 1), make([]uint64, 1)) })
 	x, r, y := make([]uint64, n), make([]uint64, n), make([]uint64, n)
-	b := make([]uint64, ot.BitWords(n))
+	b := make([]uint64, bitvec.Words(n))
 	st0, st1 := f0.Conn().Stats(), f1.Conn().Stats()
 	testenv.MustBoth(t, func() error { return f0.SendCOT(ctx, 32, x, r) }, func() error { return f1.RecvCOT(ctx, 32, b, y) })
 	r0, r1 := f0.Conn().Stats().Sub(st0).Rounds, f1.Conn().Stats().Sub(st1).Rounds
@@ -312,7 +310,7 @@ func TestFlights(t *testing.T) {
 	it := f0.out.Iterations()
 	m := Small.Main.Output() + 1000
 	a0, a1, got := make([]uint64, m), make([]uint64, m), make([]uint64, m)
-	bm := make([]uint64, ot.BitWords(m))
+	bm := make([]uint64, bitvec.Words(m))
 	testenv.MustBoth(t, func() error { return f0.SendOT(ctx, 16, a0, a1) }, func() error { return f1.RecvOT(ctx, 16, bm, got) })
 	refills := int64(f0.out.Iterations() - it)
 	r0, r1 = f0.Conn().Stats().Sub(st0).Rounds, f1.Conn().Stats().Sub(st1).Rounds
@@ -363,7 +361,7 @@ func TestOTN(t *testing.T) {
 						t.Fatalf("N=%d l=%d n=%d: sent %d/%d bytes, want %d/%d", N, l, n, bs, br, wantS, wantR)
 					}
 					for i := 0; i < n; i++ {
-						if want := msgs[i*N+int(c[i])] & lowMask(l); out[i] != want {
+						if want := msgs[i*N+int(c[i])] & bitvec.Mask(l); out[i] != want {
 							t.Fatalf("N=%d l=%d n=%d dir=%d i=%d c=%d: got %x want %x", N, l, n, dir, i, c[i], out[i], want)
 						}
 					}
@@ -398,7 +396,7 @@ func TestFork(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
 	x, y := inputs(r, n, l), inputs(r, n, l)
 	rx, ry, ox, oy := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
-	b := randWords(r, ot.BitWords(n))
+	b := randWords(r, bitvec.Words(n))
 	e0, e1 := testenv.Both(func() error {
 		e0, e1 := testenv.Both(func() error { return f0.SendCOT(ctx, l, x, rx) }, func() error { return g0.SendCOT(ctx, l, y, ry) })
 		return errors.Join(e0, e1)
@@ -410,8 +408,8 @@ func TestFork(t *testing.T) {
 		t.Fatal(e0, e1)
 	}
 	for i := 0; i < n; i++ {
-		bi := ot.Bit(b, i)
-		if ox[i] != (rx[i]+bi*x[i])&lowMask(l) || oy[i] != (ry[i]+bi*y[i])&lowMask(l) {
+		bi := bitvec.Bit(b, i)
+		if ox[i] != (rx[i]+bi*x[i])&bitvec.Mask(l) || oy[i] != (ry[i]+bi*y[i])&bitvec.Mask(l) {
 			t.Fatalf("instance %d wrong", i)
 		}
 	}

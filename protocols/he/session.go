@@ -8,10 +8,10 @@ import (
 	"hash/maphash"
 	"runtime"
 	"sync"
-	"unsafe"
 
 	lring "github.com/tuneinsight/lattigo/v6/ring"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -557,7 +557,7 @@ func (s *Session) weights(ctx context.Context, key string, pl *plan, w []uint64)
 	}
 	var h maphash.Hash
 	h.SetSeed(s.hseed)
-	_, _ = h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w)))
+	_, _ = h.Write(bitvec.Bytes(w))
 	sum := h.Sum64()
 	k := wkey{plan: key, ptr: &w[0], n: len(w)}
 	if e, ok := s.wcache[k]; ok && e.sum == sum {
