@@ -29,8 +29,13 @@ import (
 // transfers that mangle binary data (as in PNG).
 var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
 
-// Version is the file format version this package writes and reads.
-const Version = 1
+// Version is the file format version this package writes. Version 2 added the engine byte of
+// matmul and conv instructions; version 1 files (no engine: every layer at the backend's default)
+// are still read.
+const Version = 2
+
+// minVersion is the oldest format version this package reads.
+const minVersion = 1
 
 // Section tags, in the order they appear in a file. WDAT (the weights) is present only in party
 // 0's copy and is the only section excluded from the program ID.
@@ -348,6 +353,9 @@ func encodeInstrs(p *fixed.Program) []byte {
 		case fixed.OpConv:
 			e.u32(in.Group)
 			encodeWindow(&e, in.Win)
+			e.u8(int(in.Engine))
+		case fixed.OpMatMul:
+			e.u8(int(in.Engine))
 		case fixed.OpMaxPool, fixed.OpSumPool:
 			encodeWindow(&e, in.Win)
 		case fixed.OpDiv:

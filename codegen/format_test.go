@@ -229,9 +229,12 @@ func TestReadErrors(t *testing.T) {
 	mangled := bytes.Clone(full)
 	mangled[4] = '\n'
 	check("text mode", mangled, "text mode")
-	v2 := bytes.Clone(full)
-	v2[8] = 2
-	check("version", v2, "unsupported format version 2")
+	v3 := bytes.Clone(full)
+	v3[8] = 3
+	check("version", v3, "unsupported format version 3")
+	v0 := bytes.Clone(full)
+	v0[8] = 0
+	check("version 0", v0, "unsupported format version 0")
 	flip := bytes.Clone(full)
 	flip[len(flip)-100] ^= 0x40 // inside the weights
 	check("bit flip", flip, "corrupted")
@@ -380,4 +383,62 @@ func TestWriteFileRefusesWeightsUnderClientName(t *testing.T) {
 	if err != nil || g.Program.HasWeights() {
 		t.Fatalf("client copy: %v", err)
 	}
+}
+
+// TestEngineRoundTrip: the engine recorded on matmul and conv instructions survives the file and
+// the disassembly shows it.
+func TestEngineRoundTrip(t *testing.T) {
+	f := testFile(t)
+	n := 0
+	for _, in := range f.Program.Instrs {
+		switch in.Op {
+		case fixed.OpMatMul:
+			in.Engine = fixed.EngineHE
+			n++
+		case fixed.OpConv:
+			in.Engine = fixed.EngineOT
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("the test program has no linear layer")
+	}
+	var b bytes.Buffer
+	if err := Write(&b, f, true); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Unmarshal(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, in := range f.Program.Instrs {
+		if g.Program.Instrs[i].Engine != in.Engine {
+			t.Errorf("instruction %d: engine %v, want %v", i, g.Program.Instrs[i].Engine, in.Engine)
+		}
+	}
+	if g.ID == (testFileID(t)) {
+		t.Error("the engine choice is not part of the program ID")
+	}
+	bad := f.Program.Clone()
+	for _, in := range bad.Instrs {
+		if in.Op == fixed.OpReLU || in.Op == fixed.OpTrunc {
+			in.Engine = fixed.EngineHE
+			break
+		}
+	}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "only matmul and conv") {
+		t.Errorf("engine on a nonlinear instruction: %v", err)
+	}
+}
+
+func testFileID(t *testing.T) [32]byte {
+	var b bytes.Buffer
+	if err := Write(&b, testFile(t), true); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Unmarshal(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.ID
 }

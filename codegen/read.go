@@ -43,8 +43,8 @@ func unmarshal(b []byte) (*File, []SectionInfo, error) {
 		return nil, nil, formatErr("truncated in the file header")
 	}
 	ver := binary.LittleEndian.Uint16(b[8:])
-	if ver != Version {
-		return nil, nil, formatErr("unsupported format version %d (this build reads version %d)", ver, Version)
+	if ver < minVersion || ver > Version {
+		return nil, nil, formatErr("unsupported format version %d (this build reads versions %d to %d)", ver, minVersion, Version)
 	}
 	if r := binary.LittleEndian.Uint16(b[10:]); r != 0 {
 		return nil, nil, formatErr("reserved header field is %d, want 0", r)
@@ -118,7 +118,7 @@ func unmarshal(b []byte) (*File, []SectionInfo, error) {
 		{tagHead, func(d *dec) error { return decodeHead(d, f) }},
 		{tagTens, func(d *dec) error { return decodeTensors(d, p) }},
 		{tagWgts, func(d *dec) error { return decodeWeightTable(d, p) }},
-		{tagInst, func(d *dec) error { return decodeInstrs(d, p) }},
+		{tagInst, func(d *dec) error { return decodeInstrs(d, p, int(ver)) }},
 		{tagInpt, func(d *dec) error { return decodeIO(d, p, &p.Inputs) }},
 		{tagOutp, func(d *dec) error { return decodeIO(d, p, &p.Outputs) }},
 	}
@@ -323,7 +323,7 @@ func decodeWindow(d *dec) (ir.Window, error) {
 	return w, d.err
 }
 
-func decodeInstrs(d *dec, p *fixed.Program) error {
+func decodeInstrs(d *dec, p *fixed.Program, version int) error {
 	n := d.count("instructions", 13)
 	p.Instrs = make([]*fixed.Instr, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
@@ -352,6 +352,9 @@ func decodeInstrs(d *dec, p *fixed.Program) error {
 		case fixed.OpConv:
 			in.Group = d.u32()
 			in.Win, err = decodeWindow(d)
+			if version >= 2 {
+				in.Engine = fixed.Engine(d.u8())
+			}
 		case fixed.OpMaxPool, fixed.OpSumPool:
 			in.Win, err = decodeWindow(d)
 		case fixed.OpDiv:
@@ -367,7 +370,11 @@ func decodeInstrs(d *dec, p *fixed.Program) error {
 			in.PadMode = fixed.PadMode(d.u8())
 			in.Pads = d.ints32(d.u8())
 			in.PadValue = int64(d.u64())
-		case fixed.OpMatMul, fixed.OpAddConst, fixed.OpMulConst, fixed.OpAdd, fixed.OpSub, fixed.OpReLU, fixed.OpReshape,
+		case fixed.OpMatMul:
+			if version >= 2 {
+				in.Engine = fixed.Engine(d.u8())
+			}
+		case fixed.OpAddConst, fixed.OpMulConst, fixed.OpAdd, fixed.OpSub, fixed.OpReLU, fixed.OpReshape,
 			fixed.OpMul:
 		default:
 			err = fmt.Errorf("unknown opcode %d (written by a newer compiler?)", uint8(in.Op))

@@ -11,7 +11,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
-	"github.com/cryptflow-go/cryptflow/vm/sciot"
+	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
 // benchInference runs b.N secure inferences of prog on one session and reports the per-inference
@@ -28,7 +28,7 @@ func benchInference(b *testing.B, prog *program, x ring.Tensor, opt secureOption
 	compareRuns(b, clear, &secureRun{client: sec.client[:1], server: sec.server[:1]})
 	n := float64(b.N)
 	p0, p1 := sec.prof[0], sec.prof[1]
-	cost := func(c0, c1 sciot.Cost) (secs, mbytes, flights float64) {
+	cost := func(c0, c1 sci.Cost) (secs, mbytes, flights float64) {
 		// Time: the slower party's (both run concurrently).
 		t := max(c0.Time, c1.Time)
 		return t.Seconds() / n, float64(c0.BytesSent+c1.BytesSent) / 1e6 / n, float64(c0.Rounds+c1.Rounds) / n

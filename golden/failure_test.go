@@ -11,7 +11,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
-	"github.com/cryptflow-go/cryptflow/vm/sciot"
+	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
 // TestPeerFailureMidInference cancels the client in the middle of an inference: both parties'
@@ -32,9 +32,9 @@ func TestPeerFailureMidInference(t *testing.T) {
 	defer c0.Close()
 	defer c1.Close()
 	ctx := context.Background()
-	var b0, b1 *sciot.Backend
-	if e0, e1 := testenv.Both(func() (err error) { b0, err = sciot.New(ctx, c0, 0, r, sciot.Options{}); return },
-		func() (err error) { b1, err = sciot.New(ctx, c1, 1, r, sciot.Options{}); return }); e0 != nil || e1 != nil {
+	var b0, b1 *sci.Backend
+	if e0, e1 := testenv.Both(func() (err error) { b0, err = sci.New(ctx, c0, 0, r, sci.Options{}); return },
+		func() (err error) { b1, err = sci.New(ctx, c1, 1, r, sci.Options{}); return }); e0 != nil || e1 != nil {
 		t.Fatal(e0, e1)
 	}
 	m0, err := vm.New(prog.server, b0)

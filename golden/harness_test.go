@@ -19,7 +19,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
-	"github.com/cryptflow-go/cryptflow/vm/sciot"
+	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
 // program is a compiled model as the two parties hold it: the server's copy with weights and
@@ -134,9 +134,9 @@ func runClear(t testing.TB, p *fixed.Program, inputs []ring.Tensor) [][]vm.Outpu
 // secureRun is the result of running a program securely on a sequence of inputs.
 type secureRun struct {
 	client, server [][]vm.Output
-	prof           [2]sciot.Profile // per party, whole session
-	runTime        []time.Duration  // wall-clock time of each inference (both parties done)
-	calls          [2]linearCalls   // per party, whole session
+	prof           [2]sci.Profile  // per party, whole session
+	runTime        []time.Duration // wall-clock time of each inference (both parties done)
+	calls          [2]linearCalls  // per party, whole session
 }
 
 // linearCalls counts a backend's linear-layer calls by kind.
@@ -145,7 +145,7 @@ type linearCalls struct{ conv2D, matMul int }
 // countingBackend is a sciot backend that counts its Conv2D and MatMul calls (it still implements
 // vm.ConvBackend: UseConv2D is promoted).
 type countingBackend struct {
-	*sciot.Backend
+	*sci.Backend
 	calls linearCalls
 }
 
@@ -197,7 +197,7 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 	var backends [2]*countingBackend
 	res := &secureRun{}
 	setup := func(party int) error {
-		b, err := sciot.New(ctx, conns[party][0], party, r, sciot.Options{Streams: conns[party][1:],
+		b, err := sci.New(ctx, conns[party][0], party, r, sci.Options{Streams: conns[party][1:],
 			Linear: linear.Options{OneBatch: opt.oneBatch}})
 		if err != nil {
 			return err
@@ -233,7 +233,7 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 		res.server = append(res.server, o0)
 		res.client = append(res.client, o1)
 	}
-	res.prof = [2]sciot.Profile{backends[0].Profile(), backends[1].Profile()}
+	res.prof = [2]sci.Profile{backends[0].Profile(), backends[1].Profile()}
 	res.calls = [2]linearCalls{backends[0].calls, backends[1].calls}
 	return res
 }
@@ -291,7 +291,7 @@ func logProfile(t testing.TB, name string, sec *secureRun, n int) {
 	for _, d := range sec.runTime {
 		tot += d
 	}
-	on := [2]sciot.Cost{sec.prof[0].Online(), sec.prof[1].Online()}
+	on := [2]sci.Cost{sec.prof[0].Online(), sec.prof[1].Online()}
 	lin := sec.prof[0].Linear.Add(sec.prof[1].Linear)
 	nl := sec.prof[0].Nonlinear.Add(sec.prof[1].Nonlinear)
 	t.Logf("%s: %d secure inferences in %v (%v each); per inference: linear %.2f MB, nonlinear %.2f MB, total %.2f MB, flights %d",

@@ -16,6 +16,7 @@ package vm
 import (
 	"context"
 
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
@@ -75,4 +76,15 @@ type ConvBackend interface {
 	// [M, C/Groups, KH, KW] (party 0's; nil at party 1), exactly in the ring (products and sums
 	// wrap), as defined by ring.ConvGeom. dst never aliases x.
 	Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error
+}
+
+// EngineBackend is implemented by backends that can run a linear layer in more than one way (by
+// OT or by homomorphic encryption). Before each matmul or conv instruction — and, for a conv,
+// before New asks UseConv2D about it — the VM passes the engine the program records for it
+// (fixed.EngineDefault when none). The backend returns the engine it will use for that layer
+// (its own rule may override the record), for reports. The choice must depend on public data only,
+// so that both parties make the same one.
+type EngineBackend interface {
+	Backend
+	UseEngine(e fixed.Engine) fixed.Engine
 }

@@ -51,6 +51,9 @@ func (m *Machine) makePlan(in *fixed.Instr) (plan, int, error) {
 		if len(wt) < 2 || wt[0] != out[1] || wt[1]*in.Group != x[1] {
 			return pl, 0, fmt.Errorf("weights %v do not fit input %v, output %v and %d groups", wt, x, out, in.Group)
 		}
+		if eb, ok := m.be.(EngineBackend); ok {
+			eb.UseEngine(in.Engine)
+		}
 		if cb, ok := m.be.(ConvBackend); ok && cb.UseConv2D(pl.conv) {
 			pl.native = true
 			return pl, 0, nil

@@ -194,9 +194,15 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 		outs[in.Index] = Output{Name: io.Name, Party: io.Party, Scale: p.Tensors[in.In[0]].Scale, Value: v, Revealed: ok}
 		return nil
 	case fixed.OpMatMul:
+		if eb, ok := b.(EngineBackend); ok {
+			eb.UseEngine(in.Engine)
+		}
 		w := p.Weights[in.Weight].Shape
 		return b.MatMul(ctx, dst, m.weight(in.Weight), w[0], w[1], x.Shape[1], x)
 	case fixed.OpConv:
+		if eb, ok := b.(EngineBackend); ok {
+			eb.UseEngine(in.Engine)
+		}
 		return m.conv(ctx, in, pl, dst, x)
 	case fixed.OpAddConst:
 		if m.party == 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -273,8 +274,8 @@ func nlConnect(ctx context.Context, r ring.Ring, opt nonlinear.Options, k int, p
 		}
 		o0, o1 = append(o0, a), append(o1, b)
 	}
-	err := inParallel(func() (err error) { p.s0, err = nonlinear.New(ctx, r, opt, o0...); return },
-		func() (err error) { p.s1, err = nonlinear.New(ctx, r, opt, o1...); return })
+	err := inParallel(func() (err error) { p.s0, err = nonlinear.New(ctx, r, opt, streams.Of(o0)...); return },
+		func() (err error) { p.s1, err = nonlinear.New(ctx, r, opt, streams.Of(o1)...); return })
 	if err != nil {
 		p.close()
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
 // defaultStreams is the default of --streams: two OT streams (one core each) where there are two
@@ -40,6 +41,7 @@ type config struct {
 	tlsCA, tlsServerName     string
 	tlsSelf, tlsPin          string
 	report, netName, backend string
+	ot                       string
 	quiet, strict            bool
 	set                      map[string]bool // flags given explicitly
 }
@@ -77,7 +79,8 @@ func parse(args []string) (*config, error) {
 	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "client: the `NAME` to check the server's certificate against (default: the host of --connect)")
 	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
 	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages: lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT)")
-	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME` (default: the program's, sciot)")
+	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it); default: the program's")
+	fs.StringVar(&c.ot, "ot", "iknp", "OT source `NAME` of the OT-based protocols: iknp (IKNP extension) or ferret (silent OT, far less traffic); both parties must agree")
 	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (default: warn)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")
 	fs.IntVar(&c.streams, "streams", defaultStreams(), "run each session over `N` connections (OT streams, one core each); both parties must agree (default min(2, CPUs))")
@@ -126,7 +129,7 @@ func (c *config) check() error {
 			"hello-timeout", "join-timeout", "max-pending"),
 		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin"),
-		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "quiet", "streams"),
+		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "quiet", "streams", "ot"),
 	} {
 		if err != nil {
 			return err
@@ -177,6 +180,9 @@ func (c *config) check() error {
 	}
 	if c.streams < 1 || c.streams > serve.MaxStreams {
 		return cli.Usagef("--streams %d: want 1 to %d", c.streams, serve.MaxStreams)
+	}
+	if _, err := sci.ParseOT(c.ot); err != nil {
+		return cli.Usagef("--ot: %v", err)
 	}
 	if _, _, err := netModel(c.netName); err != nil {
 		return err

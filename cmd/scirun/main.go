@@ -67,7 +67,7 @@ func main() {
 		stderr:   os.Stderr,
 		terminal: cli.IsTerminal(os.Stderr),
 		drain:    drain,
-		backends: map[string]serve.BackendFunc{"sciot": newSCIOT},
+		backends: map[string]serve.BackendFunc{},
 	}
 	err := run(ctx, os.Args[1:], e)
 	cancel()

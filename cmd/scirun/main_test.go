@@ -114,7 +114,7 @@ func program(t *testing.T) (full, client, data string) {
 func testEnv() (*env, *testenv.SyncBuffer, *testenv.SyncBuffer) {
 	out, errb := &testenv.SyncBuffer{}, &testenv.SyncBuffer{}
 	return &env{stdout: out, stderr: errb, drain: make(chan struct{}),
-		backends: map[string]serve.BackendFunc{"sciot": newSCIOT}}, out, errb
+		backends: map[string]serve.BackendFunc{}}, out, errb
 }
 
 func runArgs(args ...string) (string, string, error) {
@@ -205,7 +205,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--clear", client, "--input", in}, false, "no weights"},
 		{[]string{"--party", "0", client}, false, "has no weights (it is a client copy): the server (--party 0) needs the full program file"},
 		{[]string{"--local", client, "--input", in}, false, "--local (which also runs the server) needs the full program file"},
-		{[]string{"--local", full, "--input", in, "--backend", "scihe"}, false, `backend "scihe" is not available in this build (available: sciot)`},
+		{[]string{"--local", full, "--input", in, "--backend", "gpu"}, false, `backend "gpu" is not available in this build (available: auto, sciot, scihe`},
+		{[]string{"--local", full, "--input", in, "--ot", "kos"}, true, `--ot: unknown OT source "kos" (iknp or ferret)`},
 		{[]string{"--clear", full, "--input", filepath.Join(data, "model.onnx")}, false, "input"},
 		{[]string{"--clear", in, "--input", in}, false, "not a .sciir program file"},
 		{[]string{"--party", "1", client, "--connect", "x:1", "--input", in, "--tls-ca", filepath.Join(data, "model.onnx")}, false, "holds no PEM certificate"},
@@ -363,7 +364,7 @@ func TestLocalReportAndProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Layers) != len(prog.Program.Instrs) || r.Backend != "sciot" || r.Net != "lan" || r.Total.BytesSent == 0 || r.Setup.BytesSent == 0 {
+	if len(r.Layers) != len(prog.Program.Instrs) || !strings.HasPrefix(r.Backend, "sciot ot=iknp") || r.Net != "lan" || r.Total.BytesSent == 0 || r.Setup.BytesSent == 0 {
 		t.Errorf("report: %+v", r)
 	}
 	// Not a terminal: no progress bar.

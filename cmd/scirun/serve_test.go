@@ -19,6 +19,8 @@ import (
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
 // server runs scirun with args (plus --listen 127.0.0.1:0) in this process and returns its
@@ -169,7 +171,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hello := serve.HelloFor(cf, 1, "sciot", "garbage test")
+	hello := serve.HelloFor(cf, 1, sci.Options{}.Describe(ring.Must(cf.Program.Bits)), "garbage test")
 	hello.Streams = 2
 	if _, _, _, err := serve.Handshake(context.Background(), nc, hello, 5*time.Second); err != nil {
 		t.Fatalf("handshake of the garbage client: %v", err)

@@ -22,13 +22,21 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
-	"github.com/cryptflow-go/cryptflow/vm/sciot"
+	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
-// newSCIOT starts the SCI_OT backend on the session's connections (one OT stream each).
-func newSCIOT(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
-	return sciot.New(ctx, conn, party, r, sciot.Options{Streams: streams})
+// sciBackend returns the constructor of an SCI backend (sciot, scihe or auto) on the OT source
+// ot, over the session's connections (one OT stream each).
+func sciBackend(o sci.Options) serve.BackendFunc {
+	return func(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
+		o := o
+		o.Streams = streams
+		return sci.New(ctx, conn, party, r, o)
+	}
 }
+
+// isSCI reports whether name is one of the SCI backends (which take --ot).
+func isSCI(name string) bool { _, err := sci.ParseMode(name); return err == nil }
 
 // options builds the session options; a server with the client copy fails here, before
 // listening.
@@ -47,12 +55,26 @@ func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {
 		}
 	}
 	opt.NewBackend = e.backends[be]
+	if mode, err := sci.ParseMode(be); err == nil && opt.NewBackend == nil {
+		src, err := sci.ParseOT(c.ot)
+		if err != nil {
+			return nil, cli.Usagef("--ot: %v", err)
+		}
+		so := sci.Options{Mode: mode, OT: src}
+		if src == sci.OTFerret {
+			so.Ferret = sci.FerretFor(f.Program)
+		}
+		opt.NewBackend = sciBackend(so)
+		// The handshake carries the whole configuration (mode, OT source and its parameters, HE
+		// parameters), so two parties that would not interoperate stop there, naming both.
+		opt.Backend = so.Describe(ring.Must(f.Program.Bits))
+	}
 	if opt.NewBackend == nil {
-		names := make([]string, 0, len(e.backends))
+		names := []string{"auto", "sciot", "scihe"}
 		for n := range e.backends {
 			names = append(names, n)
 		}
-		sort.Strings(names)
+		sort.Strings(names[3:])
 		return nil, fmt.Errorf("backend %q is not available in this build (available: %s)", be, strings.Join(names, ", "))
 	}
 	party := c.party

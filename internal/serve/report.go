@@ -41,6 +41,7 @@ type Layer struct {
 	Source string  `json:"source,omitempty"` // the model node it came from
 	Shape  []int   `json:"shape"`            // the shape of the tensor it produced (or revealed)
 	MS     float64 `json:"ms"`               // wall-clock time at this party
+	Engine string  `json:"engine,omitempty"` // matmul and conv: how the layer ran (ot or he)
 	Traffic
 }
 
@@ -81,7 +82,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("", "handshake", "", "", r.HandshakeMS, r.Handshake)
 	row("", "setup", "", "", r.SetupMS, r.Setup)
 	for _, l := range r.Layers {
-		row(strconv.Itoa(l.Index), l.Op, clip(l.Source, 28), shapeString(l.Shape), l.MS, l.Traffic)
+		op := l.Op
+		if l.Engine != "" {
+			op += " by " + l.Engine
+		}
+		row(strconv.Itoa(l.Index), op, clip(l.Source, 28), shapeString(l.Shape), l.MS, l.Traffic)
 	}
 	row("", "total", "", "", r.TotalMS, r.Total)
 	width := make([]int, len(rows[0]))
@@ -204,7 +209,8 @@ type recorder struct {
 	producer []int // tensor id -> index of the instruction that defines it
 	labels   []string
 	layers   []Layer
-	cur      int // the instruction running now
+	cur      int  // the instruction running now
+	running  bool // the program runs (vm.New also asks about engines, before it)
 	mark     time.Time
 	progress func(done, total int, in *fixed.Instr)
 }
@@ -226,6 +232,20 @@ func newRecorder(be vm.Backend, conns []*transport.Conn, p *fixed.Program, progr
 		rc.layers[i] = l
 	}
 	return rc
+}
+
+// UseEngine forwards the engine of the next linear layer to a backend that has more than one
+// (vm.EngineBackend) and records the one it will use in the report.
+func (rc *recorder) UseEngine(e fixed.Engine) fixed.Engine {
+	eb, ok := rc.Backend.(vm.EngineBackend)
+	if !ok {
+		return fixed.EngineDefault
+	}
+	used := eb.UseEngine(e)
+	if rc.running && rc.cur < len(rc.layers) {
+		rc.layers[rc.cur].Engine = used.String()
+	}
+	return used
 }
 
 // convRecorder is a recorder over a backend with its own convolution (vm.ConvBackend): the VM
@@ -255,6 +275,7 @@ func (rc *recorder) backend() vm.Backend {
 // start begins the accounting of instruction 0.
 func (rc *recorder) start() {
 	rc.cur = 0
+	rc.running = true
 	rc.mark = time.Now()
 	if len(rc.labels) > 0 {
 		setPhase(rc.conns, rc.labels[0])

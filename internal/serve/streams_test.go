@@ -13,14 +13,14 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
-	"github.com/cryptflow-go/cryptflow/vm/sciot"
+	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
 // newSCIOT runs the real SCI_OT backend on every stream of a session, recording how many
 // streams it got.
 func newSCIOT(got *sync.Map) BackendFunc {
 	return func(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
-		b, err := sciot.New(ctx, conn, party, r, sciot.Options{Streams: streams})
+		b, err := sci.New(ctx, conn, party, r, sci.Options{Streams: streams})
 		if err == nil && got != nil {
 			got.Store(b, b.Streams())
 		}

@@ -94,6 +94,34 @@ func (o Opcode) UsesWeight() bool {
 	return false
 }
 
+// Engine is how a linear layer (OpMatMul, OpConv) runs between the two parties: by OT or by
+// homomorphic encryption. The compiler records it per instruction when it plans a program for the
+// "auto" backend; a backend that runs everything one way ignores it. The numeric values are part
+// of the .sciir file format.
+type Engine uint8
+
+// The engines.
+const (
+	EngineDefault Engine = 0 // not chosen: the backend's own rule
+	EngineOT      Engine = 1 // correlated OT (CrypTFlow2 SCI_OT)
+	EngineHE      Engine = 2 // coefficient-encoded RLWE (Cheetah-style)
+)
+
+func (e Engine) String() string {
+	switch e {
+	case EngineDefault:
+		return "default"
+	case EngineOT:
+		return "ot"
+	case EngineHE:
+		return "he"
+	}
+	return fmt.Sprintf("engine(%d)", uint8(e))
+}
+
+// Valid reports whether e is a known engine.
+func (e Engine) Valid() bool { return e <= EngineHE }
+
 // PadMode is the padding mode of OpPad.
 type PadMode uint8
 
@@ -144,6 +172,7 @@ type Instr struct {
 	PadValue int64     // OpPad with PadConstant: the signed encoded value
 	Divisors []int     // OpDiv
 	Source   string    // the HLIL node this instruction came from (for reports and errors)
+	Engine   Engine    // OpMatMul, OpConv: how the layer runs (EngineDefault: the backend decides)
 }
 
 // Clone returns a deep copy of the instruction.

@@ -118,5 +118,8 @@ func (p *Program) InstrText(in *Instr) string {
 			fmt.Fprintf(&b, " value=%d", in.PadValue)
 		}
 	}
+	if in.Engine != EngineDefault {
+		fmt.Fprintf(&b, " by %s", in.Engine)
+	}
 	return b.String()
 }

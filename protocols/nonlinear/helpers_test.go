@@ -12,6 +12,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -39,13 +40,13 @@ type pair struct {
 	ots    *otPair
 }
 
-func newPair(t testing.TB, l int, opt Options, streams int) *pair {
+func newPair(t testing.TB, l int, opt Options, nstreams int) *pair {
 	t.Helper()
 	r := ring.Must(l)
-	p := &pair{r: r, ots: newOTPair(t, streams)}
+	p := &pair{r: r, ots: newOTPair(t, nstreams)}
 	ctx := context.Background()
-	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, r, opt, p.ots.o0...); return },
-		func() (err error) { p.s1, err = New(ctx, r, opt, p.ots.o1...); return })
+	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, r, opt, streams.Of(p.ots.o0)...); return },
+		func() (err error) { p.s1, err = New(ctx, r, opt, streams.Of(p.ots.o1)...); return })
 	return p
 }
 

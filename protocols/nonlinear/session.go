@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
@@ -78,7 +77,7 @@ const (
 // amount of OT-sender work. New exchanges a short hello on every stream to
 // check that both parties use the same ring, m, split threshold and number of
 // streams.
-func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Session, error) {
+func New(ctx context.Context, r ring.Ring, opt Options, ots ...streams.OT) (*Session, error) {
 	if !r.Valid() || r.Bits < 2 {
 		return nil, fmt.Errorf("nonlinear: New: ring %v: need Z_2^l with 2 ≤ l ≤ 64", r)
 	}

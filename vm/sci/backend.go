@@ -1,4 +1,4 @@
-package sciot
+package sci
 
 import (
 	"context"
@@ -6,69 +6,171 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/protocols/ferret"
+	"github.com/cryptflow-go/cryptflow/protocols/he"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
-// Backend runs a program's convolutions itself when that communicates less.
-var _ vm.ConvBackend = (*Backend)(nil)
+// Backend runs convolutions itself (by OT on the input elements, or by HE) and takes the
+// engine the program records for each linear layer.
+var (
+	_ vm.ConvBackend   = (*Backend)(nil)
+	_ vm.EngineBackend = (*Backend)(nil)
+)
 
-// Options configures a Backend. The zero value selects the defaults. Both parties must use the
-// same options (the sessions' hellos check this).
+// Mode is how a Backend computes the linear layers (products with party 0's weights). The
+// nonlinear layers, elementwise products and input/output are the same in every mode.
+type Mode int
+
+// The modes, by backend name.
+const (
+	ModeOT   Mode = iota // "sciot": every linear layer by correlated OT (CrypTFlow2 §5.1.1)
+	ModeHE               // "scihe": every matmul and conv by RLWE over Z_2^l (Cheetah-style)
+	ModeAuto             // "auto": per layer as the program records (fixed.Engine); see UseEngine
+)
+
+// Names are the backend names of the modes, as the program file and the handshake carry them.
+var modeNames = [...]string{ModeOT: "sciot", ModeHE: "scihe", ModeAuto: "auto"}
+
+func (m Mode) String() string {
+	if m >= 0 && int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// ParseMode maps a backend name to its mode.
+func ParseMode(name string) (Mode, error) {
+	for m, n := range modeNames {
+		if n == name {
+			return Mode(m), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown two-party backend %q (sciot, scihe or auto)", name)
+}
+
+// OTSource is the OT that the OT-based protocols draw from.
+type OTSource int
+
+// The OT sources.
+const (
+	OTIKNP   OTSource = iota // IKNP OT extension: λ = 128 bits per OT (package ot)
+	OTFerret                 // Ferret silent OT: under half a bit per correlated OT (package ferret)
+)
+
+var otNames = [...]string{OTIKNP: "iknp", OTFerret: "ferret"}
+
+func (o OTSource) String() string {
+	if o >= 0 && int(o) < len(otNames) {
+		return otNames[o]
+	}
+	return fmt.Sprintf("ot(%d)", int(o))
+}
+
+// ParseOT maps an OT source name (iknp, ferret) to its OTSource.
+func ParseOT(name string) (OTSource, error) {
+	for o, n := range otNames {
+		if n == name {
+			return OTSource(o), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown OT source %q (iknp or ferret)", name)
+}
+
+// Options configures a Backend. The zero value selects SCI_OT on IKNP with the defaults. Both
+// parties must use the same options: Describe is announced in the handshake, and the sessions'
+// own hellos check the protocol parameters.
 type Options struct {
 	// Streams are further connections to the same peer, in the same order at both parties. Each
 	// carries a forked OT stream, and large layers are split across the streams and run
 	// concurrently (one core per stream).
 	Streams []*transport.Conn
+	// Mode selects how linear layers run (sciot, scihe, auto).
+	Mode Mode
+	// OT selects the OT source of every OT-based protocol.
+	OT OTSource
+	// Ferret is the silent-OT parameter set (zero: ferret.B13). Each stream runs its own COT
+	// streams, one per direction.
+	Ferret ferret.Config
+	// HE configures the HE linear layers (modes scihe and auto).
+	HE he.Options
 	// Nonlinear configures the nonlinear protocols (millionaires' leaf width, chunking).
 	Nonlinear nonlinear.Options
 	// Linear configures the OT-based linear layers.
 	Linear linear.Options
 }
 
-// Backend is one party's end of an SCI_OT session; it implements vm.Backend. It is not safe for
-// concurrent use (one Machine at a time). After a protocol failure (a closed or misbehaving peer,
-// a cancelled context) it refuses further work, and its connections are aborted so that the peer
-// fails at once.
+func (o Options) ferretConfig() ferret.Config {
+	if o.Ferret.Name == "" {
+		return ferret.B13
+	}
+	return o.Ferret
+}
+
+// Describe is the backend as the handshake announces it: the mode, the OT source and, with HE,
+// the RLWE parameters, e.g. "scihe ot=ferret(b13) he=N8192/logQ113". Two parties whose descriptions
+// differ would not interoperate.
+func (o Options) Describe(r ring.Ring) string {
+	d := o.Mode.String() + " ot=" + o.OT.String()
+	if o.OT == OTFerret {
+		d += "(" + o.ferretConfig().Name + ")"
+	}
+	if o.Mode != ModeOT {
+		if p, err := he.ParamsFor(r.Bits); err == nil {
+			d += fmt.Sprintf(" he=N%d/logQ%d", p.N(), p.LogQ())
+		}
+	}
+	return d
+}
+
+// Backend is one party's end of an SCI session (sciot, scihe or auto); it implements vm.Backend.
+// It is not safe for concurrent use (one Machine at a time). After a protocol failure (a closed or
+// misbehaving peer, a cancelled context) it refuses further work, and its connections are aborted
+// so that the peer fails at once.
 type Backend struct {
 	r     ring.Ring
 	party int
-	ots   []*ot.Session
+	mode  Mode
 	conns []*transport.Conn
 	nl    *nonlinear.Session
 	lin   *linear.Session
+	he    *he.Session  // nil in mode sciot
+	cur   fixed.Engine // the engine of the linear layer about to run (EngineOT or EngineHE)
 	err   error
 	prof  Profile
 }
 
-// New sets up an SCI_OT session with the peer at the other end of conn (plus opt.Streams): the OT
-// handshake and base OTs, then the nonlinear and linear sessions over the ring r. Party 0 is the
-// server, party 1 the client. The caller keeps ownership of the connections (close them when
-// done).
+// New sets up an SCI session with the peer at the other end of conn (plus opt.Streams): the OT
+// handshake and base OTs, the silent-OT bootstrap with OTFerret, the nonlinear and OT-linear
+// sessions over the ring r and, in modes scihe and auto, the HE session (party 1's key). Party 0
+// is the server, party 1 the client. The caller keeps ownership of the connections.
 func New(ctx context.Context, conn *transport.Conn, party int, r ring.Ring, opt Options) (*Backend, error) {
 	if conn == nil {
-		return nil, errors.New("sciot: New: nil connection")
+		return nil, errors.New("sci: New: nil connection")
 	}
 	start := time.Now()
 	conns := append([]*transport.Conn{conn}, opt.Streams...)
 	before := sumStats(conns)
 	o, err := ot.NewSession(ctx, conn, party)
 	if err != nil {
-		return nil, fmt.Errorf("sciot: New: %w", err)
+		return nil, fmt.Errorf("sci: New: %w", err)
 	}
 	ots := []*ot.Session{o}
 	for i, c := range opt.Streams {
 		if c == nil {
-			return nil, fmt.Errorf("sciot: New: stream connection %d is nil", i+1)
+			return nil, fmt.Errorf("sci: New: stream connection %d is nil", i+1)
 		}
 		f, err := o.Fork(ctx, c)
 		if err != nil {
-			return nil, fmt.Errorf("sciot: New: stream %d: %w", i+1, err)
+			return nil, fmt.Errorf("sci: New: stream %d: %w", i+1, err)
 		}
 		ots = append(ots, f)
 	}
@@ -80,34 +182,73 @@ func New(ctx context.Context, conn *transport.Conn, party int, r ring.Ring, opt 
 	return b, nil
 }
 
-// FromOT builds a Backend over existing OT sessions (an ot.Session and its forks), for example to
-// run a program over another ring on a session whose base OTs are already done. It starts the
-// nonlinear and linear sessions (a short hello on every stream). opt.Streams is ignored.
+// FromOT builds the backend on existing OT sessions (one per stream, all with the same peer):
+// the OT source, the nonlinear and linear sessions and, unless the mode is sciot, the HE session
+// on the first stream's connection. Both parties must pass the same options.
 func FromOT(ctx context.Context, r ring.Ring, opt Options, sessions ...*ot.Session) (*Backend, error) {
 	if len(sessions) == 0 {
-		return nil, errors.New("sciot: no OT session")
+		return nil, errors.New("sci: no OT session")
 	}
 	if !r.Valid() || r.Bits < 2 {
-		return nil, fmt.Errorf("sciot: ring %v: need Z_2^l with 2 ≤ l ≤ 64", r)
+		return nil, fmt.Errorf("sci: ring %v: need Z_2^l with 2 ≤ l ≤ 64", r)
 	}
-	b := &Backend{r: r, party: sessions[0].Party(), ots: sessions}
+	if opt.Mode < ModeOT || opt.Mode > ModeAuto {
+		return nil, fmt.Errorf("sci: unknown mode %d", int(opt.Mode))
+	}
+	b := &Backend{r: r, party: sessions[0].Party(), mode: opt.Mode, cur: fixed.EngineOT}
 	for _, o := range sessions {
 		if o == nil {
-			return nil, errors.New("sciot: nil OT session")
+			return nil, errors.New("sci: nil OT session")
 		}
 		b.conns = append(b.conns, o.Conn())
 	}
 	start := time.Now()
 	before := sumStats(b.conns)
-	var err error
-	if b.nl, err = nonlinear.New(ctx, r, opt.Nonlinear, sessions...); err != nil {
-		return nil, fmt.Errorf("sciot: %w", err)
+	srcs := make([]streams.OT, len(sessions))
+	for i, o := range sessions {
+		switch opt.OT {
+		case OTIKNP:
+			srcs[i] = o
+		case OTFerret:
+			f, err := ferret.NewSession(ctx, o, opt.ferretConfig(), ferret.Options{Workers: 1})
+			if err != nil {
+				return nil, fmt.Errorf("sci: silent OT on stream %d: %w", i, err)
+			}
+			srcs[i] = f
+		default:
+			return nil, fmt.Errorf("sci: unknown OT source %d", int(opt.OT))
+		}
 	}
-	if b.lin, err = linear.New(ctx, r, opt.Linear, sessions...); err != nil {
-		return nil, fmt.Errorf("sciot: %w", err)
+	var err error
+	if b.nl, err = nonlinear.New(ctx, r, opt.Nonlinear, srcs...); err != nil {
+		return nil, fmt.Errorf("sci: %w", err)
+	}
+	if b.lin, err = linear.New(ctx, r, opt.Linear, srcs...); err != nil {
+		return nil, fmt.Errorf("sci: %w", err)
+	}
+	if opt.Mode != ModeOT {
+		if b.he, err = he.New(ctx, r, b.party, b.conns[0], opt.HE); err != nil {
+			return nil, fmt.Errorf("sci: %w", err)
+		}
 	}
 	b.prof.Setup = Cost{Calls: 1, Time: time.Since(start), Stats: sumStats(b.conns).Sub(before)}
 	return b, nil
+}
+
+// Mode returns the backend's mode.
+func (b *Backend) Mode() Mode { return b.mode }
+
+// UseEngine selects the engine of the next linear layer and returns it: OT in mode sciot, HE in
+// mode scihe, and in mode auto the one the program records (athosc --backend auto plans every
+// layer; a layer it did not plan runs by OT).
+func (b *Backend) UseEngine(e fixed.Engine) fixed.Engine {
+	switch {
+	case b.mode == ModeHE, b.mode == ModeAuto && e == fixed.EngineHE:
+		b.cur = fixed.EngineHE
+	default:
+		b.cur = fixed.EngineOT
+	}
+	return b.cur
 }
 
 // Party is 0 for the server, 1 for the client.
@@ -126,7 +267,7 @@ func (b *Backend) Streams() int { return len(b.conns) }
 // it, charging the time and traffic to a category and failing the backend on an error.
 func (b *Backend) begin(op string) (func(c *Cost, err error) error, error) {
 	if b.err != nil {
-		return nil, fmt.Errorf("sciot: %s: backend unusable after an earlier failure: %w", op, b.err)
+		return nil, fmt.Errorf("sci: %s: backend unusable after an earlier failure: %w", op, b.err)
 	}
 	start := time.Now()
 	before := sumStats(b.conns)
@@ -146,14 +287,14 @@ func (b *Backend) begin(op string) (func(c *Cost, err error) error, error) {
 // example when the VM stops on a cancelled context between two backend calls); without it the
 // peer waits for its transport timeout.
 func (b *Backend) Abort(reason string) {
-	b.failWith(fmt.Errorf("sciot: aborted: %s", reason), "sciot: the peer aborted: "+reason)
+	b.failWith(fmt.Errorf("sci: aborted: %s", reason), "sci: the peer aborted: "+reason)
 }
 
 // fail records err as fatal, aborts the connections so that the peer fails fast, and returns it
 // wrapped with op.
 func (b *Backend) fail(op string, err error) error {
-	err = fmt.Errorf("sciot: %s: %w", op, err)
-	b.failWith(err, "sciot: "+op+" failed at the peer: "+err.Error())
+	err = fmt.Errorf("sci: %s: %w", op, err)
+	b.failWith(err, "sci: "+op+" failed at the peer: "+err.Error())
 	return err
 }
 
@@ -258,17 +399,22 @@ func (b *Backend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m
 	if err := firstErr(checkLen("operand", x, k*n), checkLen("result", dst, m*n), b.weightErr(w)); err != nil {
 		return end(&b.prof.Linear, err)
 	}
+	if b.cur == fixed.EngineHE {
+		return end(&b.prof.Linear, b.he.MatMul(ctx, dst.Data, weightData(w), m, k, n, x.Data))
+	}
 	return end(&b.prof.Linear, b.lin.MatMul(ctx, dst.Data, weightData(w), m, k, n, x.Data))
 }
 
-// UseConv2D reports whether a convolution of geometry g runs as Conv2D (OTs on the input elements)
-// rather than as a MatMul with its im2col matrix: whichever communicates less by the two exact
-// formulas (linear.ConvBits, linear.ConvIm2colBits), which depend on public data only, so both
-// parties decide alike.
-func (b *Backend) UseConv2D(g ring.ConvGeom) bool { return b.lin.ConvDirect(g) }
+// UseConv2D reports whether a convolution of geometry g runs as Conv2D: always by HE, and by OT
+// where the OTs on the input elements communicate less than a product with the im2col matrix
+// (linear.ConvDirectFor). It depends on the geometry, the mode and the engine UseEngine set, all
+// public, so both parties decide alike.
+func (b *Backend) UseConv2D(g ring.ConvGeom) bool {
+	return b.cur == fixed.EngineHE || b.lin.ConvDirect(g)
+}
 
-// Conv2D sets dst = W * X (convolution) with party 0's weights W and the shared input X by OT on
-// the input elements (linear.Session.Conv2D).
+// Conv2D sets dst = W * X (convolution) with party 0's weights W and the shared input X: by HE
+// (he.Session.Conv2D) or by OT on the input elements (linear.Session.Conv2D).
 func (b *Backend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	const op = "conv"
 	end, err := b.begin(op)
@@ -277,6 +423,9 @@ func (b *Backend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x
 	}
 	if err := b.weightErr(w); err != nil {
 		return end(&b.prof.Linear, err)
+	}
+	if b.cur == fixed.EngineHE {
+		return end(&b.prof.Linear, b.he.Conv2D(ctx, dst.Data, weightData(w), g, x.Data))
 	}
 	return end(&b.prof.Linear, b.lin.Conv2D(ctx, dst.Data, weightData(w), g, x.Data))
 }
@@ -381,4 +530,24 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// FerretFor picks the silent-OT parameter set for a program: ferret.Small when the program's
+// nonlinear layers need fewer correlated OTs than eight Small iterations make, ferret.B13
+// otherwise (its iterations of ten million COTs cost about a second of CPU
+// and 190 MB per direction, which only large networks repay). The estimate — about 4·l COTs per
+// element of every ReLU, truncation, division, max and argmax — depends on public data only, so
+// both parties choose alike.
+func FerretFor(p *fixed.Program) ferret.Config {
+	var elems int64
+	for _, in := range p.Instrs {
+		switch in.Op {
+		case fixed.OpReLU, fixed.OpTrunc, fixed.OpDiv, fixed.OpMaxPool, fixed.OpArgMax, fixed.OpMul:
+			elems += int64(ring.Size(p.Tensors[in.In[0]].Shape))
+		}
+	}
+	if elems*4*int64(p.Bits) < 8*int64(ferret.Small.Main.Output()) {
+		return ferret.Small
+	}
+	return ferret.B13
 }

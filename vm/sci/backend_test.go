@@ -1,4 +1,4 @@
-package sciot_test
+package sci_test
 
 import (
 	"context"
@@ -15,16 +15,16 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
-	"github.com/cryptflow-go/cryptflow/vm/sciot"
+	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
-var _ vm.Backend = (*sciot.Backend)(nil)
+var _ vm.Backend = (*sci.Backend)(nil)
 
 var testOpt = transport.Options{Timeout: 20 * time.Second}
 
 type pair struct {
 	r      ring.Ring
-	b      [2]*sciot.Backend
+	b      [2]*sci.Backend
 	c0, c1 []*transport.Conn
 }
 
@@ -38,10 +38,10 @@ func newPair(t testing.TB, l, streams int) *pair {
 	}
 	ctx := context.Background()
 	testenv.MustBoth(t, func() (err error) {
-		p.b[0], err = sciot.New(ctx, p.c0[0], 0, p.r, sciot.Options{Streams: p.c0[1:]})
+		p.b[0], err = sci.New(ctx, p.c0[0], 0, p.r, sci.Options{Streams: p.c0[1:]})
 		return
 	}, func() (err error) {
-		p.b[1], err = sciot.New(ctx, p.c1[0], 1, p.r, sciot.Options{Streams: p.c1[1:]})
+		p.b[1], err = sci.New(ctx, p.c1[0], 1, p.r, sci.Options{Streams: p.c1[1:]})
 		return
 	})
 	return p
@@ -50,7 +50,7 @@ func newPair(t testing.TB, l, streams int) *pair {
 // secure shares x (owned by party owner), applies op at both parties and reveals the result to
 // party 1.
 func (p *pair) secure(t *testing.T, owner int, x ring.Tensor, outShape []int,
-	op func(b *sciot.Backend, party int, dst, x ring.Tensor) error) ring.Tensor {
+	op func(b *sci.Backend, party int, dst, x ring.Tensor) error) ring.Tensor {
 	t.Helper()
 	ctx := context.Background()
 	var res ring.Tensor
@@ -120,7 +120,7 @@ func TestOpsMatchClear(t *testing.T) {
 						t.Fatalf("%s clear: %v", name, err)
 					}
 					for _, owner := range []int{0, 1} {
-						got := p.secure(t, owner, x, outShape, func(b *sciot.Backend, party int, dst, xs ring.Tensor) error {
+						got := p.secure(t, owner, x, outShape, func(b *sci.Backend, party int, dst, xs ring.Tensor) error {
 							ww := w
 							if party == 1 {
 								ww = nil
@@ -324,7 +324,7 @@ func TestConv2DMatchesClear(t *testing.T) {
 			w := randTensor(p.r, rng, []int{g.M, g.C / g.Groups, g.KH, g.KW}, 37)
 			want := convRef(p.r, w.Data, g, x.Data)
 			for _, owner := range []int{0, 1} {
-				got := p.secure(t, owner, x, []int{g.N, g.M, g.OH, g.OW}, func(b *sciot.Backend, party int, dst, xs ring.Tensor) error {
+				got := p.secure(t, owner, x, []int{g.N, g.M, g.OH, g.OW}, func(b *sci.Backend, party int, dst, xs ring.Tensor) error {
 					ww := &w
 					if party == 1 {
 						ww = nil

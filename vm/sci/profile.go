@@ -1,4 +1,4 @@
-package sciot
+package sci
 
 import (
 	"time"
