@@ -45,6 +45,11 @@ type Options struct {
 	Progress func(done, total int)
 	// KeepSoftmax disables drop-softmax.
 	KeepSoftmax bool
+	// Backend is the two-party backend the program is for (sciot, scihe, auto; empty: sciot).
+	// With "auto" the plan-engines pass chooses OT or HE for every linear layer.
+	Backend string
+	// Net is the link plan-engines assumes: "lan" (default) or "wan".
+	Net string
 	// Disable names optional passes not to run (names or path.Match patterns, "peephole-*").
 	Disable []string
 	// Check runs the checker after every pass: a structural check of the HLIL graph (shapes are

@@ -34,7 +34,7 @@ func TestPassOrder(t *testing.T) {
 		{"fuse-bias", "fold-batchnorm", "Conv, Add, BatchNorm folds only once"},
 		{"autotune", "lower", "lowering needs the l and s autotune chooses"},
 		{"peephole-trunc-hoist", "peephole-relu-maxpool", "ReLU->MaxPool pairs to swap"},
-		{"peephole-trunc-nonneg", "slots", "slots are assigned on the final program"},
+		{"peephole-trunc-nonneg", "plan-engines", "engines are planned for the final linear layers"},
 		{"drop-softmax", "lower", "lowering has no Softmax"},
 	} {
 		table := swapped(t, tc.a, tc.b)
@@ -109,6 +109,7 @@ func TestCompileReport(t *testing.T) {
 	opts := DefaultOptions()
 	opts.Samples = tuneSamples(t, g, 6, true)
 	opts.Scales = []int{6, 8}
+	opts.Backend = "auto" // every pass runs
 	p, rep, err := Compile(g, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +193,7 @@ func TestCompileDumpAfter(t *testing.T) {
 	for _, ps := range passTable {
 		opts := DefaultOptions()
 		opts.Samples, opts.Scales = samples, []int{8}
+		opts.Backend = "auto"
 		var out bytes.Buffer
 		opts.DumpAfter, opts.Dump = ps.Name, &out
 		if _, _, err := Compile(g, opts); err != nil {

@@ -93,6 +93,13 @@ var passTable = []Pass{
 		func(q *fixed.Program, r *PeepholeReport) { r.Merged += rewriteAll(q, mergeReshapes) }),
 	peepholePass("peephole-trunc-nonneg", "mark each Trunc whose input is provably non-negative (cheaper secure truncation)",
 		func(q *fixed.Program, r *PeepholeReport) { r.MarkedNonNeg += markNonNeg(q) }),
+	{Name: "plan-engines", IR: OnFixed, Doc: "backend auto: choose OT or HE for every matmul and conv by exact traffic and a time model of --net",
+		run: runPlanEngines, skip: func(o *Options) string {
+			if o.Backend != "auto" {
+				return "the backend is not auto"
+			}
+			return ""
+		}},
 	{Name: "slots", IR: OnFixed, Required: true, Doc: "assign tensor storage slots by liveness (tensors not live together share)",
 		run: runSlots},
 }
@@ -124,6 +131,7 @@ var passOrder = []OrderRule{
 	{"peephole-trunc-hoist", "peephole-trunc-merge", "hoisting moves Truncs next to each other"},
 	{"peephole-trunc-hoist", "peephole-trunc-nonneg", "a Trunc hoisted past a ReLU has a provably non-negative input only after the move"},
 	{"lower", "slots", "slots are assigned to the fixed-point program's tensors"},
+	{"peephole-*", "plan-engines", "engines are planned for the final linear layers (peepholes change their neighbours, and a planned engine must survive)"},
 	{"peephole-*", "slots", "peepholes add and remove tensors: slots are assigned on the final program"},
 }
 

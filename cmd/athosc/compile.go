@@ -42,6 +42,7 @@ Flags:
 // compileConfig is the parsed command line of athosc compile.
 type compileConfig struct {
 	model, out, validate, backend string
+	net                           string
 	bits, scale, headroom, jobs   int
 	batch, limit                  int
 	scales                        []int
@@ -97,7 +98,8 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.IntVar(&c.batch, "batch", 1, "batch size fixed for a symbolic batch dimension")
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
-	fs.StringVar(&c.backend, "backend", codegen.DefaultBackend, "two-party backend recorded in the program (sciot; any program also runs with scirun --clear)")
+	fs.StringVar(&c.backend, "backend", codegen.DefaultBackend, "two-party backend recorded in the program: sciot (linear layers by OT), scihe (by HE), auto (OT or HE per layer, planned for --net); scirun --backend overrides it, and any program also runs with scirun --clear")
+	fs.StringVar(&c.net, "net", "lan", "with --backend auto: the link to plan for, lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT)")
 	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
 	fs.BoolVar(&c.listPasses, "list-passes", false, "print the compiler's pass table and ordering rules, then exit")
 	fs.StringVar(&c.dumpAfter, "dump-after", "", "print the IR after pass `PASS` (HLIL text or the fixed-point program)")
@@ -141,15 +143,16 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 		return nil, cli.Usagef("--limit must not be negative")
 	}
 	switch c.backend {
-	case "sciot":
-	case "scihe":
-		return nil, cli.Usagef("--backend scihe: the HE backend is not implemented yet; use sciot (OT-based)")
+	case "sciot", "scihe", "auto":
 	case "clear":
 		// The recorded backend is the default of a two-party run, and the cleartext backend is
 		// not one: scirun --clear runs any program in the clear, whatever it records.
-		return nil, cli.Usagef("--backend clear: the cleartext backend is not a two-party backend; every program runs in the clear with 'scirun --clear'. Two-party backends: sciot")
+		return nil, cli.Usagef("--backend clear: the cleartext backend is not a two-party backend; every program runs in the clear with 'scirun --clear'. Two-party backends: sciot, scihe, auto")
 	default:
-		return nil, cli.Usagef("--backend %q: unknown; two-party backends: sciot", c.backend)
+		return nil, cli.Usagef("--backend %q: unknown; two-party backends: sciot, scihe, auto", c.backend)
+	}
+	if _, err := passes.NetModelNamed(c.net); err != nil {
+		return nil, cli.Usagef("--net: %v", err)
 	}
 	if c.dumpAfter != "" && !slices.ContainsFunc(passes.Table(), func(p passes.PassInfo) bool { return p.Name == c.dumpAfter }) {
 		return nil, cli.Usagef("--dump-after %q: no such pass (athosc compile --list-passes lists them)", c.dumpAfter)
@@ -322,6 +325,7 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	}
 	opts := passes.DefaultOptions()
 	opts.Bits, opts.Scale, opts.Check = c.bits, c.scale, c.check
+	opts.Backend, opts.Net = c.backend, c.net
 	if c.noPeephole {
 		opts.Disable = []string{"peephole-*"}
 	}

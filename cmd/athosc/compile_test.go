@@ -161,11 +161,38 @@ func TestParseHelpers(t *testing.T) {
 	}
 }
 
-// TestCompileRefusesUnbuiltBackend: a backend that does not exist yet is a usage error, not a
-// program that fails later at scirun.
-func TestCompileRefusesUnbuiltBackend(t *testing.T) {
-	_, err := parseCompile([]string{"m.onnx", "--backend", "scihe"})
-	if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "not implemented") {
-		t.Fatalf("got %v", err)
+// TestCompileBackends: sciot and scihe record no engines; auto plans one per linear layer and the
+// disassembly shows it; an unknown --net is a usage error.
+func TestCompileBackends(t *testing.T) {
+	model, _ := smallModel(t)
+	dir := t.TempDir()
+	for _, be := range []string{"sciot", "scihe", "auto"} {
+		out := filepath.Join(dir, be+".sciir")
+		cfg, err := parseCompile([]string{model, "--backend", be, "--bitwidth", "32", "--scale", "8", "-q", "-o", out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := codegen.ReadFile(out)
+		if err != nil || f.Backend != be {
+			t.Fatalf("%s: %v, backend %q", be, err, f.Backend)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dis bytes.Buffer
+		if err := codegen.Disasm(&dis, b); err != nil {
+			t.Fatal(err)
+		}
+		planned := strings.Count(dis.String(), " by he") + strings.Count(dis.String(), " by ot")
+		if (be == "auto") != (planned > 0) {
+			t.Errorf("%s: %d planned layers in the disassembly", be, planned)
+		}
+	}
+	if _, err := parseCompile([]string{model, "--backend", "auto", "--net", "moon"}); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("--net moon: %v", err)
 	}
 }

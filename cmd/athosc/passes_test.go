@@ -46,7 +46,7 @@ func TestDumpAfterEveryPass(t *testing.T) {
 	dir := t.TempDir()
 	for i, p := range passes.Table() {
 		out := filepath.Join(dir, fmt.Sprintf("m%d.sciir", i))
-		cfg, err := parseCompile([]string{model, "--validate", val, "--scales", "8", "--dump-after", p.Name, "-q", "-o", out})
+		cfg, err := parseCompile([]string{model, "--validate", val, "--scales", "8", "--dump-after", p.Name, "--backend", "auto", "-q", "-o", out})
 		if err != nil {
 			t.Fatal(err)
 		}

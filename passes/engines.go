@@ -1,0 +1,146 @@
+package passes
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/protocols/he"
+	"github.com/cryptflow-go/cryptflow/protocols/linear"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/vm"
+)
+
+// The time model of the engine planner: what one party's CPU does per unit of work, measured on
+// the project's 2-core reference machine (docs/benchmarks.md). Only the ratio of the two engines'
+// estimates matters, and the byte counts that dominate them are exact.
+const (
+	otCPUBytesPerSec = 250e6                  // OT-based products: hashing and correlation per byte moved
+	heProductTime    = 70 * time.Microsecond  // one ciphertext × plaintext product (NTT domain)
+	heUploadTime     = 1200 * time.Microsecond // encrypt (party 1) and absorb (party 0) one ciphertext
+	heReplyTime      = 1500 * time.Microsecond // re-randomise, flood, switch, decrypt one reply
+	heWeightTime     = 60 * time.Microsecond  // transform one weight polynomial
+)
+
+// EngineEstimate is the planner's view of one linear layer under both engines.
+type EngineEstimate struct {
+	Instr            int // index of the instruction
+	OTBytes, HEBytes int64
+	OTTime, HETime   time.Duration
+	Chosen           fixed.Engine
+}
+
+// PlanEngines chooses for every matmul and conv of p the engine with the smaller estimated time on
+// the link net: exact traffic (linear.ConvBits / MatMulBits and he.ConvCost / MatMulCost) over the
+// bandwidth, the flights times half the round-trip time, and a CPU model. It records the choice in
+// the instructions (fixed.Instr.Engine) and returns the estimates. A layer HE cannot run goes to OT.
+func PlanEngines(p *fixed.Program, net transport.NetModel) ([]EngineEstimate, error) {
+	var out []EngineEstimate
+	l := p.Bits
+	for i, in := range p.Instrs {
+		var e EngineEstimate
+		var hc he.Cost
+		var herr error
+		switch in.Op {
+		case fixed.OpConv:
+			g, err := vm.ConvGeomOf(p, in)
+			if err != nil {
+				return nil, fmt.Errorf("plan engines: instruction %d (%s): %w", i, in.Source, err)
+			}
+			var otFlights int64
+			if linear.ConvDirectFor(g, l, false) {
+				e.OTBytes, otFlights = linear.ConvBits(g, l)/8, 3
+			} else {
+				e.OTBytes, otFlights = linear.ConvIm2colBits(g, l, false)/8, int64(2*l)
+			}
+			e.OTTime = linkTime(net, e.OTBytes, otFlights) + time.Duration(float64(e.OTBytes)/otCPUBytesPerSec*float64(time.Second))
+			hc, herr = he.ConvCost(g, l)
+		case fixed.OpMatMul:
+			w := p.Weights[in.Weight].Shape
+			x := p.Tensors[in.In[0]].Shape
+			m, k, n := w[0], w[1], x[1]
+			e.OTBytes = linear.MatMulBits(m, k, n, l) / 8
+			e.OTTime = linkTime(net, e.OTBytes, int64(2*l)) + time.Duration(float64(e.OTBytes)/otCPUBytesPerSec*float64(time.Second))
+			hc, herr = he.MatMulCost(m, k, n, l)
+		default:
+			continue
+		}
+		e.Instr = i
+		if herr != nil {
+			e.HEBytes, e.HETime = math.MaxInt64, time.Duration(math.MaxInt64)
+		} else {
+			e.HEBytes = hc.Bytes
+			cpu := time.Duration(hc.Products)*heProductTime + time.Duration(hc.Uploads)*heUploadTime +
+				time.Duration(hc.Replies)*heReplyTime + time.Duration(hc.Weights)*heWeightTime
+			e.HETime = linkTime(net, hc.Bytes, 2) + cpu
+		}
+		e.Chosen = fixed.EngineOT
+		if e.HETime < e.OTTime {
+			e.Chosen = fixed.EngineHE
+		}
+		in.Engine = e.Chosen
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// linkTime is the time a link needs for bytes in the given number of one-way flights.
+func linkTime(net transport.NetModel, bytes, flights int64) time.Duration {
+	t := time.Duration(flights) * net.RTT / 2
+	if net.Bandwidth > 0 {
+		t += time.Duration(float64(bytes) / net.Bandwidth * float64(time.Second))
+	}
+	return t
+}
+
+// NetModelNamed returns the link model the planner assumes for a name: "lan" (the default) or
+// "wan", CrypTFlow2's evaluation settings.
+func NetModelNamed(name string) (transport.NetModel, error) {
+	switch name {
+	case "", "lan":
+		return transport.LAN(), nil
+	case "wan":
+		return transport.WAN(), nil
+	}
+	return transport.NetModel{}, fmt.Errorf("network %q: want lan or wan", name)
+}
+
+func runPlanEngines(st *state) error {
+	net, err := NetModelNamed(st.d.opts.Net)
+	if err != nil {
+		return err
+	}
+	est, err := PlanEngines(st.p, net)
+	if err != nil {
+		return err
+	}
+	var ot, heN int
+	var otB, heB int64
+	for _, e := range est {
+		in := st.p.Instrs[e.Instr]
+		heBytes := "-"
+		if e.HEBytes != math.MaxInt64 {
+			heBytes = fmt.Sprint(e.HEBytes)
+		}
+		st.logf("%s %s: %s (OT %d B %v, HE %s B %v)", in.Op, in.Source, e.Chosen, e.OTBytes,
+			e.OTTime.Round(time.Millisecond), heBytes, e.HETime.Round(time.Millisecond))
+		if e.Chosen == fixed.EngineHE {
+			heN++
+			heB += e.HEBytes
+		} else {
+			ot++
+			otB += e.OTBytes
+		}
+	}
+	st.logf("planned %d linear layers for %s: %d by HE (%.1f MiB), %d by OT (%.1f MiB)", len(est), netName(st.d.opts.Net),
+		heN, float64(heB)/(1<<20), ot, float64(otB)/(1<<20))
+	return nil
+}
+
+func netName(n string) string {
+	if n == "" {
+		return "lan"
+	}
+	return n
+}
