@@ -85,11 +85,11 @@ func benchFerret(b *testing.B, cfg Config, workers int, tcp bool) {
 	report(b, n, s0.Conn(), s1.Conn(), func() error { return snd.Send(ctx, k) }, func() error { return rcv.Recv(ctx, bits, m) })
 }
 
-func BenchmarkFerretSmallPipe(b *testing.B)   { benchFerret(b, Small, 1, false) }
-func BenchmarkFerretSmallPipeW2(b *testing.B) { benchFerret(b, Small, 2, false) }
-func BenchmarkFerretB13Pipe(b *testing.B)     { benchFerret(b, B13, 1, false) }
-func BenchmarkFerretB13PipeW2(b *testing.B)   { benchFerret(b, B13, 2, false) }
-func BenchmarkFerretB13TCP(b *testing.B)      { benchFerret(b, B13, 1, true) }
+func BenchmarkFerretSmallPipe(b *testing.B)   { benchFerret(b, Small(), 1, false) }
+func BenchmarkFerretSmallPipeW2(b *testing.B) { benchFerret(b, Small(), 2, false) }
+func BenchmarkFerretB13Pipe(b *testing.B)     { benchFerret(b, B13(), 1, false) }
+func BenchmarkFerretB13PipeW2(b *testing.B)   { benchFerret(b, B13(), 2, false) }
+func BenchmarkFerretB13TCP(b *testing.B)      { benchFerret(b, B13(), 1, true) }
 
 const iknpN = 1 << 20
 
@@ -112,7 +112,7 @@ func BenchmarkIKNPCOT32Pipe(b *testing.B) {
 }
 
 func BenchmarkFerretCOT32Pipe(b *testing.B) {
-	f0, f1 := sessionPair(b, Small)
+	f0, f1 := sessionPair(b, Small())
 	ctx := context.Background()
 	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, ot.BitWords(iknpN))
 	report(b, iknpN, f0.Conn(), f1.Conn(), func() error { return f0.SendCOT(ctx, 32, x, r) },
@@ -134,7 +134,7 @@ func otPairNet(b *testing.B, m transport.NetModel) (*ot.Session, *ot.Session) {
 }
 
 // COT_32 with chosen choice bits over the WAN model (80 ms RTT, 40 MB/s):
-// IKNP against Ferret (Small), 2^20 instances per op.
+// IKNP against Ferret (Small()), 2^20 instances per op.
 func BenchmarkWANIKNPCOT32(b *testing.B) {
 	s0, s1 := otPairNet(b, transport.WAN())
 	ctx := context.Background()
@@ -147,8 +147,8 @@ func BenchmarkWANFerretCOT32(b *testing.B) {
 	s0, s1 := otPairNet(b, transport.WAN())
 	ctx := context.Background()
 	var f0, f1 *Session
-	testenv.MustBoth(b, func() (err error) { f0, err = NewSession(ctx, s0, Small, Options{}); return },
-		func() (err error) { f1, err = NewSession(ctx, s1, Small, Options{}); return })
+	testenv.MustBoth(b, func() (err error) { f0, err = NewSession(ctx, s0, Small(), Options{}); return },
+		func() (err error) { f1, err = NewSession(ctx, s1, Small(), Options{}); return })
 	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, ot.BitWords(iknpN))
 	report(b, iknpN, f0.Conn(), f1.Conn(), func() error { return f0.SendCOT(ctx, 32, x, r) },
 		func() error { return f1.RecvCOT(ctx, 32, c, y) })
@@ -166,7 +166,7 @@ func BenchmarkKK13OTN16Pipe(b *testing.B) {
 }
 
 func BenchmarkFerretOTN16Pipe(b *testing.B) {
-	f0, f1 := sessionPair(b, Small)
+	f0, f1 := sessionPair(b, Small())
 	ctx := context.Background()
 	msgs, c, out := make([]uint64, 16*otnN), make([]uint8, otnN), make([]uint64, otnN)
 	report(b, otnN, f0.Conn(), f1.Conn(), func() error { return f0.SendOTN(ctx, 16, 2, msgs) },

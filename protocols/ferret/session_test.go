@@ -293,7 +293,7 @@ func TestPeerGone(t *testing.T) {
 // two flights (one per party); one that spans refills adds at most two per
 // refill.
 func TestFlights(t *testing.T) {
-	f0, f1 := sessionPair(t, Small)
+	f0, f1 := sessionPair(t, Small())
 	ctx := context.Background()
 	// Prime party 0's sending stream so that the next batch fits in the
 	// reservoir.
@@ -310,7 +310,7 @@ func TestFlights(t *testing.T) {
 	}
 	st0, st1 = f0.Conn().Stats(), f1.Conn().Stats()
 	it := f0.out.Iterations()
-	m := Small.Main.Output() + 1000
+	m := Small().Main.Output() + 1000
 	a0, a1, got := make([]uint64, m), make([]uint64, m), make([]uint64, m)
 	bm := make([]uint64, ot.BitWords(m))
 	testenv.MustBoth(t, func() error { return f0.SendOT(ctx, 16, a0, a1) }, func() error { return f1.RecvOT(ctx, 16, bm, got) })
