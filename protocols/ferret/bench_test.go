@@ -102,6 +102,16 @@ func BenchmarkIKNPBlockCOTPipe(b *testing.B) {
 		func() error { return s1.RecvBlockCOT(ctx, bits, m) })
 }
 
+func BenchmarkIKNPBlockCOTTCP(b *testing.B) {
+	s0, s1 := tcpOTPair(b)
+	ctx := context.Background()
+	k, m, bits := make([]prg.Block, iknpN), make([]prg.Block, iknpN), make([]uint64, ot.BitWords(iknpN))
+	report(b, iknpN, s0.Conn(), s1.Conn(), func() error { return s0.SendBlockCOT(ctx, k) },
+		func() error { return s1.RecvBlockCOT(ctx, bits, m) })
+}
+
+func BenchmarkFerretSmallTCP(b *testing.B) { benchFerret(b, Small(), 1, true) }
+
 // The derived COT_32 of each source, chosen choice bits (ot.Session's RecvCOT shape).
 func BenchmarkIKNPCOT32Pipe(b *testing.B) {
 	s0, s1 := otPair(b)
