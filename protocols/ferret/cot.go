@@ -317,6 +317,27 @@ func (c *COT) Recv(ctx context.Context, b []uint64, m []prg.Block) error {
 	return nil
 }
 
+// view draws up to n ≥ 1 of the next COTs without copying them: the
+// returned blocks alias the reservoir and stay valid until the next draw;
+// bit is the index in c.outBits of the first one's choice bit (receiver).
+// A piece ends at the end of an iteration's outputs.
+func (c *COT) view(ctx context.Context, n int) ([]prg.Block, int, error) {
+	if err := c.usable(); err != nil {
+		return nil, 0, err
+	}
+	if len(c.avail) == 0 {
+		if err := c.refill(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
+	k := min(n, len(c.avail))
+	v, bit := c.avail[:k], c.availBit
+	c.avail = c.avail[k:]
+	c.availBit += k
+	c.used += uint64(k)
+	return v, bit, nil
+}
+
 // domain is the tweak high word for purpose and output block j.
 func (c *COT) domain(purpose, j int) uint64 {
 	return 1<<63 | uint64(purpose)<<56 | c.id<<16 | uint64(j)
@@ -393,7 +414,7 @@ func (c *COT) parallel(n int, f func(w int)) {
 	wg.Wait()
 }
 
-// trees returns the trees of group g (their storage in out).
+// treesOf returns the trees of group g (their storage in out).
 func treesOf(out []prg.Block, p Params, g int, dst [][]prg.Block) [][]prg.Block {
 	dst = dst[:0]
 	bin := p.Bin()

@@ -209,16 +209,8 @@ func (s *Session) sendROT(ctx context.Context, call string, w, l int, m0, m1 []u
 	if err != nil {
 		return err
 	}
-	c := s.out
-	for off := 0; off < n; off += chunk {
-		nc := min(chunk, n-off)
-		ctr := c.Used()
-		s.k = grow(s.k, nc)
-		if err := c.Send(ctx, s.k); err != nil {
-			return s.fail(call, err)
-		}
-		s.pads(c, m0[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
-		s.pads(c, m1[off*w:(off+nc)*w], s.k, c.delta, ctr, w, l)
+	if err := s.padsSender(ctx, n, w, l, m0, m1); err != nil {
+		return s.fail(call, err)
 	}
 	return nil
 }
@@ -229,14 +221,54 @@ func (s *Session) recvROT(ctx context.Context, call string, w, l int, b, m []uin
 		return err
 	}
 	c := s.in
-	for off := 0; off < n; off += chunk {
-		nc := min(chunk, n-off)
+	err = s.drawRecv(ctx, n, b, 0, func(off int, mv []prg.Block, ctr uint64) {
+		s.pads(c, m[off*w:(off+len(mv))*w], mv, prg.Block{}, ctr, w, l)
+	})
+	if err != nil {
+		return s.fail(call, err)
+	}
+	clearPast(b, n)
+	return nil
+}
+
+// clearPast clears the bits of b's last word past n.
+func clearPast(b []uint64, n int) {
+	if r := n % 64; r != 0 {
+		b[n/64] &= lowMask(r)
+	}
+}
+
+// drawSend draws n COTs at the sender without copying them out of the
+// reservoir: f gets each piece (at most chunk COTs; a piece also ends where
+// an iteration's outputs end) with the offset of its first COT in the batch
+// and that COT's index in the stream (the hash tweak).
+func (s *Session) drawSend(ctx context.Context, n int, f func(off int, k []prg.Block, ctr uint64)) error {
+	c := s.out
+	for off := 0; off < n; {
 		ctr := c.Used()
-		s.k = grow(s.k, nc)
-		if err := c.Recv(ctx, b[off/64:], s.k); err != nil {
-			return s.fail(call, err)
+		k, _, err := c.view(ctx, min(chunk, n-off))
+		if err != nil {
+			return err
 		}
-		s.pads(c, m[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
+		f(off, k, ctr)
+		off += len(k)
+	}
+	return nil
+}
+
+// drawRecv is drawSend at the receiver; it also copies each piece's choice
+// bits into b, the batch's first at bit bOff.
+func (s *Session) drawRecv(ctx context.Context, n int, b []uint64, bOff int, f func(off int, m []prg.Block, ctr uint64)) error {
+	c := s.in
+	for off := 0; off < n; {
+		ctr := c.Used()
+		m, bit, err := c.view(ctx, min(chunk, n-off))
+		if err != nil {
+			return err
+		}
+		copyBits(b, bOff+off, c.outBits, bit, len(m))
+		f(off, m, ctr)
+		off += len(m)
 	}
 	return nil
 }
@@ -309,17 +341,10 @@ func (s *Session) RecvCOTWide(ctx context.Context, w, l int, b, y []uint64) erro
 // words each) to the pads H(K_i) and H(K_i ⊕ Δ).
 func (s *Session) padsSender(ctx context.Context, n, w, l int, p0, p1 []uint64) error {
 	c := s.out
-	for off := 0; off < n; off += chunk {
-		nc := min(chunk, n-off)
-		ctr := c.Used()
-		s.k = grow(s.k, nc)
-		if err := c.Send(ctx, s.k); err != nil {
-			return err
-		}
-		s.pads(c, p0[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
-		s.pads(c, p1[off*w:(off+nc)*w], s.k, c.delta, ctr, w, l)
-	}
-	return nil
+	return s.drawSend(ctx, n, func(off int, k []prg.Block, ctr uint64) {
+		s.pads(c, p0[off*w:(off+len(k))*w], k, prg.Block{}, ctr, w, l)
+		s.pads(c, p1[off*w:(off+len(k))*w], k, c.delta, ctr, w, l)
+	})
 }
 
 // padsReceiver draws n COTs at the receiver (phase 1), sets pad (n·w words)
@@ -328,13 +353,13 @@ func (s *Session) padsReceiver(ctx context.Context, n, w, l int, b, pad []uint64
 	c := s.in
 	for off := 0; off < n; off += chunk {
 		nc := min(chunk, n-off)
-		ctr := c.Used()
-		s.k = grow(s.k, nc)
 		s.bits = growU(s.bits, ot.BitWords(nc))
-		if err := c.Recv(ctx, s.bits, s.k); err != nil {
+		err := s.drawRecv(ctx, nc, s.bits, 0, func(o int, m []prg.Block, ctr uint64) {
+			s.pads(c, pad[(off+o)*w:(off+o+len(m))*w], m, prg.Block{}, ctr, w, l)
+		})
+		if err != nil {
 			return err
 		}
-		s.pads(c, pad[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
 		for j := range s.bits {
 			s.bits[j] ^= b[off/64+j]
 		}
@@ -427,12 +452,13 @@ func (s *Session) recvCOT(ctx context.Context, call string, chosen bool, w, l in
 		nc := min(chunk, n-off)
 		yc := y[off*w : (off+nc)*w]
 		if !chosen {
-			ctr := c.Used()
-			s.k = grow(s.k, nc)
-			if err := c.Recv(ctx, b[off/64:], s.k); err != nil {
+			err := s.drawRecv(ctx, nc, b, off, func(o int, mv []prg.Block, ctr uint64) {
+				s.pads(c, yc[o*w:(o+len(mv))*w], mv, prg.Block{}, ctr, w, l)
+			})
+			if err != nil {
 				return s.fail(call, err)
 			}
-			s.pads(c, yc, s.k, prg.Block{}, ctr, w, l)
+			clearPast(b, n)
 		}
 		nw := transport.PackedWords(nc*w, l)
 		s.pk = growU(s.pk, nw)
