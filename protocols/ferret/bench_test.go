@@ -2,6 +2,7 @@ package ferret
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 
@@ -181,4 +182,53 @@ func BenchmarkFerretOTN16Pipe(b *testing.B) {
 	msgs, c, out := make([]uint64, 16*otnN), make([]uint8, otnN), make([]uint64, otnN)
 	report(b, otnN, f0.Conn(), f1.Conn(), func() error { return f0.SendOTN(ctx, 16, 2, msgs) },
 		func() error { return f1.RecvOTN(ctx, 16, 2, c, out) })
+}
+
+// BenchmarkSenderCompute is one party's computation of one B13 main
+// iteration (GGM trees, their hashes and the LPN step; no network), with
+// one and two workers: the per-party rate a party with cores of its own
+// would see.
+func BenchmarkSenderCompute(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			cfg := B13()
+			p := cfg.Main
+			rng := prg.New(prg.Seed{7})
+			c := &COT{role: Sender, cfg: cfg, workers: workers, hash: prg.NewHash(), main: newCode(prg.Seed{1}, p.K)}
+			rng.Blocks([]prg.Block{c.delta})
+			for range workers {
+				c.exp = append(c.exp, newExpander(p.LogBin, treesPerFrame))
+				c.lsc = append(c.lsc, new(lpnScratch))
+				c.wrng = append(c.wrng, rng.Split())
+			}
+			c.out = make([]prg.Block, p.N)
+			base := make([]prg.Block, p.Reserve())
+			rng.Blocks(base)
+			per := 2*p.LogBin + 1
+			groups := (p.T + treesPerFrame - 1) / treesPerFrame
+			c.msg = make([]prg.Block, groups*treesPerFrame*per)
+			c.hbuf = make([]prg.Block, 2*workers*treesPerFrame*p.LogBin)
+			// Worker w takes every workers-th group (no network, so no
+			// waves: one barrier per iteration).
+			run := func() {
+				c.parallel(workers, func(w int) {
+					for g := w; g < groups; g += workers {
+						c.senderGroup(p, base, g, w, c.msg[g*treesPerFrame*per:])
+						c.lpnGroup(p, c.main, base, nil, g, w)
+					}
+				})
+			}
+			run()
+			c0 := cpuSeconds()
+			b.ResetTimer()
+			for range b.N {
+				run()
+			}
+			b.StopTimer()
+			n := float64(b.N) * float64(p.Output())
+			b.ReportMetric(n/b.Elapsed().Seconds(), "COTs/s")
+			b.ReportMetric(n/(cpuSeconds()-c0), "COTs/cpu-s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }

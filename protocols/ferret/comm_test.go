@@ -56,6 +56,7 @@ func checkBytes(t *testing.T, cfg Config, iters int) float64 {
 func TestIterationBytes(t *testing.T) {
 	checkBytes(t, tiny, 3)
 	checkBytes(t, tinyOdd, 2)
+	checkBytes(t, tinyMany, 3)
 	// The formula itself, written out for B13(): 1280 trees of 2·13+1 blocks
 	// in 80 frames.
 	if got, want := IterationBytes(B13().Main), int64(1280*27*16+80*4); got != want {

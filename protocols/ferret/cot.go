@@ -349,47 +349,50 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 	h := p.LogBin
 	per := 2*h + 1 // blocks per tree on the wire
 	groups := (p.T + treesPerFrame - 1) / treesPerFrame
-	c.msg = grow(c.msg, c.workers*treesPerFrame*per)
-	c.hbuf = grow(c.hbuf, 2*c.workers*treesPerFrame*h)
-	out := c.out[:p.N]
-	// The LPN step of a group's rows runs right after the group's trees
-	// (while its leaves are still in cache): out ^= A·base[:K] on rows
-	// [g·16·2^h, (g+1)·16·2^h), whole index batches since 16·2^h ≥ 256.
-	lpn := func(g, w int) {
-		r0, r1 := g*treesPerFrame*p.Bin(), min(p.T, (g+1)*treesPerFrame)*p.Bin()
-		if c.role == Sender {
-			cd.applySender(c.lsc[w], out, base[:p.K], r0, r1)
-		} else {
-			cd.applyReceiver(c.lsc[w], out, base[:p.K], c.outBits, baseBits, r0, r1)
-		}
+	// Waves of groups: with several workers, each takes wavePer consecutive
+	// groups of the wave (few barriers on a busy machine); the frames go out
+	// in order after the wave's trees are built.
+	wavePer := 1
+	if c.workers > 1 {
+		wavePer = 4
 	}
-	// Waves of up to `workers` groups: computed in parallel, sent in order.
-	for g0 := 0; g0 < groups; g0 += c.workers {
-		g1 := min(groups, g0+c.workers)
+	wave := c.workers * wavePer
+	c.msg = grow(c.msg, wave*treesPerFrame*per)
+	c.hbuf = grow(c.hbuf, 2*c.workers*treesPerFrame*h)
+	msgOf := func(g0, g int) []prg.Block { return c.msg[(g-g0)*treesPerFrame*per:] }
+	// each runs f(g, w) for the wave's groups [g0, g1), worker w on its own
+	// run of groups.
+	each := func(g0, g1 int, f func(g, w int)) {
+		c.parallel(min(c.workers, (g1-g0+wavePer-1)/wavePer), func(w int) {
+			for g := g0 + w*wavePer; g < min(g1, g0+(w+1)*wavePer); g++ {
+				f(g, w)
+			}
+		})
+	}
+	for g0 := 0; g0 < groups; g0 += wave {
+		g1 := min(groups, g0+wave)
 		if c.role == Sender {
-			c.parallel(g1-g0, func(w int) { c.senderGroup(p, base, g0+w, c.msg[w*treesPerFrame*per:]) })
+			each(g0, g1, func(g, w int) { c.senderGroup(p, base, g, w, msgOf(g0, g)) })
 			for g := g0; g < g1; g++ {
 				nt := min(treesPerFrame, p.T-g*treesPerFrame)
-				buf := c.msg[(g-g0)*treesPerFrame*per:][:nt*per]
-				if err := c.conn.Send(ctx, prg.BlockBytes(buf)); err != nil {
+				if err := c.conn.Send(ctx, prg.BlockBytes(msgOf(g0, g)[:nt*per])); err != nil {
 					return err
 				}
 			}
 			if err := c.conn.Flush(ctx); err != nil {
 				return err
 			}
-			c.parallel(g1-g0, func(w int) { lpn(g0+w, w) })
+			each(g0, g1, func(g, w int) { c.lpnGroup(p, cd, base, baseBits, g, w) })
 		} else {
 			for g := g0; g < g1; g++ {
 				nt := min(treesPerFrame, p.T-g*treesPerFrame)
-				buf := c.msg[(g-g0)*treesPerFrame*per:][:nt*per]
-				if err := c.conn.Recv(ctx, prg.BlockBytes(buf)); err != nil {
+				if err := c.conn.Recv(ctx, prg.BlockBytes(msgOf(g0, g)[:nt*per])); err != nil {
 					return err
 				}
 			}
-			c.parallel(g1-g0, func(w int) {
-				c.receiverGroup(p, base, baseBits, g0+w, c.msg[w*treesPerFrame*per:])
-				lpn(g0+w, w)
+			each(g0, g1, func(g, w int) {
+				c.receiverGroup(p, base, baseBits, g, w, msgOf(g0, g))
+				c.lpnGroup(p, cd, base, baseBits, g, w)
 			})
 		}
 	}
@@ -398,6 +401,19 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 		c.iters++
 	}
 	return nil
+}
+
+// lpnGroup is the LPN step of group g's rows, run right after the group's
+// trees (while its leaves are still in cache) by worker w: out ^= A·base[:K]
+// on rows [g·16·2^h, (g+1)·16·2^h), whole index batches since 16·2^h ≥ 256.
+func (c *COT) lpnGroup(p Params, cd *code, base []prg.Block, baseBits []uint64, g, w int) {
+	out := c.out[:p.N]
+	r0, r1 := g*treesPerFrame*p.Bin(), min(p.T, (g+1)*treesPerFrame)*p.Bin()
+	if c.role == Sender {
+		cd.applySender(c.lsc[w], out, base[:p.K], r0, r1)
+	} else {
+		cd.applyReceiver(c.lsc[w], out, base[:p.K], c.outBits, baseBits, r0, r1)
+	}
 }
 
 // parallel runs f(0..n-1), on n goroutines when n > 1.
@@ -429,13 +445,13 @@ func treesOf(out []prg.Block, p Params, g int, dst [][]prg.Block) [][]prg.Block 
 // K_i^0 ⊕ H(q) and c_i^1 = K_i^1 ⊕ H(q ⊕ Δ), where K_i^0, K_i^1 are the
 // XORs of the level's left and right children and q is base COT
 // K + j·h + i − 1; then Δ ⊕ (XOR of all leaves).
-func (c *COT) senderGroup(p Params, base []prg.Block, g int, msg []prg.Block) {
+func (c *COT) senderGroup(p Params, base []prg.Block, g, w int, msg []prg.Block) {
 	h, per := p.LogBin, 2*p.LogBin+1
 	var tb [treesPerFrame][]prg.Block
 	trees := treesOf(c.out, p, g, tb[:])
-	e := c.exp[g%c.workers]
+	e := c.exp[w]
 	var roots [treesPerFrame]prg.Block
-	c.wrng[g%c.workers].Blocks(roots[:len(trees)])
+	c.wrng[w].Blocks(roots[:len(trees)])
 	for j, t := range trees {
 		t[0] = roots[j]
 	}
@@ -453,7 +469,6 @@ func (c *COT) senderGroup(p Params, base []prg.Block, g int, msg []prg.Block) {
 	nt := len(trees)
 	j0 := g * treesPerFrame
 	q := base[p.K+j0*h : p.K+(j0+nt)*h]
-	w := g % c.workers
 	h0 := c.hbuf[2*w*treesPerFrame*h:][:nt*h]
 	h1 := c.hbuf[(2*w+1)*treesPerFrame*h:][:nt*h]
 	tw := prg.Tweak{Lo: c.ggmCtr + uint64(j0*h), Hi: c.domain(purposeGGM, 0)}
@@ -474,14 +489,13 @@ func (c *COT) senderGroup(p Params, base []prg.Block, g int, msg []prg.Block) {
 // α_j = Σ_i a_i·2^(i−1) (see expander); leaf α_j gets M = K_leaf ⊕ Δ, and
 // output j·2^h + α_j is the tree's noise position: the group's choice bits
 // are set to these unit vectors (the LPN step then adds A·r).
-func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g int, msg []prg.Block) {
+func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g, w int, msg []prg.Block) {
 	h, per := p.LogBin, 2*p.LogBin+1
 	var tb [treesPerFrame][]prg.Block
 	trees := treesOf(c.out, p, g, tb[:])
 	nt := len(trees)
 	j0 := g * treesPerFrame
-	e := c.exp[g%c.workers]
-	w := g % c.workers
+	e := c.exp[w]
 	t := base[p.K+j0*h : p.K+(j0+nt)*h]
 	ht := c.hbuf[2*w*treesPerFrame*h:][:nt*h]
 	c.hash.TCCRXor(ht, t, prg.Block{}, prg.Tweak{Lo: c.ggmCtr + uint64(j0*h), Hi: c.domain(purposeGGM, 0)})
