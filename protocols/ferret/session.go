@@ -2,6 +2,7 @@ package ferret
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unsafe"
@@ -11,8 +12,72 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
-// chunk is the number of instances a derived call handles per round trip.
+// chunk is the number of instances per frame of a derived call.
 const chunk = 1 << 15
+
+// Batch kinds of the derived calls that send messages (random OT sends
+// none and has no header).
+const (
+	opRCOT = 1 + iota
+	opCOT
+	opOT
+	opOTN
+)
+
+var opNames = [...]string{opRCOT: "COT with random choice bits", opCOT: "COT", opOT: "chosen 1-of-2 OT", opOTN: "1-of-N OT"}
+
+// batchHeader describes a derived batch: its kind, l, w (N for 1-of-N),
+// n, and the stream index of its first COT. The party that sends the
+// batch's first message sends it (24 bytes); the other checks it against
+// its own call and aborts the connection on a mismatch, so a call order or
+// shape that differs between the parties — or an earlier random-OT call
+// that did — fails at once instead of giving wrong outputs.
+type batchHeader struct {
+	op  uint8
+	l   uint8
+	w   uint32
+	n   uint64
+	ctr uint64
+}
+
+const headerSize = 24
+
+func (h batchHeader) encode() [headerSize]byte {
+	var b [headerSize]byte
+	b[0], b[1] = h.op, h.l
+	binary.LittleEndian.PutUint32(b[4:], h.w)
+	binary.LittleEndian.PutUint64(b[8:], h.n)
+	binary.LittleEndian.PutUint64(b[16:], h.ctr)
+	return b
+}
+
+func (h batchHeader) String() string {
+	return fmt.Sprintf("%s (n=%d, w=%d, l=%d, from COT %d)", opNames[h.op], h.n, h.w, h.l, h.ctr)
+}
+
+func (s *Session) sendHeader(ctx context.Context, h batchHeader) error {
+	b := h.encode()
+	return s.conn.Send(ctx, b[:])
+}
+
+func (s *Session) checkHeader(ctx context.Context, want batchHeader) error {
+	var b [headerSize]byte
+	if err := s.conn.Recv(ctx, b[:]); err != nil {
+		return err
+	}
+	if b != want.encode() {
+		got := batchHeader{op: b[0], l: b[1], w: binary.LittleEndian.Uint32(b[4:]),
+			n: binary.LittleEndian.Uint64(b[8:]), ctr: binary.LittleEndian.Uint64(b[16:])}
+		name := "unknown call"
+		if int(got.op) < len(opNames) && opNames[got.op] != "" {
+			name = got.String()
+		}
+		msg := fmt.Sprintf("ferret: this party called %v but the peer called %s", want, name)
+		_ = s.conn.Abort(ctx, msg)
+		return errors.New(msg)
+	}
+	return nil
+}
 
 // Session is one party's end of silent OT with the peer in both
 // directions: two COT streams on the OT session's connection, one in which
@@ -23,8 +88,9 @@ const chunk = 1 << 15
 // forms; choice bits are packed). A Session is not safe for concurrent use.
 //
 // Per instance, not counting the refills (IterationBytes per main
-// iteration of the stream drawn from, ≈ 0.44 bits per COT with B13) and
-// 4-byte frame headers per chunk of 2^15 instances:
+// iteration of the stream drawn from, ≈ 0.44 bits per COT with B13), a
+// 24-byte batch header that the other party checks (see batchHeader; not
+// for random OT) and 4-byte frame headers per chunk of 2^15 instances:
 //
 //	ROT_l       (random b)     0 bits                no flight (refills only)
 //	RCOT_l      (random b)     w·l bits              one flight
@@ -401,9 +467,18 @@ func (s *Session) sendCOT(ctx context.Context, call string, chosen bool, w, l in
 		return err
 	}
 	m := lowMask(l)
+	h := batchHeader{op: opRCOT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.out.Used()}
 	s.h1 = growU(s.h1, n*w)
-	if chosen {
+	if !chosen {
+		if err := s.sendHeader(ctx, h); err != nil {
+			return s.fail(call, err)
+		}
+	} else {
+		h.op = opCOT
 		if err := s.padsSender(ctx, n, w, l, r, s.h1); err != nil {
+			return s.fail(call, err)
+		}
+		if err := s.checkHeader(ctx, h); err != nil {
 			return s.fail(call, err)
 		}
 		for off := 0; off < n; off += chunk {
@@ -443,10 +518,17 @@ func (s *Session) recvCOT(ctx context.Context, call string, chosen bool, w, l in
 	}
 	c := s.in
 	m := lowMask(l)
+	h := batchHeader{op: opRCOT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: c.Used()}
 	if chosen {
+		h.op = opCOT
+		if err := s.sendHeader(ctx, h); err != nil {
+			return s.fail(call, err)
+		}
 		if err := s.padsReceiver(ctx, n, w, l, b, y); err != nil {
 			return s.fail(call, err)
 		}
+	} else if err := s.checkHeader(ctx, h); err != nil {
+		return s.fail(call, err)
 	}
 	for off := 0; off < n; off += chunk {
 		nc := min(chunk, n-off)
@@ -509,9 +591,13 @@ func (s *Session) sendOT(ctx context.Context, call string, w, l int, m0, m1 []ui
 	if err != nil || n == 0 {
 		return err
 	}
+	hd := batchHeader{op: opOT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.out.Used()}
 	s.h1 = growU(s.h1, 2*n*w)
 	h0, h1 := s.h1[:n*w], s.h1[n*w:]
 	if err := s.padsSender(ctx, n, w, l, h0, h1); err != nil {
+		return s.fail(call, err)
+	}
+	if err := s.checkHeader(ctx, hd); err != nil {
 		return s.fail(call, err)
 	}
 	for off := 0; off < n; off += chunk {
@@ -549,6 +635,9 @@ func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint
 		return err
 	}
 	mask := lowMask(l)
+	if err := s.sendHeader(ctx, batchHeader{op: opOT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.in.Used()}); err != nil {
+		return s.fail(call, err)
+	}
 	if err := s.padsReceiver(ctx, n, w, l, b, m); err != nil {
 		return s.fail(call, err)
 	}
