@@ -35,8 +35,9 @@ func (p Params) Validate() error {
 		return fmt.Errorf("ferret: T=%d and K=%d must be positive", p.T, p.K)
 	case p.N != p.T<<p.LogBin:
 		return fmt.Errorf("ferret: N=%d is not T·2^LogBin=%d", p.N, p.T<<p.LogBin)
-	case p.N > 1<<28:
-		return fmt.Errorf("ferret: N=%d above the supported 2^28", p.N)
+	case p.N > 1<<25:
+		// 2^25 outputs are 512 MB of blocks per direction.
+		return fmt.Errorf("ferret: N=%d above the supported 2^25", p.N)
 	case p.Output() < 1:
 		return fmt.Errorf("ferret: N=%d does not exceed the reserve K+T·LogBin=%d", p.N, p.Reserve())
 	}
