@@ -34,7 +34,7 @@ func (r Role) String() string {
 
 const protoVersion = 1
 
-var helloMagic = [4]byte{'F', 'R', 'R', 'T'}
+const helloMagic = "FRRT"
 
 // Tweak domains (the high word of the TCCR tweak). Bit 63 is set, so they
 // never meet package ot's IKNP domains (stream<<32 | … with fewer than
@@ -142,7 +142,7 @@ func New(ctx context.Context, s *ot.Session, role Role, cfg Config, opt Options)
 
 func (c *COT) hello(seed prg.Seed) [helloSize]byte {
 	var m [helloSize]byte
-	copy(m[:4], helloMagic[:])
+	copy(m[:4], helloMagic)
 	m[4] = protoVersion
 	for i, v := range []int{c.cfg.Main.N, c.cfg.Main.T, c.cfg.Main.K, c.cfg.Main.LogBin,
 		c.cfg.Pre.N, c.cfg.Pre.T, c.cfg.Pre.K, c.cfg.Pre.LogBin} {

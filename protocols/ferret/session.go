@@ -24,7 +24,19 @@ const (
 	opOTN
 )
 
-var opNames = [...]string{opRCOT: "COT with random choice bits", opCOT: "COT", opOT: "chosen 1-of-2 OT", opOTN: "1-of-N OT"}
+func opName(op uint8) string {
+	switch op {
+	case opRCOT:
+		return "COT with random choice bits"
+	case opCOT:
+		return "COT"
+	case opOT:
+		return "chosen 1-of-2 OT"
+	case opOTN:
+		return "1-of-N OT"
+	}
+	return fmt.Sprintf("unknown call %d", op)
+}
 
 // batchHeader describes a derived batch: its kind, l, w (N for 1-of-N),
 // n, and the stream index of its first COT. The party that sends the
@@ -52,7 +64,7 @@ func (h batchHeader) encode() [headerSize]byte {
 }
 
 func (h batchHeader) String() string {
-	return fmt.Sprintf("%s (n=%d, w=%d, l=%d, from COT %d)", opNames[h.op], h.n, h.w, h.l, h.ctr)
+	return fmt.Sprintf("%s (n=%d, w=%d, l=%d, from COT %d)", opName(h.op), h.n, h.w, h.l, h.ctr)
 }
 
 func (s *Session) sendHeader(ctx context.Context, h batchHeader) error {
@@ -68,11 +80,7 @@ func (s *Session) checkHeader(ctx context.Context, want batchHeader) error {
 	if b != want.encode() {
 		got := batchHeader{op: b[0], l: b[1], w: binary.LittleEndian.Uint32(b[4:]),
 			n: binary.LittleEndian.Uint64(b[8:]), ctr: binary.LittleEndian.Uint64(b[16:])}
-		name := "unknown call"
-		if int(got.op) < len(opNames) && opNames[got.op] != "" {
-			name = got.String()
-		}
-		msg := fmt.Sprintf("ferret: this party called %v but the peer called %s", want, name)
+		msg := fmt.Sprintf("ferret: this party called %v but the peer called %v", want, got)
 		_ = s.conn.Abort(ctx, msg)
 		return errors.New(msg)
 	}
