@@ -2,6 +2,7 @@ package ferret
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 
@@ -86,11 +87,11 @@ func benchFerret(b *testing.B, cfg Config, workers int, tcp bool) {
 	report(b, n, s0.Conn(), s1.Conn(), func() error { return snd.Send(ctx, k) }, func() error { return rcv.Recv(ctx, bits, m) })
 }
 
-func BenchmarkFerretSmallPipe(b *testing.B)   { benchFerret(b, Small, 1, false) }
-func BenchmarkFerretSmallPipeW2(b *testing.B) { benchFerret(b, Small, 2, false) }
-func BenchmarkFerretB13Pipe(b *testing.B)     { benchFerret(b, B13, 1, false) }
-func BenchmarkFerretB13PipeW2(b *testing.B)   { benchFerret(b, B13, 2, false) }
-func BenchmarkFerretB13TCP(b *testing.B)      { benchFerret(b, B13, 1, true) }
+func BenchmarkFerretSmallPipe(b *testing.B)   { benchFerret(b, Small(), 1, false) }
+func BenchmarkFerretSmallPipeW2(b *testing.B) { benchFerret(b, Small(), 2, false) }
+func BenchmarkFerretB13Pipe(b *testing.B)     { benchFerret(b, B13(), 1, false) }
+func BenchmarkFerretB13PipeW2(b *testing.B)   { benchFerret(b, B13(), 2, false) }
+func BenchmarkFerretB13TCP(b *testing.B)      { benchFerret(b, B13(), 1, true) }
 
 const iknpN = 1 << 20
 
@@ -103,6 +104,16 @@ func BenchmarkIKNPBlockCOTPipe(b *testing.B) {
 		func() error { return s1.RecvBlockCOT(ctx, bits, m) })
 }
 
+func BenchmarkIKNPBlockCOTTCP(b *testing.B) {
+	s0, s1 := tcpOTPair(b)
+	ctx := context.Background()
+	k, m, bits := make([]prg.Block, iknpN), make([]prg.Block, iknpN), make([]uint64, bitvec.Words(iknpN))
+	report(b, iknpN, s0.Conn(), s1.Conn(), func() error { return s0.SendBlockCOT(ctx, k) },
+		func() error { return s1.RecvBlockCOT(ctx, bits, m) })
+}
+
+func BenchmarkFerretSmallTCP(b *testing.B) { benchFerret(b, Small(), 1, true) }
+
 // The derived COT_32 of each source, chosen choice bits (ot.Session's RecvCOT shape).
 func BenchmarkIKNPCOT32Pipe(b *testing.B) {
 	s0, s1 := otPair(b)
@@ -113,7 +124,7 @@ func BenchmarkIKNPCOT32Pipe(b *testing.B) {
 }
 
 func BenchmarkFerretCOT32Pipe(b *testing.B) {
-	f0, f1 := sessionPair(b, Small)
+	f0, f1 := sessionPair(b, Small())
 	ctx := context.Background()
 	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, bitvec.Words(iknpN))
 	report(b, iknpN, f0.Conn(), f1.Conn(), func() error { return f0.SendCOT(ctx, 32, x, r) },
@@ -135,7 +146,7 @@ func otPairNet(b *testing.B, m transport.NetModel) (*ot.Session, *ot.Session) {
 }
 
 // COT_32 with chosen choice bits over the WAN model (80 ms RTT, 40 MB/s):
-// IKNP against Ferret (Small), 2^20 instances per op.
+// IKNP against Ferret (Small()), 2^20 instances per op.
 func BenchmarkWANIKNPCOT32(b *testing.B) {
 	s0, s1 := otPairNet(b, transport.WAN())
 	ctx := context.Background()
@@ -148,8 +159,8 @@ func BenchmarkWANFerretCOT32(b *testing.B) {
 	s0, s1 := otPairNet(b, transport.WAN())
 	ctx := context.Background()
 	var f0, f1 *Session
-	testenv.MustBoth(b, func() (err error) { f0, err = NewSession(ctx, s0, Small, Options{}); return },
-		func() (err error) { f1, err = NewSession(ctx, s1, Small, Options{}); return })
+	testenv.MustBoth(b, func() (err error) { f0, err = NewSession(ctx, s0, Small(), Options{}); return },
+		func() (err error) { f1, err = NewSession(ctx, s1, Small(), Options{}); return })
 	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, bitvec.Words(iknpN))
 	report(b, iknpN, f0.Conn(), f1.Conn(), func() error { return f0.SendCOT(ctx, 32, x, r) },
 		func() error { return f1.RecvCOT(ctx, 32, c, y) })
@@ -167,9 +178,58 @@ func BenchmarkKK13OTN16Pipe(b *testing.B) {
 }
 
 func BenchmarkFerretOTN16Pipe(b *testing.B) {
-	f0, f1 := sessionPair(b, Small)
+	f0, f1 := sessionPair(b, Small())
 	ctx := context.Background()
 	msgs, c, out := make([]uint64, 16*otnN), make([]uint8, otnN), make([]uint64, otnN)
 	report(b, otnN, f0.Conn(), f1.Conn(), func() error { return f0.SendOTN(ctx, 16, 2, msgs) },
 		func() error { return f1.RecvOTN(ctx, 16, 2, c, out) })
+}
+
+// BenchmarkSenderCompute is one party's computation of one B13 main
+// iteration (GGM trees, their hashes and the LPN step; no network), with
+// one and two workers: the per-party rate a party with cores of its own
+// would see.
+func BenchmarkSenderCompute(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			cfg := B13()
+			p := cfg.Main
+			rng := prg.New(prg.Seed{7})
+			c := &COT{role: Sender, cfg: cfg, workers: workers, hash: prg.NewHash(), main: newCode(prg.Seed{1}, p.K)}
+			rng.Blocks([]prg.Block{c.delta})
+			for range workers {
+				c.exp = append(c.exp, newExpander(p.LogBin, treesPerFrame))
+				c.lsc = append(c.lsc, new(lpnScratch))
+				c.wrng = append(c.wrng, rng.Split())
+			}
+			c.out = make([]prg.Block, p.N)
+			base := make([]prg.Block, p.Reserve())
+			rng.Blocks(base)
+			per := 2*p.LogBin + 1
+			groups := (p.T + treesPerFrame - 1) / treesPerFrame
+			c.msg = make([]prg.Block, groups*treesPerFrame*per)
+			c.hbuf = make([]prg.Block, 2*workers*treesPerFrame*p.LogBin)
+			// Worker w takes every workers-th group (no network, so no
+			// waves: one barrier per iteration).
+			run := func() {
+				c.parallel(workers, func(w int) {
+					for g := w; g < groups; g += workers {
+						c.senderGroup(p, base, g, w, c.msg[g*treesPerFrame*per:])
+						c.lpnGroup(p, c.main, base, nil, g, w)
+					}
+				})
+			}
+			run()
+			c0 := cpuSeconds()
+			b.ResetTimer()
+			for range b.N {
+				run()
+			}
+			b.StopTimer()
+			n := float64(b.N) * float64(p.Output())
+			b.ReportMetric(n/b.Elapsed().Seconds(), "COTs/s")
+			b.ReportMetric(n/(cpuSeconds()-c0), "COTs/cpu-s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }

@@ -56,13 +56,14 @@ func checkBytes(t *testing.T, cfg Config, iters int) float64 {
 func TestIterationBytes(t *testing.T) {
 	checkBytes(t, tiny, 3)
 	checkBytes(t, tinyOdd, 2)
-	// The formula itself, written out for B13: 1280 trees of 2·13+1 blocks
+	checkBytes(t, tinyMany, 3)
+	// The formula itself, written out for B13(): 1280 trees of 2·13+1 blocks
 	// in 80 frames.
-	if got, want := IterationBytes(B13.Main), int64(1280*27*16+80*4); got != want {
-		t.Fatalf("IterationBytes(B13) = %d, want %d", got, want)
+	if got, want := IterationBytes(B13().Main), int64(1280*27*16+80*4); got != want {
+		t.Fatalf("IterationBytes(B13()) = %d, want %d", got, want)
 	}
-	if got := B13.Main.Output(); got != 10485760-452000-1280*13 {
-		t.Fatalf("B13 output %d", got)
+	if got := B13().Main.Output(); got != 10485760-452000-1280*13 {
+		t.Fatalf("B13() output %d", got)
 	}
 }
 
@@ -70,16 +71,16 @@ func TestSmallConfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("one 2^20 iteration per party")
 	}
-	bits := checkBytes(t, Small, 1)
-	t.Logf("small: %.3f bits per COT (%d COTs per iteration)", bits, Small.Main.Output())
+	bits := checkBytes(t, Small(), 1)
+	t.Logf("small: %.3f bits per COT (%d COTs per iteration)", bits, Small().Main.Output())
 }
 
 func TestB13Config(t *testing.T) {
 	if testing.Short() {
 		t.Skip("one 10M-COT iteration per party and ~200 MB per party")
 	}
-	bits := checkBytes(t, B13, 1)
-	t.Logf("b13: %.4f bits per COT (%d COTs per iteration)", bits, B13.Main.Output())
+	bits := checkBytes(t, B13(), 1)
+	t.Logf("b13: %.4f bits per COT (%d COTs per iteration)", bits, B13().Main.Output())
 	if bits > 0.5 {
 		t.Fatalf("b13: %.4f bits per COT, want ≤ 0.5", bits)
 	}

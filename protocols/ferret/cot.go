@@ -35,7 +35,7 @@ func (r Role) String() string {
 
 const protoVersion = 1
 
-var helloMagic = [4]byte{'F', 'R', 'R', 'T'}
+const helloMagic = "FRRT"
 
 // Tweak domains (the high word of the TCCR tweak). Bit 63 is set, so they
 // never meet package ot's IKNP domains (stream<<32 | … with fewer than
@@ -143,7 +143,7 @@ func New(ctx context.Context, s *ot.Session, role Role, cfg Config, opt Options)
 
 func (c *COT) hello(seed prg.Seed) [helloSize]byte {
 	var m [helloSize]byte
-	copy(m[:4], helloMagic[:])
+	copy(m[:4], helloMagic)
 	m[4] = protoVersion
 	for i, v := range []int{c.cfg.Main.N, c.cfg.Main.T, c.cfg.Main.K, c.cfg.Main.LogBin,
 		c.cfg.Pre.N, c.cfg.Pre.T, c.cfg.Pre.K, c.cfg.Pre.LogBin} {
@@ -318,6 +318,27 @@ func (c *COT) Recv(ctx context.Context, b []uint64, m []prg.Block) error {
 	return nil
 }
 
+// view draws up to n ≥ 1 of the next COTs without copying them: the
+// returned blocks alias the reservoir and stay valid until the next draw;
+// bit is the index in c.outBits of the first one's choice bit (receiver).
+// A piece ends at the end of an iteration's outputs.
+func (c *COT) view(ctx context.Context, n int) ([]prg.Block, int, error) {
+	if err := c.usable(); err != nil {
+		return nil, 0, err
+	}
+	if len(c.avail) == 0 {
+		if err := c.refill(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
+	k := min(n, len(c.avail))
+	v, bit := c.avail[:k], c.availBit
+	c.avail = c.avail[k:]
+	c.availBit += k
+	c.used += uint64(k)
+	return v, bit, nil
+}
+
 // domain is the tweak high word for purpose and output block j.
 func (c *COT) domain(purpose, j int) uint64 {
 	return 1<<63 | uint64(purpose)<<56 | c.id<<16 | uint64(j)
@@ -329,47 +350,50 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 	h := p.LogBin
 	per := 2*h + 1 // blocks per tree on the wire
 	groups := (p.T + treesPerFrame - 1) / treesPerFrame
-	c.msg = grow(c.msg, c.workers*treesPerFrame*per)
-	c.hbuf = grow(c.hbuf, 2*c.workers*treesPerFrame*h)
-	out := c.out[:p.N]
-	// The LPN step of a group's rows runs right after the group's trees
-	// (while its leaves are still in cache): out ^= A·base[:K] on rows
-	// [g·16·2^h, (g+1)·16·2^h), whole index batches since 16·2^h ≥ 256.
-	lpn := func(g, w int) {
-		r0, r1 := g*treesPerFrame*p.Bin(), min(p.T, (g+1)*treesPerFrame)*p.Bin()
-		if c.role == Sender {
-			cd.applySender(c.lsc[w], out, base[:p.K], r0, r1)
-		} else {
-			cd.applyReceiver(c.lsc[w], out, base[:p.K], c.outBits, baseBits, r0, r1)
-		}
+	// Waves of groups: with several workers, each takes wavePer consecutive
+	// groups of the wave (few barriers on a busy machine); the frames go out
+	// in order after the wave's trees are built.
+	wavePer := 1
+	if c.workers > 1 {
+		wavePer = 4
 	}
-	// Waves of up to `workers` groups: computed in parallel, sent in order.
-	for g0 := 0; g0 < groups; g0 += c.workers {
-		g1 := min(groups, g0+c.workers)
+	wave := c.workers * wavePer
+	c.msg = grow(c.msg, wave*treesPerFrame*per)
+	c.hbuf = grow(c.hbuf, 2*c.workers*treesPerFrame*h)
+	msgOf := func(g0, g int) []prg.Block { return c.msg[(g-g0)*treesPerFrame*per:] }
+	// each runs f(g, w) for the wave's groups [g0, g1), worker w on its own
+	// run of groups.
+	each := func(g0, g1 int, f func(g, w int)) {
+		c.parallel(min(c.workers, (g1-g0+wavePer-1)/wavePer), func(w int) {
+			for g := g0 + w*wavePer; g < min(g1, g0+(w+1)*wavePer); g++ {
+				f(g, w)
+			}
+		})
+	}
+	for g0 := 0; g0 < groups; g0 += wave {
+		g1 := min(groups, g0+wave)
 		if c.role == Sender {
-			c.parallel(g1-g0, func(w int) { c.senderGroup(p, base, g0+w, c.msg[w*treesPerFrame*per:]) })
+			each(g0, g1, func(g, w int) { c.senderGroup(p, base, g, w, msgOf(g0, g)) })
 			for g := g0; g < g1; g++ {
 				nt := min(treesPerFrame, p.T-g*treesPerFrame)
-				buf := c.msg[(g-g0)*treesPerFrame*per:][:nt*per]
-				if err := c.conn.Send(ctx, prg.BlockBytes(buf)); err != nil {
+				if err := c.conn.Send(ctx, prg.BlockBytes(msgOf(g0, g)[:nt*per])); err != nil {
 					return err
 				}
 			}
 			if err := c.conn.Flush(ctx); err != nil {
 				return err
 			}
-			c.parallel(g1-g0, func(w int) { lpn(g0+w, w) })
+			each(g0, g1, func(g, w int) { c.lpnGroup(p, cd, base, baseBits, g, w) })
 		} else {
 			for g := g0; g < g1; g++ {
 				nt := min(treesPerFrame, p.T-g*treesPerFrame)
-				buf := c.msg[(g-g0)*treesPerFrame*per:][:nt*per]
-				if err := c.conn.Recv(ctx, prg.BlockBytes(buf)); err != nil {
+				if err := c.conn.Recv(ctx, prg.BlockBytes(msgOf(g0, g)[:nt*per])); err != nil {
 					return err
 				}
 			}
-			c.parallel(g1-g0, func(w int) {
-				c.receiverGroup(p, base, baseBits, g0+w, c.msg[w*treesPerFrame*per:])
-				lpn(g0+w, w)
+			each(g0, g1, func(g, w int) {
+				c.receiverGroup(p, base, baseBits, g, w, msgOf(g0, g))
+				c.lpnGroup(p, cd, base, baseBits, g, w)
 			})
 		}
 	}
@@ -378,6 +402,19 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 		c.iters++
 	}
 	return nil
+}
+
+// lpnGroup is the LPN step of group g's rows, run right after the group's
+// trees (while its leaves are still in cache) by worker w: out ^= A·base[:K]
+// on rows [g·16·2^h, (g+1)·16·2^h), whole index batches since 16·2^h ≥ 256.
+func (c *COT) lpnGroup(p Params, cd *code, base []prg.Block, baseBits []uint64, g, w int) {
+	out := c.out[:p.N]
+	r0, r1 := g*treesPerFrame*p.Bin(), min(p.T, (g+1)*treesPerFrame)*p.Bin()
+	if c.role == Sender {
+		cd.applySender(c.lsc[w], out, base[:p.K], r0, r1)
+	} else {
+		cd.applyReceiver(c.lsc[w], out, base[:p.K], c.outBits, baseBits, r0, r1)
+	}
 }
 
 // parallel runs f(0..n-1), on n goroutines when n > 1.
@@ -394,7 +431,7 @@ func (c *COT) parallel(n int, f func(w int)) {
 	wg.Wait()
 }
 
-// trees returns the trees of group g (their storage in out).
+// treesOf returns the trees of group g (their storage in out).
 func treesOf(out []prg.Block, p Params, g int, dst [][]prg.Block) [][]prg.Block {
 	dst = dst[:0]
 	bin := p.Bin()
@@ -409,13 +446,13 @@ func treesOf(out []prg.Block, p Params, g int, dst [][]prg.Block) [][]prg.Block 
 // K_i^0 ⊕ H(q) and c_i^1 = K_i^1 ⊕ H(q ⊕ Δ), where K_i^0, K_i^1 are the
 // XORs of the level's left and right children and q is base COT
 // K + j·h + i − 1; then Δ ⊕ (XOR of all leaves).
-func (c *COT) senderGroup(p Params, base []prg.Block, g int, msg []prg.Block) {
+func (c *COT) senderGroup(p Params, base []prg.Block, g, w int, msg []prg.Block) {
 	h, per := p.LogBin, 2*p.LogBin+1
 	var tb [treesPerFrame][]prg.Block
 	trees := treesOf(c.out, p, g, tb[:])
-	e := c.exp[g%c.workers]
+	e := c.exp[w]
 	var roots [treesPerFrame]prg.Block
-	c.wrng[g%c.workers].Blocks(roots[:len(trees)])
+	c.wrng[w].Blocks(roots[:len(trees)])
 	for j, t := range trees {
 		t[0] = roots[j]
 	}
@@ -433,7 +470,6 @@ func (c *COT) senderGroup(p Params, base []prg.Block, g int, msg []prg.Block) {
 	nt := len(trees)
 	j0 := g * treesPerFrame
 	q := base[p.K+j0*h : p.K+(j0+nt)*h]
-	w := g % c.workers
 	h0 := c.hbuf[2*w*treesPerFrame*h:][:nt*h]
 	h1 := c.hbuf[(2*w+1)*treesPerFrame*h:][:nt*h]
 	tw := prg.Tweak{Lo: c.ggmCtr + uint64(j0*h), Hi: c.domain(purposeGGM, 0)}
@@ -454,14 +490,13 @@ func (c *COT) senderGroup(p Params, base []prg.Block, g int, msg []prg.Block) {
 // α_j = Σ_i a_i·2^(i−1) (see expander); leaf α_j gets M = K_leaf ⊕ Δ, and
 // output j·2^h + α_j is the tree's noise position: the group's choice bits
 // are set to these unit vectors (the LPN step then adds A·r).
-func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g int, msg []prg.Block) {
+func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g, w int, msg []prg.Block) {
 	h, per := p.LogBin, 2*p.LogBin+1
 	var tb [treesPerFrame][]prg.Block
 	trees := treesOf(c.out, p, g, tb[:])
 	nt := len(trees)
 	j0 := g * treesPerFrame
-	e := c.exp[g%c.workers]
-	w := g % c.workers
+	e := c.exp[w]
 	t := base[p.K+j0*h : p.K+(j0+nt)*h]
 	ht := c.hbuf[2*w*treesPerFrame*h:][:nt*h]
 	c.hash.TCCRXor(ht, t, prg.Block{}, prg.Tweak{Lo: c.ggmCtr + uint64(j0*h), Hi: c.domain(purposeGGM, 0)})

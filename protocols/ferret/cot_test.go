@@ -29,6 +29,13 @@ var tinyOdd = Config{
 	Main: Params{N: 19 << 5, T: 19, K: 150, LogBin: 5},
 }
 
+// tinyMany has ten frames of trees (the last one partial), so that several
+// workers each take runs of frames.
+var tinyMany = Config{
+	Name: "tinyMany",
+	Main: Params{N: 147 << 4, T: 147, K: 300, LogBin: 4},
+}
+
 // otPair returns two OT sessions over an in-memory pipe.
 func otPair(t testing.TB) (*ot.Session, *ot.Session) {
 	t.Helper()
@@ -83,8 +90,8 @@ func draw(t *testing.T, snd, rcv *COT, n int) int {
 }
 
 func TestCOTCorrelation(t *testing.T) {
-	for _, cfg := range []Config{tiny, tinyOdd} {
-		for _, workers := range []int{1, 2} {
+	for _, cfg := range []Config{tiny, tinyOdd, tinyMany} {
+		for _, workers := range []int{1, 2, 3} {
 			snd, rcv := cotPair(t, cfg, Options{Workers: workers})
 			if snd.Delta() == (prg.Block{}) {
 				t.Fatal("zero Δ")

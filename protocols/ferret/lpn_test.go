@@ -70,7 +70,7 @@ func TestCodeRows(t *testing.T) {
 }
 
 func BenchmarkLPNSender(b *testing.B) {
-	for _, p := range []Params{Small.Main, B13.Main} {
+	for _, p := range []Params{Small().Main, B13().Main} {
 		b.Run(map[int]string{65536: "small", 452000: "b13"}[p.K], func(b *testing.B) {
 			const n = 1 << 20
 			cd := newCode(prg.Seed{1}, p.K)
@@ -81,6 +81,26 @@ func BenchmarkLPNSender(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				cd.applySender(&sc, out, base, 0, n)
+			}
+			b.ReportMetric((cpuSeconds()-c0)*1e9/float64(b.N*n), "cpu-ns/row")
+		})
+	}
+}
+
+func BenchmarkLPNReceiver(b *testing.B) {
+	for _, p := range []Params{Small().Main, B13().Main} {
+		b.Run(map[int]string{65536: "small", 452000: "b13"}[p.K], func(b *testing.B) {
+			const n = 1 << 20
+			cd := newCode(prg.Seed{1}, p.K)
+			base := make([]prg.Block, p.K)
+			baseBits := make([]uint64, (p.K+63)/64)
+			out := make([]prg.Block, n)
+			outBits := make([]uint64, n/64)
+			var sc lpnScratch
+			c0 := cpuSeconds()
+			b.ResetTimer()
+			for range b.N {
+				cd.applyReceiver(&sc, out, base, outBits, baseBits, 0, n)
 			}
 			b.ReportMetric((cpuSeconds()-c0)*1e9/float64(b.N*n), "cpu-ns/row")
 		})

@@ -74,6 +74,9 @@ func (s *Session) SendOTN(ctx context.Context, N, l int, msgs []uint64) error {
 	if err := c.Send(ctx, s.kall); err != nil {
 		return s.fail(call, err)
 	}
+	if err := s.checkHeader(ctx, batchHeader{op: opOTN, l: uint8(l), w: uint32(N), n: uint64(n), ctr: ctr}); err != nil {
+		return s.fail(call, err)
+	}
 	// The receiver's derandomisation bits, one frame per chunk.
 	d := growU(s.dall, bitvec.Words(n*m)+1)
 	s.dall = d
@@ -160,6 +163,9 @@ func (s *Session) RecvOTN(ctx context.Context, N, l int, c []uint8, out []uint64
 	cs := s.in
 	mask := bitvec.Mask(l)
 	dom := cs.domain(purposeOTN, m)
+	if err := s.sendHeader(ctx, batchHeader{op: opOTN, l: uint8(l), w: uint32(N), n: uint64(n), ctr: cs.Used()}); err != nil {
+		return s.fail(call, err)
+	}
 	for off := 0; off < n; off += chunk {
 		nc := min(chunk, n-off)
 		ctr := cs.Used()

@@ -35,8 +35,9 @@ func (p Params) Validate() error {
 		return fmt.Errorf("ferret: T=%d and K=%d must be positive", p.T, p.K)
 	case p.N != p.T<<p.LogBin:
 		return fmt.Errorf("ferret: N=%d is not T·2^LogBin=%d", p.N, p.T<<p.LogBin)
-	case p.N > 1<<28:
-		return fmt.Errorf("ferret: N=%d above the supported 2^28", p.N)
+	case p.N > 1<<25:
+		// 2^25 outputs are 512 MB of blocks per direction.
+		return fmt.Errorf("ferret: N=%d above the supported 2^25", p.N)
 	case p.Output() < 1:
 		return fmt.Errorf("ferret: N=%d does not exceed the reserve K+T·LogBin=%d", p.N, p.Reserve())
 	}
@@ -79,26 +80,30 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// B13 is emp-ot's "b13" parameter set (Ferret's 128-bit set with bins of
+// B13 returns emp-ot's "b13" parameter set (Ferret's 128-bit set with bins of
 // 2^13): n = 10,485,760, t = 1,280, k = 452,000, and a pre-iteration with
 // n = 470,016, t = 918, k = 32,768, bins of 2^9. Each main iteration hands
 // out 10,017,120 COTs for 4,423,680 bits + frame headers (≈ 0.44 bits/COT).
 // It needs about 190 MB per direction.
-var B13 = Config{
-	Name: "b13",
-	Main: Params{N: 10485760, T: 1280, K: 452000, LogBin: 13},
-	Pre:  Params{N: 470016, T: 918, K: 32768, LogBin: 9},
+func B13() Config {
+	return Config{
+		Name: "b13",
+		Main: Params{N: 10485760, T: 1280, K: 452000, LogBin: 13},
+		Pre:  Params{N: 470016, T: 918, K: 32768, LogBin: 9},
+	}
 }
 
-// Small is a set for short sessions: n = 2^20, t = 1,024 bins of 2^10,
+// Small returns a set for short sessions: n = 2^20, t = 1,024 bins of 2^10,
 // k = 65,536, bootstrapped straight from IKNP (75,776 base COTs). Each
 // iteration hands out 972,800 COTs for 2,752,512 bits (≈ 2.8 bits/COT) and
 // needs about 20 MB per direction. Under the same attack estimates as the
 // sets above it stands at the level of B13's pre-iteration (see
 // docs/ferret.md).
-var Small = Config{
-	Name: "small",
-	Main: Params{N: 1 << 20, T: 1024, K: 65536, LogBin: 10},
+func Small() Config {
+	return Config{
+		Name: "small",
+		Main: Params{N: 1 << 20, T: 1024, K: 65536, LogBin: 10},
+	}
 }
 
 // treesPerFrame is the number of GGM trees whose messages travel in one

@@ -2,6 +2,7 @@ package ferret
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -11,8 +12,80 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
-// chunk is the number of instances a derived call handles per round trip.
+// chunk is the number of instances per frame of a derived call.
 const chunk = 1 << 15
+
+// Batch kinds of the derived calls that send messages (random OT sends
+// none and has no header).
+const (
+	opRCOT = 1 + iota
+	opCOT
+	opOT
+	opOTN
+)
+
+func opName(op uint8) string {
+	switch op {
+	case opRCOT:
+		return "COT with random choice bits"
+	case opCOT:
+		return "COT"
+	case opOT:
+		return "chosen 1-of-2 OT"
+	case opOTN:
+		return "1-of-N OT"
+	}
+	return fmt.Sprintf("unknown call %d", op)
+}
+
+// batchHeader describes a derived batch: its kind, l, w (N for 1-of-N),
+// n, and the stream index of its first COT. The party that sends the
+// batch's first message sends it (24 bytes); the other checks it against
+// its own call and aborts the connection on a mismatch, so a call order or
+// shape that differs between the parties — or an earlier random-OT call
+// that did — fails at once instead of giving wrong outputs.
+type batchHeader struct {
+	op  uint8
+	l   uint8
+	w   uint32
+	n   uint64
+	ctr uint64
+}
+
+const headerSize = 24
+
+func (h batchHeader) encode() [headerSize]byte {
+	var b [headerSize]byte
+	b[0], b[1] = h.op, h.l
+	binary.LittleEndian.PutUint32(b[4:], h.w)
+	binary.LittleEndian.PutUint64(b[8:], h.n)
+	binary.LittleEndian.PutUint64(b[16:], h.ctr)
+	return b
+}
+
+func (h batchHeader) String() string {
+	return fmt.Sprintf("%s (n=%d, w=%d, l=%d, from COT %d)", opName(h.op), h.n, h.w, h.l, h.ctr)
+}
+
+func (s *Session) sendHeader(ctx context.Context, h batchHeader) error {
+	b := h.encode()
+	return s.conn.Send(ctx, b[:])
+}
+
+func (s *Session) checkHeader(ctx context.Context, want batchHeader) error {
+	var b [headerSize]byte
+	if err := s.conn.Recv(ctx, b[:]); err != nil {
+		return err
+	}
+	if b != want.encode() {
+		got := batchHeader{op: b[0], l: b[1], w: binary.LittleEndian.Uint32(b[4:]),
+			n: binary.LittleEndian.Uint64(b[8:]), ctr: binary.LittleEndian.Uint64(b[16:])}
+		msg := fmt.Sprintf("ferret: this party called %v but the peer called %v", want, got)
+		_ = s.conn.Abort(ctx, msg)
+		return errors.New(msg)
+	}
+	return nil
+}
 
 // Session is one party's end of silent OT with the peer in both
 // directions: two COT streams on the OT session's connection, one in which
@@ -23,8 +96,9 @@ const chunk = 1 << 15
 // forms; choice bits are packed). A Session is not safe for concurrent use.
 //
 // Per instance, not counting the refills (IterationBytes per main
-// iteration of the stream drawn from, ≈ 0.44 bits per COT with B13) and
-// 4-byte frame headers per chunk of 2^15 instances:
+// iteration of the stream drawn from, ≈ 0.44 bits per COT with B13), a
+// 24-byte batch header that the other party checks (see batchHeader; not
+// for random OT) and 4-byte frame headers per chunk of 2^15 instances:
 //
 //	ROT_l       (random b)     0 bits                no flight (refills only)
 //	RCOT_l      (random b)     w·l bits              one flight
@@ -200,16 +274,8 @@ func (s *Session) sendROT(ctx context.Context, call string, w, l int, m0, m1 []u
 	if err != nil {
 		return err
 	}
-	c := s.out
-	for off := 0; off < n; off += chunk {
-		nc := min(chunk, n-off)
-		ctr := c.Used()
-		s.k = grow(s.k, nc)
-		if err := c.Send(ctx, s.k); err != nil {
-			return s.fail(call, err)
-		}
-		s.pads(c, m0[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
-		s.pads(c, m1[off*w:(off+nc)*w], s.k, c.delta, ctr, w, l)
+	if err := s.padsSender(ctx, n, w, l, m0, m1); err != nil {
+		return s.fail(call, err)
 	}
 	return nil
 }
@@ -220,14 +286,54 @@ func (s *Session) recvROT(ctx context.Context, call string, w, l int, b, m []uin
 		return err
 	}
 	c := s.in
-	for off := 0; off < n; off += chunk {
-		nc := min(chunk, n-off)
+	err = s.drawRecv(ctx, n, b, 0, func(off int, mv []prg.Block, ctr uint64) {
+		s.pads(c, m[off*w:(off+len(mv))*w], mv, prg.Block{}, ctr, w, l)
+	})
+	if err != nil {
+		return s.fail(call, err)
+	}
+	clearPast(b, n)
+	return nil
+}
+
+// clearPast clears the bits of b's last word past n.
+func clearPast(b []uint64, n int) {
+	if r := n % 64; r != 0 {
+		b[n/64] &= bitvec.Mask(r)
+	}
+}
+
+// drawSend draws n COTs at the sender without copying them out of the
+// reservoir: f gets each piece (at most chunk COTs; a piece also ends where
+// an iteration's outputs end) with the offset of its first COT in the batch
+// and that COT's index in the stream (the hash tweak).
+func (s *Session) drawSend(ctx context.Context, n int, f func(off int, k []prg.Block, ctr uint64)) error {
+	c := s.out
+	for off := 0; off < n; {
 		ctr := c.Used()
-		s.k = grow(s.k, nc)
-		if err := c.Recv(ctx, b[off/64:], s.k); err != nil {
-			return s.fail(call, err)
+		k, _, err := c.view(ctx, min(chunk, n-off))
+		if err != nil {
+			return err
 		}
-		s.pads(c, m[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
+		f(off, k, ctr)
+		off += len(k)
+	}
+	return nil
+}
+
+// drawRecv is drawSend at the receiver; it also copies each piece's choice
+// bits into b, the batch's first at bit bOff.
+func (s *Session) drawRecv(ctx context.Context, n int, b []uint64, bOff int, f func(off int, m []prg.Block, ctr uint64)) error {
+	c := s.in
+	for off := 0; off < n; {
+		ctr := c.Used()
+		m, bit, err := c.view(ctx, min(chunk, n-off))
+		if err != nil {
+			return err
+		}
+		bitvec.Copy(b, bOff+off, c.outBits, bit, len(m))
+		f(off, m, ctr)
+		off += len(m)
 	}
 	return nil
 }
@@ -300,17 +406,10 @@ func (s *Session) RecvCOTWide(ctx context.Context, w, l int, b, y []uint64) erro
 // words each) to the pads H(K_i) and H(K_i ⊕ Δ).
 func (s *Session) padsSender(ctx context.Context, n, w, l int, p0, p1 []uint64) error {
 	c := s.out
-	for off := 0; off < n; off += chunk {
-		nc := min(chunk, n-off)
-		ctr := c.Used()
-		s.k = grow(s.k, nc)
-		if err := c.Send(ctx, s.k); err != nil {
-			return err
-		}
-		s.pads(c, p0[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
-		s.pads(c, p1[off*w:(off+nc)*w], s.k, c.delta, ctr, w, l)
-	}
-	return nil
+	return s.drawSend(ctx, n, func(off int, k []prg.Block, ctr uint64) {
+		s.pads(c, p0[off*w:(off+len(k))*w], k, prg.Block{}, ctr, w, l)
+		s.pads(c, p1[off*w:(off+len(k))*w], k, c.delta, ctr, w, l)
+	})
 }
 
 // padsReceiver draws n COTs at the receiver (phase 1), sets pad (n·w words)
@@ -319,13 +418,13 @@ func (s *Session) padsReceiver(ctx context.Context, n, w, l int, b, pad []uint64
 	c := s.in
 	for off := 0; off < n; off += chunk {
 		nc := min(chunk, n-off)
-		ctr := c.Used()
-		s.k = grow(s.k, nc)
 		s.bits = growU(s.bits, bitvec.Words(nc))
-		if err := c.Recv(ctx, s.bits, s.k); err != nil {
+		err := s.drawRecv(ctx, nc, s.bits, 0, func(o int, m []prg.Block, ctr uint64) {
+			s.pads(c, pad[(off+o)*w:(off+o+len(m))*w], m, prg.Block{}, ctr, w, l)
+		})
+		if err != nil {
 			return err
 		}
-		s.pads(c, pad[off*w:(off+nc)*w], s.k, prg.Block{}, ctr, w, l)
 		for j := range s.bits {
 			s.bits[j] ^= b[off/64+j]
 		}
@@ -367,9 +466,18 @@ func (s *Session) sendCOT(ctx context.Context, call string, chosen bool, w, l in
 		return err
 	}
 	m := bitvec.Mask(l)
+	h := batchHeader{op: opRCOT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.out.Used()}
 	s.h1 = growU(s.h1, n*w)
-	if chosen {
+	if !chosen {
+		if err := s.sendHeader(ctx, h); err != nil {
+			return s.fail(call, err)
+		}
+	} else {
+		h.op = opCOT
 		if err := s.padsSender(ctx, n, w, l, r, s.h1); err != nil {
+			return s.fail(call, err)
+		}
+		if err := s.checkHeader(ctx, h); err != nil {
 			return s.fail(call, err)
 		}
 		for off := 0; off < n; off += chunk {
@@ -409,21 +517,29 @@ func (s *Session) recvCOT(ctx context.Context, call string, chosen bool, w, l in
 	}
 	c := s.in
 	m := bitvec.Mask(l)
+	h := batchHeader{op: opRCOT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: c.Used()}
 	if chosen {
+		h.op = opCOT
+		if err := s.sendHeader(ctx, h); err != nil {
+			return s.fail(call, err)
+		}
 		if err := s.padsReceiver(ctx, n, w, l, b, y); err != nil {
 			return s.fail(call, err)
 		}
+	} else if err := s.checkHeader(ctx, h); err != nil {
+		return s.fail(call, err)
 	}
 	for off := 0; off < n; off += chunk {
 		nc := min(chunk, n-off)
 		yc := y[off*w : (off+nc)*w]
 		if !chosen {
-			ctr := c.Used()
-			s.k = grow(s.k, nc)
-			if err := c.Recv(ctx, b[off/64:], s.k); err != nil {
+			err := s.drawRecv(ctx, nc, b, off, func(o int, mv []prg.Block, ctr uint64) {
+				s.pads(c, yc[o*w:(o+len(mv))*w], mv, prg.Block{}, ctr, w, l)
+			})
+			if err != nil {
 				return s.fail(call, err)
 			}
-			s.pads(c, yc, s.k, prg.Block{}, ctr, w, l)
+			clearPast(b, n)
 		}
 		nw := transport.PackedWords(nc*w, l)
 		s.pk = growU(s.pk, nw)
@@ -474,9 +590,13 @@ func (s *Session) sendOT(ctx context.Context, call string, w, l int, m0, m1 []ui
 	if err != nil || n == 0 {
 		return err
 	}
+	hd := batchHeader{op: opOT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.out.Used()}
 	s.h1 = growU(s.h1, 2*n*w)
 	h0, h1 := s.h1[:n*w], s.h1[n*w:]
 	if err := s.padsSender(ctx, n, w, l, h0, h1); err != nil {
+		return s.fail(call, err)
+	}
+	if err := s.checkHeader(ctx, hd); err != nil {
 		return s.fail(call, err)
 	}
 	for off := 0; off < n; off += chunk {
@@ -514,6 +634,9 @@ func (s *Session) recvOT(ctx context.Context, call string, w, l int, b, m []uint
 		return err
 	}
 	mask := bitvec.Mask(l)
+	if err := s.sendHeader(ctx, batchHeader{op: opOT, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.in.Used()}); err != nil {
+		return s.fail(call, err)
+	}
 	if err := s.padsReceiver(ctx, n, w, l, b, m); err != nil {
 		return s.fail(call, err)
 	}

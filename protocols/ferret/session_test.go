@@ -127,6 +127,11 @@ func TestDerived(t *testing.T) {
 						}
 						wantS := refillBytes(snd.out, it)
 						wantR := int64(0)
+						if n > 0 && chosen {
+							wantR += headerSize + H
+						} else if n > 0 {
+							wantS += headerSize + H
+						}
 						for off := 0; off < n; off += chunk {
 							nc := min(chunk, n-off)
 							wantS += int64(transport.PackedBytes(nc*w, l)) + H
@@ -158,6 +163,9 @@ func TestDerived(t *testing.T) {
 							func() error { return rcv.RecvOTWide(ctx, w, l, b, got) })
 					})
 					wantS, wantR := refillBytes(snd.out, it), int64(0)
+					if n > 0 {
+						wantR += headerSize + H
+					}
 					for off := 0; off < n; off += chunk {
 						nc := min(chunk, n-off)
 						wantS += int64(transport.PackedBytes(2*nc*w, l)) + H
@@ -291,7 +299,7 @@ func TestPeerGone(t *testing.T) {
 // two flights (one per party); one that spans refills adds at most two per
 // refill.
 func TestFlights(t *testing.T) {
-	f0, f1 := sessionPair(t, Small)
+	f0, f1 := sessionPair(t, Small())
 	ctx := context.Background()
 	// Prime party 0's sending stream so that the next batch fits in the
 	// reservoir.
@@ -308,7 +316,7 @@ func TestFlights(t *testing.T) {
 	}
 	st0, st1 = f0.Conn().Stats(), f1.Conn().Stats()
 	it := f0.out.Iterations()
-	m := Small.Main.Output() + 1000
+	m := Small().Main.Output() + 1000
 	a0, a1, got := make([]uint64, m), make([]uint64, m), make([]uint64, m)
 	bm := make([]uint64, bitvec.Words(m))
 	testenv.MustBoth(t, func() error { return f0.SendOT(ctx, 16, a0, a1) }, func() error { return f1.RecvOT(ctx, 16, bm, got) })
@@ -350,6 +358,9 @@ func TestOTN(t *testing.T) {
 						m++
 					}
 					wantS, wantR := refillBytes(snd.out, it), int64(0)
+					if n > 0 {
+						wantR += headerSize + transport.HeaderSize
+					}
 					for off := 0; off < n; off += chunk {
 						wantR += int64((min(chunk, n-off)*m+7)/8) + transport.HeaderSize
 					}
@@ -411,6 +422,49 @@ func TestFork(t *testing.T) {
 		bi := bitvec.Bit(b, i)
 		if ox[i] != (rx[i]+bi*x[i])&bitvec.Mask(l) || oy[i] != (ry[i]+bi*y[i])&bitvec.Mask(l) {
 			t.Fatalf("instance %d wrong", i)
+		}
+	}
+}
+
+// TestMismatch: calls that differ between the parties fail at both (the
+// batch header), also when the difference was an earlier random OT.
+func TestMismatch(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		f0, f1 func(f0, f1 *Session) error
+	}{
+		{"COT l", func(f0, _ *Session) error { return f0.SendCOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
+			func(_, f1 *Session) error { return f1.RecvCOT(ctx, 9, make([]uint64, 2), make([]uint64, 100)) }},
+		// The sender of a one-flight batch returns before the receiver's
+		// check; it sees the abort at its next receive.
+		{"RCOT n", func(f0, _ *Session) error {
+			if err := f0.SendRCOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)); err != nil {
+				return err
+			}
+			return f0.SendCOT(ctx, 8, make([]uint64, 10), make([]uint64, 10))
+		}, func(_, f1 *Session) error { return f1.RecvRCOT(ctx, 8, make([]uint64, 2), make([]uint64, 101)) }},
+		{"COT vs OT", func(f0, _ *Session) error { return f0.SendCOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
+			func(_, f1 *Session) error { return f1.RecvOT(ctx, 8, make([]uint64, 2), make([]uint64, 100)) }},
+		{"OTN N", func(f0, _ *Session) error { return f0.SendOTN(ctx, 4, 8, make([]uint64, 400)) },
+			func(_, f1 *Session) error { return f1.RecvOTN(ctx, 8, 8, make([]uint8, 100), make([]uint64, 100)) }},
+		{"earlier ROT", func(f0, _ *Session) error {
+			if err := f0.SendROT(ctx, 8, make([]uint64, 5), make([]uint64, 5)); err != nil {
+				return err
+			}
+			return f0.SendOT(ctx, 8, make([]uint64, 100), make([]uint64, 100))
+		}, func(_, f1 *Session) error {
+			if err := f1.RecvROT(ctx, 8, make([]uint64, 1), make([]uint64, 6)); err != nil {
+				return err
+			}
+			return f1.RecvOT(ctx, 8, make([]uint64, 2), make([]uint64, 100))
+		}},
+	}
+	for _, c := range cases {
+		f0, f1 := sessionPair(t, tinyOdd)
+		e0, e1 := testenv.Both(func() error { return c.f0(f0, f1) }, func() error { return c.f1(f0, f1) })
+		if e0 == nil || e1 == nil {
+			t.Errorf("%s: party 0: %v; party 1: %v (both should fail)", c.name, e0, e1)
 		}
 	}
 }

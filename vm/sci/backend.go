@@ -97,7 +97,7 @@ type Options struct {
 	Mode Mode
 	// OT selects the OT source of every OT-based protocol.
 	OT OTSource
-	// Ferret is the silent-OT parameter set (zero: ferret.B13). Each stream runs its own COT
+	// Ferret is the silent-OT parameter set (zero: ferret.B13()). Each stream runs its own COT
 	// streams, one per direction.
 	Ferret ferret.Config
 	// HE configures the HE linear layers (modes scihe and auto).
@@ -110,7 +110,7 @@ type Options struct {
 
 func (o Options) ferretConfig() ferret.Config {
 	if o.Ferret.Name == "" {
-		return ferret.B13
+		return ferret.B13()
 	}
 	return o.Ferret
 }
@@ -532,7 +532,7 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// FerretFor picks the silent-OT parameter set for a program: ferret.Small when the program's
+// FerretFor picks the silent-OT parameter set for a program: ferret.Small() when the program's
 // nonlinear layers need fewer correlated OTs than eight Small iterations make, ferret.B13
 // otherwise (its iterations of ten million COTs cost about a second of CPU
 // and 190 MB per direction, which only large networks repay). The estimate — about 4·l COTs per
@@ -546,8 +546,8 @@ func FerretFor(p *fixed.Program) ferret.Config {
 			elems += int64(ring.Size(p.Tensors[in.In[0]].Shape))
 		}
 	}
-	if elems*4*int64(p.Bits) < 8*int64(ferret.Small.Main.Output()) {
-		return ferret.Small
+	if elems*4*int64(p.Bits) < 8*int64(ferret.Small().Main.Output()) {
+		return ferret.Small()
 	}
-	return ferret.B13
+	return ferret.B13()
 }
