@@ -16,11 +16,11 @@ import (
 // the project's 2-core reference machine (docs/benchmarks.md). Only the ratio of the two engines'
 // estimates matters, and the byte counts that dominate them are exact.
 const (
-	otCPUBytesPerSec = 250e6                  // OT-based products: hashing and correlation per byte moved
-	heProductTime    = 70 * time.Microsecond  // one ciphertext × plaintext product (NTT domain)
+	otCPUBytesPerSec = 250e6                   // OT-based products: hashing and correlation per byte moved
+	heProductTime    = 70 * time.Microsecond   // one ciphertext × plaintext product (NTT domain)
 	heUploadTime     = 1200 * time.Microsecond // encrypt (party 1) and absorb (party 0) one ciphertext
 	heReplyTime      = 1500 * time.Microsecond // re-randomise, flood, switch, decrypt one reply
-	heWeightTime     = 60 * time.Microsecond  // transform one weight polynomial
+	heWeightTime     = 60 * time.Microsecond   // transform one weight polynomial
 )
 
 // EngineEstimate is the planner's view of one linear layer under both engines.
