@@ -14,6 +14,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/passes"
+	"github.com/cryptflow-go/cryptflow/protocols/he"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -139,24 +140,57 @@ type secureRun struct {
 	calls          [2]linearCalls  // per party, whole session
 }
 
-// linearCalls counts a backend's linear-layer calls by kind.
-type linearCalls struct{ conv2D, matMul int }
+// linearCalls counts a backend's linear-layer calls by kind and, for the calls run by HE, their
+// measured traffic (bytes this party sent) and the traffic package he's formulas give for both
+// directions.
+type linearCalls struct {
+	conv2D, matMul int
+	he             int   // calls run by HE
+	heSent         int64 // bytes this party sent in them
+	heFormula      int64 // he.ConvBytes / he.MatMulBytes of them (both parties)
+}
 
-// countingBackend is a sciot backend that counts its Conv2D and MatMul calls (it still implements
-// vm.ConvBackend: UseConv2D is promoted).
+// countingBackend is an SCI backend that counts its Conv2D and MatMul calls (it still implements
+// vm.ConvBackend and vm.EngineBackend: UseConv2D is promoted, UseEngine is recorded).
 type countingBackend struct {
 	*sci.Backend
-	calls linearCalls
+	calls  linearCalls
+	engine fixed.Engine // the engine of the next linear layer, as the backend chose it
+	err    error        // a formula that failed
+}
+
+func (c *countingBackend) UseEngine(e fixed.Engine) fixed.Engine {
+	c.engine = c.Backend.UseEngine(e)
+	return c.engine
+}
+
+// heCall runs a linear-layer call and, when it runs by HE, accounts its traffic against formula.
+func (c *countingBackend) heCall(formula func() (int64, error), call func() error) error {
+	if c.engine != fixed.EngineHE {
+		return call()
+	}
+	before := c.Profile().Linear.BytesSent
+	err := call()
+	f, ferr := formula()
+	if ferr != nil && c.err == nil {
+		c.err = ferr
+	}
+	c.calls.he++
+	c.calls.heSent += c.Profile().Linear.BytesSent - before
+	c.calls.heFormula += f
+	return err
 }
 
 func (c *countingBackend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	c.calls.conv2D++
-	return c.Backend.Conv2D(ctx, dst, w, x, g)
+	return c.heCall(func() (int64, error) { return he.ConvBytes(g, c.Ring().Bits) },
+		func() error { return c.Backend.Conv2D(ctx, dst, w, x, g) })
 }
 
 func (c *countingBackend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
 	c.calls.matMul++
-	return c.Backend.MatMul(ctx, dst, w, m, k, n, x)
+	return c.heCall(func() (int64, error) { return he.MatMulBytes(m, k, n, c.Ring().Bits) },
+		func() error { return c.Backend.MatMul(ctx, dst, w, m, k, n, x) })
 }
 
 // secureOptions tune runSecure.
@@ -166,11 +200,14 @@ type secureOptions struct {
 	observe  func(party, tensor int, v ring.Tensor) // Machine.Observe hook
 	oneBatch bool                                   // linear layers in one OT batch per chunk (linear.Options.OneBatch)
 	im2col   bool                                   // hide vm.ConvBackend: every convolution becomes im2col + MatMul
+	mode     sci.Mode                               // linear layers by OT (default), HE, or per recorded engine
+	ot       sci.OTSource                           // OT source of the OT-based protocols (default IKNP)
 	// wrap, when set, wraps each party's end of every connection (e.g. to record traffic).
 	wrap func(party int, c net.Conn) net.Conn
 }
 
-// runSecure runs the program on every input, one after the other on one SCI_OT session: party 0
+// runSecure runs the program on every input, one after the other on one SCI session (mode and
+// OT source from opt; SCI_OT on IKNP by default): party 0
 // from the server copy, party 1 (the client, owner of the input) from the client copy, over
 // in-memory pipes.
 func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions) *secureRun {
@@ -198,7 +235,7 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 	res := &secureRun{}
 	setup := func(party int) error {
 		b, err := sci.New(ctx, conns[party][0], party, r, sci.Options{Streams: conns[party][1:],
-			Linear: linear.Options{OneBatch: opt.oneBatch}})
+			Mode: opt.mode, OT: opt.ot, Linear: linear.Options{OneBatch: opt.oneBatch}})
 		if err != nil {
 			return err
 		}
@@ -235,6 +272,11 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 	}
 	res.prof = [2]sci.Profile{backends[0].Profile(), backends[1].Profile()}
 	res.calls = [2]linearCalls{backends[0].calls, backends[1].calls}
+	for party, b := range backends {
+		if b.err != nil {
+			t.Fatalf("party %d: HE traffic formula: %v", party, b.err)
+		}
+	}
 	return res
 }
 
