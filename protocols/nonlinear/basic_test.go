@@ -9,8 +9,10 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
 
-func TestBitTriples(t *testing.T) {
-	p := newPair(t, 32, Options{}, 1)
+func TestBitTriples(t *testing.T) { testBitTriples(t, iknpSrc) }
+
+func testBitTriples(t *testing.T, src otSource) {
+	p := newPairOn(t, src, 32, Options{}, 1)
 	ctx := context.Background()
 	for _, n := range []int{1, 2, 3, 64, 65, 1000} {
 		var t0, t1 BitTriples
@@ -43,8 +45,10 @@ func TestBitTriples(t *testing.T) {
 	}
 }
 
-func TestAND(t *testing.T) {
-	p := newPair(t, 16, Options{}, 2)
+func TestAND(t *testing.T) { testAND(t, iknpSrc) }
+
+func testAND(t *testing.T, src otSource) {
+	p := newPairOn(t, src, 16, Options{}, 2)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 63, 64, 130, 5000} {
 		x0, x1, y0, y1 := make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n)), make([]uint64, bitvec.Words(n))
@@ -70,10 +74,12 @@ func TestAND(t *testing.T) {
 	}
 }
 
-func TestMillionaires(t *testing.T) {
+func TestMillionaires(t *testing.T) { testMillionaires(t, iknpSrc) }
+
+func testMillionaires(t *testing.T, src otSource) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, m := range []int{1, 2, 3, 4, 5, 7, 8} {
-		p := newPair(t, 32, Options{M: m}, 1)
+	for _, m := range src.ints([]int{1, 2, 3, 4, 5, 7, 8}, []int{1, 3, 4}) {
+		p := newPairOn(t, src, 32, Options{M: m}, 1)
 		for _, b := range []int{1, 2, 3, 5, 8, 9, 12, 17, 31, 32, 33, 63, 64} {
 			n := 300
 			x, y := make([]uint64, n), make([]uint64, n)
@@ -112,10 +118,12 @@ func TestMillionaires(t *testing.T) {
 	}
 }
 
-func TestDReLUAndReLU(t *testing.T) {
+func TestDReLUAndReLU(t *testing.T) { testDReLUAndReLU(t, iknpSrc) }
+
+func testDReLUAndReLU(t *testing.T, src otSource) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, l := range append([]int{2, 3}, testRings...) {
-		p := newPair(t, l, Options{}, 2)
+	for _, l := range src.ints(append([]int{2, 3}, testRings...), []int{2, 32, 37, 64}) {
+		p := newPairOn(t, src, l, Options{}, 2)
 		r := p.r
 		n := 500
 		v := testValues(r, rng, n)
@@ -157,10 +165,12 @@ func TestDReLUAndReLU(t *testing.T) {
 	}
 }
 
-func TestMUXAndB2A(t *testing.T) {
+func TestMUXAndB2A(t *testing.T) { testMUXAndB2A(t, iknpSrc) }
+
+func testMUXAndB2A(t *testing.T, src otSource) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, l := range testRings {
-		p := newPair(t, l, Options{}, 1)
+	for _, l := range src.ints(testRings, []int{8, 32, 64}) {
+		p := newPairOn(t, src, l, Options{}, 1)
 		r := p.r
 		n := 200
 		v := testValues(r, rng, n)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
@@ -22,6 +23,82 @@ var testOpt = transport.Options{Timeout: 20 * time.Second}
 type otPair struct {
 	o0, o1 []*ot.Session
 	c0, c1 []*transport.Conn
+	// f0, f1 are the Ferret sessions over o0, o1 when the pair runs on
+	// silent OT.
+	f0, f1 []*ferret.Session
+}
+
+// otSource is the OT source a test pair runs on.
+type otSource struct {
+	name   string
+	ferret *ferret.Config // nil: IKNP
+}
+
+var (
+	iknpSrc   = otSource{name: "iknp"}
+	ferretSrc = otSource{name: "ferret", ferret: &testFerret}
+)
+
+// testFerret is a Ferret parameter set for tests only (far from 128-bit
+// LPN security): 13,824 COTs per iteration, so that the protocols' batches
+// run through many refills.
+var testFerret = ferret.Config{Name: "test", Main: ferret.Params{N: 1 << 14, T: 64, K: 2048, LogBin: 8}}
+
+// ints returns full on IKNP and the representative subset on Ferret (the
+// Ferret runs repeat a part of each table so the suite's time does not
+// double).
+func (s otSource) ints(full, subset []int) []int {
+	if s.ferret != nil {
+		return subset
+	}
+	return full
+}
+
+// ots returns the streams of party i as OT sources.
+func (p *otPair) ots(i int) []streams.OT {
+	switch {
+	case i == 0 && p.f0 != nil:
+		return streams.Of(p.f0)
+	case i == 1 && p.f1 != nil:
+		return streams.Of(p.f1)
+	case i == 0:
+		return streams.Of(p.o0)
+	}
+	return streams.Of(p.o1)
+}
+
+// newOTPairOn connects the parties with k streams of src.
+func newOTPairOn(t testing.TB, src otSource, k int) *otPair {
+	t.Helper()
+	p := newOTPair(t, k)
+	if src.ferret == nil {
+		return p
+	}
+	ctx := context.Background()
+	for i := range k {
+		var a, b *ferret.Session
+		testenv.MustBoth(t, func() (err error) { a, err = ferret.NewSession(ctx, p.o0[i], *src.ferret, ferret.Options{}); return },
+			func() (err error) { b, err = ferret.NewSession(ctx, p.o1[i], *src.ferret, ferret.Options{}); return })
+		p.f0, p.f1 = append(p.f0, a), append(p.f1, b)
+	}
+	return p
+}
+
+// cotsUsed is the number of COTs both parties' Ferret streams handed out.
+func (p *otPair) cotsUsed() (n uint64) {
+	for _, f := range append(append([]*ferret.Session(nil), p.f0...), p.f1...) {
+		n += f.SenderCOT().Used()
+	}
+	return n
+}
+
+// iterations is the number of main Ferret iterations run on all streams
+// (each counted once, at its sender).
+func (p *otPair) iterations() (n int) {
+	for _, f := range append(append([]*ferret.Session(nil), p.f0...), p.f1...) {
+		n += f.SenderCOT().Iterations()
+	}
+	return n
 }
 
 // newOTPair connects the parties with k streams over in-memory pipes.
@@ -42,11 +119,17 @@ type pair struct {
 
 func newPair(t testing.TB, l int, opt Options, nstreams int) *pair {
 	t.Helper()
+	return newPairOn(t, iknpSrc, l, opt, nstreams)
+}
+
+// newPairOn is newPair on the OT source src.
+func newPairOn(t testing.TB, src otSource, l int, opt Options, nstreams int) *pair {
+	t.Helper()
 	r := ring.Must(l)
-	p := &pair{r: r, ots: newOTPair(t, nstreams)}
+	p := &pair{r: r, ots: newOTPairOn(t, src, nstreams)}
 	ctx := context.Background()
-	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, r, opt, streams.Of(p.ots.o0)...); return },
-		func() (err error) { p.s1, err = New(ctx, r, opt, streams.Of(p.ots.o1)...); return })
+	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, r, opt, p.ots.ots(0)...); return },
+		func() (err error) { p.s1, err = New(ctx, r, opt, p.ots.ots(1)...); return })
 	return p
 }
 

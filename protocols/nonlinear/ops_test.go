@@ -12,11 +12,13 @@ func floorDivRef(r ring.Ring, v uint64, d uint64) uint64 {
 	return r.FromSigned(floorDiv(r.Signed(v), d))
 }
 
-func TestTrunc(t *testing.T) {
+func TestTrunc(t *testing.T) { testTrunc(t, iknpSrc) }
+
+func testTrunc(t *testing.T, src otSource) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	for k, l := range testRings {
+	for k, l := range src.ints(testRings, []int{16, 32, 37, 64}) {
 		// Alternate the published Alg. 5 and the default protocol.
-		p := newPair(t, l, Options{PaperTrunc: k%2 == 1}, 2)
+		p := newPairOn(t, src, l, Options{PaperTrunc: k%2 == 1}, 2)
 		r := p.r
 		n := 300
 		v := testValues(r, rng, n)
@@ -88,10 +90,12 @@ func TestTruncInPlace(t *testing.T) {
 	}
 }
 
-func TestDiv(t *testing.T) {
+func TestDiv(t *testing.T) { testDiv(t, iknpSrc) }
+
+func testDiv(t *testing.T, src otSource) {
 	rng := rand.New(rand.NewPCG(25, 26))
-	for _, l := range testRings {
-		p := newPair(t, l, Options{}, 2)
+	for _, l := range src.ints(testRings, []int{32, 41}) {
+		p := newPairOn(t, src, l, Options{}, 2)
 		r := p.r
 		n := 200
 		v := testValues(r, rng, n)
@@ -149,10 +153,12 @@ func TestAvgRows(t *testing.T) {
 	}
 }
 
-func TestMaxAndArgMax(t *testing.T) {
+func TestMaxAndArgMax(t *testing.T) { testMaxAndArgMax(t, iknpSrc) }
+
+func testMaxAndArgMax(t *testing.T, src otSource) {
 	rng := rand.New(rand.NewPCG(29, 30))
-	for _, l := range testRings {
-		p := newPair(t, l, Options{}, 2)
+	for _, l := range src.ints(testRings, []int{8, 32, 64}) {
+		p := newPairOn(t, src, l, Options{}, 2)
 		r := p.r
 		quarter := int64(1) << (l - 2)
 		for _, d := range []int{1, 2, 3, 4, 5, 9, 10, 16} {

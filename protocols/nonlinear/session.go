@@ -10,9 +10,10 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
-// DefaultM is the default leaf width of the millionaires' protocol (SCI's
-// default; m = 7 minimises communication for 32-bit inputs but costs about
-// three times the computation).
+// DefaultM is the default leaf width of the millionaires' protocol on IKNP
+// (SCI's default; m = 7 minimises communication for 32-bit inputs but costs
+// about three times the computation). On silent OT the default comes from
+// ChoosePlan.
 const DefaultM = 4
 
 // MaxM is the largest leaf width (KK13 1-out-of-2^m OT with 2^m ≤ 256).
@@ -28,9 +29,14 @@ const defaultBudget = 1 << 22
 
 // Options configures a Session. The zero value selects the defaults.
 type Options struct {
-	// M is the millionaires' leaf width m (1..8); 0 means DefaultM. Both
-	// parties must use the same value (New checks this).
+	// M is the millionaires' leaf width m (1..8); 0 means the plan's
+	// (ChoosePlan: DefaultM on IKNP, the traffic-minimising m on silent
+	// OT). Both parties must use the same value (New checks this).
 	M int
+	// Triples chooses how bit triples are made; TriplesAuto (the zero
+	// value) takes the plan's choice for the OT source. Both parties must
+	// agree (New checks the resulting choice).
+	Triples TripleMode
 	// MinSplit is the smallest batch split across the OT streams; 0 means
 	// DefaultMinSplit. Splitting is a local choice, but both parties must
 	// make the same one (New checks this).
@@ -46,6 +52,21 @@ type Options struct {
 	PaperTrunc bool
 }
 
+// TripleMode says how the protocols make Beaver bit triples. Results are
+// the same either way; only the traffic differs.
+type TripleMode int
+
+const (
+	// TriplesAuto takes ChoosePlan's choice for the OT source.
+	TriplesAuto TripleMode = iota
+	// TriplesOTN makes two regular triples per (16 choose 1)-OT_2 and a
+	// correlated pair per (8 choose 1)-OT_2 (CrypTFlow2 App. A.1, A.2).
+	TriplesOTN
+	// TriplesROT makes a regular triple or a correlated pair from two
+	// random OTs, one in each direction.
+	TriplesROT
+)
+
 // Session runs CrypTFlow2's nonlinear protocols over Z_{2^l} between this
 // party and the peer, on one or more OT streams (see New). Its methods take
 // this party's shares and return this party's shares of the result. A
@@ -58,6 +79,7 @@ type Session struct {
 	r        ring.Ring
 	party    int
 	m        int
+	plan     Plan
 	minSplit int
 	streams  []*stream
 	group    *streams.Group // failure state and work splitting
@@ -66,7 +88,7 @@ type Session struct {
 // The session hello (see streams.Hello).
 const (
 	helloMagic   = "CFNL"
-	helloVersion = 2
+	helloVersion = 3
 )
 
 // New starts a session over the given OT sessions (one per connection, all
@@ -75,14 +97,35 @@ const (
 // split into equal parts that run concurrently, one goroutine per stream; the
 // roles of the two parties are mirrored on odd streams so both do the same
 // amount of OT-sender work. New exchanges a short hello on every stream to
-// check that both parties use the same ring, m, split threshold and number of
-// streams.
+// check that both parties use the same ring, m, triple construction, split
+// threshold and number of streams. The plan (Plan) follows the OT source:
+// all streams must be of one kind (IKNP, or Ferret with one parameter set).
 func New(ctx context.Context, r ring.Ring, opt Options, ots ...streams.OT) (*Session, error) {
 	if !r.Valid() || r.Bits < 2 {
 		return nil, fmt.Errorf("nonlinear: New: ring %v: need Z_2^l with 2 ≤ l ≤ 64", r)
 	}
+	if _, err := streams.Party("nonlinear", ots); err != nil {
+		return nil, err
+	}
+	src := SourceCost(ots[0])
+	for i, o := range ots[1:] {
+		if c := SourceCost(o); c != src {
+			return nil, fmt.Errorf("nonlinear: New: stream %d's OT source is %s, stream 0's %s", i+1, c.Name, src.Name)
+		}
+	}
+	plan := ChoosePlan(src, r.Bits)
 	if opt.M == 0 {
-		opt.M = DefaultM
+		opt.M = plan.M
+	}
+	plan.M = opt.M
+	switch opt.Triples {
+	case TriplesAuto:
+	case TriplesOTN:
+		plan.ROTTriples = false
+	case TriplesROT:
+		plan.ROTTriples = true
+	default:
+		return nil, fmt.Errorf("nonlinear: New: unknown Options.Triples %d", opt.Triples)
 	}
 	if opt.M < 1 || opt.M > MaxM {
 		return nil, fmt.Errorf("nonlinear: New: millionaires' parameter m=%d outside 1..%d", opt.M, MaxM)
@@ -102,6 +145,7 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...streams.OT) (*Ses
 	hello := streams.Hello{Magic: helloMagic, Version: helloVersion, Bits: r.Bits, Params: []streams.HelloParam{
 		{Name: "Options.M", Value: uint64(opt.M)},
 		streams.HelloFlag("Options.PaperTrunc", opt.PaperTrunc),
+		streams.HelloFlag("triples from random OT (Options.Triples or the OT source)", plan.ROTTriples),
 		{Name: "Options.MinSplit", Value: uint64(opt.MinSplit)},
 		{Name: "Options.Budget", Value: uint64(opt.Budget)},
 	}}
@@ -109,7 +153,7 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...streams.OT) (*Ses
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{r: r, party: party, m: opt.M, minSplit: opt.MinSplit, group: group}
+	s := &Session{r: r, party: party, m: opt.M, plan: plan, minSplit: opt.MinSplit, group: group}
 	for i, o := range ots {
 		rng, err := prg.NewRandom()
 		if err != nil {
@@ -118,6 +162,7 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...streams.OT) (*Ses
 		st := &stream{
 			idx: i, ot: o, conn: o.Conn(), party: party, rng: rng,
 			r: r, m: opt.M, budget: opt.Budget, alg5: opt.PaperTrunc,
+			rotTriples: plan.ROTTriples, silent: src.Silent,
 			// Mirror the roles on odd streams (see New's documentation).
 			last: i & 1,
 		}
@@ -134,6 +179,10 @@ func (s *Session) Party() int { return s.party }
 
 // M returns the millionaires' leaf width.
 func (s *Session) M() int { return s.m }
+
+// Plan returns the session's plan: its OT source's cost model, m and the
+// triple construction (its methods give the exact traffic per element).
+func (s *Session) Plan() Plan { return s.plan }
 
 // Streams returns the number of OT streams.
 func (s *Session) Streams() int { return len(s.streams) }

@@ -32,7 +32,11 @@ type stream struct {
 	budget int
 	rng    *prg.PRG
 	alg5   bool // truncate with Alg. 5 as published
-	last   int  // party that sent the most recent flight
+	// rotTriples makes bit triples from random OT (see rotTripleReq).
+	rotTriples bool
+	// silent is true on a silent OT source (random OT sends nothing).
+	silent bool
+	last   int // party that sent the most recent flight
 
 	sc scratch
 }
@@ -104,6 +108,12 @@ func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
 		for _, q := range g {
 			total += q.size()
 		}
+		if k.N == 0 {
+			if err := st.runROT(ctx, k.l, total, g); err != nil {
+				return err
+			}
+			continue
+		}
 		if st.last == st.party {
 			// Receiver.
 			c := growBytes(&st.sc.choice, total)
@@ -133,6 +143,49 @@ func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
 			}
 		}
 		st.last = 1 - st.last // the sender replied last
+	}
+	return nil
+}
+
+// runROT runs the random-OT requests g (total instances of ROT_l) as two
+// batches, the first with receiver st.last, the second with the other
+// party, and hands every request its share of this party's outputs. On a
+// silent source neither batch sends anything (refills aside), so the flight
+// schedule is unchanged; with IKNP each receiver sends its matrix and the
+// second batch's receiver sent last.
+func (st *stream) runROT(ctx context.Context, l, total int, g []otnReq) error {
+	m0, m1, m := make([]uint64, total), make([]uint64, total), make([]uint64, total)
+	c := make([]uint64, bitvec.Words(total))
+	first := st.last
+	for pass := 0; pass < 2; pass++ {
+		receiver := first
+		if pass == 1 {
+			receiver = 1 - first
+		}
+		var err error
+		if receiver == st.party {
+			err = st.ot.RecvROTWide(ctx, 1, l, c, m)
+		} else {
+			err = st.ot.SendROTWide(ctx, 1, l, m0, m1)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !st.silent {
+		st.last = 1 - first
+	}
+	off := 0
+	for _, q := range g {
+		rq, ok := q.(*rotTripleReq)
+		if !ok {
+			return fmt.Errorf("internal error: %T in a random-OT batch", q)
+		}
+		n := q.size()
+		cb := make([]uint64, bitvec.Words(n))
+		bitvec.Extract(cb, c, off, n)
+		rq.fromROT(m0[off:off+n], m1[off:off+n], cb, m[off:off+n])
+		off += n
 	}
 	return nil
 }

@@ -160,6 +160,64 @@ func (q *corrReq) receive(out []uint64) {
 	bitvec.PackBit(t.f2, out, 1)
 }
 
+// Triples from random OT (the silent-OT plan). A random OT_2 gives the
+// sender random m0, m1 and the receiver a random choice bit c and m_c; with
+// x = m0 ⊕ m1, the sender's m0 and the receiver's m_c are XOR shares of c·x.
+// Two batches run, one with each party as receiver, and every party takes
+// its triple shares from its own outputs: regular triple i uses instance i
+// of both batches, with d = the party's choice bit c (as receiver) and
+// e = bit 0 of its x (as sender), so the two batches share the cross terms
+// d_P·e_Q and d_Q·e_P, and f = d∧e ⊕ (bit 0 of both shares). Correlated pair
+// j uses instance nReg + j: e = c, (d, d2) = the two bits of x, and
+// (f, f2) = (d∧e, d2∧e) ⊕ both 2-bit shares. On a silent source this sends
+// nothing beyond the refills of 2 COTs per triple (or pair).
+
+// rotTripleReq produces a pool's triples from two batches of random OT_2.
+// It is routed by runOTN on its kind (N = 0); the otnReq methods are never
+// called for it.
+type rotTripleReq struct {
+	reg  *bitTriples
+	corr *corrTriples
+}
+
+func (q *rotTripleReq) kind() (int, int) { return 0, 2 }
+func (q *rotTripleReq) size() int        { return q.reg.n + q.corr.n }
+func (q *rotTripleReq) send([]uint64)    {}
+func (q *rotTripleReq) choose([]uint8)   {}
+func (q *rotTripleReq) receive([]uint64) {}
+
+// fromROT sets the triples from this party's outputs: m0, m1 as the sender
+// of one batch, c (packed) and m as the receiver of the other (size()
+// instances each).
+func (q *rotTripleReq) fromROT(m0, m1, c, m []uint64) {
+	t := q.reg
+	w := bitvec.Words(t.n)
+	t.d, t.e, t.f = make([]uint64, w), make([]uint64, w), make([]uint64, w)
+	for i := 0; i < t.n; i++ {
+		x := (m0[i] ^ m1[i]) & 1
+		ci := bitvec.Bit(c, i)
+		f := ci&x ^ (m0[i]^m[i])&1
+		t.d[i>>6] |= ci << (i & 63)
+		t.e[i>>6] |= x << (i & 63)
+		t.f[i>>6] |= f << (i & 63)
+	}
+	u := q.corr
+	w = bitvec.Words(u.n)
+	u.d, u.d2, u.e, u.f, u.f2 = make([]uint64, w), make([]uint64, w), make([]uint64, w), make([]uint64, w), make([]uint64, w)
+	for j := 0; j < u.n; j++ {
+		i := t.n + j
+		x := m0[i] ^ m1[i]
+		e := bitvec.Bit(c, i)
+		sh := m0[i] ^ m[i]
+		d, d2 := x&1, x>>1&1
+		u.d[j>>6] |= d << (j & 63)
+		u.d2[j>>6] |= d2 << (j & 63)
+		u.e[j>>6] |= e << (j & 63)
+		u.f[j>>6] |= (d&e ^ sh&1) << (j & 63)
+		u.f2[j>>6] |= (d2&e ^ sh>>1&1) << (j & 63)
+	}
+}
+
 // triplePool hands out consecutive triples of a bulk production.
 type triplePool struct {
 	reg     bitTriples
@@ -168,12 +226,18 @@ type triplePool struct {
 	cOff    int
 	regReq  regReq
 	corrReq corrReq
+	rotReq  rotTripleReq
 }
 
 // reserve returns the requests that produce nReg regular triples and nCorr
-// correlated pairs into p (run them with runOTN before taking).
+// correlated pairs into p (run them with runOTN before taking): 1-out-of-N
+// OTs, or random OTs when the stream's plan says so.
 func (p *triplePool) reserve(st *stream, nReg, nCorr int) []otnReq {
 	*p = triplePool{reg: bitTriples{n: nReg}, corr: corrTriples{n: nCorr}}
+	if st.rotTriples {
+		p.rotReq = rotTripleReq{reg: &p.reg, corr: &p.corr}
+		return []otnReq{&p.rotReq}
+	}
 	p.regReq = regReq{st: st, out: &p.reg}
 	p.corrReq = corrReq{st: st, out: &p.corr}
 	return []otnReq{&p.regReq, &p.corrReq}
