@@ -535,3 +535,88 @@ func TestHEMiniONN(t *testing.T) {
 		}
 	}
 }
+
+// engineCounts counts the engines a program records on its linear layers.
+func engineCounts(p *fixed.Program) (nHE, nOT, unset int) {
+	for _, in := range p.Instrs {
+		if in.Op != fixed.OpMatMul && in.Op != fixed.OpConv {
+			continue
+		}
+		switch in.Engine {
+		case fixed.EngineHE:
+			nHE++
+		case fixed.EngineOT:
+			nOT++
+		default:
+			unset++
+		}
+	}
+	return
+}
+
+// TestHEAutoPlanned compiles networks with the engine planner (passes.Options.Backend "auto", the
+// LAN and the WAN link), which records OT or HE on every linear layer in the program (kept
+// through both .sciir copies), and runs them with the auto backend: the outputs equal the
+// cleartext run bitwise, and exactly the layers planned for HE run by HE.
+func TestHEAutoPlanned(t *testing.T) {
+	shared := testenv.SharedTestdata(t)
+	type model struct {
+		name  string
+		graph func(t *testing.T) (*ir.Graph, []passes.Sample)
+	}
+	synth := func(f func(uint64) (*ir.Graph, error), seed uint64, a float64) func(t *testing.T) (*ir.Graph, []passes.Sample) {
+		return func(t *testing.T) (*ir.Graph, []passes.Sample) {
+			g, err := f(seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g, randomSamples(g, seed, 2, a)
+		}
+	}
+	models := []model{
+		{"mnist-small", func(t *testing.T) (*ir.Graph, []passes.Sample) {
+			dir := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small")
+			g := loadModel(t, filepath.Join(dir, "model.onnx"))
+			ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g, ds.Samples[:3]
+		}},
+		{"mnist-8", func(t *testing.T) (*ir.Graph, []passes.Sample) {
+			g := loadModel(t, filepath.Join(shared, "models", "mnist-8", "model.onnx"))
+			return g, mnistSamples(t, shared, 0, 3, false)
+		}},
+		{"he-geometries", synth(heGeometryNet, 3, 1)},
+		{"conv-geometries", synth(convNet, 4, 1)},
+		{"minionn", synth(func(s uint64) (*ir.Graph, error) { return MiniONN(s, 1) }, 1, 2)},
+	}
+	if testing.Short() {
+		models = models[:3]
+	}
+	for _, md := range models {
+		for _, net := range []string{"lan", "wan"} {
+			t.Run(md.name+"-"+net, func(t *testing.T) {
+				g, samples := md.graph(t)
+				opts := passes.DefaultOptions()
+				opts.Samples, opts.Scale, opts.Backend, opts.Net = samples, 12, "auto", net
+				if md.name == "minionn" {
+					opts.Bits = 41
+				}
+				prog, rep := compileOpts(t, g, opts)
+				nHE, nOT, unset := engineCounts(prog.server)
+				if unset != 0 || nHE+nOT == 0 {
+					t.Fatalf("the planner left %d of %d linear layers unplanned", unset, nHE+nOT+unset)
+				}
+				if c0, c1, c2 := engineCounts(prog.client); c0 != nHE || c1 != nOT || c2 != 0 {
+					t.Fatalf("the client copy records %d HE and %d OT layers, the server's %d and %d", c0, c1, nHE, nOT)
+				}
+				inputs := encodeInputs(t, prog.server, inputsOf(samples[:min(2, len(samples))]))
+				clear := runClear(t, prog.server, inputs)
+				sec := runHE(t, prog, inputs, clear, secureOptions{streams: 2, mode: sci.ModeAuto}, nHE)
+				t.Logf("%s --net %s: l=%d, %d layers by HE, %d by OT", md.name, net, rep.Bits, nHE, nOT)
+				logProfile(t, fmt.Sprintf("%s auto/%s", md.name, net), sec, len(inputs))
+			})
+		}
+	}
+}
