@@ -136,6 +136,12 @@ func TestFerretCommunication(t *testing.T) {
 		checkFerretComm(t, "MaxPool 3x3", p, rows, pl.MaxRows(l, 9), func(ss *Session, party int) error {
 			return ss.MaxRows(ctx, make([]uint64, rows), x[:rows*9], rows, 9)
 		})
+		checkFerretComm(t, "ArgMax 9", p, rows, pl.ArgMaxRows(l, 9), func(ss *Session, party int) error {
+			return ss.ArgMaxRows(ctx, make([]uint64, rows), x[:rows*9], rows, 9)
+		})
+		checkFerretComm(t, "AvgPool 7x7", p, rows, pl.Div(l, 49), func(ss *Session, party int) error {
+			return ss.AvgRows(ctx, make([]uint64, rows), x[:rows*49], rows, 49)
+		})
 	}
 }
 
@@ -146,6 +152,9 @@ func TestPlanFormulas(t *testing.T) {
 		for _, l := range []int{8, 16, 32, 37, 64} {
 			if got, want := p.ReLU(l), (Cost{Bits: ReLUBits(l, m)}); got != want {
 				t.Errorf("m=%d l=%d: Plan.ReLU %v, ReLUBits %v", m, l, got, want)
+			}
+			if got, want := p.Div(l, 49), (Cost{Bits: DivBits(l, 49, m)}); got != want {
+				t.Errorf("m=%d l=%d: Plan.Div %v, DivBits %v", m, l, got, want)
 			}
 			for _, nn := range []bool{false, true} {
 				if got, want := p.Trunc(l, l/3, nn), (Cost{Bits: TruncBits(l, l/3, m, nn)}); got != want {

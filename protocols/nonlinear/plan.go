@@ -191,6 +191,18 @@ func (p Plan) Trunc(l, s int, knownNonNeg bool) Cost {
 // of the difference and a MUX each).
 func (p Plan) MaxRows(l, d int) Cost { return p.ReLU(l).Scale(d - 1) }
 
+// Div is division by a public d that is not a power of two (see DivBits).
+func (p Plan) Div(l int, d uint64) Cost {
+	delta := divDelta(d)
+	return p.Millionaires(l - 1).Add(p.OT.otn(4, max(l, delta))).Add(p.Millionaires(delta - 1).Scale(3)).Add(p.OT.cot(l).Scale(3))
+}
+
+// ArgMaxRows is the row argmax of d elements: MaxRows with the index
+// carried in the MUX (one COT of two l-bit words per step instead of one).
+func (p Plan) ArgMaxRows(l, d int) Cost {
+	return p.MaxRows(l, d).Add(Cost{Bits: 2 * l * (d - 1)})
+}
+
 func (p Plan) String() string {
 	t := "OT-N triples"
 	if p.ROTTriples {
