@@ -31,6 +31,7 @@ type config struct {
 	listen, connect          string
 	serveMany                bool
 	maxSessions              int
+	maxBatch                 int
 	timeout, connectTimeout  time.Duration
 	sessionTimeout           time.Duration
 	helloTimeout             time.Duration
@@ -56,13 +57,14 @@ func parse(args []string) (*config, error) {
 	fs.BoolVar(&c.clear, "clear", false, "run in the clear with the cleartext fixed-point backend")
 	fs.IntVar(&c.party, "party", -1, "run as party `P` of a secure run: 0 server (full program), 1 client (client copy)")
 	fs.BoolVar(&c.local, "local", false, "run both parties in this process over loopback TCP")
-	fs.StringVar(&c.input, "input", "", "input `FILE` (.npy, or .png/.jpg for image programs); client, --local, --clear")
-	fs.StringVar(&c.output, "output", "", "write the output to `FILE` (.npy)")
+	fs.StringVar(&c.input, "input", "", "input `FILE` (.npy, or .png/.jpg for image programs), or a batch: a folder DIR/ of such files (with an optional labels.txt) or a .npy of shape [B, ...input shape without its leading 1], run in one session; client, --local, --clear")
+	fs.StringVar(&c.output, "output", "", "write the output to `FILE` (.npy); with a folder DIR/, write DIR/NAME.npy for each input NAME (required for a batch)")
 	fs.BoolVar(&c.raw, "raw", false, "write the output as signed ring values (int64) instead of decoded floats")
 	fs.IntVar(&c.top, "top", 5, "print the `K` highest-scoring classes")
 	fs.StringVar(&c.listen, "listen", ":7070", "server: listen on `ADDR` (host:port)")
 	fs.BoolVar(&c.serveMany, "serve", false, "server: keep accepting clients, several sessions at a time")
 	fs.IntVar(&c.maxSessions, "max-sessions", runtime.NumCPU(), "server with --serve: at most `N` sessions at a time")
+	fs.IntVar(&c.maxBatch, "max-batch", serve.DefaultMaxBatch, "server: refuse a client that asks for more than `N` inferences in one session")
 	fs.DurationVar(&c.timeout, "timeout", serve.DefaultTimeout, "end a session when the peer stalls for `D` (any wait: handshake, each message)")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", serve.DefaultSessionTimeout, "server: end a session that runs longer than `D` in all (0: no limit)")
 	fs.DurationVar(&c.helloTimeout, "hello-timeout", serve.DefaultHelloTimeout, "server: drop a connection that has not completed its TLS handshake and hello (or stream join) within `D`")
@@ -125,7 +127,7 @@ func (c *config) check() error {
 	server, client := c.party == 0, c.party == 1
 	for _, err := range []error{
 		only("by the server (--party 0): the client holds the input", !server, "input", "output", "raw", "top", "strict"),
-		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "tls-self", "session-timeout",
+		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "tls-self", "session-timeout", "max-batch",
 			"hello-timeout", "join-timeout", "max-pending"),
 		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin"),
@@ -154,6 +156,9 @@ func (c *config) check() error {
 		if _, err := serve.ParsePin(c.tlsPin); err != nil {
 			return cli.Usagef("--tls-pin: %v", err)
 		}
+	}
+	if c.maxBatch < 1 {
+		return cli.Usagef("--max-batch %d: want at least 1", c.maxBatch)
 	}
 	if c.set["max-sessions"] && c.maxSessions < 1 {
 		return cli.Usagef("--max-sessions %d: want at least 1", c.maxSessions)
@@ -195,6 +200,12 @@ func (c *config) check() error {
 func (c *config) checkFiles() error {
 	for _, f := range []struct{ flag, path string }{{"output", c.output}, {"report", c.report}} {
 		if f.path == "" {
+			continue
+		}
+		if f.flag == "output" && outputDir(f.path) {
+			if err := c.checkOutputDir(); err != nil {
+				return cli.Usagef("%v", err)
+			}
 			continue
 		}
 		if err := atomicfile.CheckNotInput(f.path, c.program, c.input); err != nil {

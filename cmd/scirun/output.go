@@ -9,42 +9,9 @@ import (
 	"strings"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
-	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
-	"github.com/cryptflow-go/cryptflow/internal/input"
-	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
-
-// encodeInput reads the input file, checks it against the range the program was validated on
-// (see checkRange), and encodes it at the program input's scale.
-func (c *config) encodeInput(f *codegen.File, e *env) ([]ring.Tensor, error) {
-	path := c.input
-	p := f.Program
-	if len(p.Inputs) != 1 {
-		return nil, fmt.Errorf("the program has %d inputs; scirun takes one --input", len(p.Inputs))
-	}
-	r, err := ring.New(p.Bits)
-	if err != nil {
-		return nil, err
-	}
-	in := p.Tensors[p.Inputs[0].Tensor]
-	x, err := input.Read(path, in.Shape, f.Meta.Preprocess)
-	if err != nil {
-		return nil, fmt.Errorf("input: %w", err)
-	}
-	if msg := checkRange(x, f.Meta.InputRange); msg != "" {
-		if c.strict {
-			return nil, fmt.Errorf("input %s: %s (--strict)", path, msg)
-		}
-		fmt.Fprintf(e.stderr, "scirun: warning: input %s: %s; results may be wrong (--strict makes this an error)\n", path, msg)
-	}
-	enc, err := r.EncodeTensor(in.Shape, x, in.Scale)
-	if err != nil {
-		return nil, fmt.Errorf("input %s: %w", path, err)
-	}
-	return []ring.Tensor{enc}, nil
-}
 
 // checkRange describes how far the input values x leave the range the program was validated on,
 // or returns "" when they stay inside it (or no range is recorded). Values outside it may overflow
@@ -88,17 +55,7 @@ func (c *config) emit(outs []vm.Output, f *codegen.File, e *env) error {
 	if len(revealed) != 1 {
 		return fmt.Errorf("--output: %d outputs are revealed to this party, want 1", len(revealed))
 	}
-	o := revealed[0]
-	err := atomicfile.Write(c.output, 0o644, func(w io.Writer) error {
-		if c.raw {
-			return npy.WriteInt64(w, o.Value.Shape, r.SignedValues(o.Value))
-		}
-		return npy.WriteFloat32(w, o.Value.Shape, r.DecodeTensor(o.Value, o.Scale))
-	})
-	if err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	return nil
+	return c.writeOutput(c.output, r, revealed[0])
 }
 
 // classRows returns how an output of this shape splits into rows of class scores: the leading and

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
@@ -46,7 +47,8 @@ func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {
 	if be == "" {
 		be = f.Backend
 	}
-	opt := &serve.Options{File: f, Backend: be, Timeout: c.timeout, Net: m, NetName: name, Software: softwareName, Streams: c.streams}
+	opt := &serve.Options{File: f, Backend: be, Timeout: c.timeout, Net: m, NetName: name, Software: softwareName, Streams: c.streams,
+		MaxBatch: c.maxBatch}
 	if c.party == 0 {
 		opt.HelloTimeout, opt.JoinTimeout, opt.QueueTimeout = c.helloTimeout, c.joinTimeout, c.queueTimeout
 		opt.SessionTimeout = c.sessionTimeout
@@ -108,19 +110,25 @@ func runClear(ctx context.Context, c *config, f *codegen.File, e *env) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.program, err)
 	}
-	in, err := c.encodeInput(f, e)
+	b, err := c.loadInputs(f, e)
 	if err != nil {
 		return err
 	}
-	outs, err := m.Run(ctx, in)
-	if err != nil {
-		return err
+	start := time.Now()
+	outs := make([][]vm.Output, len(b.encoded))
+	for k, in := range b.encoded {
+		if outs[k], err = m.Run(ctx, in); err != nil {
+			if b.batch {
+				return fmt.Errorf("input %s: %w", b.items[k].name, err)
+			}
+			return err
+		}
 	}
-	return c.emit(outs, f, e)
+	return c.emitAll(b, outs, f, e, nil, time.Since(start))
 }
 
 func runClient(ctx context.Context, c *config, f *codegen.File, opt *serve.Options, e *env) error {
-	in, err := c.encodeInput(f, e)
+	b, err := c.loadInputs(f, e)
 	if err != nil {
 		return err
 	}
@@ -136,33 +144,34 @@ func runClient(ctx context.Context, c *config, f *codegen.File, opt *serve.Optio
 	opt.DialStream = func(ctx context.Context) (net.Conn, error) {
 		return serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
 	}
-	res, err := serve.Run(ctx, nc, 1, opt, in)
+	res, err := serve.RunBatch(ctx, nc, 1, opt, b.encoded)
 	bar.Done()
 	if err != nil {
 		c.writeReports(res, e)
 		return err
 	}
-	if err := c.emit(res.Outputs, f, e); err != nil {
+	if err := c.emitAll(b, res.Batch, f, e, res.Report, 0); err != nil {
 		return err
 	}
 	return c.writeReports(res, e)
 }
 
 func runLocal(ctx context.Context, c *config, f *codegen.File, opt *serve.Options, e *env) error {
-	in, err := c.encodeInput(f, e)
+	b, err := c.loadInputs(f, e)
 	if err != nil {
 		return err
 	}
 	sopt := *opt
 	copt := *opt
+	sopt.MaxBatch = max(len(b.encoded), sopt.MaxBatch)
 	bar := c.progress(e, &copt)
-	res, _, err := serve.RunLocal(ctx, &sopt, &copt, in)
+	res, _, err := serve.RunLocalBatch(ctx, &sopt, &copt, b.encoded)
 	bar.Done()
 	if err != nil {
 		c.writeReports(res, e)
 		return err
 	}
-	if err := c.emit(res.Outputs, f, e); err != nil {
+	if err := c.emitAll(b, res.Batch, f, e, res.Report, 0); err != nil {
 		return err
 	}
 	return c.writeReports(res, e)

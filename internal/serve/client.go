@@ -117,6 +117,12 @@ func LoadClientTLS(caFile, serverName string) (*tls.Config, error) {
 // the server with server's options and the client with client's and inputs. It returns both
 // results; the error is the client's if it failed, else the server's.
 func RunLocal(ctx context.Context, server, client *Options, inputs []ring.Tensor) (cres, sres *Result, err error) {
+	return RunLocalBatch(ctx, server, client, [][]ring.Tensor{inputs})
+}
+
+// RunLocalBatch is RunLocal for a batch of inferences in one session (see RunBatch); the
+// server's Options.MaxBatch must allow it.
+func RunLocalBatch(ctx context.Context, server, client *Options, batch [][]ring.Tensor) (cres, sres *Result, err error) {
 	if err := server.Check(0); err != nil {
 		return nil, nil, fmt.Errorf("server: %w", err)
 	}
@@ -153,7 +159,7 @@ func RunLocal(ctx context.Context, server, client *Options, inputs []ring.Tensor
 	}
 	// When the client fails, Run closes (and if it can, aborts) the connection, so the server
 	// fails at once too.
-	cres, cerr := Run(ctx, nc, 1, client, inputs)
+	cres, cerr := RunBatch(ctx, nc, 1, client, batch)
 	so := <-done
 	switch {
 	case cerr != nil:

@@ -19,7 +19,10 @@ import (
 
 // HandshakeVersion is the version of the handshake and session protocol spoken by this package.
 // It is bumped whenever two builds could no longer run a session together.
-const HandshakeVersion = 2
+//
+// Version 3 added the batch field: a client announces how many inferences it runs in the session,
+// a server the most it accepts.
+const HandshakeVersion = 3
 
 // handshake wire constants (docs/usage.md, "Handshake").
 const (
@@ -48,6 +51,9 @@ type Hello struct {
 	Model     string    // the source model's file name (metadata; may be empty)
 	ModelSHA  string    // hex SHA-256 of the source model (metadata; may be empty)
 	Software  string    // free text, for logs
+	// Batch is, in a client's hello, the number of inferences the client runs in the session
+	// (at least 1); in a server's, the most it accepts in one session (Options.MaxBatch).
+	Batch int
 
 	// Token identifies the session's extra stream connections. It is not part of the hello:
 	// party 0 sets it before the handshake and sends it in its accepting verdict; at party 1 the
@@ -56,7 +62,7 @@ type Hello struct {
 }
 
 // HelloFor returns the hello a party running f with the named backend announces, with one
-// stream (set Streams for more).
+// stream (set Streams for more) and a batch of one inference (set Batch for more).
 func HelloFor(f *codegen.File, party int, backend, software string) Hello {
 	p := f.Program
 	return Hello{
@@ -71,6 +77,7 @@ func HelloFor(f *codegen.File, party int, backend, software string) Hello {
 		Model:     f.Meta.Source,
 		ModelSHA:  f.Meta.SourceSHA256,
 		Software:  software,
+		Batch:     1,
 	}
 }
 
@@ -96,13 +103,14 @@ func (h Hello) ringString() string {
 	return r.String()
 }
 
-// marshal encodes the hello: the fixed 12-byte prefix and the version-2 body.
+// marshal encodes the hello: the fixed 12-byte prefix and the version-3 body.
 func (h Hello) marshal() []byte {
 	body := make([]byte, 0, 128)
 	body = append(body, h.Program[:]...)
 	body = append(body, byte(h.RingKind))
 	body = binary.LittleEndian.AppendUint64(body, h.RingParam)
 	body = append(body, byte(h.Scale), byte(h.Streams))
+	body = binary.LittleEndian.AppendUint32(body, uint32(min(max(h.Batch, 0), maxBatchWire)))
 	for _, s := range []string{h.Backend, h.Model, h.ModelSHA, h.Software} {
 		if len(s) > 255 {
 			s = s[:255]
@@ -147,9 +155,13 @@ func garbageError(b []byte) error {
 	return fmt.Errorf("the peer is not speaking the scirun protocol (first bytes % x %q)", b, printable)
 }
 
-// parseBody decodes a version-2 body into h.
+// maxBatchWire is the largest batch a hello can carry (it is sent as a u32, and the rest of the
+// code counts in int).
+const maxBatchWire = 1<<31 - 1
+
+// parseBody decodes a version-3 body into h.
 func (h *Hello) parseBody(b []byte) error {
-	if len(b) < 32+1+8+1+1 {
+	if len(b) < 32+1+8+1+1+4 {
 		return fmt.Errorf("hello body of %d bytes is too short", len(b))
 	}
 	copy(h.Program[:], b)
@@ -157,7 +169,8 @@ func (h *Hello) parseBody(b []byte) error {
 	h.RingParam = binary.LittleEndian.Uint64(b[33:])
 	h.Scale = int(b[41])
 	h.Streams = int(b[42])
-	b = b[43:]
+	h.Batch = int(min(binary.LittleEndian.Uint32(b[43:]), maxBatchWire))
+	b = b[47:]
 	for _, s := range []*string{&h.Backend, &h.Model, &h.ModelSHA, &h.Software} {
 		if len(b) < 1 || len(b) < 1+int(b[0]) {
 			return errors.New("hello body is truncated")
@@ -196,6 +209,11 @@ func Compare(local, peer Hello) string {
 		return fmt.Sprintf("client uses %d streams, server %d: both must use the same --streams", client.Streams, server.Streams)
 	case local.Streams < 1 || local.Streams > MaxStreams:
 		return fmt.Sprintf("%d streams: want 1 to %d", local.Streams, MaxStreams)
+	case client.Batch < 1:
+		return fmt.Sprintf("the client asks for a batch of %d inferences: want at least 1", client.Batch)
+	case client.Batch > server.Batch:
+		return fmt.Sprintf("the client asks for %d inferences in one session, the server allows at most %d (its --max-batch): split the batch",
+			client.Batch, server.Batch)
 	case local.RingKind != peer.RingKind || local.RingParam != peer.RingParam || local.Scale != peer.Scale:
 		// Unreachable for honest peers (the ring and scale are part of the program ID), but a
 		// modified peer must not get past this point.

@@ -16,7 +16,7 @@ import (
 
 func testHello(party int) Hello {
 	h := Hello{Version: HandshakeVersion, Party: party, RingKind: ring.Pow2, RingParam: 32, Scale: 12,
-		Backend: "sciot", Streams: 1, Model: "model.onnx", ModelSHA: "a18601277b701b25", Software: "test"}
+		Backend: "sciot", Streams: 1, Model: "model.onnx", ModelSHA: "a18601277b701b25", Software: "test", Batch: 1}
 	for i := range h.Program {
 		h.Program[i] = byte(i)
 	}
@@ -56,6 +56,21 @@ func TestCompare(t *testing.T) {
 		t.Fatalf("equal hellos: %q", m)
 	}
 	other := func(f func(h *Hello)) Hello { h := testHello(0); f(&h); return h }
+	big := testHello(1)
+	big.Batch = 1001
+	lim := testHello(0)
+	lim.Batch = 1000
+	if m, want := Compare(big, lim), "the client asks for 1001 inferences in one session, the server allows at most 1000"; !strings.Contains(m, want) || Compare(lim, big) != m {
+		t.Errorf("batch over the cap: %q, want %q at both sides", m, want)
+	}
+	lim.Batch = 1001
+	if m := Compare(big, lim); m != "" {
+		t.Errorf("batch at the cap: %q", m)
+	}
+	big.Batch = 0
+	if m := Compare(big, lim); !strings.Contains(m, "a batch of 0 inferences: want at least 1") {
+		t.Errorf("empty batch: %q", m)
+	}
 	for _, tc := range []struct {
 		name   string
 		server Hello
@@ -74,6 +89,8 @@ func TestCompare(t *testing.T) {
 		{"same model", other(func(h *Hello) { h.Program[0] = 0xff }), "(same model, ring and scale, compiled differently)"},
 		{"backend", other(func(h *Hello) { h.Backend = "scihe" }), `client runs backend "sciot", server "scihe"`},
 		{"ring only", other(func(h *Hello) { h.RingParam = 20 }), "client runs Z_2^32 at scale 12, server Z_2^20 at scale 12"},
+		{"batch cap", other(func(h *Hello) { h.Batch = 0 }),
+			"the client asks for 1 inferences in one session, the server allows at most 0 (its --max-batch): split the batch"},
 	} {
 		mc, ms := Compare(c, tc.server), Compare(tc.server, c)
 		if !strings.Contains(mc, tc.want) {

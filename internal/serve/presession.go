@@ -150,9 +150,7 @@ func (s *Server) acceptable(peer *Hello) bool {
 	if peer == nil {
 		return false
 	}
-	h := HelloFor(s.Options.File, 0, s.Options.backend(), s.Options.Software)
-	h.Streams = s.Options.streams()
-	return Compare(h, *peer) == ""
+	return Compare(s.Options.hello(0, 0), *peer) == ""
 }
 
 // waitForSlot takes a session slot for a client whose hello is complete and acceptable: at once

@@ -34,7 +34,8 @@ func (t Traffic) add(u Traffic) Traffic {
 	return Traffic{t.BytesSent + u.BytesSent, t.BytesRecv + u.BytesRecv, t.Rounds + u.Rounds}
 }
 
-// Layer is one instruction of the program as this party ran it.
+// Layer is one instruction of the program as this party ran it: in a batch session, summed over
+// the inferences.
 type Layer struct {
 	Index  int     `json:"index"`
 	Op     string  `json:"op"`
@@ -45,7 +46,17 @@ type Layer struct {
 	Traffic
 }
 
-// Report describes one session from one party's side.
+// Inference is one inference of a batch session: its wall-clock time at this party and its
+// traffic (rounds count this party's flights within it).
+type Inference struct {
+	Index int     `json:"index"`
+	MS    float64 `json:"ms"`
+	Traffic
+}
+
+// Report describes one session from one party's side. In a batch session (Inferences > 1),
+// Layers sum each instruction over the inferences, Each gives every inference's time and
+// traffic, and the Per* and InferencesPerSec fields summarise them.
 type Report struct {
 	Party       int       `json:"party"`
 	Role        string    `json:"role"`
@@ -61,13 +72,36 @@ type Report struct {
 	Started     time.Time `json:"started"`
 	HandshakeMS float64   `json:"handshake_ms"`
 	SetupMS     float64   `json:"setup_ms"` // backend set-up (base OTs and the like)
-	RunMS       float64   `json:"run_ms"`   // the program itself
+	RunMS       float64   `json:"run_ms"`   // the program itself (every inference of a batch)
 	TotalMS     float64   `json:"total_ms"`
 	Handshake   Traffic   `json:"handshake"`
 	Setup       Traffic   `json:"setup"`
 	Layers      []Layer   `json:"layers"`
 	Total       Traffic   `json:"total"`
 	Error       string    `json:"error,omitempty"`
+
+	Inferences       int         `json:"inferences"`                 // program runs in the session
+	Each             []Inference `json:"each,omitempty"`             // per inference, for a batch
+	PerInferenceMS   float64     `json:"per_inference_ms,omitempty"` // RunMS / Inferences
+	PerInference     *Traffic    `json:"per_inference,omitempty"`    // the run's traffic / Inferences (rounded down)
+	InferencesPerSec float64     `json:"inferences_per_s,omitempty"` // Inferences / TotalMS: set-up included
+}
+
+// summarise fills in the per-inference averages and the throughput of a completed session.
+func (r *Report) summarise() {
+	if r.Inferences < 1 {
+		return
+	}
+	n := int64(r.Inferences)
+	run := r.Total
+	for _, t := range []Traffic{r.Handshake, r.Setup} {
+		run = Traffic{run.BytesSent - t.BytesSent, run.BytesRecv - t.BytesRecv, run.Rounds - t.Rounds}
+	}
+	r.PerInference = &Traffic{run.BytesSent / n, run.BytesRecv / n, run.Rounds / n}
+	r.PerInferenceMS = r.RunMS / float64(n)
+	if r.TotalMS > 0 {
+		r.InferencesPerSec = float64(n) / (r.TotalMS / 1000)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -89,6 +123,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row(strconv.Itoa(l.Index), op, clip(l.Source, 28), shapeString(l.Shape), l.MS, l.Traffic)
 	}
 	row("", "total", "", "", r.TotalMS, r.Total)
+	if r.Inferences > 1 && r.PerInference != nil {
+		row("", "per inference", "", "", r.PerInferenceMS, *r.PerInference)
+	}
 	width := make([]int, len(rows[0]))
 	for _, cells := range rows {
 		for i, c := range cells {
@@ -98,6 +135,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (party %d) with %s: program %s, backend %s, %s scale %d%s\n",
 		r.Role, r.Party, r.Peer, short(r.ProgramID), r.Backend, r.Ring, r.Scale, netSuffix(r))
+	if r.Inferences > 1 {
+		fmt.Fprintf(&b, "batch of %d inferences: the layers are summed over them; %.2f inferences/s (set-up included)\n",
+			r.Inferences, r.InferencesPerSec)
+	}
 	leftAligned := map[int]bool{1: true, 2: true, 3: true}
 	for _, cells := range rows {
 		line := make([]string, len(cells))
@@ -213,10 +254,12 @@ type recorder struct {
 	running  bool // the program runs (vm.New also asks about engines, before it)
 	mark     time.Time
 	progress func(done, total int, in *fixed.Instr)
+	batch    int // inferences in the session
+	k        int // the inference running
 }
 
-func newRecorder(be vm.Backend, conns []*transport.Conn, p *fixed.Program, progress func(int, int, *fixed.Instr)) *recorder {
-	rc := &recorder{Backend: be, conns: conns, prog: p, progress: progress}
+func newRecorder(be vm.Backend, conns []*transport.Conn, p *fixed.Program, progress func(int, int, *fixed.Instr), batch int) *recorder {
+	rc := &recorder{Backend: be, conns: conns, prog: p, progress: progress, batch: max(batch, 1)}
 	rc.producer = make([]int, len(p.Tensors))
 	rc.labels = make([]string, len(p.Instrs))
 	rc.layers = make([]Layer, len(p.Instrs))
@@ -272,8 +315,10 @@ func (rc *recorder) backend() vm.Backend {
 	return rc
 }
 
-// start begins the accounting of instruction 0.
-func (rc *recorder) start() {
+// start begins the accounting of instruction 0 of inference k (the phases of every inference
+// share their labels, so their traffic adds up).
+func (rc *recorder) start(k int) {
+	rc.k = k
 	rc.cur = 0
 	rc.running = true
 	rc.mark = time.Now()
@@ -285,7 +330,7 @@ func (rc *recorder) start() {
 // finish closes instruction i and opens instruction i+1.
 func (rc *recorder) finish(i int) {
 	now := time.Now()
-	rc.layers[i].MS = ms(now.Sub(rc.mark))
+	rc.layers[i].MS += ms(now.Sub(rc.mark))
 	rc.mark = now
 	rc.cur = i + 1
 	if rc.cur < len(rc.labels) {
@@ -294,7 +339,8 @@ func (rc *recorder) finish(i int) {
 		setPhase(rc.conns, "after run")
 	}
 	if rc.progress != nil {
-		rc.progress(i+1, len(rc.layers), rc.prog.Instrs[i])
+		n := len(rc.layers)
+		rc.progress(rc.k*n+i+1, rc.batch*n, rc.prog.Instrs[i])
 	}
 }
 

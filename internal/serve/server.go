@@ -214,9 +214,7 @@ func (s *Server) handle(ctx, acceptCtx context.Context, id int, pc *pendingConn,
 
 // refuse answers a client's hello with a refusal and closes the connection.
 func (s *Server) refuse(ctx context.Context, nc net.Conn, reason string) {
-	h := HelloFor(s.Options.File, 0, s.Options.backend(), s.Options.Software)
-	h.Streams = s.Options.streams()
-	_, _, _, _ = handshake(ctx, nc, h, s.Options.helloTimeout(), reason)
+	_, _, _, _ = handshake(ctx, nc, s.Options.hello(0, 0), s.Options.helloTimeout(), reason)
 	_ = nc.Close()
 }
 
@@ -233,7 +231,7 @@ func (s *Server) session(ctx context.Context, log *slog.Logger, start time.Time,
 	}
 	t := res.Report.Total
 	log.Info("session done", "program", short(res.Report.ProgramID), "time", time.Since(start).Round(time.Millisecond),
-		"sent", FormatBytes(t.BytesSent), "received", FormatBytes(t.BytesRecv), "rounds", t.Rounds)
+		"sent", FormatBytes(t.BytesSent), "received", FormatBytes(t.BytesRecv), "rounds", t.Rounds, "inferences", res.Report.Inferences)
 }
 
 // wrapTLS performs the server side of the TLS handshake when TLS is configured, before

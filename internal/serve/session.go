@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,10 @@ const DefaultSessionTimeout = 10 * time.Minute
 
 // ErrSessionTimeout is wrapped by the error of a session that ran past its SessionTimeout.
 var ErrSessionTimeout = errors.New("the session exceeded its time limit")
+
+// DefaultMaxBatch is the most inferences a client may run in one session when
+// Options.MaxBatch is zero.
+const DefaultMaxBatch = 1000
 
 // MaxFrame bounds the frames a session accepts from the peer (and sends), so that a client that
 // has only passed the unauthenticated handshake cannot make the server allocate more. It is
@@ -68,10 +73,18 @@ type Options struct {
 	// Timeout bounds every wait for the peer: the handshake, every receive and every blocked
 	// send. Zero means DefaultTimeout.
 	Timeout time.Duration
-	// SessionTimeout bounds a whole session (handshake to the final acknowledgement); a session
-	// past it fails with an error wrapping ErrSessionTimeout, and the peer is told why. Zero
-	// means no bound for Run and DefaultSessionTimeout for a Server; negative means no bound.
+	// SessionTimeout bounds each inference of a session: the first inference from the start of
+	// the session (handshake and backend set-up included), every further inference of a batch
+	// from its own start, and the final acknowledgement with the last. A single-inference
+	// session is thus bounded as a whole, and a batch of B by B·SessionTimeout at most (B is
+	// bounded by MaxBatch). A session past it fails with an error wrapping ErrSessionTimeout,
+	// and the peer is told why. Zero means no bound for Run and DefaultSessionTimeout for a
+	// Server; negative means no bound.
 	SessionTimeout time.Duration
+	// MaxBatch is, at the server, the most inferences a client may run in one session
+	// (announced in the hello, so a larger batch is refused at the handshake with both sides
+	// naming the limit); zero means DefaultMaxBatch. The client ignores it.
+	MaxBatch int
 	// Net, when set, emulates this link on the frames this party receives (see transport).
 	Net *transport.NetModel
 	// NetName labels Net in reports ("lan", "wan").
@@ -109,6 +122,25 @@ func (o *Options) streams() int {
 		return 1
 	}
 	return o.Streams
+}
+
+func (o *Options) maxBatch() int {
+	if o.MaxBatch > 0 {
+		return min(o.MaxBatch, maxBatchWire)
+	}
+	return DefaultMaxBatch
+}
+
+// hello is the hello this party announces; a client's carries the batch size, a server's its
+// limit.
+func (o *Options) hello(party, batch int) Hello {
+	h := HelloFor(o.File, party, o.backend(), o.Software)
+	h.Streams = o.streams()
+	h.Batch = batch
+	if party == 0 {
+		h.Batch = o.maxBatch()
+	}
+	return h
 }
 
 func (o *Options) backend() string {
@@ -159,7 +191,8 @@ func (o *Options) Check(party int) error {
 
 // Result is what a session produced at this party.
 type Result struct {
-	Outputs []vm.Output // revealed outputs hold the plaintext; others this party's share
+	Outputs []vm.Output // the first inference's; revealed outputs hold the plaintext, others this party's share
+	Batch   [][]vm.Output
 	Report  *Report
 	Peer    Hello
 }
@@ -168,21 +201,74 @@ type Result struct {
 // TLS-wrapped if wanted): the handshake, the backend set-up, and the program. inputs are party
 // 1's encoded inputs, one per program input (nil at party 0). Run owns nc and closes it. The
 // report is returned even when the session fails (with its Error set), unless it fails before
-// the handshake starts.
+// the handshake starts. At party 0, Run serves a client's batch as RunBatch does.
 //
 // With Options.Streams > 1, party 1 opens the extra connections with Options.DialStream; party 0
 // must be a Server (whose listener receives them), so Run refuses it.
 func Run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []ring.Tensor) (*Result, error) {
+	var batch [][]ring.Tensor
+	if party != 0 {
+		batch = [][]ring.Tensor{inputs}
+	}
+	return RunBatch(ctx, nc, party, opt, batch)
+}
+
+// RunBatch is Run for a batch: party 1 runs the program once for each element of batch (the
+// encoded inputs of one inference each, at least one), all in one session, so the handshake and
+// the backend set-up (base OTs, silent-OT bootstrap, HE keys) are paid once. The hello tells
+// party 0 how many inferences to run (at most its Options.MaxBatch); batch is nil there. The
+// result holds every inference's outputs in order; the report sums each instruction over the
+// inferences and gives each inference's time and traffic.
+func RunBatch(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ring.Tensor) (*Result, error) {
 	if party == 0 && opt.streams() > 1 {
 		_ = nc.Close()
 		return nil, fmt.Errorf("%d streams: the server side of a multi-stream session needs a Server (it accepts the extra connections)", opt.streams())
 	}
-	return run(ctx, nc, party, opt, inputs, opt.SessionTimeout, nil)
+	return run(ctx, nc, party, opt, batch, opt.SessionTimeout, nil)
 }
 
-// run is Run with the session bound limit (≤ 0: none). At party 0, reg receives the session's
-// extra connections (it may be nil with one stream).
-func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []ring.Tensor, limit time.Duration, reg *registry) (*Result, error) {
+// sessionClock enforces the session bound of Options.SessionTimeout: limit for the first
+// inference from the start, then limit for each further one from its start.
+type sessionClock struct {
+	limit   time.Duration
+	timer   *time.Timer
+	current atomic.Int64 // the inference running (0-based)
+	total   atomic.Int64 // inferences in the session (0 until the handshake tells)
+}
+
+// startClock returns ctx cancelled with an ErrSessionTimeout cause when the clock runs out (and
+// no clock when limit ≤ 0), and the function that releases it.
+func startClock(ctx context.Context, limit time.Duration) (context.Context, *sessionClock, func()) {
+	if limit <= 0 {
+		return ctx, nil, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	c := &sessionClock{limit: limit}
+	c.timer = time.AfterFunc(limit, func() {
+		cur, n := c.current.Load(), c.total.Load()
+		if n > 1 {
+			cancel(fmt.Errorf("%w (%v for each inference; inference %d of %d ran over)", ErrSessionTimeout, limit, cur+1, n))
+			return
+		}
+		cancel(fmt.Errorf("%w (%v)", ErrSessionTimeout, limit))
+	})
+	return ctx, c, func() { c.timer.Stop(); cancel(nil) }
+}
+
+// next starts inference i's share of the bound (the first one's started with the session).
+func (c *sessionClock) next(i int) {
+	if c == nil || i == 0 {
+		return
+	}
+	c.current.Store(int64(i))
+	if c.timer.Stop() { // not yet fired: a fresh limit for this inference
+		c.timer.Reset(c.limit)
+	}
+}
+
+// run is RunBatch with the session bound limit (≤ 0: none). At party 0, reg receives the
+// session's extra connections (it may be nil with one stream).
+func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ring.Tensor, limit time.Duration, reg *registry) (*Result, error) {
 	defer nc.Close()
 	if err := opt.Check(party); err != nil {
 		return nil, err
@@ -190,11 +276,14 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	if party == 1 && opt.streams() > 1 && opt.DialStream == nil {
 		return nil, fmt.Errorf("%d streams: the client needs a way to open the extra connections (Options.DialStream)", opt.streams())
 	}
-	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w (%v)", ErrSessionTimeout, limit))
-		defer cancel()
+	if party == 1 && len(batch) == 0 {
+		return nil, errors.New("no inputs: a batch needs at least one inference")
 	}
+	if party == 1 && len(batch) > maxBatchWire {
+		return nil, fmt.Errorf("a batch of %d inferences: at most %d fit in one session", len(batch), maxBatchWire)
+	}
+	ctx, clock, stopClock := startClock(ctx, limit)
+	defer stopClock()
 	// overdue names the session limit in errors caused by it.
 	overdue := func(err error) error {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrSessionTimeout) && !errors.Is(err, ErrSessionTimeout) {
@@ -204,13 +293,18 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	}
 	p := opt.File.Program
 	r, _ := ring.New(p.Bits)
+	var serverInputs []ring.Tensor
 	if party == 0 {
-		inputs = make([]ring.Tensor, len(p.Inputs))
+		serverInputs = make([]ring.Tensor, len(p.Inputs))
 		for i, in := range p.Inputs {
-			inputs[i] = ring.Tensor{Shape: p.Tensors[in.Tensor].Shape.Clone()}
+			serverInputs[i] = ring.Tensor{Shape: p.Tensors[in.Tensor].Shape.Clone()}
 		}
-	} else if len(inputs) != len(p.Inputs) {
-		return nil, fmt.Errorf("%d inputs given, the program has %d", len(inputs), len(p.Inputs))
+	} else {
+		for k, inputs := range batch {
+			if len(inputs) != len(p.Inputs) {
+				return nil, fmt.Errorf("inference %d: %d inputs given, the program has %d", k+1, len(inputs), len(p.Inputs))
+			}
+		}
 	}
 
 	nstreams := opt.streams()
@@ -234,8 +328,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	if party == 0 {
 		hsTimeout = opt.helloTimeout()
 	}
-	hello := HelloFor(opt.File, party, opt.backend(), opt.Software)
-	hello.Streams = nstreams
+	hello := opt.hello(party, len(batch))
 	var pending *pendingStreams
 	if party == 0 && nstreams > 1 {
 		if reg == nil {
@@ -270,6 +363,14 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	rep.Total = rep.Handshake
 	if err != nil {
 		return fail(err)
+	}
+	count := len(batch)
+	if party == 0 {
+		count = peer.Batch // the handshake checked 1 ≤ count ≤ opt.maxBatch()
+	}
+	rep.Inferences = count
+	if clock != nil {
+		clock.total.Store(int64(count))
 	}
 
 	topt := transport.Options{Timeout: opt.timeout(), Net: opt.Net, MaxFrame: frameLimit(p)}
@@ -313,7 +414,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	rep.SetupMS = ms(time.Since(t0))
 	rep.Setup = trafficOf(phaseStats(conns, "setup"))
 
-	rec := newRecorder(be, conns, p, opt.Progress)
+	rec := newRecorder(be, conns, p, opt.Progress, count)
 	m, err := vm.New(p, rec.backend())
 	if err != nil {
 		abort(err)
@@ -321,8 +422,27 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 	}
 	m.Observe = rec.observe
 	t0 = time.Now()
-	rec.start()
-	outs, err := m.Run(ctx, inputs)
+	for k := range count {
+		clock.next(k)
+		inputs := serverInputs
+		if party == 1 {
+			inputs = batch[k]
+		}
+		before, start := totalStats(conns), time.Now()
+		rec.start(k)
+		var outs []vm.Output
+		outs, err = m.Run(ctx, inputs)
+		if count > 1 {
+			rep.Each = append(rep.Each, Inference{Index: k, MS: ms(time.Since(start)), Traffic: trafficOf(totalStats(conns).Sub(before))})
+		}
+		if err != nil {
+			if count > 1 {
+				err = fmt.Errorf("inference %d of %d: %w", k+1, count, err)
+			}
+			break
+		}
+		res.Batch = append(res.Batch, outs)
+	}
 	if err == nil {
 		err = finish(ctx, conn, party)
 	}
@@ -334,7 +454,8 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, inputs []rin
 		return fail(explain(err, party))
 	}
 	rep.TotalMS = ms(time.Since(rep.Started))
-	res.Outputs = outs
+	rep.summarise()
+	res.Outputs = res.Batch[0]
 	return res, nil
 }
 
