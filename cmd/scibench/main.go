@@ -37,6 +37,7 @@ func commands() []command {
 	return []command{
 		otCommand(),
 		nonlinearCommand(),
+		modelsCommand(),
 		heCommand(),
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/cryptflow-go/cryptflow/frontend/pbwire"
 )
 
 // ErrUnsupported is wrapped by every error about a construct this front end deliberately does not
@@ -266,20 +268,20 @@ func (m *Model) LoadExternal(dir string) error {
 // so b must not be modified afterwards. External tensor data is not loaded (see LoadExternal).
 func Decode(b []byte) (*Model, error) {
 	m := &Model{Opsets: map[string]int64{}}
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case modelIRVersion:
-			m.IRVersion, err = f.int64("ir_version")
+			m.IRVersion, err = f.Int64("ir_version")
 		case modelProducerName:
-			m.ProducerName, err = f.string("producer_name")
+			m.ProducerName, err = f.Text("producer_name")
 		case modelProducerVer:
-			m.ProducerVersion, err = f.string("producer_version")
+			m.ProducerVersion, err = f.Text("producer_version")
 		case modelOpsetImport:
 			err = decodeOpset(f, m.Opsets)
 		case modelGraph:
 			var gb []byte
-			if gb, err = f.bytes("graph"); err == nil {
+			if gb, err = f.Bytes("graph"); err == nil {
 				if m.Graph != nil {
 					return errors.New("model has more than one graph")
 				}
@@ -297,20 +299,20 @@ func Decode(b []byte) (*Model, error) {
 	return m, nil
 }
 
-func decodeOpset(f field, opsets map[string]int64) error {
-	b, err := f.bytes("opset_import")
+func decodeOpset(f pbwire.Field, opsets map[string]int64) error {
+	b, err := f.Bytes("opset_import")
 	if err != nil {
 		return err
 	}
 	var domain string
 	var version int64
-	err = eachField(b, func(f field) error {
+	err = pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case 1:
-			domain, err = f.string("domain")
+			domain, err = f.Text("domain")
 		case 2:
-			version, err = f.int64("version")
+			version, err = f.Int64("version")
 		}
 		return err
 	})
@@ -326,12 +328,12 @@ func decodeOpset(f field, opsets map[string]int64) error {
 
 func decodeGraph(b []byte) (*Graph, error) {
 	g := &Graph{}
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case graphNode:
 			var nb []byte
-			if nb, err = f.bytes("node"); err == nil {
+			if nb, err = f.Bytes("node"); err == nil {
 				var n *Node
 				if n, err = decodeNode(nb); err != nil {
 					return fmt.Errorf("node %d: %w", len(g.Nodes), err)
@@ -339,10 +341,10 @@ func decodeGraph(b []byte) (*Graph, error) {
 				g.Nodes = append(g.Nodes, n)
 			}
 		case graphName:
-			g.Name, err = f.string("name")
+			g.Name, err = f.Text("name")
 		case graphInitializer:
 			var tb []byte
-			if tb, err = f.bytes("initializer"); err == nil {
+			if tb, err = f.Bytes("initializer"); err == nil {
 				var t *Tensor
 				if t, err = DecodeTensor(tb); err != nil {
 					return fmt.Errorf("initializer %d: %w", len(g.Initializers), err)
@@ -351,12 +353,12 @@ func decodeGraph(b []byte) (*Graph, error) {
 			}
 		case graphInput, graphOutput, graphValueInfo:
 			var vb []byte
-			if vb, err = f.bytes("value info"); err == nil {
+			if vb, err = f.Bytes("value info"); err == nil {
 				var v *ValueInfo
 				if v, err = decodeValueInfo(vb); err != nil {
 					return fmt.Errorf("value info: %w", err)
 				}
-				switch f.num {
+				switch f.Num {
 				case graphInput:
 					g.Inputs = append(g.Inputs, v)
 				case graphOutput:
@@ -379,26 +381,26 @@ func decodeGraph(b []byte) (*Graph, error) {
 func decodeNode(b []byte) (*Node, error) {
 	n := &Node{}
 	var graphAttr string
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case nodeInput:
 			var s string
-			s, err = f.string("input")
+			s, err = f.Text("input")
 			n.Inputs = append(n.Inputs, s)
 		case nodeOutput:
 			var s string
-			s, err = f.string("output")
+			s, err = f.Text("output")
 			n.Outputs = append(n.Outputs, s)
 		case nodeName:
-			n.Name, err = f.string("name")
+			n.Name, err = f.Text("name")
 		case nodeOpType:
-			n.OpType, err = f.string("op_type")
+			n.OpType, err = f.Text("op_type")
 		case nodeDomain:
-			n.Domain, err = f.string("domain")
+			n.Domain, err = f.Text("domain")
 		case nodeAttribute:
 			var ab []byte
-			if ab, err = f.bytes("attribute"); err == nil {
+			if ab, err = f.Bytes("attribute"); err == nil {
 				var a *Attribute
 				if a, err = decodeAttribute(ab); err != nil {
 					return fmt.Errorf("attribute %d: %w", len(n.Attrs), err)
@@ -426,50 +428,50 @@ func decodeNode(b []byte) (*Node, error) {
 func decodeAttribute(b []byte) (*Attribute, error) {
 	a := &Attribute{}
 	seen := map[AttrType]bool{}
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case attrName:
-			a.Name, err = f.string("name")
+			a.Name, err = f.Text("name")
 		case attrType:
 			var v int64
-			v, err = f.int64("type")
+			v, err = f.Int64("type")
 			a.Type = AttrType(v)
 		case attrRefName:
-			a.RefName, err = f.string("ref_attr_name")
+			a.RefName, err = f.Text("ref_attr_name")
 		case attrF:
-			a.F, err = f.float32("f")
+			a.F, err = f.Float32("f")
 			seen[AttrFloat] = true
 		case attrI:
-			a.I, err = f.int64("i")
+			a.I, err = f.Int64("i")
 			seen[AttrInt] = true
 		case attrS:
-			a.S, err = f.string("s")
+			a.S, err = f.Text("s")
 			seen[AttrString] = true
 		case attrT:
 			var tb []byte
-			if tb, err = f.bytes("t"); err == nil {
+			if tb, err = f.Bytes("t"); err == nil {
 				a.T, err = DecodeTensor(tb)
 			}
 			seen[AttrTensor] = true
 		case attrG:
-			if _, err = f.bytes("g"); err == nil {
+			if _, err = f.Bytes("g"); err == nil {
 				seen[AttrGraph] = true
 			}
 		case attrFloats:
-			a.Floats, err = f.appendFloat32s(a.Floats, "floats")
+			a.Floats, err = f.AppendFloat32s(a.Floats, "floats")
 			seen[AttrFloats] = true
 		case attrInts:
-			a.Ints, err = f.appendInt64s(a.Ints, "ints")
+			a.Ints, err = f.AppendInt64s(a.Ints, "ints")
 			seen[AttrInts] = true
 		case attrStrings:
 			var s string
-			s, err = f.string("strings")
+			s, err = f.Text("strings")
 			a.Strings = append(a.Strings, s)
 			seen[AttrStrings] = true
 		case attrTensors:
 			var tb []byte
-			if tb, err = f.bytes("tensors"); err == nil {
+			if tb, err = f.Bytes("tensors"); err == nil {
 				var t *Tensor
 				if t, err = DecodeTensor(tb); err == nil {
 					a.Tensors = append(a.Tensors, t)
@@ -477,7 +479,7 @@ func decodeAttribute(b []byte) (*Attribute, error) {
 			}
 			seen[AttrTensors] = true
 		case attrGraphs:
-			if _, err = f.bytes("graphs"); err == nil {
+			if _, err = f.Bytes("graphs"); err == nil {
 				seen[AttrGraphs] = true
 			}
 		case attrSparseT:
@@ -532,14 +534,14 @@ const (
 
 func decodeValueInfo(b []byte) (*ValueInfo, error) {
 	v := &ValueInfo{}
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case 1:
-			v.Name, err = f.string("name")
+			v.Name, err = f.Text("name")
 		case 2:
 			var tb []byte
-			if tb, err = f.bytes("type"); err == nil {
+			if tb, err = f.Bytes("type"); err == nil {
 				err = decodeType(tb, v)
 			}
 		}
@@ -557,15 +559,15 @@ func decodeValueInfo(b []byte) (*ValueInfo, error) {
 // decodeType decodes a TypeProto into v. Only tensor types are decoded in depth; the element
 // types of sequences, maps and optionals are not needed by the importer, which rejects them.
 func decodeType(b []byte, v *ValueInfo) error {
-	return eachField(b, func(f field) error {
-		switch f.num {
+	return pbwire.Each(b, func(f pbwire.Field) error {
+		switch f.Num {
 		case typeTensor, typeSparseTensor:
-			tb, err := f.bytes("tensor_type")
+			tb, err := f.Bytes("tensor_type")
 			if err != nil {
 				return err
 			}
 			v.Kind = KindTensor
-			if f.num == typeSparseTensor {
+			if f.Num == typeSparseTensor {
 				v.Kind = KindSparseTensor
 			}
 			return decodeTensorType(tb, v)
@@ -581,25 +583,25 @@ func decodeType(b []byte, v *ValueInfo) error {
 }
 
 func decodeTensorType(b []byte, v *ValueInfo) error {
-	return eachField(b, func(f field) error {
+	return pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case tensorTypeElem:
 			var e int64
-			e, err = f.int64("elem_type")
+			e, err = f.Int64("elem_type")
 			v.ElemType = DataType(e)
 		case tensorTypeShape:
 			var sb []byte
-			if sb, err = f.bytes("shape"); err == nil {
+			if sb, err = f.Bytes("shape"); err == nil {
 				v.HasShape = true
 				if v.Shape == nil {
 					v.Shape = []Dim{}
 				}
-				err = eachField(sb, func(f field) error {
-					if f.num != 1 {
+				err = pbwire.Each(sb, func(f pbwire.Field) error {
+					if f.Num != 1 {
 						return nil
 					}
-					db, err := f.bytes("dim")
+					db, err := f.Bytes("dim")
 					if err != nil {
 						return err
 					}
@@ -615,14 +617,14 @@ func decodeTensorType(b []byte, v *ValueInfo) error {
 
 func decodeDim(b []byte) (Dim, error) {
 	var d Dim
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case 1:
-			d.Value, err = f.int64("dim_value")
+			d.Value, err = f.Int64("dim_value")
 			d.HasValue = true
 		case 2:
-			d.Param, err = f.string("dim_param")
+			d.Param, err = f.Text("dim_param")
 		}
 		return err
 	})

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cryptflow-go/cryptflow/frontend/pbwire"
 	"github.com/cryptflow-go/cryptflow/ir"
 )
 
@@ -176,40 +177,40 @@ func DecodeTensor(b []byte) (*Tensor, error) {
 	t := &Tensor{}
 	location := int64(0)
 	var ext map[string]string
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case tensorDims:
-			t.Dims, err = f.appendInt64s(t.Dims, "dims")
+			t.Dims, err = f.AppendInt64s(t.Dims, "dims")
 		case tensorDataType:
 			var v int64
-			v, err = f.int64("data_type")
+			v, err = f.Int64("data_type")
 			t.DataType = DataType(v)
 		case tensorSegment:
 			return errors.New("segmented tensors are unsupported")
 		case tensorFloatData:
-			t.floats, err = f.appendFloat32s(t.floats, "float_data")
+			t.floats, err = f.AppendFloat32s(t.floats, "float_data")
 		case tensorInt32Data:
 			var vs []uint64
-			vs, err = f.appendVarints(nil, "int32_data")
+			vs, err = f.AppendVarints(nil, "int32_data")
 			for _, v := range vs {
 				t.int32s = append(t.int32s, int64(int32(v)))
 			}
 		case tensorStringData:
 			var s []byte
-			s, err = f.bytes("string_data")
+			s, err = f.Bytes("string_data")
 			t.strings = append(t.strings, s)
 		case tensorInt64Data:
-			t.int64s, err = f.appendInt64s(t.int64s, "int64_data")
+			t.int64s, err = f.AppendInt64s(t.int64s, "int64_data")
 		case tensorName:
-			t.Name, err = f.string("name")
+			t.Name, err = f.Text("name")
 		case tensorRawData:
-			t.raw, err = f.bytes("raw_data")
+			t.raw, err = f.Bytes("raw_data")
 			t.hasRaw = true
 		case tensorDoubleData:
-			t.doubles, err = f.appendFloat64s(t.doubles, "double_data")
+			t.doubles, err = f.AppendFloat64s(t.doubles, "double_data")
 		case tensorUint64Data:
-			t.uint64s, err = f.appendVarints(t.uint64s, "uint64_data")
+			t.uint64s, err = f.AppendVarints(t.uint64s, "uint64_data")
 		case tensorExternalData:
 			var k, v string
 			k, v, err = decodeStringPair(f)
@@ -220,7 +221,7 @@ func DecodeTensor(b []byte) (*Tensor, error) {
 				ext[k] = v
 			}
 		case tensorDataLocation:
-			location, err = f.int64("data_location")
+			location, err = f.Int64("data_location")
 		}
 		return err
 	})
@@ -251,19 +252,19 @@ func tensorErr(t *Tensor, err error) error {
 }
 
 // decodeStringPair decodes a StringStringEntryProto (key = 1, value = 2).
-func decodeStringPair(f field) (string, string, error) {
-	b, err := f.bytes("external_data")
+func decodeStringPair(f pbwire.Field) (string, string, error) {
+	b, err := f.Bytes("external_data")
 	if err != nil {
 		return "", "", err
 	}
 	var k, v string
-	err = eachField(b, func(f field) error {
+	err = pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case 1:
-			k, err = f.string("key")
+			k, err = f.Text("key")
 		case 2:
-			v, err = f.string("value")
+			v, err = f.Text("value")
 		}
 		return err
 	})

@@ -1,6 +1,7 @@
 package tf
 
 import (
+	"github.com/cryptflow-go/cryptflow/frontend/pbwire"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -12,15 +13,15 @@ import (
 func LooksLikeGraphDef(b []byte) bool {
 	nodes := 0
 	ok := true
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		switch {
-		case f.num == 1 && f.typ == protowire.BytesType:
-			if nodes == 0 && !looksLikeNode(f.b) {
+		case f.Num == 1 && f.Type == protowire.BytesType:
+			if nodes == 0 && !looksLikeNode(f.B) {
 				ok = false
 			}
 			nodes++
-		case (f.num == 2 || f.num == 4) && f.typ == protowire.BytesType:
-		case f.num == 3 && f.typ == protowire.VarintType:
+		case (f.Num == 2 || f.Num == 4) && f.Type == protowire.BytesType:
+		case f.Num == 3 && f.Type == protowire.VarintType:
 		default:
 			ok = false
 		}
@@ -41,16 +42,16 @@ var errStop error = stopError{}
 // looksLikeNode reports whether b parses as a NodeDef with a printable name and op.
 func looksLikeNode(b []byte) bool {
 	var name, op string
-	err := eachField(b, func(f field) error {
-		switch f.num {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
+		switch f.Num {
 		case 1, 2, 3, 4, 5, 6:
-			if f.typ != protowire.BytesType {
+			if f.Type != protowire.BytesType {
 				return errStop
 			}
-			if f.num == 1 {
-				name = string(f.b)
-			} else if f.num == 2 {
-				op = string(f.b)
+			if f.Num == 1 {
+				name = string(f.B)
+			} else if f.Num == 2 {
+				op = string(f.B)
 			}
 		}
 		return nil
@@ -62,10 +63,10 @@ func looksLikeNode(b []byte) bool {
 // version in field 1 and MetaGraphDefs in field 2, nothing else.
 func looksLikeSavedModel(b []byte) bool {
 	metas := 0
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		switch {
-		case f.num == 1 && f.typ == protowire.VarintType:
-		case f.num == 2 && f.typ == protowire.BytesType:
+		case f.Num == 1 && f.Type == protowire.VarintType:
+		case f.Num == 2 && f.Type == protowire.BytesType:
 			metas++
 		default:
 			return errStop

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cryptflow-go/cryptflow/frontend/pbwire"
 )
 
 // ErrUnsupported is wrapped by every error about a construct this front end deliberately does not
@@ -342,10 +344,10 @@ func halfToFloat(h uint16) float64 {
 // Decode parses a binary GraphDef.
 func Decode(b []byte) (*GraphDef, error) {
 	g := &GraphDef{}
-	err := eachField(b, func(f field) error {
-		switch f.num {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
+		switch f.Num {
 		case 1: // node
-			nb, err := f.bytes("node")
+			nb, err := f.Bytes("node")
 			if err != nil {
 				return err
 			}
@@ -355,13 +357,13 @@ func Decode(b []byte) (*GraphDef, error) {
 			}
 			g.Nodes = append(g.Nodes, n)
 		case 4: // versions
-			vb, err := f.bytes("versions")
+			vb, err := f.Bytes("versions")
 			if err != nil {
 				return err
 			}
-			return eachField(vb, func(f field) error {
-				if f.num == 1 {
-					v, err := f.varint("producer")
+			return pbwire.Each(vb, func(f pbwire.Field) error {
+				if f.Num == 1 {
+					v, err := f.Uint64("producer")
 					g.Producer = int64(v)
 					return err
 				}
@@ -378,34 +380,34 @@ func Decode(b []byte) (*GraphDef, error) {
 
 func decodeNode(b []byte) (*NodeDef, error) {
 	n := &NodeDef{Attr: map[string]*AttrValue{}}
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case 1:
-			n.Name, err = f.string("name")
+			n.Name, err = f.Text("name")
 		case 2:
-			n.Op, err = f.string("op")
+			n.Op, err = f.Text("op")
 		case 3:
 			var s string
-			s, err = f.string("input")
+			s, err = f.Text("input")
 			n.Inputs = append(n.Inputs, s)
 		case 4:
-			n.Device, err = f.string("device")
+			n.Device, err = f.Text("device")
 		case 5:
 			var eb []byte
-			if eb, err = f.bytes("attr"); err != nil {
+			if eb, err = f.Bytes("attr"); err != nil {
 				return err
 			}
 			var key string
 			var val *AttrValue
-			err = eachField(eb, func(f field) error {
+			err = pbwire.Each(eb, func(f pbwire.Field) error {
 				var err error
-				switch f.num {
+				switch f.Num {
 				case 1:
-					key, err = f.string("attr key")
+					key, err = f.Text("attr key")
 				case 2:
 					var vb []byte
-					if vb, err = f.bytes("attr value"); err == nil {
+					if vb, err = f.Bytes("attr value"); err == nil {
 						val, err = decodeAttr(vb)
 					}
 				}
@@ -446,62 +448,62 @@ func dtypeOf(v uint64) DataType {
 
 func decodeAttr(b []byte) (*AttrValue, error) {
 	a := &AttrValue{}
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case 1:
 			a.Kind = AttrList
 			var lb []byte
-			if lb, err = f.bytes("list"); err == nil {
+			if lb, err = f.Bytes("list"); err == nil {
 				a.List, err = decodeList(lb)
 			}
 		case 2:
 			a.Kind = AttrS
-			a.S, err = f.string("s")
+			a.S, err = f.Text("s")
 		case 3:
 			a.Kind = AttrI
 			var v uint64
-			v, err = f.varint("i")
+			v, err = f.Uint64("i")
 			a.I = int64(v)
 		case 4:
 			a.Kind = AttrF
-			if f.typ != 5 { // protowire.Fixed32Type
-				return f.wrongType("f")
+			if f.Type != 5 { // protowire.Fixed32Type
+				return f.WrongType("f")
 			}
-			a.F = math.Float32frombits(uint32(f.v))
+			a.F = math.Float32frombits(uint32(f.V))
 		case 5:
 			a.Kind = AttrB
 			var v uint64
-			v, err = f.varint("b")
+			v, err = f.Uint64("b")
 			a.B = v != 0
 		case 6:
 			a.Kind = AttrType
 			var v uint64
-			v, err = f.varint("type")
+			v, err = f.Uint64("type")
 			a.Type = dtypeOf(v)
 		case 7:
 			a.Kind = AttrShape
 			var sb []byte
-			if sb, err = f.bytes("shape"); err == nil {
+			if sb, err = f.Bytes("shape"); err == nil {
 				a.Shape, err = decodeShape(sb)
 			}
 		case 8:
 			a.Kind = AttrTensor
 			var tb []byte
-			if tb, err = f.bytes("tensor"); err == nil {
+			if tb, err = f.Bytes("tensor"); err == nil {
 				a.Tensor, err = DecodeTensor(tb)
 			}
 		case 9:
 			a.Kind = AttrPlaceholder
-			a.Func, err = f.string("placeholder")
+			a.Func, err = f.Text("placeholder")
 		case 10:
 			a.Kind = AttrFunc
 			var fb []byte
-			if fb, err = f.bytes("func"); err == nil {
-				err = eachField(fb, func(f field) error {
-					if f.num == 1 {
+			if fb, err = f.Bytes("func"); err == nil {
+				err = pbwire.Each(fb, func(f pbwire.Field) error {
+					if f.Num == 1 {
 						var e error
-						a.Func, e = f.string("func name")
+						a.Func, e = f.Text("func name")
 						return e
 					}
 					return nil
@@ -515,43 +517,43 @@ func decodeAttr(b []byte) (*AttrValue, error) {
 
 func decodeList(b []byte) (*ListValue, error) {
 	l := &ListValue{}
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case 2:
 			var s string
-			s, err = f.string("list s")
+			s, err = f.Text("list s")
 			l.S = append(l.S, s)
 		case 3:
 			var vs []uint64
-			vs, err = f.appendVarints(nil, "list i")
+			vs, err = f.AppendVarints(nil, "list i")
 			for _, v := range vs {
 				l.I = append(l.I, int64(v))
 			}
 		case 4:
-			l.F, err = f.appendFloat32s(l.F, "list f")
+			l.F, err = f.AppendFloat32s(l.F, "list f")
 		case 5:
 			var vs []uint64
-			vs, err = f.appendVarints(nil, "list b")
+			vs, err = f.AppendVarints(nil, "list b")
 			for _, v := range vs {
 				l.B = append(l.B, v != 0)
 			}
 		case 6:
 			var vs []uint64
-			vs, err = f.appendVarints(nil, "list type")
+			vs, err = f.AppendVarints(nil, "list type")
 			for _, v := range vs {
 				l.Type = append(l.Type, dtypeOf(v))
 			}
 		case 7:
 			var sb []byte
-			if sb, err = f.bytes("list shape"); err == nil {
+			if sb, err = f.Bytes("list shape"); err == nil {
 				var s *TensorShape
 				s, err = decodeShape(sb)
 				l.Shape = append(l.Shape, s)
 			}
 		case 8:
 			var tb []byte
-			if tb, err = f.bytes("list tensor"); err == nil {
+			if tb, err = f.Bytes("list tensor"); err == nil {
 				var t *Tensor
 				t, err = DecodeTensor(tb)
 				l.Tensor = append(l.Tensor, t)
@@ -564,17 +566,17 @@ func decodeList(b []byte) (*ListValue, error) {
 
 func decodeShape(b []byte) (*TensorShape, error) {
 	s := &TensorShape{}
-	err := eachField(b, func(f field) error {
-		switch f.num {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
+		switch f.Num {
 		case 2:
-			db, err := f.bytes("dim")
+			db, err := f.Bytes("dim")
 			if err != nil {
 				return err
 			}
 			size := int64(0)
-			if err := eachField(db, func(f field) error {
-				if f.num == 1 {
-					v, err := f.varint("dim size")
+			if err := pbwire.Each(db, func(f pbwire.Field) error {
+				if f.Num == 1 {
+					v, err := f.Uint64("dim size")
 					size = int64(v)
 					return err
 				}
@@ -587,7 +589,7 @@ func decodeShape(b []byte) (*TensorShape, error) {
 			}
 			s.Dims = append(s.Dims, size)
 		case 3:
-			v, err := f.varint("unknown_rank")
+			v, err := f.Uint64("unknown_rank")
 			s.UnknownRank = v != 0
 			return err
 		}
@@ -600,29 +602,29 @@ func decodeShape(b []byte) (*TensorShape, error) {
 func DecodeTensor(b []byte) (*Tensor, error) {
 	t := &Tensor{}
 	var shape *TensorShape
-	err := eachField(b, func(f field) error {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case 1:
 			var v uint64
-			v, err = f.varint("dtype")
+			v, err = f.Uint64("dtype")
 			t.DType = dtypeOf(v)
 		case 2:
 			var sb []byte
-			if sb, err = f.bytes("tensor_shape"); err == nil {
+			if sb, err = f.Bytes("tensor_shape"); err == nil {
 				shape, err = decodeShape(sb)
 			}
 		case 4:
-			t.content, err = f.bytes("tensor_content")
+			t.content, err = f.Bytes("tensor_content")
 			t.hasRaw = true
 		case 5:
-			t.floats, err = f.appendFloat32s(t.floats, "float_val")
+			t.floats, err = f.AppendFloat32s(t.floats, "float_val")
 		case 6:
-			t.doubles, err = f.appendFloat64s(t.doubles, "double_val")
+			t.doubles, err = f.AppendFloat64s(t.doubles, "double_val")
 		case 7, 10, 11, 13, 16, 17: // int_val, int64_val, bool_val, half_val, uint32_val, uint64_val
-			t.ints, err = f.appendVarints(t.ints, "int values")
+			t.ints, err = f.AppendVarints(t.ints, "int values")
 		case 8:
-			_, err = f.bytes("string_val")
+			_, err = f.Bytes("string_val")
 			t.strings++
 		}
 		return err
