@@ -16,10 +16,10 @@ import (
 // Fixed32Type and Fixed64Type the value is in V; for BytesType the payload is in B (a sub-slice of
 // the message, not a copy).
 type Field struct {
-	Num protowire.Number
+	Num  protowire.Number
 	Type protowire.Type
-	V   uint64
-	B   []byte
+	V    uint64
+	B    []byte
 }
 
 // Each walks the fields of an encoded message in order and calls fn for each. Groups (a
