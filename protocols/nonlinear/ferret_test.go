@@ -169,13 +169,21 @@ func TestPlanFormulas(t *testing.T) {
 	for _, cfg := range []ferret.Config{ferret.B13(), ferret.Small()} {
 		o := FerretCost(cfg)
 		p := ChoosePlan(o, 32)
+		pc := p.ReLU(32)
 		for m := 1; m <= MaxM; m++ {
 			for _, rot := range []bool{false, true} {
 				q := Plan{OT: o, M: m, ROTTriples: rot}
-				if q.ReLU(32).Total(o) < p.ReLU(32).Total(o) {
-					t.Errorf("%s: plan %v sends more than %v", cfg.Name, p, q)
+				qc := q.ReLU(32)
+				if qc.Total(o)*(1+PlanSlack) < pc.Total(o) {
+					t.Errorf("%s: plan %v sends more than %v by over %v", cfg.Name, p, q, PlanSlack)
+				}
+				if qc.Total(o) <= pc.Total(o) && qc.COTs < pc.COTs {
+					t.Errorf("%s: plan %v sends no less than %v and draws more COTs", cfg.Name, p, q)
 				}
 			}
+		}
+		if want := map[string]int{"b13": 3, "small": 3}[cfg.Name]; p.M != want || !p.ROTTriples {
+			t.Errorf("%s: plan %v, want m=%d with ROT triples", cfg.Name, p, want)
 		}
 		t.Logf("%s: %v: ReLU l=32 %v = %.1f bits, Trunc %.1f, MaxPool 3x3 %.1f", cfg.Name, p, p.ReLU(32), p.ReLU(32).Total(o),
 			p.Trunc(32, 12, false).Total(o), p.MaxRows(32, 9).Total(o))
