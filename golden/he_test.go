@@ -597,6 +597,9 @@ func TestHEAutoPlanned(t *testing.T) {
 	}
 	for _, md := range models {
 		for _, net := range []string{"lan", "wan"} {
+			if md.name == "minionn" && net == "wan" {
+				continue // the largest model on one link only (CI time)
+			}
 			t.Run(md.name+"-"+net, func(t *testing.T) {
 				g, samples := md.graph(t)
 				opts := passes.DefaultOptions()
