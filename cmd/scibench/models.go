@@ -166,6 +166,7 @@ type ModelResult struct {
 	Reason   string   `json:"reason,omitempty"`
 	Estimate Estimate `json:"estimate"`
 
+	LoadAvg      float64    `json:"load_avg,omitempty"`  // the machine's 1-minute load average as the run started (Linux)
 	WallS        float64    `json:"wall_s,omitempty"`    // the client process, start to exit
 	SessionS     float64    `json:"session_s,omitempty"` // the client's report: handshake + setup + program
 	BytesToSrv   int64      `json:"bytes_client_to_server,omitempty"`
@@ -646,6 +647,7 @@ var listenRE = regexp.MustCompile(`listening on (\S+)`)
 // runPair runs one secure inference: scirun --party 0 and --party 1 as two processes.
 func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base string, r *ModelResult) {
 	cfg.logf("run %s %s/%s/%s (estimate %s)", r.Model, r.Backend, r.OT, r.Net, gib(r.Estimate.Total()))
+	r.LoadAvg = loadAverage()
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	common := []string{"--backend", r.Backend, "--ot", r.OT, "--net", r.Net, "--quiet", "--timeout", cfg.timeout.String()}
@@ -779,6 +781,23 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		r.SessionS, gib(r.TotalBytes()), gib(r.Estimate.Total()), r.Rounds, mib(r.Server.MaxRSS), mib(r.Client.MaxRSS), eq)
 }
 
+// loadAverage returns the 1-minute load average from /proc/loadavg, or 0 where there is none.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
 func usageOf(ps *os.ProcessState) PartyUsage {
 	rss, u, s, ok := processUsage(ps)
 	return PartyUsage{MaxRSS: rss, UserS: u.Seconds(), SysS: s.Seconds(), Measured: ok}
@@ -883,8 +902,18 @@ func paperFor(model, backend, net string) (paperFigure, bool) {
 }
 
 func writeModelsMarkdown(w io.Writer, cfg modelsConfig, results []ModelResult) {
-	fmt.Fprintf(w, "Measured by `scibench models` (server and client as two `scirun` processes over loopback TCP, the link emulated by `--net`), %s.\n\n",
+	fmt.Fprintf(w, "Measured by `scibench models` (server and client as two `scirun` processes over loopback TCP, the link emulated by `--net`), %s",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	lo, hi := math.Inf(1), 0.0
+	for _, r := range results {
+		if r.LoadAvg > 0 {
+			lo, hi = min(lo, r.LoadAvg), max(hi, r.LoadAvg)
+		}
+	}
+	if hi > 0 {
+		fmt.Fprintf(w, "; the machine's load average as the runs started: %.1f–%.1f", lo, hi)
+	}
+	fmt.Fprint(w, ".\n\n")
 	fmt.Fprintln(w, "| model | l/s | backend | OT | net | status | time (s) | wall (s) | GiB | C→S / S→C GiB | rounds | estimate GiB | linear HE/OT | RSS server / client (MiB) | CPU server / client (s) | = clear | CrypTFlow2 Table 7 |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|")
 	var notes []string
