@@ -23,6 +23,15 @@
 // bounded. Both parties must call the same methods with the same lengths and
 // public parameters in the same order.
 //
+// # OT sources and plans
+//
+// The streams are any streams.OT: IKNP (*ot.Session) or Ferret's silent OT
+// (*ferret.Session), all of one kind. Results are the same on either; the
+// traffic is not, and New picks the plan for the source (ChoosePlan): on
+// IKNP CrypTFlow2's (m = 4, bit triples from 1-out-of-N OT), on silent OT
+// small digits and bit triples from random OT, chosen by the exact cost
+// formulas of Plan (Cost: wire bits and COTs drawn per element).
+//
 // # Security
 //
 // Semi-honest security with 128-bit computational security (λ = 128, from the
