@@ -28,14 +28,19 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, timeout time.Du
 	defer cancel()
 	var d net.Dialer
 	var nc net.Conn
+	var refusedErr error // the last refusal: the deadline that ends the retries reports it
 	for {
 		var err error
 		nc, err = d.DialContext(dctx, "tcp", addr)
 		if err == nil {
 			break
 		}
-		refused := errors.Is(err, syscall.ECONNREFUSED)
-		if !refused || dctx.Err() != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			refusedErr = err
+		} else if refusedErr != nil && dctx.Err() != nil {
+			err = refusedErr // an attempt cut by the deadline after refusals: the server is not there
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) || dctx.Err() != nil {
 			return nil, dialError(ctx, addr, timeout, err)
 		}
 		select {
