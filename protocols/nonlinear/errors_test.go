@@ -25,6 +25,7 @@ func TestNewRejectsMismatch(t *testing.T) {
 		{"m", 32, 32, Options{M: 4}, Options{M: 7}, "Options.M: the peer's is 7"},
 		{"alg5", 32, 32, Options{PaperTrunc: true}, Options{}, "PaperTrunc"},
 		{"split", 32, 32, Options{MinSplit: 100}, Options{}, "Options.MinSplit"},
+		{"triples", 32, 32, Options{Triples: TriplesROT}, Options{}, "triples from random OT"},
 	} {
 		ots := newOTPair(t, 1)
 		e0, e1 := testenv.Both(func() error { _, err := New(ctx, ring.Must(tc.l0), tc.o0, streams.Of(ots.o0)...); return err },

@@ -3,10 +3,13 @@ package nonlinear
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/streams"
 )
 
 // The protocols on Ferret's silent OT: the correctness tables of the IKNP
@@ -187,5 +190,19 @@ func TestPlanFormulas(t *testing.T) {
 		}
 		t.Logf("%s: %v: ReLU l=32 %v = %.1f bits, Trunc %.1f, MaxPool 3x3 %.1f", cfg.Name, p, p.ReLU(32), p.ReLU(32).Total(o),
 			p.Trunc(32, 12, false).Total(o), p.MaxRows(32, 9).Total(o))
+	}
+}
+
+// A session refuses streams of different OT sources, and an unknown
+// triple construction.
+func TestNewSourceErrors(t *testing.T) {
+	ctx := context.Background()
+	p := newOTPairOn(t, ferretSrc, 2)
+	mixed := []streams.OT{p.f0[0], p.o0[1]}
+	if _, err := New(ctx, ring.Must(32), Options{}, mixed...); err == nil || !strings.Contains(err.Error(), "OT source") {
+		t.Errorf("mixed sources: %v", err)
+	}
+	if _, err := New(ctx, ring.Must(32), Options{Triples: 7}, p.ots(0)...); err == nil || !strings.Contains(err.Error(), "Triples") {
+		t.Errorf("Triples 7: %v", err)
 	}
 }
