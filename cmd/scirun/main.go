@@ -5,11 +5,13 @@
 //	scirun --party 0 model.sciir [--listen :7070] [--serve] [--tls-cert c.pem --tls-key k.pem]
 //	scirun --party 1 model.client.sciir --connect host:7070 --input x.npy [--tls-ca c.pem]
 //	scirun --local model.sciir --input x.npy
+//	scirun --party 1 model.client.sciir --connect host:7070 --input inputs/ --output outputs/
 //
 // The client prints the top classes with their decoded scores; --output writes the decoded float32
 // outputs, or with --raw the signed ring values (int64) for bitwise comparisons. Inputs are .npy
 // arrays of the model input's shape or, for programs compiled with an image validation folder,
-// PNG/JPEG images preprocessed as the program records. See docs/usage.md.
+// PNG/JPEG images preprocessed as the program records. A folder of inputs (or a .npy holding a
+// batch of them) runs every input in one session, with the set-up paid once. See docs/usage.md.
 package main
 
 import (
@@ -31,6 +33,7 @@ const usage = `usage:
   scirun --party 0 PROGRAM.sciir [--listen ADDR] [--serve] [--tls-cert F --tls-key F]
   scirun --party 1 PROGRAM.client.sciir --connect HOST:PORT --input X [--output Y.npy] [--tls-ca F]
   scirun --local   PROGRAM.sciir --input X [--output Y.npy]
+  scirun ... --input DIR/ [--output OUT/]   (a batch: every input in DIR, one session)
   scirun plot REPORT.json -o FILE.png    (per-layer time and traffic of a --report)
 
 --clear runs the program in the clear (the bitwise reference for the secure runs). --party 0 is
@@ -40,7 +43,11 @@ weights), connects, and learns the output. --local runs both parties in this pro
 loopback TCP. A secure session runs over --streams N connections (default 2 on a machine with two
 or more cores), one OT stream and one core each; both parties must pass the same N. The input X is
 a .npy array of the model input's shape, or a PNG/JPEG image when the program records image
-preprocessing. A per-layer report goes to stderr (and with --report FILE to a JSON file).
+preprocessing. A folder DIR/ of such files (with an optional labels.txt of "FILE LABEL" lines), or
+a .npy of shape [B, ...input shape without its leading 1], is a batch: all its inputs run in one
+session (set-up paid once), --output DIR/ gets one NAME.npy per input, and a summary gives the
+inferences per second and the accuracy against the labels. A per-layer report goes to stderr (and
+with --report FILE to a JSON file).
 
 Flags:
 `
