@@ -2,8 +2,11 @@ package serve
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -252,4 +255,34 @@ func TestServeBatchAndSingle(t *testing.T) {
 		t.Errorf("log:\n%s", ts.log.String())
 	}
 	testenv.CheckNoLeaks(t, base)
+}
+
+// TestOldVersionClient: a version-2 client (its hello has no batch field) gets the version
+// message from a version-3 server, not a complaint about its body.
+func TestOldVersionClient(t *testing.T) {
+	old := testHello(1).marshal()
+	// Rewrite it as version 2 wrote it: version 2 in the prefix, the body without the batch u32.
+	binary.LittleEndian.PutUint16(old[6:], 2)
+	body := append(slices.Clone(old[prefixSize:prefixSize+43]), old[prefixSize+47:]...)
+	binary.LittleEndian.PutUint16(old[10:], uint16(len(body)))
+	old = append(old[:prefixSize], body...)
+	var got []byte
+	addr, wait := rawPeer(t, func(nc net.Conn) {
+		nc.Write(old)
+		got, _ = io.ReadAll(nc)
+	})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = Handshake(context.Background(), nc, testHello(0), 500*time.Millisecond)
+	nc.Close()
+	wait()
+	want := fmt.Sprintf("client speaks scirun handshake version 2, server version %d: run the same scirun release on both sides", HandshakeVersion)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("server: %v, want %q", err, want)
+	}
+	if !strings.Contains(string(got), want) {
+		t.Errorf("the old client read %q, want the reason %q", got, want)
+	}
 }
