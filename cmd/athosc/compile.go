@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,7 +95,8 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.IntVar(&c.scale, "scale", -1, "pin the fixed-point scale `s` (-1 = choose)")
 	fs.IntVar(&c.headroom, "headroom", 1, "bits kept free above the largest magnitude seen in validation")
 	scales := fs.String("scales", "6-16", "scales to sweep: a range `A-B` or a comma list")
-	fs.IntVar(&c.jobs, "jobs", 2, "validation inputs run in parallel")
+	fs.IntVar(&c.jobs, "jobs", runtime.NumCPU(), "validation inputs run in parallel (same as --threads)")
+	fs.IntVar(&c.jobs, "threads", runtime.NumCPU(), "use at most `N` cores for autotuning (default: all cores)")
 	fs.IntVar(&c.batch, "batch", 1, "batch size fixed for a symbolic batch dimension")
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
@@ -136,7 +138,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	case c.headroom < 0 || c.headroom > 32:
 		return nil, cli.Usagef("--headroom %d is not in 0..32", c.headroom)
 	case c.jobs < 1:
-		return nil, cli.Usagef("--jobs must be at least 1")
+		return nil, cli.Usagef("--threads (--jobs) must be at least 1")
 	case c.batch < 1:
 		return nil, cli.Usagef("--batch must be at least 1")
 	case c.limit < 0:

@@ -44,6 +44,7 @@ type config struct {
 	report, netName, backend string
 	ot                       string
 	quiet, strict            bool
+	threads                  int
 	set                      map[string]bool // flags given explicitly
 }
 
@@ -85,6 +86,7 @@ func parse(args []string) (*config, error) {
 	fs.StringVar(&c.ot, "ot", "iknp", "OT source `NAME` of the OT-based protocols: iknp (IKNP extension) or ferret (silent OT, far less traffic); both parties must agree")
 	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (default: warn)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")
+	fs.IntVar(&c.threads, "threads", runtime.NumCPU(), "use at most `N` cores: Go's scheduler, HE ciphertext work and silent-OT expansion (default: all cores); --streams sets the OT streams")
 	fs.IntVar(&c.streams, "streams", defaultStreams(), "run each session over `N` connections (OT streams, one core each); both parties must agree (default min(2, CPUs))")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -179,6 +181,9 @@ func (c *config) check() error {
 	}
 	if c.maxPending < 1 {
 		return cli.Usagef("--max-pending %d: want at least 1", c.maxPending)
+	}
+	if c.threads < 1 {
+		return cli.Usagef("--threads %d: want at least 1", c.threads)
 	}
 	if c.top < 1 {
 		return cli.Usagef("--top %d: want at least 1", c.top)

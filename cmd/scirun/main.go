@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
@@ -114,6 +115,9 @@ func runMode(ctx context.Context, args []string, e *env) error {
 	}
 	if err := c.check(); err != nil {
 		return err
+	}
+	if c.threads < runtime.NumCPU() {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.threads))
 	}
 	if !(c.party == 0 && c.serveMany) {
 		// Only a --serve server drains; anything else stops at the first signal.

@@ -19,6 +19,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
+	"github.com/cryptflow-go/cryptflow/protocols/he"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -62,7 +63,7 @@ func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {
 		if err != nil {
 			return nil, cli.Usagef("--ot: %v", err)
 		}
-		so := sci.Options{Mode: mode, OT: src}
+		so := sci.Options{Mode: mode, OT: src, HE: he.Options{Workers: c.threads}}
 		if src == sci.OTFerret {
 			so.Ferret = sci.FerretFor(f.Program)
 		}
