@@ -51,7 +51,6 @@ type compileConfig struct {
 	quiet                         bool
 	listPasses, timePasses, check bool
 	dumpAfter                     string
-	prep                          *codegen.Preprocess
 	imageFlags                    imageFlags
 	modelFlags                    modelFlags
 }

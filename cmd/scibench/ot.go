@@ -167,7 +167,6 @@ type otJob struct {
 	ch         []uint8
 	bk, bm     []prg.Block // bcot: sender's keys, receiver's blocks
 	delta      prg.Block   // bcot: the sender's Δ
-	bcheck     bool        // bcot: the last chunk was checked
 }
 
 func newOTJob(k otKind, n int, g *prg.PRG) *otJob {

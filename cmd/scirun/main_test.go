@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -40,7 +39,7 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(dir, "scirun")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goTool = "go"
 	}
 	if out, err := exec.Command(goTool, "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building scirun: %v\n%s", err, out)
@@ -82,9 +81,9 @@ func compileTo(t testing.TB, model, dir, name string, bits, scale int) (full, cl
 }
 
 var (
-	progOnce                       sync.Once
-	progDir                        string
-	progFull, progClient, progData string
+	progOnce             sync.Once
+	progDir              string
+	progFull, progClient string
 )
 
 // program compiles the project's MNIST model at l=32, s=12 into a .sciir pair (once per test

@@ -37,9 +37,6 @@ func sciBackend(o sci.Options) serve.BackendFunc {
 	}
 }
 
-// isSCI reports whether name is one of the SCI backends (which take --ot).
-func isSCI(name string) bool { _, err := sci.ParseMode(name); return err == nil }
-
 // options builds the session options; a server with the client copy fails here, before
 // listening.
 func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {

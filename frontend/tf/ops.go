@@ -967,7 +967,7 @@ func (im *importer) concat(n *NodeDef, in []*value) (*value, error) {
 
 func (im *importer) pack(n *NodeDef, in []*value) (*value, error) {
 	if len(in) < 1 {
-		return nil, errors.New("Pack without inputs")
+		return nil, errors.New("a Pack without inputs")
 	}
 	ax, err := n.int("axis", 0)
 	if err != nil {

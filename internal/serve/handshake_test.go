@@ -103,7 +103,7 @@ func TestCompare(t *testing.T) {
 }
 
 // handshakePair runs Handshake on both ends of a loopback TCP connection.
-func handshakePair(t *testing.T, a, b Hello) (errA, errB error, peerA, peerB Hello) {
+func handshakePair(t *testing.T, a, b Hello) (peerA, peerB Hello, errA, errB error) {
 	t.Helper()
 	ln := testenv.ListenLoopback(t)
 	defer ln.Close()
@@ -130,11 +130,11 @@ func handshakePair(t *testing.T, a, b Hello) (errA, errB error, peerA, peerB Hel
 	if errA == nil && (recv-sent != int64(expectedToken(a.Party)) || sent < prefixSize+43) {
 		t.Errorf("handshake bytes: sent %d, received %d", sent, recv)
 	}
-	return errA, errB, peerA, peerB
+	return peerA, peerB, errA, errB
 }
 
 func TestHandshakeOverTCP(t *testing.T) {
-	errA, errB, peerA, peerB := handshakePair(t, testHello(1), testHello(0))
+	peerA, peerB, errA, errB := handshakePair(t, testHello(1), testHello(0))
 	if errA != nil || errB != nil {
 		t.Fatalf("matching hellos: %v / %v", errA, errB)
 	}
@@ -146,14 +146,14 @@ func TestHandshakeOverTCP(t *testing.T) {
 	s0, c1 := testHello(0), testHello(1)
 	s0.Token = Token{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	c1.Token = Token{0xff}
-	errA, errB, peerA, peerB = handshakePair(t, c1, s0)
+	peerA, peerB, errA, errB = handshakePair(t, c1, s0)
 	if errA != nil || errB != nil || peerA.Token != s0.Token || peerB.Token != (Token{}) {
 		t.Errorf("token: %v / %v, client got %x, server got %x", errA, errB, peerA.Token, peerB.Token)
 	}
 
 	s := testHello(0)
 	s.Program[0], s.Scale = 0xee, 8
-	errA, errB, _, _ = handshakePair(t, testHello(1), s)
+	_, _, errA, errB = handshakePair(t, testHello(1), s)
 	want := "client runs program 00010203…, server runs ee010203…"
 	for i, err := range []error{errA, errB} {
 		var he *HandshakeError
@@ -166,7 +166,7 @@ func TestHandshakeOverTCP(t *testing.T) {
 	// body of a future version may not parse.
 	v2 := testHello(0)
 	v2.Version = HandshakeVersion + 1
-	errA, errB, _, _ = handshakePair(t, testHello(1), v2)
+	_, _, errA, errB = handshakePair(t, testHello(1), v2)
 	for i, err := range []error{errA, errB} {
 		if err == nil || !strings.Contains(err.Error(), "handshake version") {
 			t.Errorf("version, side %d: %v", i, err)

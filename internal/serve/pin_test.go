@@ -55,11 +55,11 @@ func TestPinnedKey(t *testing.T) {
 		t.Fatalf("second start: %v created=%v, fingerprint %s then %s", err, created2, fp, fp2)
 	}
 
-	ok, err := PinnedClientTLS(strings.ToUpper(fp[len(PinPrefix):]))
+	_, err = PinnedClientTLS(strings.ToUpper(fp[len(PinPrefix):]))
 	if err == nil {
 		t.Fatal("a pin without its sha256: prefix accepted")
 	}
-	ok, err = PinnedClientTLS(fp)
+	ok, err := PinnedClientTLS(fp)
 	if err != nil {
 		t.Fatal(err)
 	}

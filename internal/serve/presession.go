@@ -109,13 +109,6 @@ func (p *pendingSet) done(pc *pendingConn) (evicted bool) {
 	return pc.evicted
 }
 
-// len is the number of pending connections.
-func (p *pendingSet) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.order.Len()
-}
-
 // readHello reads the rest of a client's hello after its magic (in first): the prefix and the
 // body, at most prefixSize+maxBodySize bytes, within nc's read deadline. It returns every byte
 // read (for the handshake to replay) and the hello when it parses (nil for a hello of another
