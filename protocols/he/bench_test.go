@@ -10,6 +10,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 )
 
 const benchL = 37
@@ -68,8 +69,8 @@ func BenchmarkCtPt(b *testing.B) {
 func benchProduct(b *testing.B, run func(p *pair, x0, x1 []uint64) (f0, f1 func() error), nx int, bytes int64) {
 	p := newPair(b, benchL, Options{})
 	rng := rand.New(rand.NewPCG(1, 1))
-	x := values(p.r, rng, nx)
-	x0, x1 := share(p.r, rng, x)
+	x := ringtest.Values(p.r, rng, nx)
+	x0, x1 := ringtest.Share(p.r, rng, x)
 	f0, f1 := run(p, x0, x1)
 	b.ResetTimer()
 	before := p.bytes()
@@ -94,7 +95,7 @@ func BenchmarkConv56(b *testing.B) {
 	}
 	ctx := context.Background()
 	benchProduct(b, func(p *pair, x0, x1 []uint64) (func() error, func() error) {
-		w := values(p.r, rand.New(rand.NewPCG(2, 2)), g.M*g.C*g.KH*g.KW)
+		w := ringtest.Values(p.r, rand.New(rand.NewPCG(2, 2)), g.M*g.C*g.KH*g.KW)
 		d0, d1 := make([]uint64, g.N*g.M*g.OH*g.OW), make([]uint64, g.N*g.M*g.OH*g.OW)
 		return func() error { return p.s0.Conv2D(ctx, d0, w, g, x0) }, func() error { return p.s1.Conv2D(ctx, d1, nil, g, x1) }
 	}, g.N*g.C*g.H*g.W, bytes)
@@ -109,7 +110,7 @@ func BenchmarkFC1001x512(b *testing.B) {
 	}
 	ctx := context.Background()
 	benchProduct(b, func(p *pair, x0, x1 []uint64) (func() error, func() error) {
-		w := values(p.r, rand.New(rand.NewPCG(2, 2)), m*k)
+		w := ringtest.Values(p.r, rand.New(rand.NewPCG(2, 2)), m*k)
 		d0, d1 := make([]uint64, m*n), make([]uint64, m*n)
 		return func() error { return p.s0.MatMul(ctx, d0, w, m, k, n, x0) }, func() error { return p.s1.MatMul(ctx, d1, nil, m, k, n, x1) }
 	}, k*n, bytes)

@@ -10,14 +10,15 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 )
 
 func runMatMul(t *testing.T, p *pair, rng *rand.Rand, m, k, n int) {
 	t.Helper()
-	w := values(p.r, rng, m*k)
-	x := values(p.r, rng, k*n)
+	w := ringtest.Values(p.r, rng, m*k)
+	x := ringtest.Values(p.r, rng, k*n)
 	rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
-	x0, x1 := share(p.r, rng, x)
+	x0, x1 := ringtest.Share(p.r, rng, x)
 	d0, d1 := make([]uint64, m*n), make([]uint64, m*n)
 	before, rounds := p.bytes(), p.rounds()
 	ctx := context.Background()
@@ -25,7 +26,7 @@ func runMatMul(t *testing.T, p *pair, rng *rand.Rand, m, k, n int) {
 		func() error { return p.s1.MatMul(ctx, d1, nil, m, k, n, x1) })
 	want := make([]uint64, m*n)
 	p.r.MatMul(want, w, m, k, n, x)
-	if got := reconstruct(p.r, d0, d1); !slices.Equal(got, want) {
+	if got := ringtest.Reconstruct(p.r, d0, d1); !slices.Equal(got, want) {
 		bad := 0
 		for i := range got {
 			if got[i] != want[i] {
@@ -66,18 +67,18 @@ func TestMatMul(t *testing.T) {
 
 func runConv(t *testing.T, p *pair, rng *rand.Rand, c ring.ConvGeom) {
 	t.Helper()
-	w := values(p.r, rng, c.M*(c.C/c.Groups)*c.KH*c.KW)
-	x := values(p.r, rng, c.N*c.C*c.H*c.W)
+	w := ringtest.Values(p.r, rng, c.M*(c.C/c.Groups)*c.KH*c.KW)
+	x := ringtest.Values(p.r, rng, c.N*c.C*c.H*c.W)
 	rng.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
-	x0, x1 := share(p.r, rng, x)
+	x0, x1 := ringtest.Share(p.r, rng, x)
 	n := c.N * c.M * c.OH * c.OW
 	d0, d1 := make([]uint64, n), make([]uint64, n)
 	before, rounds := p.bytes(), p.rounds()
 	ctx := context.Background()
 	testenv.MustBoth(t, func() error { return p.s0.Conv2D(ctx, d0, w, c, x0) },
 		func() error { return p.s1.Conv2D(ctx, d1, nil, c, x1) })
-	want := refConv(p.r, w, c, x)
-	if got := reconstruct(p.r, d0, d1); !slices.Equal(got, want) {
+	want := ringtest.Conv(p.r, w, c, x)
+	if got := ringtest.Reconstruct(p.r, d0, d1); !slices.Equal(got, want) {
 		bad := 0
 		for i := range got {
 			if got[i] != want[i] {
@@ -101,7 +102,7 @@ func runConv(t *testing.T, p *pair, rng *rand.Rand, c ring.ConvGeom) {
 
 func conv(n, c, h, w, m, kh, kw, sh, sw, ph, pw, dh, dw, g, padEndH, padEndW int) ring.ConvGeom {
 	return ring.ConvGeom{N: n, C: c, H: h, W: w, M: m, KH: kh, KW: kw, SH: sh, SW: sw, PH: ph, PW: pw, DH: dh, DW: dw, Groups: g,
-		OH: outSize(h, kh, sh, ph+padEndH, dh), OW: outSize(w, kw, sw, pw+padEndW, dw)}
+		OH: ringtest.OutSize(h, kh, sh, ph+padEndH, dh), OW: ringtest.OutSize(w, kw, sw, pw+padEndW, dw)}
 }
 
 func TestConv2D(t *testing.T) {
@@ -246,15 +247,15 @@ func TestForcedPacking(t *testing.T) {
 			}
 			pl := L.plan(d, cost)
 			key := fmt.Sprintf("forced:%s", tc.name)
-			w := values(p.r, rng, c.M*(c.C/c.Groups)*c.KH*c.KW)
-			x := values(p.r, rng, c.N*c.C*c.H*c.W)
-			x0, x1 := share(p.r, rng, x)
+			w := ringtest.Values(p.r, rng, c.M*(c.C/c.Groups)*c.KH*c.KW)
+			x := ringtest.Values(p.r, rng, c.N*c.C*c.H*c.W)
+			x0, x1 := ringtest.Share(p.r, rng, x)
 			n := c.N * c.M * c.OH * c.OW
 			d0, d1 := make([]uint64, n), make([]uint64, n)
 			before := p.bytes()
 			testenv.MustBoth(t, func() error { return p.s0.run(ctx, "Conv2D", key, pl, d0, w, x0) },
 				func() error { return p.s1.run(ctx, "Conv2D", key, pl, d1, nil, x1) })
-			if got := reconstruct(p.r, d0, d1); !slices.Equal(got, refConv(p.r, w, c, x)) {
+			if got := ringtest.Reconstruct(p.r, d0, d1); !slices.Equal(got, ringtest.Conv(p.r, w, c, x)) {
 				t.Fatalf("%s: wrong result", tc.name)
 			}
 			if got := p.bytes() - before; got != cost {

@@ -9,6 +9,7 @@ import (
 	lring "github.com/tuneinsight/lattigo/v6/ring"
 
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 )
 
 // negacyclic returns a·b mod (X^N + 1, t) for vectors of ring elements.
@@ -162,7 +163,7 @@ func TestReplyHidesWeights(t *testing.T) {
 		p := newPair(t, l, Options{})
 		pp := p.s0.p
 		n := pp.N()
-		m := values(p.r, rng, n)
+		m := ringtest.Values(p.r, rng, n)
 		need := make([]int32, 0, n/2)
 		for i := 0; i < n; i += 2 {
 			need = append(need, int32(i))

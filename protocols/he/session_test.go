@@ -10,35 +10,8 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 )
-
-// randomConvShape draws a convolution with random batch (1–2), groups (including depthwise),
-// kernel, strides, dilations and asymmetric padding; 1-D (H = 1) one time in four.
-func randomConvShape(rng *rand.Rand) ring.ConvGeom {
-	g := 1 + rng.IntN(3)
-	c := ring.ConvGeom{N: 1 + rng.IntN(2), C: g * (1 + rng.IntN(3)), M: g * (1 + rng.IntN(4)), Groups: g}
-	axis := func() (n, o, k, s, p, d int) {
-		n = 1 + rng.IntN(12)
-		k = 1 + rng.IntN(min(4, n+1))
-		s, d = 1+rng.IntN(3), 1
-		if k > 1 && rng.IntN(3) == 0 {
-			d = 2
-		}
-		p = rng.IntN(k + 1)
-		end := rng.IntN(k + 1)
-		if span := (k-1)*d + 1; n+p+end < span {
-			end = span - n - p
-		}
-		return n, outSize(n, k, s, p+end, d), k, s, p, d
-	}
-	c.W, c.OW, c.KW, c.SW, c.PW, c.DW = axis()
-	if rng.IntN(4) == 0 {
-		c.H, c.OH, c.KH, c.SH, c.PH, c.DH = 1, 1, 1, 1, 0, 1
-	} else {
-		c.H, c.OH, c.KH, c.SH, c.PH, c.DH = axis()
-	}
-	return c
-}
 
 func TestRandomShapes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -49,7 +22,7 @@ func TestRandomShapes(t *testing.T) {
 	for _, l := range []int{32, 37, 41, 44, 64} {
 		p := newPair(t, l, Options{})
 		for i := 0; i < rounds; i++ {
-			c := randomConvShape(rng)
+			c := ringtest.RandomConvGeom(rng, 12)
 			t.Run(fmt.Sprintf("l%d/conv%d", l, i), func(t *testing.T) { runConv(t, p, rng, c) })
 			m, k, n := 1+rng.IntN(30), 1+rng.IntN(200), 1+rng.IntN(3)
 			t.Run(fmt.Sprintf("l%d/mm%d", l, i), func(t *testing.T) { runMatMul(t, p, rng, m, k, n) })
@@ -92,8 +65,8 @@ func TestWeightCache(t *testing.T) {
 	for _, cache := range []int{0, -1} {
 		p := newPair(t, 37, Options{CacheBytes: cache})
 		c := conv(1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1)
-		w := values(p.r, rng, c.M*c.C*c.KH*c.KW)
-		x := values(p.r, rng, c.N*c.C*c.H*c.W)
+		w := ringtest.Values(p.r, rng, c.M*c.C*c.KH*c.KW)
+		x := ringtest.Values(p.r, rng, c.N*c.C*c.H*c.W)
 		ctx := context.Background()
 		for round := 0; round < 3; round++ {
 			if round == 2 {
@@ -101,11 +74,11 @@ func TestWeightCache(t *testing.T) {
 					w[i] = p.r.Add(w[i], uint64(i+1))
 				}
 			}
-			x0, x1 := share(p.r, rng, x)
+			x0, x1 := ringtest.Share(p.r, rng, x)
 			d0, d1 := make([]uint64, c.M*c.OH*c.OW), make([]uint64, c.M*c.OH*c.OW)
 			testenv.MustBoth(t, func() error { return p.s0.Conv2D(ctx, d0, w, c, x0) },
 				func() error { return p.s1.Conv2D(ctx, d1, nil, c, x1) })
-			if got := reconstruct(p.r, d0, d1); !slices.Equal(got, refConv(p.r, w, c, x)) {
+			if got := ringtest.Reconstruct(p.r, d0, d1); !slices.Equal(got, ringtest.Conv(p.r, w, c, x)) {
 				t.Fatalf("cache %d, round %d: wrong result", cache, round)
 			}
 			if cached := len(p.s0.wcache) > 0; cached != (cache >= 0) {

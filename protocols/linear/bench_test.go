@@ -10,6 +10,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -61,8 +62,8 @@ func BenchmarkMatMul64(b *testing.B) {
 				func() (err error) { s1, err = New(ctx, r, opt, streams.Of(o1)...); return })
 			const m, k, n = 64, 64, 64
 			rng := rand.New(rand.NewPCG(1, 2))
-			w := values(r, rng, m*k)
-			x0, x1 := share(r, rng, values(r, rng, k*n))
+			w := ringtest.Values(r, rng, m*k)
+			x0, x1 := ringtest.Share(r, rng, ringtest.Values(r, rng, k*n))
 			d0, d1 := make([]uint64, m*n), make([]uint64, m*n)
 			var before transport.Stats
 			for _, c := range append(append([]*transport.Conn(nil), c0...), c1...) {
@@ -112,7 +113,7 @@ func BenchmarkConv(b *testing.B) {
 				c := tc.c
 				rng := rand.New(rand.NewPCG(1, 2))
 				w, x := convOperands(r, rng, c)
-				x0, x1 := share(r, rng, x)
+				x0, x1 := ringtest.Share(r, rng, x)
 				n := c.N * c.M * c.OH * c.OW
 				d0, d1 := make([]uint64, n), make([]uint64, n)
 				// The im2col matrix of each share (one group).

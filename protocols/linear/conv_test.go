@@ -10,72 +10,13 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 )
-
-// refConv is the plain definition of ring.ConvGeom's convolution in the ring.
-func refConv(r ring.Ring, w []uint64, c ring.ConvGeom, x []uint64) []uint64 {
-	cg, mg := c.C/c.Groups, c.M/c.Groups
-	out := make([]uint64, c.N*c.M*c.OH*c.OW)
-	for n := 0; n < c.N; n++ {
-		for m := 0; m < c.M; m++ {
-			g := m / mg
-			for oy := 0; oy < c.OH; oy++ {
-				for ox := 0; ox < c.OW; ox++ {
-					var s uint64
-					for ci := 0; ci < cg; ci++ {
-						for ky := 0; ky < c.KH; ky++ {
-							for kx := 0; kx < c.KW; kx++ {
-								iy, ix := oy*c.SH-c.PH+ky*c.DH, ox*c.SW-c.PW+kx*c.DW
-								if iy < 0 || iy >= c.H || ix < 0 || ix >= c.W {
-									continue
-								}
-								s += w[((m*cg+ci)*c.KH+ky)*c.KW+kx] * x[((n*c.C+g*cg+ci)*c.H+iy)*c.W+ix]
-							}
-						}
-					}
-					out[((n*c.M+m)*c.OH+oy)*c.OW+ox] = r.Reduce(s)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// outSize is ONNX's output size for one axis with total padding pads.
-func outSize(n, k, s, pads, d int) int { return (n+pads-(k-1)*d-1)/s + 1 }
-
-// randomConvShape draws a convolution with random batch (1–2), groups (including depthwise),
-// kernel, strides, dilations and asymmetric padding; 1-D (H = 1) one time in four.
-func randomConvShape(rng *rand.Rand) ring.ConvGeom {
-	g := 1 + rng.IntN(3)
-	c := ring.ConvGeom{N: 1 + rng.IntN(2), C: g * (1 + rng.IntN(3)), M: g * (1 + rng.IntN(4)), Groups: g}
-	axis := func() (n, o, k, s, p, d int) {
-		n = 1 + rng.IntN(9)
-		k = 1 + rng.IntN(min(4, n+1))
-		s, d = 1+rng.IntN(3), 1
-		if k > 1 && rng.IntN(3) == 0 {
-			d = 2
-		}
-		p = rng.IntN(k + 1)
-		end := rng.IntN(k + 1)
-		if span := (k-1)*d + 1; n+p+end < span {
-			end = span - n - p
-		}
-		return n, outSize(n, k, s, p+end, d), k, s, p, d
-	}
-	c.W, c.OW, c.KW, c.SW, c.PW, c.DW = axis()
-	if rng.IntN(4) == 0 {
-		c.H, c.OH, c.KH, c.SH, c.PH, c.DH = 1, 1, 1, 1, 0, 1
-	} else {
-		c.H, c.OH, c.KH, c.SH, c.PH, c.DH = axis()
-	}
-	return c
-}
 
 // runConv shares x, runs Conv2D at both parties and returns the reconstructed result.
 func runConv(t *testing.T, p *pair, rng *rand.Rand, w []uint64, c ring.ConvGeom, x []uint64) []uint64 {
 	t.Helper()
-	x0, x1 := share(p.r, rng, x)
+	x0, x1 := ringtest.Share(p.r, rng, x)
 	n := c.N * c.M * c.OH * c.OW
 	d0, d1 := make([]uint64, n), make([]uint64, n)
 	ctx := context.Background()
@@ -86,13 +27,13 @@ func runConv(t *testing.T, p *pair, rng *rand.Rand, w []uint64, c ring.ConvGeom,
 			t.Fatalf("share %d not reduced: %#x / %#x", i, d0[i], d1[i])
 		}
 	}
-	return reconstruct(p.r, d0, d1)
+	return ringtest.Reconstruct(p.r, d0, d1)
 }
 
 func convOperands(r ring.Ring, rng *rand.Rand, c ring.ConvGeom) (w, x []uint64) {
-	w = values(r, rng, c.M*c.C/c.Groups*c.KH*c.KW)
+	w = ringtest.Values(r, rng, c.M*c.C/c.Groups*c.KH*c.KW)
 	rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
-	x = values(r, rng, c.N*c.C*c.H*c.W)
+	x = ringtest.Values(r, rng, c.N*c.C*c.H*c.W)
 	rng.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
 	return
 }
@@ -117,7 +58,7 @@ func TestConvCorrect(t *testing.T) {
 			p := newPair(t, l, Options{Budget: 4096, MinSplit: 64, OneBatch: streams == 2}, streams)
 			shapes := slices.Clone(fixed)
 			for i := 0; i < 6; i++ {
-				shapes = append(shapes, randomConvShape(rng))
+				shapes = append(shapes, ringtest.RandomConvGeom(rng, 9))
 			}
 			for si, c := range shapes {
 				if err := c.Validate(); err != nil {
@@ -128,7 +69,7 @@ func TestConvCorrect(t *testing.T) {
 				}
 				w, x := convOperands(p.r, rng, c)
 				got := runConv(t, p, rng, w, c, x)
-				if want := refConv(p.r, w, c, x); !slices.Equal(got, want) {
+				if want := ringtest.Conv(p.r, w, c, x); !slices.Equal(got, want) {
 					t.Fatalf("l=%d streams=%d shape %d %+v: wrong convolution", l, streams, si, c)
 				}
 			}
@@ -158,7 +99,7 @@ func TestConvCommunication(t *testing.T) {
 			p := newPair(t, tc.l, Options{}, tc.streams)
 			w, x := convOperands(p.r, rng, c)
 			before := p.stats()
-			if got := runConv(t, p, rng, w, c, x); !slices.Equal(got, refConv(p.r, w, c, x)) {
+			if got := runConv(t, p, rng, w, c, x); !slices.Equal(got, ringtest.Conv(p.r, w, c, x)) {
 				t.Fatal("wrong convolution")
 			}
 			d := p.stats().Sub(before)
@@ -300,7 +241,7 @@ func TestConvArgumentErrors(t *testing.T) {
 	// Argument errors leave the session usable.
 	rng := rand.New(rand.NewPCG(5, 5))
 	w, x := convOperands(p.r, rng, c)
-	if got := runConv(t, p, rng, w, c, x); !slices.Equal(got, refConv(p.r, w, c, x)) {
+	if got := runConv(t, p, rng, w, c, x); !slices.Equal(got, ringtest.Conv(p.r, w, c, x)) {
 		t.Fatal("wrong convolution after argument errors")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 )
 
@@ -49,7 +50,7 @@ func TestFerretLinear(t *testing.T) {
 			p := newFerretPair(t, l, Options{Budget: 4096, MinSplit: 64, OneBatch: nstreams == 2}, nstreams)
 			for _, sh := range [][3]int{{1, 1, 1}, {3, 5, 2}, {16, 33, 70}, {2, 3, 130}} {
 				m, k, n := sh[0], sh[1], sh[2]
-				w, x := values(p.r, rng, m*k), values(p.r, rng, k*n)
+				w, x := ringtest.Values(p.r, rng, m*k), ringtest.Values(p.r, rng, k*n)
 				if got, want := runMatMul(t, p, rng, w, m, k, n, x), refMatMul(p.r, w, m, k, n, x); !slices.Equal(got, want) {
 					t.Fatalf("MatMul l=%d streams=%d %dx%dx%d: wrong product", l, nstreams, m, k, n)
 				}
@@ -57,10 +58,10 @@ func TestFerretLinear(t *testing.T) {
 			for _, c := range []ring.ConvGeom{
 				{N: 2, C: 4, H: 7, W: 6, M: 6, OH: 2, OW: 3, KH: 3, KW: 2, SH: 2, SW: 2, PH: 1, PW: 0, DH: 2, DW: 2, Groups: 2},
 				{N: 1, C: 3, H: 8, W: 8, M: 4, OH: 8, OW: 8, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1},
-				randomConvShape(rng),
+				ringtest.RandomConvGeom(rng, 9),
 			} {
 				w, x := convOperands(p.r, rng, c)
-				if got, want := runConv(t, p, rng, w, c, x), refConv(p.r, w, c, x); !slices.Equal(got, want) {
+				if got, want := runConv(t, p, rng, w, c, x), ringtest.Conv(p.r, w, c, x); !slices.Equal(got, want) {
 					t.Fatalf("Conv2D l=%d streams=%d %+v: wrong convolution", l, nstreams, c)
 				}
 			}
@@ -71,13 +72,13 @@ func TestFerretLinear(t *testing.T) {
 					t.Fatalf("Mul l=%d streams=%d element %d: %#x·%#x = %#x, want %#x", l, nstreams, i, x[i], y[i], got[i], want)
 				}
 			}
-			w, v := values(p.r, rng, 500), values(p.r, rng, 500)
-			v0, v1 := share(p.r, rng, v)
+			w, v := ringtest.Values(p.r, rng, 500), ringtest.Values(p.r, rng, 500)
+			v0, v1 := ringtest.Share(p.r, rng, v)
 			d0, d1 := make([]uint64, 500), make([]uint64, 500)
 			ctx := context.Background()
 			testenv.MustBoth(t, func() error { return p.s0.MulElem(ctx, d0, w, v0) },
 				func() error { return p.s1.MulElem(ctx, d1, nil, v1) })
-			for i, g := range reconstruct(p.r, d0, d1) {
+			for i, g := range ringtest.Reconstruct(p.r, d0, d1) {
 				if want := p.r.Mul(w[i], v[i]); g != want {
 					t.Fatalf("MulElem l=%d streams=%d element %d: %#x, want %#x", l, nstreams, i, g, want)
 				}

@@ -2,7 +2,6 @@ package linear
 
 import (
 	"context"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -40,55 +39,6 @@ func (p *pair) stats() transport.Stats {
 		s = s.Add(c.Stats())
 	}
 	return s
-}
-
-// share splits v into random additive shares; every seventh element gets a share pattern at the
-// edges of the ring (0, 2^(l−1), 2^(l−1)−1, −1, all at party 1).
-func share(r ring.Ring, rng *rand.Rand, v []uint64) (x0, x1 []uint64) {
-	x0, x1 = make([]uint64, len(v)), make([]uint64, len(v))
-	half := uint64(1) << (r.Bits - 1)
-	for i, a := range v {
-		var s uint64
-		switch i % 7 {
-		case 1:
-			s = 0
-		case 2:
-			s = half
-		case 3:
-			s = half - 1
-		case 4:
-			s = r.Mask()
-		case 5:
-			s = a
-		default:
-			s = r.Reduce(rng.Uint64())
-		}
-		x0[i] = s
-		x1[i] = r.Sub(a, s)
-	}
-	return
-}
-
-// values returns n ring elements: edge values first, then random ones of random magnitude.
-func values(r ring.Ring, rng *rand.Rand, n int) []uint64 {
-	v := []uint64{0, 1, r.Mask(), uint64(1) << (r.Bits - 1), r.Mask() >> 1, 2, r.Mask() - 1}
-	for len(v) < n {
-		sh := rng.IntN(r.Bits + 1)
-		x := rng.Uint64() >> (64 - max(sh, 1))
-		if rng.IntN(2) == 0 {
-			x = -x
-		}
-		v = append(v, r.Reduce(x))
-	}
-	return v[:n]
-}
-
-func reconstruct(r ring.Ring, a, b []uint64) []uint64 {
-	out := make([]uint64, len(a))
-	for i := range a {
-		out[i] = r.Add(a[i], b[i])
-	}
-	return out
 }
 
 // refMatMul is the plain definition: dst[i,j] = Σ_t w[i,t]·x[t,j] mod 2^l.

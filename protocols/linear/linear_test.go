@@ -12,6 +12,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -19,7 +20,7 @@ import (
 // runMatMul shares x, runs MatMul at both parties and returns the reconstructed result.
 func runMatMul(t *testing.T, p *pair, rng *rand.Rand, w []uint64, m, k, n int, x []uint64) []uint64 {
 	t.Helper()
-	x0, x1 := share(p.r, rng, x)
+	x0, x1 := ringtest.Share(p.r, rng, x)
 	d0, d1 := make([]uint64, m*n), make([]uint64, m*n)
 	ctx := context.Background()
 	testenv.MustBoth(t, func() error { return p.s0.MatMul(ctx, d0, w, m, k, n, x0) },
@@ -29,7 +30,7 @@ func runMatMul(t *testing.T, p *pair, rng *rand.Rand, w []uint64, m, k, n int, x
 			t.Fatalf("share %d not reduced: %#x / %#x", i, d0[i], d1[i])
 		}
 	}
-	return reconstruct(p.r, d0, d1)
+	return ringtest.Reconstruct(p.r, d0, d1)
 }
 
 func TestMatMulCorrect(t *testing.T) {
@@ -41,9 +42,9 @@ func TestMatMulCorrect(t *testing.T) {
 			p := newPair(t, l, Options{Budget: 4096, MinSplit: 64, OneBatch: streams == 2 || l%2 == 1}, streams)
 			for _, sh := range shapes {
 				m, k, n := sh[0], sh[1], sh[2]
-				w := values(p.r, rng, m*k)
+				w := ringtest.Values(p.r, rng, m*k)
 				rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
-				x := values(p.r, rng, k*n)
+				x := ringtest.Values(p.r, rng, k*n)
 				got := runMatMul(t, p, rng, w, m, k, n, x)
 				if want := refMatMul(p.r, w, m, k, n, x); !slices.Equal(got, want) {
 					t.Fatalf("l=%d streams=%d %dx%dx%d: wrong product", l, streams, m, k, n)
@@ -60,8 +61,8 @@ func TestMatMulSessionReuse(t *testing.T) {
 		p := newPair(t, 32, Options{OneBatch: one}, 2)
 		for it := 0; it < 6; it++ {
 			m, k, n := 1+rng.IntN(20), 1+rng.IntN(80), 1+rng.IntN(300)
-			w := values(p.r, rng, m*k)
-			x := values(p.r, rng, k*n)
+			w := ringtest.Values(p.r, rng, m*k)
+			x := ringtest.Values(p.r, rng, k*n)
 			if got := runMatMul(t, p, rng, w, m, k, n, x); !slices.Equal(got, refMatMul(p.r, w, m, k, n, x)) {
 				t.Fatalf("product %d (%dx%dx%d) wrong", it, m, k, n)
 			}
@@ -93,15 +94,15 @@ func TestMulElem(t *testing.T) {
 	for _, l := range []int{1, 8, 32, 64} {
 		p := newPair(t, l, Options{Budget: 4096, MinSplit: 64, OneBatch: l == 8}, 2)
 		n := 1000
-		w := values(p.r, rng, n)
-		x := values(p.r, rng, n)
-		x0, x1 := share(p.r, rng, x)
+		w := ringtest.Values(p.r, rng, n)
+		x := ringtest.Values(p.r, rng, n)
+		x0, x1 := ringtest.Share(p.r, rng, x)
 		ctx := context.Background()
 		d1 := make([]uint64, n)
 		// Party 0 computes in place (dst aliases x).
 		testenv.MustBoth(t, func() error { return p.s0.MulElem(ctx, x0, w, x0) },
 			func() error { return p.s1.MulElem(ctx, d1, nil, x1) })
-		got := reconstruct(p.r, x0, d1)
+		got := ringtest.Reconstruct(p.r, x0, d1)
 		for i := range got {
 			if want := p.r.Mul(w[i], x[i]); got[i] != want {
 				t.Fatalf("l=%d element %d: %#x, want %#x", l, i, got[i], want)
@@ -128,8 +129,8 @@ func TestMatMulCommunication(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%dx%dx%d_l%d_s%d_one%v", tc.m, tc.k, tc.n, tc.l, tc.streams, tc.one), func(t *testing.T) {
 			p := newPair(t, tc.l, Options{OneBatch: tc.one}, tc.streams)
-			w := values(p.r, rng, tc.m*tc.k)
-			x := values(p.r, rng, tc.k*tc.n)
+			w := ringtest.Values(p.r, rng, tc.m*tc.k)
+			x := ringtest.Values(p.r, rng, tc.k*tc.n)
 			before := p.stats()
 			runMatMul(t, p, rng, w, tc.m, tc.k, tc.n, x)
 			d := p.stats().Sub(before)
@@ -198,7 +199,7 @@ func TestArgumentErrors(t *testing.T) {
 	}
 	// Argument errors leave the session usable.
 	rng := rand.New(rand.NewPCG(1, 1))
-	w, x := values(p.r, rng, 6), values(p.r, rng, 9)
+	w, x := ringtest.Values(p.r, rng, 6), ringtest.Values(p.r, rng, 9)
 	if got := runMatMul(t, p, rng, w, 2, 3, 3, x); !slices.Equal(got, refMatMul(p.r, w, 2, 3, 3, x)) {
 		t.Fatal("wrong product after argument errors")
 	}
@@ -235,7 +236,7 @@ func TestShapeMismatchFailsBoth(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(2, 2))
 	e0, e1 := testenv.Both(func() error {
-		return p.s0.MatMul(ctx, make([]uint64, 4*5), values(p.r, rng, 4*3), 4, 3, 5, make([]uint64, 15))
+		return p.s0.MatMul(ctx, make([]uint64, 4*5), ringtest.Values(p.r, rng, 4*3), 4, 3, 5, make([]uint64, 15))
 	}, func() error {
 		return p.s1.MatMul(ctx, make([]uint64, 5*4), nil, 5, 3, 4, make([]uint64, 12))
 	})

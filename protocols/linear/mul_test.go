@@ -10,6 +10,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 )
 
@@ -24,7 +25,7 @@ func mulOperands(r ring.Ring, rng *rand.Rand, n int) (x, y []uint64) {
 			x, y = append(x, a), append(y, b)
 		}
 	}
-	rest := values(r, rng, n)
+	rest := ringtest.Values(r, rng, n)
 	x = append(x, rest[len(x):]...)
 	rng.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
 	y = append(y, rest[len(y):]...)
@@ -35,8 +36,8 @@ func mulOperands(r ring.Ring, rng *rand.Rand, n int) (x, y []uint64) {
 // place on its share of y) and returns the reconstructed product.
 func runMul(t *testing.T, p *pair, rng *rand.Rand, x, y []uint64) []uint64 {
 	t.Helper()
-	x0, x1 := share(p.r, rng, x)
-	y1, y0 := share(p.r, rng, y) // the edge share patterns at party 0 this time
+	x0, x1 := ringtest.Share(p.r, rng, x)
+	y1, y0 := ringtest.Share(p.r, rng, y) // the edge share patterns at party 0 this time
 	ctx := context.Background()
 	testenv.MustBoth(t, func() error { return p.s0.Mul(ctx, x0, x0, y0) },
 		func() error { return p.s1.Mul(ctx, y1, x1, y1) })
@@ -45,7 +46,7 @@ func runMul(t *testing.T, p *pair, rng *rand.Rand, x, y []uint64) []uint64 {
 			t.Fatalf("share %d not reduced: %#x / %#x", i, x0[i], y1[i])
 		}
 	}
-	return reconstruct(p.r, x0, y1)
+	return ringtest.Reconstruct(p.r, x0, y1)
 }
 
 func TestMulCorrect(t *testing.T) {
@@ -265,8 +266,8 @@ func BenchmarkMul(b *testing.B) {
 				func() (err error) { s1, err = New(ctx, r, opt, streams.Of(o1)...); return })
 			const n = 4096
 			rng := rand.New(rand.NewPCG(1, 2))
-			x0, x1 := values(r, rng, n), values(r, rng, n)
-			y0, y1 := values(r, rng, n), values(r, rng, n)
+			x0, x1 := ringtest.Values(r, rng, n), ringtest.Values(r, rng, n)
+			y0, y1 := ringtest.Values(r, rng, n), ringtest.Values(r, rng, n)
 			d0, d1 := make([]uint64, n), make([]uint64, n)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
