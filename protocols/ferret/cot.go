@@ -74,6 +74,7 @@ type COT struct {
 	outBits  []uint64    // receiver: their choice bits
 	base     []prg.Block // the next iteration's base COTs
 	baseBits []uint64
+	baseByte []byte      // receiver: the current iteration's base choice bits, one per byte
 	avail    []prg.Block // the not yet handed out part of out
 	availBit int         // index in outBits of avail[0]'s choice bit
 
@@ -349,6 +350,13 @@ func (c *COT) domain(purpose, j int) uint64 {
 func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block, baseBits []uint64) error {
 	h := p.LogBin
 	per := 2*h + 1 // blocks per tree on the wire
+	if c.role == Receiver {
+		if cap(c.baseByte) < p.K {
+			c.baseByte = make([]byte, p.K)
+		}
+		c.baseByte = c.baseByte[:p.K]
+		spreadBits(c.baseByte, baseBits)
+	}
 	groups := (p.T + treesPerFrame - 1) / treesPerFrame
 	// Waves of groups: with several workers, each takes wavePer consecutive
 	// groups of the wave (few barriers on a busy machine); the frames go out
@@ -413,7 +421,7 @@ func (c *COT) lpnGroup(p Params, cd *code, base []prg.Block, baseBits []uint64, 
 	if c.role == Sender {
 		cd.applySender(c.lsc[w], out, base[:p.K], r0, r1)
 	} else {
-		cd.applyReceiver(c.lsc[w], out, base[:p.K], c.outBits, baseBits, r0, r1)
+		cd.applyReceiver(c.lsc[w], out, base[:p.K], c.outBits, c.baseByte, r0, r1)
 	}
 }
 

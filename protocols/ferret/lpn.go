@@ -44,7 +44,7 @@ func newCode(seed prg.Seed, k int) *code {
 	var ka, kb prg.Seed
 	copy(ka[:], d[:16])
 	copy(kb[:], d[16:])
-	c := &code{ha: prg.NewHashWithKey(ka), hb: prg.NewHashWithKey(kb), useZ: haveVAESZ(), k: uint64(k)}
+	c := &code{ha: prg.NewHashWithKey(ka), hb: prg.NewHashWithKey(kb), useZ: haveLPNKernels(), k: uint64(k)}
 	expandKey128(ka, &c.rk[0])
 	expandKey128(kb, &c.rk[1])
 	return c
@@ -78,6 +78,10 @@ func (c *code) indices(sc *lpnScratch, r0 int) []uint32 {
 		}
 	}
 	w := unsafe.Slice((*uint32)(unsafe.Pointer(&sc.idx[0])), len(sc.idx)*4)
+	if c.useZ {
+		lpnColsZ(&w[0], len(w), c.k)
+		return w
+	}
 	for j, v := range w {
 		w[j] = uint32(uint64(v) * c.k >> 32)
 	}
@@ -97,6 +101,10 @@ func (c *code) applySender(sc *lpnScratch, out, base []prg.Block, r0, r1 int) {
 	for b := r0; b < r1; b += lpnRows {
 		idx := c.indices(sc, b)
 		rows := out[b:min(b+lpnRows, r1)]
+		if c.useZ {
+			lpnXorX((*[2]uint64)(&rows[0]), (*[2]uint64)(&base[0]), &idx[0], len(rows))
+			continue
+		}
 		for i := range rows {
 			ix := (*[lpnD]uint32)(idx[i*lpnD:])
 			a0, a1, a2, a3, a4 := at(ix[0]), at(ix[1]), at(ix[2]), at(ix[3]), at(ix[4])
@@ -107,18 +115,37 @@ func (c *code) applySender(sc *lpnScratch, out, base []prg.Block, r0, r1 int) {
 	}
 }
 
+// spreadBits sets dst[i] to bit i of the packed bits (0 or 1), for i <
+// len(dst): the byte-per-bit form of the receiver's base choice bits that
+// applyReceiver gathers from (one load per column instead of a load, a
+// shift and a mask).
+func spreadBits(dst []byte, bits []uint64) {
+	for i := range dst {
+		dst[i] = byte(bits[i>>6] >> (i & 63) & 1)
+	}
+}
+
 // applyReceiver is applySender for the receiver, which also adds A·bits to
-// its packed choice bits outBits (bit i of outBits[i/64]).
-func (c *code) applyReceiver(sc *lpnScratch, out, base []prg.Block, outBits, baseBits []uint64, r0, r1 int) {
-	if uint64(len(base)) < c.k || uint64(len(baseBits)) < (c.k+63)/64 {
+// its packed choice bits outBits (bit i of outBits[i/64]), given the base
+// choice bits one per byte in baseByte (see spreadBits).
+func (c *code) applyReceiver(sc *lpnScratch, out, base []prg.Block, outBits []uint64, baseByte []byte, r0, r1 int) {
+	if uint64(len(base)) < c.k || uint64(len(baseByte)) < c.k {
 		panic("ferret: LPN base shorter than k")
 	}
-	bp, bw := unsafe.Pointer(&base[0]), unsafe.Pointer(&baseBits[0])
+	bp, bw := unsafe.Pointer(&base[0]), unsafe.Pointer(&baseByte[0])
 	at := func(j uint32) *prg.Block { return (*prg.Block)(unsafe.Add(bp, uintptr(j)*16)) }
-	bit := func(j uint32) uint64 { return *(*uint64)(unsafe.Add(bw, uintptr(j>>6)*8)) >> (j & 63) }
+	bit := func(j uint32) uint64 { return uint64(*(*byte)(unsafe.Add(bw, uintptr(j)))) }
 	for b := r0; b < r1; b += lpnRows {
 		idx := c.indices(sc, b)
 		rows := out[b:min(b+lpnRows, r1)]
+		if c.useZ {
+			for i := 0; i < len(rows); i += 64 {
+				nr := min(64, len(rows)-i)
+				v := lpnXorBitsX((*[2]uint64)(&rows[i]), (*[2]uint64)(&base[0]), &idx[i*lpnD], nr, &baseByte[0])
+				outBits[(b+i)>>6] ^= v >> (64 - nr)
+			}
+			continue
+		}
 		var acc uint64
 		for i := range rows {
 			ix := (*[lpnD]uint32)(idx[i*lpnD:])

@@ -32,7 +32,10 @@ func TestCodeRows(t *testing.T) {
 		var sc lpnScratch
 		cd.applySender(&sc, out, base, 0, 512)
 		cd.applySender(&sc, out, base, 512, n)
-		cd.applyReceiver(&sc, outR, base, bitsR, baseBits, 0, n)
+		baseByte := make([]byte, k)
+		spreadBits(baseByte, baseBits)
+		cd.applyReceiver(&sc, outR, base, bitsR, baseByte, 0, 256)
+		cd.applyReceiver(&sc, outR, base, bitsR, baseByte, 256, n)
 		// The reference: the block stream of the definition, word by word.
 		d := sha256.Sum256(append([]byte("cryptflow-go ferret LPN code"), seed[:]...))
 		ha, hb := prg.NewHashWithKey(prg.Seed(d[:16])), prg.NewHashWithKey(prg.Seed(d[16:]))
@@ -93,14 +96,14 @@ func BenchmarkLPNReceiver(b *testing.B) {
 			const n = 1 << 20
 			cd := newCode(prg.Seed{1}, p.K)
 			base := make([]prg.Block, p.K)
-			baseBits := make([]uint64, (p.K+63)/64)
+			baseByte := make([]byte, p.K)
 			out := make([]prg.Block, n)
 			outBits := make([]uint64, n/64)
 			var sc lpnScratch
 			c0 := cpuSeconds()
 			b.ResetTimer()
 			for range b.N {
-				cd.applyReceiver(&sc, out, base, outBits, baseBits, 0, n)
+				cd.applyReceiver(&sc, out, base, outBits, baseByte, 0, n)
 			}
 			b.ReportMetric((cpuSeconds()-c0)*1e9/float64(b.N*n), "cpu-ns/row")
 		})
