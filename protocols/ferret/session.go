@@ -213,25 +213,39 @@ func (s *Session) fail(call string, err error) error {
 
 // pads sets dst (len(src)·w words) to the w l-bit values cut from
 // H(src[i] ⊕ d), the TCCR hash with tweak {ctr0+i, domain | j} for output
-// block j of instance i (⌈w·l/128⌉ blocks per instance).
+// block j of instance i (⌈w·l/128⌉ blocks per instance). It hashes
+// padChunk instances at a time, so that the hash outputs stay in the L1
+// cache however long src is (a view of the reservoir can be millions).
 func (s *Session) pads(c *COT, dst []uint64, src []prg.Block, d prg.Block, ctr0 uint64, w, l int) {
-	cnt := len(src)
 	nb := (w*l + 127) / 128
-	s.hb = grow(s.hb, nb*cnt)
+	for off := 0; off < len(src); off += padChunk {
+		cnt := min(padChunk, len(src)-off)
+		s.padsChunk(c, dst[off*w:(off+cnt)*w], src[off:off+cnt], d, ctr0+uint64(off), w, l, nb)
+	}
+}
+
+// padChunk is the number of instances pads hashes at a time.
+const padChunk = 512
+
+func (s *Session) padsChunk(c *COT, dst []uint64, src []prg.Block, d prg.Block, ctr0 uint64, w, l, nb int) {
+	cnt := len(src)
+	hb := grow(s.hb, nb*cnt)
+	s.hb = hb
 	for j := 0; j < nb; j++ {
-		s.hash.TCCRXor(s.hb[j*cnt:(j+1)*cnt], src, d, prg.Tweak{Lo: ctr0, Hi: c.domain(purposeDerived, j)})
+		s.hash.TCCRXor(hb[j*cnt:(j+1)*cnt], src, d, prg.Tweak{Lo: ctr0, Hi: c.domain(purposeDerived, j)})
 	}
 	if w == 1 {
 		m := bitvec.Mask(l)
+		hb = hb[:cnt]
 		for i := range dst[:cnt] {
-			dst[i] = s.hb[i][0] & m
+			dst[i] = hb[i][0] & m
 		}
 		return
 	}
 	s.tmp = growU(s.tmp, 2*nb)
 	for i := 0; i < cnt; i++ {
 		for j := 0; j < nb; j++ {
-			s.tmp[2*j], s.tmp[2*j+1] = s.hb[j*cnt+i][0], s.hb[j*cnt+i][1]
+			s.tmp[2*j], s.tmp[2*j+1] = hb[j*cnt+i][0], hb[j*cnt+i][1]
 		}
 		transport.Unpack(dst[i*w:(i+1)*w], s.tmp, l)
 	}
