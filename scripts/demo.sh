@@ -51,3 +51,16 @@ else
 	echo "MISMATCH: the secure output differs from the cleartext run" >&2
 	exit 1
 fi
+
+echo
+echo "== the same inference with HE linear layers and silent OT, both parties in one process:"
+echo "   bin/scirun --local out/mnist-small.sciir --input $input --backend scihe --ot ferret --quiet"
+bin/scirun --local out/mnist-small.sciir --input "$input" --backend scihe --ot ferret --quiet \
+	--output out/secure-he.npy --raw
+if cmp -s out/clear.npy out/secure-he.npy; then
+	echo "scihe + ferret: bitwise equal to the cleartext run too"
+else
+	echo "MISMATCH: scihe + ferret differs from the cleartext run" >&2
+	exit 1
+fi
+echo "per-layer plot of the two-process run: bin/scirun plot out/report.json -o out/report.png"
