@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -365,6 +366,15 @@ func TestLocalReportAndProgress(t *testing.T) {
 	}
 	if len(r.Layers) != len(prog.Program.Instrs) || !strings.HasPrefix(r.Backend, "sciot ot=iknp") || r.Net != "lan" || r.Total.BytesSent == 0 || r.Setup.BytesSent == 0 {
 		t.Errorf("report: %+v", r)
+	}
+	if runtime.GOOS == "linux" {
+		// The peak memory after each layer: known and never falling.
+		for i, l := range r.Layers {
+			if l.PeakRSS <= 0 || i > 0 && l.PeakRSS < r.Layers[i-1].PeakRSS {
+				t.Errorf("layer %d: peak RSS %d after %d", i, l.PeakRSS, r.Layers[max(i-1, 0)].PeakRSS)
+				break
+			}
+		}
 	}
 	// Not a terminal: no progress bar.
 	e, _, stderr = testEnv()

@@ -43,6 +43,9 @@ type Layer struct {
 	Shape  []int   `json:"shape"`            // the shape of the tensor it produced (or revealed)
 	MS     float64 `json:"ms"`               // wall-clock time at this party
 	Engine string  `json:"engine,omitempty"` // matmul and conv: how the layer ran (ot or he)
+	// PeakRSS is this party's peak resident memory (bytes) when the layer ended: the process's
+	// high-water mark so far (Linux; 0 elsewhere). Summed over nothing in a batch: the maximum.
+	PeakRSS int64 `json:"peak_rss,omitempty"`
 	Traffic
 }
 
@@ -331,6 +334,7 @@ func (rc *recorder) start(k int) {
 func (rc *recorder) finish(i int) {
 	now := time.Now()
 	rc.layers[i].MS += ms(now.Sub(rc.mark))
+	rc.layers[i].PeakRSS = max(rc.layers[i].PeakRSS, peakRSS())
 	rc.mark = now
 	rc.cur = i + 1
 	if rc.cur < len(rc.labels) {
