@@ -50,6 +50,12 @@ session (set-up paid once), --output DIR/ gets one NAME.npy per input, and a sum
 inferences per second and the accuracy against the labels. A per-layer report goes to stderr (and
 with --report FILE to a JSON file).
 
+Linear layers run by correlated OT (--backend sciot), by homomorphic encryption over Z_2^l (scihe)
+or per layer as the compiler planned (auto); every OT comes from IKNP extension or Ferret silent OT
+(--ot ferret: far fewer bytes, more CPU). The output is bitwise the same in every combination.
+TLS: --tls-cert/--tls-key with --tls-ca, or without a PKI --tls-self on the server and --tls-pin
+with the fingerprint it prints on the client.
+
 Flags:
 `
 
