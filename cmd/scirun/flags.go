@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ type config struct {
 	ot                       string
 	quiet, strict            bool
 	threads                  int
+	memLimit                 string
 	set                      map[string]bool // flags given explicitly
 }
 
@@ -86,7 +88,8 @@ func parse(args []string) (*config, error) {
 	fs.StringVar(&c.ot, "ot", "iknp", "OT source `NAME` of the OT-based protocols: iknp (IKNP extension) or ferret (silent OT, far less traffic); both parties must agree")
 	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (default: warn)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")
-	fs.IntVar(&c.threads, "threads", runtime.NumCPU(), "use at most `N` cores: Go's scheduler, HE ciphertext work and silent-OT expansion (default: all cores); --streams sets the OT streams")
+	fs.StringVar(&c.memLimit, "memory-limit", "", "soft limit on this process's memory, e.g. 1800MiB or 2GiB: the garbage collector works harder near it (Go's GOMEMLIMIT; default none)")
+	fs.IntVar(&c.threads, "threads", runtime.NumCPU(), "use at most `N` cores: Go's scheduler and HE ciphertext work (default: all cores); --streams sets the OT streams")
 	fs.IntVar(&c.streams, "streams", defaultStreams(), "run each session over `N` connections (OT streams, one core each); both parties must agree (default min(2, CPUs))")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -182,6 +185,9 @@ func (c *config) check() error {
 	if c.maxPending < 1 {
 		return cli.Usagef("--max-pending %d: want at least 1", c.maxPending)
 	}
+	if _, err := parseSize(c.memLimit); err != nil {
+		return cli.Usagef("--memory-limit %q: %v", c.memLimit, err)
+	}
 	if c.threads < 1 {
 		return cli.Usagef("--threads %d: want at least 1", c.threads)
 	}
@@ -238,4 +244,29 @@ func netModel(name string) (*transport.NetModel, string, error) {
 		return &m, "wan", nil
 	}
 	return nil, "", cli.Usagef("--net %q: want lan or wan", name)
+}
+
+// parseSize reads a byte count with an optional unit: B, KiB, MiB, GiB (or KB, MB, GB as powers of
+// 1000); "" is 0.
+func parseSize(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := int64(1)
+	num := s
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || v <= 0 || v*float64(mult) > 1<<62 {
+		return 0, fmt.Errorf("want a positive size such as 1800MiB or 2GiB")
+	}
+	return int64(v * float64(mult)), nil
 }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
@@ -124,6 +125,9 @@ func runMode(ctx context.Context, args []string, e *env) error {
 	}
 	if c.threads < runtime.NumCPU() {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.threads))
+	}
+	if n, _ := parseSize(c.memLimit); n > 0 {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(n))
 	}
 	if !(c.party == 0 && c.serveMany) {
 		// Only a --serve server drains; anything else stops at the first signal.

@@ -139,3 +139,16 @@ func TestInputOutsideValidatedRange(t *testing.T) {
 		t.Errorf("in range: %v %s", err, stderr)
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"": 0, "1800MiB": 1800 << 20, "2GiB": 2 << 30, "1.5GiB": 3 << 29, "500MB": 500e6, "4096": 4096, "64KiB": 64 << 10} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("%q: %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"x", "-1GiB", "0", "2TiB", "GiB"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
