@@ -1,13 +1,11 @@
 package passes
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cryptflow-go/cryptflow/codegen"
@@ -71,7 +69,7 @@ func LoadValidation(dir string, input ir.Value, prep *codegen.Preprocess) (*Data
 }
 
 func loadNpyFolder(dir string, files []string, in ir.Value) (*Dataset, error) {
-	labels, err := readLabels(filepath.Join(dir, "labels.txt"))
+	labels, err := input.ReadLabels(filepath.Join(dir, "labels.txt"))
 	if err != nil {
 		return nil, err
 	}
@@ -100,42 +98,6 @@ func loadNpyFolder(dir string, files []string, in ir.Value) (*Dataset, error) {
 		}
 	}
 	return ds, nil
-}
-
-// readLabels reads `file label` lines (blank lines and #-comments allowed); nil when absent.
-func readLabels(path string) (map[string]int, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("validation labels: %w", err)
-	}
-	defer f.Close()
-	labels := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		fields := strings.Fields(text)
-		if len(fields) != 2 {
-			return nil, fmt.Errorf("%s:%d: want `file label`, got %q", path, line, text)
-		}
-		l, err := strconv.Atoi(fields[1])
-		if err != nil || l < 0 {
-			return nil, fmt.Errorf("%s:%d: label %q is not a non-negative integer", path, line, fields[1])
-		}
-		if _, dup := labels[fields[0]]; dup {
-			return nil, fmt.Errorf("%s:%d: second label for %s", path, line, fields[0])
-		}
-		labels[fields[0]] = l
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("validation labels: %w", err)
-	}
-	return labels, nil
 }
 
 func loadImageFolder(dir string, classes []string, in ir.Value, prep *codegen.Preprocess) (*Dataset, error) {

@@ -6,7 +6,6 @@ package main
 // the accuracy.
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -148,7 +147,7 @@ func readFolder(dir string, want []int, prep *codegen.Preprocess) (*inputs, erro
 	slices.Sort(files)
 	var labels map[string]int
 	if hasLabels {
-		if labels, err = readLabels(filepath.Join(dir, labelsFile)); err != nil {
+		if labels, err = input.ReadLabels(filepath.Join(dir, labelsFile)); err != nil {
 			return nil, err
 		}
 		for name := range labels {
@@ -183,39 +182,6 @@ func readFolder(dir string, want []int, prep *codegen.Preprocess) (*inputs, erro
 		in.items = append(in.items, it)
 	}
 	return in, nil
-}
-
-// readLabels reads `FILE LABEL` lines (blank lines and #-comments allowed).
-func readLabels(path string) (map[string]int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("labels: %w", err)
-	}
-	defer f.Close()
-	labels := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		fields := strings.Fields(text)
-		if len(fields) != 2 {
-			return nil, fmt.Errorf("%s:%d: want `file label`, got %q", path, line, text)
-		}
-		l, err := strconv.Atoi(fields[1])
-		if err != nil || l < 0 {
-			return nil, fmt.Errorf("%s:%d: label %q is not a non-negative integer", path, line, fields[1])
-		}
-		if _, dup := labels[fields[0]]; dup {
-			return nil, fmt.Errorf("%s:%d: second label for %s", path, line, fields[0])
-		}
-		labels[fields[0]] = l
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("labels: %w", err)
-	}
-	return labels, nil
 }
 
 // outputDir reports whether --output names a folder: it ends with a path separator or is an
