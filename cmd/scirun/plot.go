@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 )
@@ -154,25 +155,7 @@ func plotReport(r *serve.Report, file string) error {
 	canvases := plot.Align(plots, tiles, draw.New(c))
 	timeP.Draw(canvases[0][0])
 	bytesP.Draw(canvases[1][0])
-	return writeAtomic(file, c)
-}
-
-// writeAtomic writes w's output to a temporary file beside file and renames it into place, so a
-// failed write never leaves half a plot.
-func writeAtomic(file string, w io.WriterTo) error {
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".plot-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := w.WriteTo(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
+	return atomicfile.Write(file, 0o644, func(w io.Writer) error { _, err := c.WriteTo(w); return err })
 }
 
 func layerPlot(r *serve.Report, ylabel string, value func(serve.Layer) float64) (*plot.Plot, error) {

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -131,7 +131,7 @@ func Compare(file, title string, models []string, pts []Point) error {
 	canvases := plot.Align(plots, tiles, draw.New(c))
 	timeP.Draw(canvases[0][0])
 	commP.Draw(canvases[1][0])
-	if err := writeAtomic(file, c); err != nil {
+	if err := atomicfile.Write(file, 0o644, func(w io.Writer) error { _, err := c.WriteTo(w); return err }); err != nil {
 		return fmt.Errorf("benchplot: write %s: %w", file, err)
 	}
 	return nil
@@ -160,21 +160,4 @@ func glyph(i int, paper bool) draw.GlyphDrawer {
 		return hollow[i%len(hollow)]
 	}
 	return filled[i%len(filled)]
-}
-
-// writeAtomic writes w's output beside file and renames it into place.
-func writeAtomic(file string, w io.WriterTo) error {
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".plot-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := w.WriteTo(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
 }
