@@ -261,15 +261,8 @@ func (s *Session) parallel(ctx context.Context, n int, f func(w, i int) error) e
 
 // checkOperands validates the slice lengths: party 0 must pass nw weights, party 1 none.
 func (s *Session) checkOperands(op string, dst, w, x []uint64, nw, nx, nd int) error {
-	switch {
-	case s.party == 0 && len(w) != nw:
-		return fmt.Errorf("he: %s: party 0 passed %d weights, want %d", op, len(w), nw)
-	case s.party == 1 && w != nil:
-		return fmt.Errorf("he: %s: party 1 passed weights; only party 0 holds them", op)
-	case len(x) != nx:
-		return fmt.Errorf("he: %s: operand has %d elements, want %d", op, len(x), nx)
-	case len(dst) != nd:
-		return fmt.Errorf("he: %s: result has %d elements, want %d", op, len(dst), nd)
+	if err := ring.CheckProduct(s.party, dst, w, x, nw, nx, nd); err != nil {
+		return fmt.Errorf("he: %s: %w", op, err)
 	}
 	return nil
 }

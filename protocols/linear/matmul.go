@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ring"
 )
 
 // Lambda is the computational security parameter of the OT layer (bits per OT instance sent by
@@ -130,15 +131,8 @@ func (s *Session) MulElem(ctx context.Context, dst, w, x []uint64) error {
 
 // checkOperands validates the slice lengths: party 0 must pass nw weights, party 1 none.
 func (s *Session) checkOperands(op string, dst, w, x []uint64, nw, nx, nd int) error {
-	switch {
-	case s.party == 0 && len(w) != nw:
-		return fmt.Errorf("linear: %s: party 0 passed %d weights, want %d", op, len(w), nw)
-	case s.party == 1 && w != nil:
-		return fmt.Errorf("linear: %s: party 1 passed weights; only party 0 holds them", op)
-	case len(x) != nx:
-		return fmt.Errorf("linear: %s: operand has %d elements, want %d", op, len(x), nx)
-	case len(dst) != nd:
-		return fmt.Errorf("linear: %s: result has %d elements, want %d", op, len(dst), nd)
+	if err := ring.CheckProduct(s.party, dst, w, x, nw, nx, nd); err != nil {
+		return fmt.Errorf("linear: %s: %w", op, err)
 	}
 	return nil
 }

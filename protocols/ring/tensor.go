@@ -1,6 +1,9 @@
 package ring
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Tensor is a row-major tensor of ring elements: a cleartext fixed-point value or one party's
 // share of it. Elements are kept reduced in the ring the tensor belongs to (the ring is not stored
@@ -137,4 +140,21 @@ func (r Ring) SignedValues(t Tensor) []int64 {
 		out[i] = r.Signed(v)
 	}
 	return out
+}
+
+// CheckProduct validates the operands of a product with party 0's private weights, as the linear
+// protocols (OT and HE) take them: party 0 passes nw weights and party 1 none, the shared operand
+// has nx elements and the result nd.
+func CheckProduct(party int, dst, w, x []uint64, nw, nx, nd int) error {
+	switch {
+	case party == 0 && len(w) != nw:
+		return fmt.Errorf("party 0 passed %d weights, want %d", len(w), nw)
+	case party == 1 && w != nil:
+		return errors.New("party 1 passed weights; only party 0 holds them")
+	case len(x) != nx:
+		return fmt.Errorf("operand has %d elements, want %d", len(x), nx)
+	case len(dst) != nd:
+		return fmt.Errorf("result has %d elements, want %d", len(dst), nd)
+	}
+	return nil
 }
