@@ -7,6 +7,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 )
 
 func TestBitTriples(t *testing.T) { testBitTriples(t, iknpSrc) }
@@ -147,7 +148,7 @@ func testDReLUAndReLU(t *testing.T, src otSource) {
 				return s.ReLU(context.Background(), z, x)
 			})
 			dr := reconstructBits(d0, d1, n)
-			z := reconstruct(r, z0, z1)
+			z := ringtest.Reconstruct(r, z0, z1)
 			for i, a := range v {
 				pos := r.Signed(a) >= 0
 				if (dr[i] == 1) != pos {
@@ -194,7 +195,7 @@ func testMUXAndB2A(t *testing.T, src otSource) {
 			return s.B2A(context.Background(), b, c)
 		})
 		c := reconstructBits(c0, c1, n)
-		z, b := reconstruct(r, z0, z1), reconstruct(r, b0, b1)
+		z, b := ringtest.Reconstruct(r, z0, z1), ringtest.Reconstruct(r, b0, b1)
 		for i := range v {
 			if z[i] != r.Mul(c[i], v[i]) {
 				t.Fatalf("l=%d: MUX(%d, %d) = %d", l, c[i], v[i], z[i])

@@ -201,14 +201,6 @@ func shareWrapping(r ring.Ring, rng *rand.Rand, v []uint64) (x0, x1 []uint64) {
 	return
 }
 
-func reconstruct(r ring.Ring, x0, x1 []uint64) []uint64 {
-	out := make([]uint64, len(x0))
-	for i := range out {
-		out[i] = r.Add(x0[i], x1[i])
-	}
-	return out
-}
-
 func reconstructBits(b0, b1 []uint64, n int) []uint64 {
 	out := make([]uint64, n)
 	for i := range out {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 )
 
 func floorDivRef(r ring.Ring, v uint64, d uint64) uint64 {
@@ -49,7 +50,7 @@ func testTrunc(t *testing.T, src otSource) {
 					}
 					return ss.Trunc(context.Background(), z, x, s, nonNeg)
 				})
-				z := reconstruct(r, z0, z1)
+				z := ringtest.Reconstruct(r, z0, z1)
 				for i, a := range vals {
 					if want := r.Trunc(a, s); z[i] != want {
 						t.Fatalf("l=%d s=%d nonNeg=%v alg5=%v: Trunc(%d) = %d, want %d", l, s, nonNeg, k%2 == 1, r.Signed(a), r.Signed(z[i]), r.Signed(want))
@@ -80,7 +81,7 @@ func TestTruncInPlace(t *testing.T) {
 				}
 				return ss.Trunc(context.Background(), x, x, 5, nonNeg)
 			})
-			z := reconstruct(r, x0, x1)
+			z := ringtest.Reconstruct(r, x0, x1)
 			for i, a := range v {
 				if z[i] != r.Trunc(a, 5) {
 					t.Fatalf("alg5=%v nonNeg=%v: in-place Trunc(%d) = %d", alg5, nonNeg, r.Signed(a), r.Signed(z[i]))
@@ -109,7 +110,7 @@ func testDiv(t *testing.T, src otSource) {
 				}
 				return ss.Div(context.Background(), z, x, d)
 			})
-			z := reconstruct(r, z0, z1)
+			z := ringtest.Reconstruct(r, z0, z1)
 			for i, a := range v {
 				if want := floorDivRef(r, a, d); z[i] != want {
 					t.Fatalf("l=%d d=%d: %d / d = %d, want %d", l, d, r.Signed(a), r.Signed(z[i]), r.Signed(want))
@@ -139,7 +140,7 @@ func TestAvgRows(t *testing.T) {
 				}
 				return ss.AvgRows(context.Background(), z, x, rows, d)
 			})
-			z := reconstruct(r, z0, z1)
+			z := ringtest.Reconstruct(r, z0, z1)
 			for i := 0; i < rows; i++ {
 				var sum int64
 				for _, a := range v[i*d : i*d+d] {
@@ -189,7 +190,7 @@ func testMaxAndArgMax(t *testing.T, src otSource) {
 				}
 				return ss.ArgMaxRows(context.Background(), a, x, rows, d)
 			})
-			mx, am := reconstruct(r, m0, m1), reconstruct(r, a0, a1)
+			mx, am := ringtest.Reconstruct(r, m0, m1), ringtest.Reconstruct(r, a0, a1)
 			for i := 0; i < rows; i++ {
 				row := v[i*d : i*d+d]
 				best := 0

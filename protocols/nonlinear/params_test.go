@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 )
 
 // Random parameter combinations (any l, any m, shifts and divisors that do
@@ -52,8 +53,8 @@ func TestRandomParameters(t *testing.T) {
 			o[party] = res
 			return nil
 		})
-		relu, trunc := reconstruct(r, o[0].relu, o[1].relu), reconstruct(r, o[0].trunc, o[1].trunc)
-		truncNN, div := reconstruct(r, o[0].truncNN, o[1].truncNN), reconstruct(r, o[0].div, o[1].div)
+		relu, trunc := ringtest.Reconstruct(r, o[0].relu, o[1].relu), ringtest.Reconstruct(r, o[0].trunc, o[1].trunc)
+		truncNN, div := ringtest.Reconstruct(r, o[0].truncNN, o[1].truncNN), ringtest.Reconstruct(r, o[0].div, o[1].div)
 		for i, a := range v {
 			want := a
 			if r.Signed(a) < 0 {
@@ -97,7 +98,7 @@ func TestManyStreamsAndChunks(t *testing.T) {
 		}
 		return ss.Trunc(context.Background(), z[party], x, 9, false)
 	})
-	got := reconstruct(r, z[0], z[1])
+	got := ringtest.Reconstruct(r, z[0], z[1])
 	dr := reconstructBits(b[0], b[1], n)
 	for i, a := range v {
 		if got[i] != r.Trunc(a, 9) {
