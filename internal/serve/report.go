@@ -257,8 +257,9 @@ type recorder struct {
 	running  bool // the program runs (vm.New also asks about engines, before it)
 	mark     time.Time
 	progress func(done, total int, in *fixed.Instr)
-	batch    int // inferences in the session
-	k        int // the inference running
+	batch    int   // inferences in the session
+	k        int   // the inference running
+	peak     int64 // the highest peak RSS read so far (see peakRSS on why it is kept here)
 }
 
 func newRecorder(be vm.Backend, conns []*transport.Conn, p *fixed.Program, progress func(int, int, *fixed.Instr), batch int) *recorder {
@@ -334,7 +335,8 @@ func (rc *recorder) start(k int) {
 func (rc *recorder) finish(i int) {
 	now := time.Now()
 	rc.layers[i].MS += ms(now.Sub(rc.mark))
-	rc.layers[i].PeakRSS = max(rc.layers[i].PeakRSS, peakRSS())
+	rc.peak = max(rc.peak, peakRSS())
+	rc.layers[i].PeakRSS = max(rc.layers[i].PeakRSS, rc.peak)
 	rc.mark = now
 	rc.cur = i + 1
 	if rc.cur < len(rc.labels) {
