@@ -110,6 +110,7 @@ func runNonlinear(ctx context.Context, args []string, out io.Writer) error {
 	reps := fs.Int("reps", 1, "timed repetitions per batch size (the median is reported)")
 	netName := fs.String("net", "none", netFlagHelp)
 	usePipe := fs.Bool("pipe", false, "use in-memory pipes instead of loopback TCP")
+	sequential := fs.Bool("sequential", false, "run the chunks of a large batch one after another instead of interleaving them (more flights; for comparison)")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -173,6 +174,7 @@ func runNonlinear(ctx context.Context, args []string, out io.Writer) error {
 		if name == "ferret-cf2" {
 			o = nonlinear.Options{M: nonlinear.DefaultM, Triples: nonlinear.TriplesOTN}
 		}
+		o.Sequential = *sequential
 		p, err := nlConnect(ctx, r, o, *nstreams, *usePipe, opt, name, cfg)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)

@@ -78,6 +78,7 @@ type COT struct {
 	avail    []prg.Block // the not yet handed out part of out
 	availBit int         // index in outBits of avail[0]'s choice bit
 
+	hold   bool   // a carved share: refills refused (see carve)
 	ggmCtr uint64 // GGM OTs used so far (hash tweak)
 	used   uint64 // COTs handed out so far
 	iters  int
@@ -223,8 +224,26 @@ func (c *COT) keep(n int) {
 	c.availBit = m
 }
 
+// errRefillHeld is the error of a draw beyond a carved share.
+var errRefillHeld = errors.New("ferret: a carved share of the reservoir ran dry (its caller drew more COTs than it had carved)")
+
+// carve returns a COT that hands out the next n available COTs of c (which
+// skips them) and never refills.
+func (c *COT) carve(n int) *COT {
+	d := *c
+	d.hold = true
+	d.avail, d.availBit = c.avail[:n], c.availBit
+	c.avail = c.avail[n:]
+	c.availBit += n
+	c.used += uint64(n)
+	return &d
+}
+
 // refill runs one main iteration.
 func (c *COT) refill(ctx context.Context) error {
+	if c.hold {
+		return c.fail(errRefillHeld)
+	}
 	if err := c.iterate(ctx, c.cfg.Main, c.main, c.base, c.baseBits); err != nil {
 		return c.fail(err)
 	}
@@ -251,6 +270,10 @@ func (c *COT) Role() Role { return c.role }
 
 // Delta returns Δ (sender only; the zero block at the receiver).
 func (c *COT) Delta() prg.Block { return c.delta }
+
+// Available returns the number of COTs that can be drawn before the next
+// refill.
+func (c *COT) Available() int { return len(c.avail) }
 
 // Used returns the number of COTs handed out so far.
 func (c *COT) Used() uint64 { return c.used }

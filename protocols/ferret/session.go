@@ -167,6 +167,37 @@ func (s *Session) Fork(ctx context.Context, conn *transport.Conn) (*Session, err
 // Party returns this party's index (0 or 1).
 func (s *Session) Party() int { return s.party }
 
+// Available returns how many COTs this party can draw as sender and as
+// receiver before the next refill (an interactive iteration).
+func (s *Session) Available() (send, recv int) { return s.out.Available(), s.in.Available() }
+
+// Drawn returns the COTs this party has drawn so far as sender and as
+// receiver.
+func (s *Session) Drawn() (send, recv uint64) { return s.out.Used(), s.in.Used() }
+
+// Carve returns a session that draws the next send COTs of this party's
+// sender reservoir and the next recv COTs of its receiver reservoir, and
+// moves s past them (s.Drawn grows by send and recv at once, whether or not
+// the carved session uses them all). A carved session never refills: a draw
+// beyond its share fails and makes it unusable. It shares s's connection;
+// carved sessions let a caller interleave several batches on it in any
+// order, since each draws from its own range of COTs (a refill's frames
+// would overtake the other batches' frames, and draws interleaved in
+// different orders at the two parties would pair different COTs). Both
+// parties must carve the same ranges in the same order (the peer's send is
+// this party's recv). Carve fails if the reservoirs hold fewer.
+func (s *Session) Carve(send, recv int) (*Session, error) {
+	if s.err != nil {
+		return nil, fmt.Errorf("ferret: Carve: session unusable after an earlier failure: %w", s.err)
+	}
+	if send < 0 || recv < 0 || send > s.out.Available() || recv > s.in.Available() {
+		return nil, fmt.Errorf("ferret: Carve: %d sender and %d receiver COTs asked, %d and %d available", send, recv, s.out.Available(), s.in.Available())
+	}
+	c := &Session{ots: s.ots, cfg: s.cfg, opt: s.opt, party: s.party, conn: s.conn, hash: prg.NewHash(),
+		out: s.out.carve(send), in: s.in.carve(recv)}
+	return c, nil
+}
+
 // Conn returns the connection (for phase labels and statistics).
 func (s *Session) Conn() *transport.Conn { return s.conn }
 

@@ -165,7 +165,7 @@ func (s *Session) div(ctx context.Context, op string, dst, x []uint64, d uint64)
 		return fmt.Errorf("nonlinear: %s: divisor %d too large for Z_2^%d (⌈log2 6d⌉ > 64)", op, d, l)
 	}
 	return s.run(ctx, op, s.parts(len(x), 64), func(ctx context.Context, st *stream, lo, hi int) error {
-		return chunks(hi-lo, st.chunkSize(divWords(l, d, st.m)), func(a, b int) error {
+		return st.chunks(ctx, hi-lo, st.chunkSize(divWords(l, d, st.m)), func(ctx context.Context, st *stream, a, b int) error {
 			return st.div(ctx, dst[lo+a:lo+b], x[lo+a:lo+b], d)
 		})
 	})

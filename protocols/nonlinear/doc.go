@@ -20,7 +20,9 @@
 // A Session runs over one or more ot.Session streams (an OT session and its
 // forks, each on its own connection). Batches are split across the streams
 // and run concurrently; large batches are processed in chunks so memory stays
-// bounded. Both parties must call the same methods with the same lengths and
+// bounded, and the chunks are interleaved round by round so that a batch
+// costs the protocol's depth in flights, not the depth times the number of
+// chunks (see chunks in pipeline.go). Both parties must call the same methods with the same lengths and
 // public parameters in the same order.
 //
 // # OT sources and plans

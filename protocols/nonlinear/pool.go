@@ -159,7 +159,7 @@ func (s *Session) rowsOp(ctx context.Context, op string, dst, x []uint64, rows, 
 	}
 	return s.run(ctx, op, parts, func(ctx context.Context, st *stream, lo, hi int) error {
 		per := max(1, st.budget/poolWords(st.r.Bits, d, st.m))
-		return chunks(hi-lo, per, func(a, b int) error {
+		return st.chunks(ctx, hi-lo, per, func(ctx context.Context, st *stream, a, b int) error {
 			xs := x[(lo+a)*d : (lo+b)*d]
 			if arg {
 				val := make([]uint64, b-a)

@@ -32,17 +32,6 @@ func (st *stream) chunkSize(words int) int {
 	return max(64, st.budget/words&^63)
 }
 
-// chunks calls f on consecutive ranges [a, b) of [0, n) of at most size
-// elements.
-func chunks(n, size int, f func(a, b int) error) error {
-	for a := 0; a < n; a += size {
-		if err := f(a, min(n, a+size)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (s *Session) checkBits(op, name string, v []uint64, n int) error {
 	if len(v) < bitvec.Words(n) {
 		return fmt.Errorf("nonlinear: %s: %s has %d words, want %d for %d bits", op, name, len(v), bitvec.Words(n), n)
@@ -80,7 +69,7 @@ func (s *Session) Millionaires(ctx context.Context, dst, v []uint64, b int) erro
 	}
 	mask := bitvec.Mask(b)
 	return s.run(ctx, op, s.parts(n, 64), func(ctx context.Context, st *stream, lo, hi int) error {
-		return chunks(hi-lo, st.chunkSize(millWords(b, st.m)), func(a, c int) error {
+		return st.chunks(ctx, hi-lo, st.chunkSize(millWords(b, st.m)), func(ctx context.Context, st *stream, a, c int) error {
 			x := make([]uint64, c-a)
 			for i := range x {
 				x[i] = v[lo+a+i] & mask
@@ -164,7 +153,7 @@ func (s *Session) DReLU(ctx context.Context, dst, x []uint64) error {
 		return err
 	}
 	return s.run(ctx, op, s.parts(n, 64), func(ctx context.Context, st *stream, lo, hi int) error {
-		return chunks(hi-lo, st.chunkSize(millWords(st.r.Bits-1, st.m)), func(a, b int) error {
+		return st.chunks(ctx, hi-lo, st.chunkSize(millWords(st.r.Bits-1, st.m)), func(ctx context.Context, st *stream, a, b int) error {
 			d, err := st.drelu(ctx, x[lo+a:lo+b])
 			if err != nil {
 				return err
@@ -187,7 +176,7 @@ func (s *Session) ReLU(ctx context.Context, dst, x []uint64) error {
 		return err
 	}
 	return s.run(ctx, op, s.parts(len(x), 64), func(ctx context.Context, st *stream, lo, hi int) error {
-		return chunks(hi-lo, st.chunkSize(millWords(st.r.Bits-1, st.m)), func(a, b int) error {
+		return st.chunks(ctx, hi-lo, st.chunkSize(millWords(st.r.Bits-1, st.m)), func(ctx context.Context, st *stream, a, b int) error {
 			xs := x[lo+a : lo+b]
 			c, err := st.drelu(ctx, xs)
 			if err != nil {
@@ -335,7 +324,7 @@ func (s *Session) AND(ctx context.Context, dst, x, y []uint64, n int) error {
 		return fmt.Errorf("nonlinear: %s: negative count %d", op, n)
 	}
 	return s.run(ctx, op, s.parts(n, 64), func(ctx context.Context, st *stream, lo, hi int) error {
-		return chunks(hi-lo, st.chunkSize(8), func(a, b int) error {
+		return st.chunks(ctx, hi-lo, st.chunkSize(8), func(ctx context.Context, st *stream, a, b int) error {
 			m := b - a
 			xs := make([]uint64, bitvec.Words(m))
 			ys := make([]uint64, bitvec.Words(m))
@@ -411,7 +400,7 @@ func (s *Session) BitTriples(ctx context.Context, n int) (BitTriples, error) {
 	}
 	t := BitTriples{N: n, D: make([]uint64, bitvec.Words(n)), E: make([]uint64, bitvec.Words(n)), F: make([]uint64, bitvec.Words(n))}
 	st := s.streams[0]
-	err := chunks(n, st.chunkSize(8), func(a, b int) error {
+	err := st.chunks(ctx, n, st.chunkSize(8), func(ctx context.Context, st *stream, a, b int) error {
 		pool := &triplePool{}
 		if err := st.runOTN(ctx, pool.reserve(st, b-a, 0)...); err != nil {
 			return err
@@ -442,7 +431,7 @@ func (s *Session) CorrelatedBitTriples(ctx context.Context, n int) (CorrelatedBi
 	t := CorrelatedBitTriples{N: n, D: make([]uint64, w), D2: make([]uint64, w), E: make([]uint64, w),
 		F: make([]uint64, w), F2: make([]uint64, w)}
 	st := s.streams[0]
-	err := chunks(n, st.chunkSize(8), func(a, b int) error {
+	err := st.chunks(ctx, n, st.chunkSize(8), func(ctx context.Context, st *stream, a, b int) error {
 		pool := &triplePool{}
 		if err := st.runOTN(ctx, pool.reserve(st, 0, b-a)...); err != nil {
 			return err

@@ -45,6 +45,11 @@ type Options struct {
 	// (batches above it run in chunks, each a complete protocol run); 0
 	// means 2^22 words. Both parties must use the same value.
 	Budget int
+	// Sequential runs the chunks of a batch above the budget one after
+	// another, each a complete protocol run, instead of interleaving them
+	// round by round (see Session). The results and bytes are the same;
+	// only the flights differ. Both parties must agree. For comparisons.
+	Sequential bool
 	// PaperTrunc makes Trunc (for inputs not known to be non-negative) run
 	// Alg. 5 exactly as published instead of the cheaper one-comparison
 	// protocol (see Trunc). Both parties must agree. For comparisons with
@@ -88,7 +93,7 @@ type Session struct {
 // The session hello (see streams.Hello).
 const (
 	helloMagic   = "CFNL"
-	helloVersion = 3
+	helloVersion = 4
 )
 
 // New starts a session over the given OT sessions (one per connection, all
@@ -145,6 +150,7 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...streams.OT) (*Ses
 	hello := streams.Hello{Magic: helloMagic, Version: helloVersion, Bits: r.Bits, Params: []streams.HelloParam{
 		{Name: "Options.M", Value: uint64(opt.M)},
 		streams.HelloFlag("Options.PaperTrunc", opt.PaperTrunc),
+		streams.HelloFlag("Options.Sequential", opt.Sequential),
 		streams.HelloFlag("triples from random OT (Options.Triples or the OT source)", plan.ROTTriples),
 		{Name: "Options.MinSplit", Value: uint64(opt.MinSplit)},
 		{Name: "Options.Budget", Value: uint64(opt.Budget)},
@@ -162,7 +168,8 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...streams.OT) (*Ses
 		st := &stream{
 			idx: i, ot: o, conn: o.Conn(), party: party, rng: rng,
 			r: r, m: opt.M, budget: opt.Budget, alg5: opt.PaperTrunc,
-			rotTriples: plan.ROTTriples, silent: src.Silent,
+			rotTriples: plan.ROTTriples, silent: src.Silent, sequential: opt.Sequential,
+			snd: &sendScratch{},
 			// Mirror the roles on odd streams (see New's documentation).
 			last: i & 1,
 		}

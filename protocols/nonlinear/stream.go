@@ -37,15 +37,29 @@ type stream struct {
 	// silent is true on a silent OT source (random OT sends nothing).
 	silent bool
 	last   int // party that sent the most recent flight
+	// sequential runs the chunks of a large batch one after another
+	// instead of interleaving them (see chunks).
+	sequential bool
 
-	sc scratch
+	sc  scratch      // this chunk's buffers
+	snd *sendScratch // the OT sender's buffers, shared by the chunks of a batch
 }
 
-// scratch holds buffers reused across calls.
+// scratch holds buffers reused across calls that a chunk may still need
+// after it gave way to the other chunks of its batch (see chunks): the OT
+// receiver's choices and outputs, and the flights of masked bits.
 type scratch struct {
-	msgs, outs, frame, rx []uint64
-	choice                []uint8
-	cotX, cotR, cotY      []uint64
+	outs, frame, rx []uint64
+	choice          []uint8
+	cotY            []uint64
+}
+
+// sendScratch holds the OT sender's messages. A sender fills and sends them
+// within one step of a chunk (it only receives what continues the flight it
+// answers, so it never gives way in between), so the chunks of a batch
+// share them.
+type sendScratch struct {
+	msgs, cotX, cotR []uint64
 }
 
 // other returns the other party's index.
@@ -132,7 +146,7 @@ func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
 				off += q.size()
 			}
 		} else {
-			msgs := grow(&st.sc.msgs, total*k.N)
+			msgs := grow(&st.snd.msgs, total*k.N)
 			off := 0
 			for _, q := range g {
 				q.send(msgs[off*k.N : (off+q.size())*k.N])
@@ -215,8 +229,8 @@ func (st *stream) cot(ctx context.Context, n, w, l int,
 		}
 		receiverOut(y)
 	} else {
-		x := grow(&st.sc.cotX, n*w)
-		r := grow(&st.sc.cotR, n*w)
+		x := grow(&st.snd.cotX, n*w)
+		r := grow(&st.snd.cotR, n*w)
 		senderX(x)
 		var err error
 		if w == 1 {

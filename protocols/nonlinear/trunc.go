@@ -266,11 +266,11 @@ func (s *Session) Trunc(ctx context.Context, dst, x []uint64, sh int, knownNonNe
 	}
 	return s.run(ctx, op, s.parts(len(x), 64), func(ctx context.Context, st *stream, lo, hi int) error {
 		if sh >= l {
-			return chunks(hi-lo, st.chunkSize(millWords(l-1, st.m)), func(a, b int) error {
+			return st.chunks(ctx, hi-lo, st.chunkSize(millWords(l-1, st.m)), func(ctx context.Context, st *stream, a, b int) error {
 				return st.sign(ctx, dst[lo+a:lo+b], x[lo+a:lo+b])
 			})
 		}
-		return chunks(hi-lo, st.chunkSize(truncWords(l, sh, st.m, knownNonNeg)), func(a, b int) error {
+		return st.chunks(ctx, hi-lo, st.chunkSize(truncWords(l, sh, st.m, knownNonNeg)), func(ctx context.Context, st *stream, a, b int) error {
 			return st.trunc(ctx, dst[lo+a:lo+b], x[lo+a:lo+b], sh, knownNonNeg)
 		})
 	})

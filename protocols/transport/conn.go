@@ -113,7 +113,7 @@ type Options struct {
 type Stats struct {
 	BytesSent, BytesRecv   int64 // wire bytes, frame headers included
 	FramesSent, FramesRecv int64
-	Rounds                 int64 // flights: maximal runs of consecutive sends
+	Rounds                 int64 // flights: maximal runs of consecutive sends (pipelined: see SetYield)
 }
 
 // PayloadSent is BytesSent without the frame headers.
@@ -192,6 +192,10 @@ type Conn struct {
 	order   []string
 	total   Stats
 	sending bool
+
+	// Pipelining (see SetYield).
+	yield      func() error // guarded by mu
+	yieldArmed atomic.Bool  // a frame was sent since the hook last ran (only set while yield != nil)
 }
 
 // NewConn wraps an established net.Conn. The Conn owns nc from now on.
@@ -461,6 +465,9 @@ func (c *Conn) Abort(ctx context.Context, reason string) error {
 // frame must have exactly len(dst) bytes; otherwise the frame is consumed
 // and an error wrapping ErrFrameSize is returned.
 func (c *Conn) Recv(ctx context.Context, dst []byte) error {
+	if err := c.beforeRecv(ctx); err != nil {
+		return err
+	}
 	if err := c.Flush(ctx); err != nil {
 		return err
 	}
@@ -482,6 +489,9 @@ func (c *Conn) Recv(ctx context.Context, dst []byte) error {
 // RecvFrame flushes pending sends, then returns the next frame, whatever its
 // length. The caller owns the returned slice.
 func (c *Conn) RecvFrame(ctx context.Context) ([]byte, error) {
+	if err := c.beforeRecv(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.Flush(ctx); err != nil {
 		return nil, err
 	}
@@ -805,6 +815,9 @@ func (c *Conn) count(send bool, n int) {
 	}
 	c.mu.Lock()
 	if send {
+		if c.yield != nil {
+			c.yieldArmed.Store(true)
+		}
 		if !c.sending {
 			c.cur.Rounds++
 			c.total.Rounds++
@@ -815,7 +828,9 @@ func (c *Conn) count(send bool, n int) {
 		c.total.BytesSent += int64(n)
 		c.total.FramesSent++
 	} else {
-		c.sending = false
+		if c.yield == nil {
+			c.sending = false
+		}
 		c.cur.BytesRecv += int64(n)
 		c.cur.FramesRecv++
 		c.total.BytesRecv += int64(n)

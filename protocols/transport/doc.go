@@ -43,6 +43,9 @@
 // rounds. A round is a flight: a maximal run of consecutive sends, so a
 // protocol in which P0 sends, P1 answers and P0 reads has one round at each
 // party; the round count of a protocol is the sum over the two parties.
+// While chunks of a batch are interleaved round by round ([Conn.SetYield]),
+// a flight is one round of the interleaving: the caller ends it with
+// [Conn.EndFlight], and the receives inside it do not.
 //
 // # Network model
 //

@@ -1,0 +1,206 @@
+package nonlinear
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ferret"
+	"github.com/cryptflow-go/cryptflow/protocols/streams"
+)
+
+// Chunks and their schedule.
+//
+// A stream builds at most Options.Budget words of OT messages at a time, so a
+// large batch runs as chunks of chunkSize elements. Run one after another,
+// every chunk pays the protocol's full depth in flights: a ReLU on 2^20
+// elements at l = 32 is 44 chunks of ~8 flights each. Instead, chunks runs
+// the chunks of a batch as coroutines interleaved round by round: every
+// chunk's first step, then every chunk's second step, and so on, where a
+// step ends when the chunk is about to receive after having sent (the
+// transport's yield hook, transport.Conn.SetYield). Both parties interleave
+// in the same order, so the frames of chunk i in round r are where the peer
+// reads them, and the batch costs the protocol's depth in flights, not the
+// depth times the number of chunks. What a chunk keeps between its steps is
+// its share state and the OT receiver's outputs (a few words per element);
+// the OT sender's messages, which the budget is about, are built and sent
+// within one step and shared by the chunks (sendScratch).
+//
+// A silent OT source refills its reservoir by an interactive iteration on
+// the stream's connection; inside an interleaved round that iteration's
+// frames would meet the other chunks' frames out of order. So on such a
+// source the first chunk runs alone and measures the COTs a chunk draws in
+// each direction, and each later group of interleaved chunks is as many as
+// the reservoir can serve without a refill (a carved range never refills:
+// a miscount fails loudly, identically at both parties); a chunk that needs a refill runs alone. Each chunk of a group
+// draws from its own carved range of the reservoir (ferret.Session.Carve):
+// silent draws send nothing, so the parties may interleave them in
+// different orders, and a shared cursor would pair different COTs. With B13
+// (~9.9 M COTs per iteration) that is one group per iteration's worth of
+// elements.
+
+// errStopped is what a chunk's receive returns when its batch was abandoned
+// (another chunk failed).
+var errStopped = errors.New("nonlinear: batch abandoned after another chunk failed")
+
+// chunks runs f on the consecutive ranges [a, b) of [0, n) of at most size
+// elements, each on its own copy of the stream (its own receive buffers and
+// flight schedule), interleaved round by round (see above) unless the
+// session runs them sequentially.
+func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Context, st *stream, a, b int) error) error {
+	k := (n + size - 1) / size
+	if k <= 1 || st.sequential {
+		for a := 0; a < n; a += size {
+			if err := f(ctx, st, a, min(n, a+size)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	span := func(i, j int) [][2]int {
+		r := make([][2]int, 0, j-i)
+		for c := i; c < j; c++ {
+			r = append(r, [2]int{c * size, min(n, (c+1)*size)})
+		}
+		return r
+	}
+	fs, silent := st.ot.(*ferret.Session)
+	if !silent {
+		return st.interleave(ctx, span(0, k), nil, f)
+	}
+	// The first chunk runs alone and measures what a chunk draws (the
+	// last chunk, the only shorter one, draws no more).
+	// Which party sent last decides the OT roles and so how a chunk's draws
+	// split between the two directions: every group starts as chunk 0 did
+	// (both parties agree on it; at worst it costs the group one flight).
+	s0, r0 := fs.Drawn()
+	last := st.last
+	if err := f(ctx, st, 0, min(n, size)); err != nil {
+		return err
+	}
+	s1, r1 := fs.Drawn()
+	perS, perR := s1-s0, r1-r0
+	for i := 1; i < k; {
+		as, ar := fs.Available()
+		g := min(k-i, fits(as, perS), fits(ar, perR))
+		if g < 2 {
+			// Not enough COTs left for two chunks: this one refills.
+			if err := f(ctx, st, i*size, min(n, (i+1)*size)); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		// Each chunk of the group draws from its own range of COTs, so the
+		// order in which the chunks' silent draws interleave (which differs
+		// between the parties) does not matter.
+		st.last = last
+		ots := make([]streams.OT, g)
+		for j := range ots {
+			c, err := fs.Carve(int(perS), int(perR))
+			if err != nil {
+				return fmt.Errorf("internal error: %w", err)
+			}
+			ots[j] = c
+		}
+		if err := st.interleave(ctx, span(i, i+g), ots, f); err != nil {
+			return err
+		}
+		i += g
+	}
+	return nil
+}
+
+// fits is how many chunks drawing per COTs each avail COTs serve.
+func fits(avail int, per uint64) int {
+	if per == 0 {
+		return math.MaxInt
+	}
+	return int(uint64(avail) / per)
+}
+
+// fork returns a copy of st for one chunk of an interleaved batch: the same
+// OT source, connection, randomness and sender buffers, its own receive
+// buffers and flight schedule.
+func (st *stream) fork() *stream {
+	cs := *st
+	cs.sc = scratch{}
+	return &cs
+}
+
+// chunkRun is one chunk of an interleaved batch.
+type chunkRun struct {
+	st    *stream
+	next  func() (struct{}, bool)
+	stop  func()
+	yield func(struct{}) bool
+	err   error
+	done  bool
+}
+
+// interleave runs f on the ranges as coroutines, one step of each in turn
+// per round, and ends this party's flight after each round.
+// ots, if not nil, gives each chunk its own OT source.
+func (st *stream) interleave(ctx context.Context, ranges [][2]int, ots []streams.OT, f func(ctx context.Context, st *stream, a, b int) error) error {
+	var cur *chunkRun
+	hook := func() error {
+		if !cur.yield(struct{}{}) {
+			return errStopped
+		}
+		return nil
+	}
+	prev := st.conn.SetYield(hook)
+	defer func() { st.conn.SetYield(prev) }() // restores prev (what it returns is this hook)
+	runs := make([]*chunkRun, len(ranges))
+	for i, r := range ranges {
+		c := &chunkRun{st: st.fork()}
+		if ots != nil {
+			c.st.ot = ots[i]
+		}
+		c.next, c.stop = iter.Pull(func(yield func(struct{}) bool) {
+			c.yield = yield
+			c.err = f(ctx, c.st, r[0], r[1])
+		})
+		runs[i] = c
+	}
+	defer func() {
+		// Stopping an unfinished chunk makes its pending give-way return
+		// false; its receive then fails with errStopped and it unwinds,
+		// running as cur.
+		for _, c := range runs {
+			cur = c
+			c.stop()
+		}
+	}()
+	for live := len(runs); live > 0; {
+		for _, c := range runs {
+			if c.done {
+				continue
+			}
+			cur = c
+			st.conn.SetYield(hook) // c has sent nothing yet in this step
+			if _, ok := c.next(); ok {
+				continue
+			}
+			c.done = true
+			live--
+			if c.err != nil {
+				return c.err
+			}
+		}
+		if err := st.conn.Flush(ctx); err != nil {
+			return err
+		}
+		st.conn.EndFlight()
+	}
+	// Every chunk ran the same schedule, so they agree on who sent last.
+	st.last = runs[0].st.last
+	for i, c := range runs {
+		if c.st.last != st.last {
+			return fmt.Errorf("internal error: chunk %d of an interleaved batch ended with party %d sending last, chunk 0 with party %d", i, c.st.last, st.last)
+		}
+	}
+	return nil
+}
