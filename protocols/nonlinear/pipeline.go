@@ -9,6 +9,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
 // Chunks and their schedule.
@@ -26,7 +27,9 @@ import (
 // depth times the number of chunks. What a chunk keeps between its steps is
 // its share state and the OT receiver's outputs (a few words per element);
 // the OT sender's messages, which the budget is about, are built and sent
-// within one step and shared by the chunks (sendScratch).
+// within one step and shared by the chunks (sendScratch). The first chunk
+// runs alone and measures its bytes; the rest run in groups whose rounds fit
+// interleaveWindow, the peer's traffic a party may have to buffer.
 //
 // A silent OT source refills its reservoir by an interactive iteration on
 // the stream's connection; inside an interleaved round that iteration's
@@ -66,44 +69,60 @@ func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Co
 		}
 		return r
 	}
+	// The first chunk runs alone and measures what a chunk sends and
+	// draws (the last chunk, the only shorter one, needs no more). Which
+	// party sent last decides the OT roles and so how a chunk's draws split
+	// between the two directions: every group starts as chunk 0 did (both
+	// parties agree on it; at worst it costs the group one flight).
 	fs, silent := st.ot.(*ferret.Session)
-	if !silent {
-		return st.interleave(ctx, span(0, k), nil, f)
+	var s0, r0 uint64
+	if silent {
+		s0, r0 = fs.Drawn()
 	}
-	// The first chunk runs alone and measures what a chunk draws (the
-	// last chunk, the only shorter one, draws no more).
-	// Which party sent last decides the OT roles and so how a chunk's draws
-	// split between the two directions: every group starts as chunk 0 did
-	// (both parties agree on it; at worst it costs the group one flight).
-	s0, r0 := fs.Drawn()
+	t0 := st.conn.Stats()
 	last := st.last
 	if err := f(ctx, st, 0, min(n, size)); err != nil {
 		return err
 	}
-	s1, r1 := fs.Drawn()
-	perS, perR := s1-s0, r1-r0
+	t1 := st.conn.Stats().Sub(t0)
+	// A party may hold up to a round of the peer's frames (see
+	// interleaveWindow); a round of a chunk is at most the chunk's bytes
+	// and frames.
+	g0 := min(fits(interleaveWindow, uint64(max(t1.BytesSent, t1.BytesRecv, 1))),
+		fits(transport.QueueFrames/2, uint64(max(t1.FramesSent, t1.FramesRecv, 1))))
+	var perS, perR uint64
+	if silent {
+		s1, r1 := fs.Drawn()
+		perS, perR = s1-s0, r1-r0
+	}
 	for i := 1; i < k; {
-		as, ar := fs.Available()
-		g := min(k-i, fits(as, perS), fits(ar, perR))
+		g := min(k-i, g0)
+		if silent {
+			as, ar := fs.Available()
+			g = min(g, fits(as, perS), fits(ar, perR))
+		}
 		if g < 2 {
-			// Not enough COTs left for two chunks: this one refills.
+			// Room for one chunk only (on Ferret: it refills).
 			if err := f(ctx, st, i*size, min(n, (i+1)*size)); err != nil {
 				return err
 			}
 			i++
 			continue
 		}
-		// Each chunk of the group draws from its own range of COTs, so the
-		// order in which the chunks' silent draws interleave (which differs
-		// between the parties) does not matter.
 		st.last = last
-		ots := make([]streams.OT, g)
-		for j := range ots {
-			c, err := fs.Carve(int(perS), int(perR))
-			if err != nil {
-				return fmt.Errorf("internal error: %w", err)
+		var ots []streams.OT
+		if silent {
+			// Each chunk of the group draws from its own range of COTs, so
+			// the order in which the chunks' silent draws interleave
+			// (which differs between the parties) does not matter.
+			ots = make([]streams.OT, g)
+			for j := range ots {
+				c, err := fs.Carve(int(perS), int(perR))
+				if err != nil {
+					return fmt.Errorf("internal error: %w", err)
+				}
+				ots[j] = c
 			}
-			ots[j] = c
 		}
 		if err := st.interleave(ctx, span(i, i+g), ots, f); err != nil {
 			return err
@@ -113,8 +132,19 @@ func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Co
 	return nil
 }
 
+// interleaveWindow bounds the bytes of the peer's frames a party buffers
+// during an interleaved group. The peer can be a round ahead: it sends round
+// r+1 of chunks 0..c while this party still works through round r of the
+// chunks after c, so a group holds at most this window of the peer's
+// traffic and each party raises its transport read-ahead to it for the
+// group (otherwise two parties writing whole rounds to each other would
+// block each other's writes); likewise a group's round holds at most half
+// of the transport's frame queue (transport.QueueFrames). Constants, not
+// local options, since both parties must size the groups alike.
+const interleaveWindow = 48 << 20
+
 // fits is how many chunks drawing per COTs each avail COTs serve.
-func fits(avail int, per uint64) int {
+func fits[T int | int64](avail T, per uint64) int {
 	if per == 0 {
 		return math.MaxInt
 	}
@@ -153,6 +183,8 @@ func (st *stream) interleave(ctx context.Context, ranges [][2]int, ots []streams
 	}
 	prev := st.conn.SetYield(hook)
 	defer func() { st.conn.SetYield(prev) }() // restores prev (what it returns is this hook)
+	st.conn.SetReadAhead(interleaveWindow)
+	defer st.conn.SetReadAhead(0)
 	runs := make([]*chunkRun, len(ranges))
 	for i, r := range ranges {
 		c := &chunkRun{st: st.fork()}

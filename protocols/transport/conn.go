@@ -37,11 +37,15 @@ const DefaultMaxQueued = 128 << 20
 // zero.
 const DefaultMaxReadAhead = 4 << 20
 
+// QueueFrames is the number of incoming frames a Conn holds ahead of the
+// receives, whatever their size: a protocol that lets the peer run ahead by
+// more frames than this blocks the peer's writes.
+const QueueFrames = 1024
+
 const (
 	abortMarker = 0xFFFFFFFF
 	maxReason   = 1 << 10
 	bufSize     = 256 << 10
-	queueLen    = 1024
 	freeLen     = 16
 	// growStart is the largest buffer allocated for a frame before its
 	// payload arrives; a larger frame's buffer doubles as its bytes arrive.
@@ -153,7 +157,8 @@ type Conn struct {
 	model   *NetModel
 	maxFr   int
 	maxQ    int64
-	ahead   int64 // read-ahead bound (≤ maxQ)
+	ahead   int64        // read-ahead bound (≤ maxQ)
+	raised  atomic.Int64 // a higher read-ahead bound while set (SetReadAhead)
 
 	// Send side (guarded by wmu).
 	wmu   sync.Mutex
@@ -204,7 +209,7 @@ func NewConn(nc net.Conn, opt Options) *Conn {
 		nc:      nc,
 		timeout: opt.Timeout,
 		maxFr:   opt.MaxFrame,
-		frames:  make(chan frame, queueLen),
+		frames:  make(chan frame, QueueFrames),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		phases:  map[string]*Stats{},
@@ -631,10 +636,11 @@ func (c *Conn) readPayload(r io.Reader, n int) ([]byte, error) {
 func (c *Conn) admit(n int64) bool {
 	for {
 		q := c.queued.Load()
+		ahead := max(c.ahead, c.raised.Load())
 		switch {
 		case q == 0 && c.waiting.Load() != 0,
-			q+n <= c.ahead,
-			c.writing.Load() != 0 && q+n <= min(c.maxQ, c.ahead+c.flight.Load()):
+			q+n <= ahead,
+			c.writing.Load() != 0 && q+n <= min(c.maxQ, ahead+c.flight.Load()):
 			return true
 		}
 		select {

@@ -58,3 +58,15 @@ func (c *Conn) beforeRecv(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
+
+// SetReadAhead raises the read-ahead bound (Options.MaxReadAhead) to n bytes, at most
+// Options.MaxQueued, until it is called again; n ≤ 0 restores the configured bound. It returns
+// the bound now in force. Interleaved chunks need it: the peer may send a whole round of every
+// chunk's frames before this party has read the previous round's, so a party holds up to a
+// round of the peer's traffic, and the caller sizes its rounds to fit.
+func (c *Conn) SetReadAhead(n int64) int64 {
+	n = min(max(n, 0), c.maxQ)
+	c.raised.Store(n)
+	c.signal()
+	return max(c.ahead, n)
+}
