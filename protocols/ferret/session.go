@@ -175,6 +175,37 @@ func (s *Session) Available() (send, recv int) { return s.out.Available(), s.in.
 // receiver.
 func (s *Session) Drawn() (send, recv uint64) { return s.out.Used(), s.in.Used() }
 
+// Renew makes sure that at least send COTs are available to this party as
+// sender and recv as receiver without a refill in the middle: in a direction
+// that holds fewer, it drops what is left there (those COTs are never used;
+// Drawn counts them) and runs an iteration now. A caller that is about to
+// carve ranges for interleaved batches calls it where both parties are at
+// the same point of the connection's traffic. Both parties must call it
+// with the same amounts mirrored (the peer's send is this party's recv).
+// Amounts above one iteration's output are served as far as one iteration
+// goes.
+func (s *Session) Renew(ctx context.Context, send, recv int) error {
+	if s.err != nil {
+		return fmt.Errorf("ferret: Renew: session unusable after an earlier failure: %w", s.err)
+	}
+	// This party's sender direction first: an iteration is sent by the COT
+	// sender only, so both parties send before they receive.
+	for _, d := range []struct {
+		c    *COT
+		need int
+	}{{s.out, send}, {s.in, recv}} {
+		if d.c.Available() >= d.need {
+			continue
+		}
+		d.c.used += uint64(len(d.c.avail))
+		d.c.avail = nil
+		if err := d.c.refill(ctx); err != nil {
+			return s.fail("Renew", err)
+		}
+	}
+	return nil
+}
+
 // Carve returns a session that draws the next send COTs of this party's
 // sender reservoir and the next recv COTs of its receiver reservoir, and
 // moves s past them (s.Drawn grows by send and recv at once, whether or not
@@ -193,9 +224,12 @@ func (s *Session) Carve(send, recv int) (*Session, error) {
 	if send < 0 || recv < 0 || send > s.out.Available() || recv > s.in.Available() {
 		return nil, fmt.Errorf("ferret: Carve: %d sender and %d receiver COTs asked, %d and %d available", send, recv, s.out.Available(), s.in.Available())
 	}
-	c := &Session{ots: s.ots, cfg: s.cfg, opt: s.opt, party: s.party, conn: s.conn, hash: prg.NewHash(),
-		out: s.out.carve(send), in: s.in.carve(recv)}
-	return c, nil
+	// The carved session starts with s's buffers (no call keeps their
+	// contents while it waits for the peer, so sessions interleaved on one
+	// goroutine may share them; a copy that needs more grows its own).
+	c := *s
+	c.out, c.in = s.out.carve(send), s.in.carve(recv)
+	return &c, nil
 }
 
 // Conn returns the connection (for phase labels and statistics).

@@ -34,14 +34,15 @@ import (
 // A silent OT source refills its reservoir by an interactive iteration on
 // the stream's connection; inside an interleaved round that iteration's
 // frames would meet the other chunks' frames out of order. So on such a
-// source the first chunk runs alone and measures the COTs a chunk draws in
-// each direction, and each later group of interleaved chunks is as many as
-// the reservoir can serve without a refill (a carved range never refills:
-// a miscount fails loudly, identically at both parties); a chunk that needs a refill runs alone. Each chunk of a group
-// draws from its own carved range of the reservoir (ferret.Session.Carve):
-// silent draws send nothing, so the parties may interleave them in
-// different orders, and a shared cursor would pair different COTs. With B13
-// (~9.9 M COTs per iteration) that is one group per iteration's worth of
+// source the first chunk also measures the COTs a chunk draws in each
+// direction, each later group starts with a refill if fewer than a chunk's
+// draws are left (ferret.Session.Renew drops those few), and a group is at
+// most as many chunks as the reservoir then serves. Each chunk of a group
+// draws from its own carved range of the reservoir (ferret.Session.Carve,
+// which never refills: a miscount fails loudly, identically at both
+// parties): silent draws send nothing, so the parties may interleave them
+// in different orders, and a shared cursor would pair different COTs. With
+// B13 (~9.9 M COTs per iteration) that is one group per iteration's worth of
 // elements.
 
 // errStopped is what a chunk's receive returns when its batch was abandoned
@@ -97,12 +98,19 @@ func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Co
 	}
 	for i := 1; i < k; {
 		g := min(k-i, g0)
-		if silent {
+		if silent && g > 1 {
+			// Start the group with enough COTs for a chunk at least (the
+			// few left over, under a chunk's worth, are dropped: a refill
+			// inside a group would overtake the other chunks' frames).
+			if err := fs.Renew(ctx, int(perS), int(perR)); err != nil {
+				return err
+			}
 			as, ar := fs.Available()
 			g = min(g, fits(as, perS), fits(ar, perR))
 		}
 		if g < 2 {
-			// Room for one chunk only (on Ferret: it refills).
+			// Room for one chunk only (on Ferret: a chunk that draws more
+			// than an iteration gives, refilling as it goes).
 			if err := f(ctx, st, i*size, min(n, (i+1)*size)); err != nil {
 				return err
 			}
@@ -151,12 +159,17 @@ func fits[T int | int64](avail T, per uint64) int {
 	return int(uint64(avail) / per)
 }
 
-// fork returns a copy of st for one chunk of an interleaved batch: the same
-// OT source, connection, randomness and sender buffers, its own receive
-// buffers and flight schedule.
-func (st *stream) fork() *stream {
+// fork returns a copy of st for chunk j of an interleaved group: the same OT
+// source, connection, randomness and sender buffers, its own receive
+// buffers (those chunk j of the previous group had: fresh buffers would cost
+// their page faults again) and flight schedule.
+func (st *stream) fork(j int) *stream {
 	cs := *st
 	cs.sc = scratch{}
+	if j < len(st.spare) {
+		cs.sc = st.spare[j]
+	}
+	cs.spare = nil
 	return &cs
 }
 
@@ -187,7 +200,7 @@ func (st *stream) interleave(ctx context.Context, ranges [][2]int, ots []streams
 	defer st.conn.SetReadAhead(0)
 	runs := make([]*chunkRun, len(ranges))
 	for i, r := range ranges {
-		c := &chunkRun{st: st.fork()}
+		c := &chunkRun{st: st.fork(i)}
 		if ots != nil {
 			c.st.ot = ots[i]
 		}
@@ -226,6 +239,12 @@ func (st *stream) interleave(ctx context.Context, ranges [][2]int, ots []streams
 			return err
 		}
 		st.conn.EndFlight()
+	}
+	if len(st.spare) < len(runs) {
+		st.spare = append(st.spare, make([]scratch, len(runs)-len(st.spare))...)
+	}
+	for i, c := range runs {
+		st.spare[i] = c.st.sc
 	}
 	// Every chunk ran the same schedule, so they agree on who sent last.
 	st.last = runs[0].st.last

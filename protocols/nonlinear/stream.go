@@ -43,6 +43,9 @@ type stream struct {
 
 	sc  scratch      // this chunk's buffers
 	snd *sendScratch // the OT sender's buffers, shared by the chunks of a batch
+	// spare keeps the buffers of the chunks of the last interleaved group
+	// for the next (see fork).
+	spare []scratch
 }
 
 // scratch holds buffers reused across calls that a chunk may still need

@@ -40,7 +40,7 @@ const DefaultMaxReadAhead = 4 << 20
 // QueueFrames is the number of incoming frames a Conn holds ahead of the
 // receives, whatever their size: a protocol that lets the peer run ahead by
 // more frames than this blocks the peer's writes.
-const QueueFrames = 1024
+const QueueFrames = 1 << 14
 
 const (
 	abortMarker = 0xFFFFFFFF
