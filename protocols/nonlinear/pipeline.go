@@ -63,6 +63,9 @@ func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Co
 		}
 		return nil
 	}
+	// The chunks' receive buffers pass from group to group (see fork) and
+	// are released with the batch.
+	defer func() { st.spare = nil }()
 	span := func(i, j int) [][2]int {
 		r := make([][2]int, 0, j-i)
 		for c := i; c < j; c++ {
@@ -161,8 +164,8 @@ func fits[T int | int64](avail T, per uint64) int {
 
 // fork returns a copy of st for chunk j of an interleaved group: the same OT
 // source, connection, randomness and sender buffers, its own receive
-// buffers (those chunk j of the previous group had: fresh buffers would cost
-// their page faults again) and flight schedule.
+// buffers (those chunk j of the batch's previous group had: fresh buffers
+// would cost their page faults again) and flight schedule.
 func (st *stream) fork(j int) *stream {
 	cs := *st
 	cs.sc = scratch{}
@@ -196,7 +199,10 @@ func (st *stream) interleave(ctx context.Context, ranges [][2]int, ots []streams
 	}
 	prev := st.conn.SetYield(hook)
 	defer func() { st.conn.SetYield(prev) }() // restores prev (what it returns is this hook)
-	st.conn.SetReadAhead(interleaveWindow)
+	if got := st.conn.SetReadAhead(interleaveWindow); got < interleaveWindow {
+		st.conn.SetReadAhead(0)
+		return fmt.Errorf("interleaving chunks needs the transport to buffer %d MiB of the peer's frames, but its MaxQueued allows %d MiB", interleaveWindow>>20, got>>20)
+	}
 	defer st.conn.SetReadAhead(0)
 	runs := make([]*chunkRun, len(ranges))
 	for i, r := range ranges {

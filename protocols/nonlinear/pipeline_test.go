@@ -2,6 +2,7 @@ package nonlinear
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -22,6 +23,12 @@ type pipeOp struct {
 	bits bool
 	// rows says a chunk is not 64 elements (see the flight test).
 	rows bool
+	// nonNeg: the inputs must be non-negative.
+	nonNeg bool
+	// shares: the spec is of the two parties' inputs (specShares), not of
+	// the shared values.
+	shares     bool
+	specShares func(r ring.Ring, x0, x1 []uint64) []uint64
 }
 
 const pipeD = 4 // MaxRows/ArgMaxRows row width in these tests
@@ -59,6 +66,54 @@ func pipeOps() []pipeOp {
 			out := make([]uint64, len(v))
 			for i, a := range v {
 				out[i] = r.Trunc(a, 9)
+			}
+			return out
+		}},
+		{name: "TruncNonNeg", run: func(ctx context.Context, s *Session, x []uint64, n int) ([]uint64, error) {
+			z := make([]uint64, n)
+			return z, s.Trunc(ctx, z, x, 9, true)
+		}, nonNeg: true, spec: func(r ring.Ring, v []uint64) []uint64 {
+			out := make([]uint64, len(v))
+			for i, a := range v {
+				out[i] = r.Trunc(a, 9)
+			}
+			return out
+		}},
+		{name: "TruncWide", run: func(ctx context.Context, s *Session, x []uint64, n int) ([]uint64, error) {
+			z := make([]uint64, n)
+			return z, s.Trunc(ctx, z, x, 40, false) // s ≥ l: the sign
+		}, spec: func(r ring.Ring, v []uint64) []uint64 {
+			out := make([]uint64, len(v))
+			for i, a := range v {
+				out[i] = r.Trunc(a, 40)
+			}
+			return out
+		}},
+		{name: "Millionaires", bits: true, run: func(ctx context.Context, s *Session, x []uint64, n int) ([]uint64, error) {
+			// party 0 compares its share with party 1's: 1{x0 < x1} on 20 bits
+			z := make([]uint64, bitvec.Words(n))
+			return z, s.Millionaires(ctx, z, x, 20)
+		}, shares: true, specShares: func(r ring.Ring, x0, x1 []uint64) []uint64 {
+			out := make([]uint64, len(x0))
+			for i := range out {
+				if x0[i]&(1<<20-1) < x1[i]&(1<<20-1) {
+					out[i] = 1
+				}
+			}
+			return out
+		}},
+		{name: "ArgMaxRows", rows: true, run: func(ctx context.Context, s *Session, x []uint64, n int) ([]uint64, error) {
+			z := make([]uint64, n/pipeD)
+			return z, s.ArgMaxRows(ctx, z, x, n/pipeD, pipeD)
+		}, spec: func(r ring.Ring, v []uint64) []uint64 {
+			out := make([]uint64, len(v)/pipeD)
+			for i := range out {
+				row := v[i*pipeD : (i+1)*pipeD]
+				for j := range row {
+					if r.Signed(row[j]) > r.Signed(row[out[i]]) {
+						out[i] = uint64(j)
+					}
+				}
 			}
 			return out
 		}},
@@ -115,6 +170,13 @@ func runPipeOp(t *testing.T, src otSource, op pipeOp, opt Options, n int) (bytes
 	r := p.r
 	rng := rand.New(rand.NewPCG(uint64(n), 77))
 	v := pipeValues(r, rng, n)
+	if op.nonNeg {
+		for i, a := range v {
+			if r.Signed(a) < 0 {
+				v[i] = r.Neg(a)
+			}
+		}
+	}
 	x0, x1 := share(r, rng, v)
 	var out [2][]uint64
 	before := p.stats()
@@ -133,7 +195,12 @@ func runPipeOp(t *testing.T, src otSource, op pipeOp, opt Options, n int) (bytes
 		// draws fall into iterations.
 		d.BytesSent -= int64(p.ots.iterations()) * ferret.IterationBytes(src.ferret.Main)
 	}
-	want := op.spec(r, v)
+	var want []uint64
+	if op.shares {
+		want = op.specShares(r, x0, x1)
+	} else {
+		want = op.spec(r, v)
+	}
 	var got []uint64
 	if op.bits {
 		got = reconstructBits(out[0], out[1], n)
@@ -155,30 +222,36 @@ func runPipeOp(t *testing.T, src otSource, op pipeOp, opt Options, n int) (bytes
 func TestInterleavedChunks(t *testing.T) {
 	const budget = 1 << 12 // the minimum: 64-element chunks for every protocol here
 	for _, op := range pipeOps() {
-		t.Run(op.name, func(t *testing.T) {
-			_, one := runPipeOp(t, iknpSrc, op, Options{Budget: budget}, 64)
-			want := 2*one - 1 // the group's first flight leaves with chunk 0's last
-			for _, n := range []int{64 * 5, 64*16 - 8} {
-				seqB, seqF := runPipeOp(t, iknpSrc, op, Options{Budget: budget, Sequential: true}, n)
-				b, f := runPipeOp(t, iknpSrc, op, Options{Budget: budget}, n)
-				if b != seqB {
-					t.Errorf("n=%d: %d bytes interleaved, %d sequential", n, b, seqB)
-				}
-				// (A pooling chunk is a few rows, and 254 rows make more
-				// chunks than one group's frames allow.)
-				if !op.rows && f != want {
-					t.Errorf("n=%d: %d flights interleaved, want %d", n, f, want)
-				}
-				if seqF <= f {
-					t.Errorf("n=%d: %d flights sequential, not more than interleaved (%d)", n, seqF, f)
-				}
-				// One after another, each chunk's first flight leaves with the
-				// previous chunk's last (sent by the same party).
-				if chunks := int64((n + 63) / 64); !op.rows && seqF != chunks*(one-1)+1 {
-					t.Errorf("n=%d: %d flights sequential, want %d chunks × %d − %d", n, seqF, chunks, one, chunks-1)
-				}
-			}
-		})
+		for _, tm := range []TripleMode{TriplesOTN, TriplesROT} {
+			t.Run(fmt.Sprintf("%s/triples%d", op.name, tm), func(t *testing.T) { testInterleaved(t, op, Options{Budget: budget, Triples: tm}) })
+		}
+	}
+}
+
+func testInterleaved(t *testing.T, op pipeOp, opt Options) {
+	seqOpt := opt
+	seqOpt.Sequential = true
+	_, one := runPipeOp(t, iknpSrc, op, opt, 64)
+	want := 2*one - 1 // the group's first flight leaves with chunk 0's last
+	for _, n := range []int{64 * 5, 64*16 - 8} {
+		seqB, seqF := runPipeOp(t, iknpSrc, op, seqOpt, n)
+		b, f := runPipeOp(t, iknpSrc, op, opt, n)
+		if b != seqB {
+			t.Errorf("n=%d: %d bytes interleaved, %d sequential", n, b, seqB)
+		}
+		// (A pooling chunk is a few rows, and 254 rows make more chunks
+		// than one group's frames allow.)
+		if !op.rows && f != want {
+			t.Errorf("n=%d: %d flights interleaved, want %d", n, f, want)
+		}
+		if seqF <= f {
+			t.Errorf("n=%d: %d flights sequential, not more than interleaved (%d)", n, seqF, f)
+		}
+		// One after another, each chunk's first flight leaves with the
+		// previous chunk's last (sent by the same party).
+		if chunks := int64((n + 63) / 64); !op.rows && seqF != chunks*(one-1)+1 {
+			t.Errorf("n=%d: %d flights sequential, want %d chunks × %d − %d", n, seqF, chunks, one, chunks-1)
+		}
 	}
 }
 
@@ -210,19 +283,27 @@ func TestInterleavedChunksFerret(t *testing.T) {
 	}
 	const budget = 1 << 12
 	for _, op := range pipeOps() {
-		t.Run(op.name, func(t *testing.T) {
-			for _, n := range []int{64 * 7, 1 << 13} {
-				seqB, seqF := runPipeOp(t, ferretSrc, op, Options{Budget: budget, Sequential: true}, n)
-				b, f := runPipeOp(t, ferretSrc, op, Options{Budget: budget}, n)
-				if b != seqB {
-					t.Errorf("n=%d: %d bytes interleaved, %d sequential", n, b, seqB)
-				}
-				if f >= seqF {
-					t.Errorf("n=%d: %d flights interleaved, not fewer than sequential (%d)", n, f, seqF)
-				}
-				t.Logf("n=%d: flights %d interleaved, %d sequential", n, f, seqF)
-			}
-		})
+		for _, tm := range []TripleMode{TriplesOTN, TriplesROT} {
+			t.Run(fmt.Sprintf("%s/triples%d", op.name, tm), func(t *testing.T) {
+				testInterleavedFerret(t, op, Options{Budget: budget, Triples: tm})
+			})
+		}
+	}
+}
+
+func testInterleavedFerret(t *testing.T, op pipeOp, opt Options) {
+	seqOpt := opt
+	seqOpt.Sequential = true
+	for _, n := range []int{64 * 7, 1 << 13} {
+		seqB, seqF := runPipeOp(t, ferretSrc, op, seqOpt, n)
+		b, f := runPipeOp(t, ferretSrc, op, opt, n)
+		if b != seqB {
+			t.Errorf("n=%d: %d bytes interleaved, %d sequential", n, b, seqB)
+		}
+		if f >= seqF {
+			t.Errorf("n=%d: %d flights interleaved, not fewer than sequential (%d)", n, f, seqF)
+		}
+		t.Logf("n=%d: flights %d interleaved, %d sequential", n, f, seqF)
 	}
 }
 

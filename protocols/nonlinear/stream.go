@@ -2,6 +2,7 @@ package nonlinear
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
@@ -43,8 +44,8 @@ type stream struct {
 
 	sc  scratch      // this chunk's buffers
 	snd *sendScratch // the OT sender's buffers, shared by the chunks of a batch
-	// spare keeps the buffers of the chunks of the last interleaved group
-	// for the next (see fork).
+	// spare keeps the buffers of the chunks of an interleaved group for
+	// the batch's next group (see fork).
 	spare []scratch
 }
 
@@ -149,6 +150,9 @@ func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
 				off += q.size()
 			}
 		} else {
+			if err := st.senderStep(); err != nil {
+				return err
+			}
 			msgs := grow(&st.snd.msgs, total*k.N)
 			off := 0
 			for _, q := range g {
@@ -168,8 +172,8 @@ func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
 // batches, the first with receiver st.last, the second with the other
 // party, and hands every request its share of this party's outputs. On a
 // silent source neither batch sends anything (refills aside), so the flight
-// schedule is unchanged; with IKNP each receiver sends its matrix and the
-// second batch's receiver sent last.
+// schedule is unchanged; with IKNP each receiver sends its matrix and each
+// sender acknowledges it, so the second batch's sender, first, sent last.
 func (st *stream) runROT(ctx context.Context, l, total int, g []otnReq) error {
 	m0, m1, m := make([]uint64, total), make([]uint64, total), make([]uint64, total)
 	c := make([]uint64, bitvec.Words(total))
@@ -182,7 +186,7 @@ func (st *stream) runROT(ctx context.Context, l, total int, g []otnReq) error {
 		var err error
 		if receiver == st.party {
 			err = st.ot.RecvROTWide(ctx, 1, l, c, m)
-		} else {
+		} else if err = st.senderStep(); err == nil {
 			err = st.ot.SendROTWide(ctx, 1, l, m0, m1)
 		}
 		if err != nil {
@@ -190,7 +194,7 @@ func (st *stream) runROT(ctx context.Context, l, total int, g []otnReq) error {
 		}
 	}
 	if !st.silent {
-		st.last = 1 - first
+		st.last = first
 	}
 	off := 0
 	for _, q := range g {
@@ -232,6 +236,9 @@ func (st *stream) cot(ctx context.Context, n, w, l int,
 		}
 		receiverOut(y)
 	} else {
+		if err := st.senderStep(); err != nil {
+			return err
+		}
 		x := grow(&st.snd.cotX, n*w)
 		r := grow(&st.snd.cotR, n*w)
 		senderX(x)
@@ -247,6 +254,19 @@ func (st *stream) cot(ctx context.Context, n, w, l int,
 		senderOut(r)
 	}
 	st.last = 1 - st.last
+	return nil
+}
+
+// senderStep checks, before this party plays an OT sender, that the batch
+// continues a flight it receives: an OT sender fills buffers shared by the
+// chunks of an interleaved batch (sendScratch; on Ferret the carved
+// sessions' buffers) and must not give way to another chunk before it has
+// sent them (see chunks). A schedule that broke this would make the chunks
+// overwrite each other's messages; it fails here instead, at both parties.
+func (st *stream) senderStep() error {
+	if st.conn.WouldYield() {
+		return errors.New("internal error: the OT sender's batch does not continue the flight it answers (st.last out of step with the connection)")
+	}
 	return nil
 }
 

@@ -38,6 +38,17 @@ func (c *Conn) EndFlight() {
 	c.mu.Unlock()
 }
 
+// WouldYield reports whether the next receive would call the yield hook: one
+// is installed and a frame was sent since it last ran (or since SetYield).
+func (c *Conn) WouldYield() bool {
+	if !c.yieldArmed.Load() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.yield != nil
+}
+
 // beforeRecv runs the yield hook if one is installed and this party has sent since it last ran.
 func (c *Conn) beforeRecv(ctx context.Context) error {
 	if !c.yieldArmed.Load() {

@@ -54,13 +54,23 @@ func TestYieldHook(t *testing.T) {
 	}
 	// SetYield forgets earlier sends; the sends above were one flight,
 	// since no EndFlight came between them.
+	if err := a.Send(ctx, []byte{3}); err != nil {
+		t.Fatal(err)
+	}
+	if !a.WouldYield() {
+		t.Fatal("WouldYield false after a send with a hook installed")
+	}
 	a.SetYield(func() error { calls++; return nil })
+	if a.WouldYield() {
+		t.Fatal("SetYield did not forget the sends before it")
+	}
 	if err := a.Send(ctx, []byte{4}); err != nil {
 		t.Fatal(err)
 	}
 	if got := a.Stats().Rounds; got != 1 {
 		t.Fatalf("%d flights with the hook installed, want 1", got)
 	}
+
 	a.EndFlight()
 	if err := a.Send(ctx, []byte{5}); err != nil {
 		t.Fatal(err)
