@@ -59,36 +59,9 @@ func pipeOps() []pipeOp {
 			}
 			return out
 		}},
-		{name: "Trunc", run: func(ctx context.Context, s *Session, x []uint64, n int) ([]uint64, error) {
-			z := make([]uint64, n)
-			return z, s.Trunc(ctx, z, x, 9, false)
-		}, spec: func(r ring.Ring, v []uint64) []uint64 {
-			out := make([]uint64, len(v))
-			for i, a := range v {
-				out[i] = r.Trunc(a, 9)
-			}
-			return out
-		}},
-		{name: "TruncNonNeg", run: func(ctx context.Context, s *Session, x []uint64, n int) ([]uint64, error) {
-			z := make([]uint64, n)
-			return z, s.Trunc(ctx, z, x, 9, true)
-		}, nonNeg: true, spec: func(r ring.Ring, v []uint64) []uint64 {
-			out := make([]uint64, len(v))
-			for i, a := range v {
-				out[i] = r.Trunc(a, 9)
-			}
-			return out
-		}},
-		{name: "TruncWide", run: func(ctx context.Context, s *Session, x []uint64, n int) ([]uint64, error) {
-			z := make([]uint64, n)
-			return z, s.Trunc(ctx, z, x, 40, false) // s ≥ l: the sign
-		}, spec: func(r ring.Ring, v []uint64) []uint64 {
-			out := make([]uint64, len(v))
-			for i, a := range v {
-				out[i] = r.Trunc(a, 40)
-			}
-			return out
-		}},
+		truncOp("Trunc", 9, false),
+		truncOp("TruncNonNeg", 9, true),
+		truncOp("TruncWide", 40, false), // s ≥ l: the sign
 		{name: "Millionaires", bits: true, run: func(ctx context.Context, s *Session, x []uint64, n int) ([]uint64, error) {
 			// party 0 compares its share with party 1's: 1{x0 < x1} on 20 bits
 			z := make([]uint64, bitvec.Words(n))
@@ -143,6 +116,20 @@ func pipeOps() []pipeOp {
 			return out
 		}},
 	}
+}
+
+// truncOp is Trunc by sh (with the promise x ≥ 0 when nonNeg).
+func truncOp(name string, sh int, nonNeg bool) pipeOp {
+	return pipeOp{name: name, nonNeg: nonNeg, run: func(ctx context.Context, s *Session, x []uint64, n int) ([]uint64, error) {
+		z := make([]uint64, n)
+		return z, s.Trunc(ctx, z, x, sh, nonNeg)
+	}, spec: func(r ring.Ring, v []uint64) []uint64 {
+		out := make([]uint64, len(v))
+		for i, a := range v {
+			out[i] = r.Trunc(a, sh)
+		}
+		return out
+	}}
 }
 
 // pipeValues returns n values in [-2^(l-3), 2^(l-3)) (the range the
