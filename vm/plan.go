@@ -279,9 +279,16 @@ func walk(out ir.Shape, f func(i int, idx []int)) {
 // broadcastIndex maps each element of out to the element of a tensor of shape src that numpy
 // broadcasting reads.
 func broadcastIndex(src, out ir.Shape) []int32 {
+	idx := make([]int32, out.Size())
+	broadcastWalk(src, out, func(i, j int) { idx[i] = int32(j) })
+	return idx
+}
+
+// broadcastWalk calls f(i, j) for each element i of out with the element j of a tensor of shape
+// src that numpy broadcasting reads for it.
+func broadcastWalk(src, out ir.Shape, f func(i, j int)) {
 	st := strides(src)
 	off := len(out) - len(src)
-	idx := make([]int32, out.Size())
 	walk(out, func(i int, ix []int) {
 		j := 0
 		for a := range src {
@@ -289,9 +296,8 @@ func broadcastIndex(src, out ir.Shape) []int32 {
 				j += ix[off+a] * st[a]
 			}
 		}
-		idx[i] = int32(j)
+		f(i, j)
 	})
-	return idx
 }
 
 // transposeIndex maps each element of the transposed tensor to its source offset.
@@ -364,15 +370,18 @@ func padIndex(src ir.Shape, pads []int, mode fixed.PadMode) ([]int32, error) {
 	return idx, nil
 }
 
-// expandConst broadcasts the weight of an OpAddConst/OpMulConst to the operand's shape.
-func (m *Machine) expandConst(in *fixed.Instr) (*ring.Tensor, error) {
+// constant returns the weight of an OpAddConst/OpMulConst in the ring, broadcast to the operand's
+// shape, in cbuf (valid until the next call; party 0 only).
+func (m *Machine) constant(in *fixed.Instr) *ring.Tensor {
 	x := m.prog.Tensors[in.In[0]].Shape
-	w := m.weights[in.Weight]
-	ws := m.prog.Weights[in.Weight].Shape
-	if ws.Equal(x) {
-		return w, nil
+	src := m.prog.Weights[in.Weight]
+	t := &ring.Tensor{Shape: x, Data: m.cbuf[:x.Size()]}
+	if src.Shape.Equal(x) {
+		for j, v := range src.Data {
+			t.Data[j] = m.r.FromSigned(v)
+		}
+		return t
 	}
-	t := ring.NewTensor(x)
-	gather(t.Data, w.Data, broadcastIndex(ws, x), 0)
-	return &t, nil
+	broadcastWalk(src.Shape, x, func(i, j int) { t.Data[i] = m.r.FromSigned(src.Data[j]) })
+	return t
 }

@@ -27,15 +27,17 @@ type Output struct {
 // buffers, which every Run reuses; a Machine is not safe for concurrent use (make one per
 // goroutine; the program and a Clear backend may be shared).
 type Machine struct {
-	prog    *fixed.Program
-	be      Backend
-	r       ring.Ring
-	party   int
-	weights []*ring.Tensor // encoded weights (nil at party 1)
-	consts  []*ring.Tensor // per instruction: constants expanded to the operand's shape (party 0)
-	plans   []plan
-	slots   [][]uint64
-	scratch []uint64
+	prog  *fixed.Program
+	be    Backend
+	r     ring.Ring
+	party int
+	// wbuf and cbuf hold, at party 0, the weight tensor and the expanded constant of the running
+	// instruction in the ring (see weight and constant): converted per use, so the machine does not
+	// hold a second copy of every weight (ResNet50: 196 MB) or of every broadcast constant (85 MB).
+	wbuf, cbuf []uint64
+	plans      []plan
+	slots      [][]uint64
+	scratch    []uint64
 	// Observe, when set, is called after every instruction with the tensor it produced (a view
 	// into a slot: copy what must outlive the call). The autotuner uses it to track magnitudes.
 	Observe func(tensor int, value ring.Tensor)
@@ -59,23 +61,12 @@ func New(p *fixed.Program, b Backend) (*Machine, error) {
 		return nil, fmt.Errorf("vm: backend reports party %d", party)
 	}
 	m := &Machine{prog: p, be: b, r: r, party: party}
-	if party == 0 {
-		if !p.HasWeights() {
-			return nil, ErrNoWeights
-		}
-		m.weights = make([]*ring.Tensor, len(p.Weights))
-		for i, w := range p.Weights {
-			t := ring.NewTensor(w.Shape)
-			for j, v := range w.Data {
-				t.Data[j] = r.FromSigned(v)
-			}
-			m.weights[i] = &t
-		}
+	if party == 0 && !p.HasWeights() {
+		return nil, ErrNoWeights
 	}
 	m.allocSlots()
 	m.plans = make([]plan, len(p.Instrs))
-	m.consts = make([]*ring.Tensor, len(p.Instrs))
-	scratch := 0
+	scratch, wmax, cmax := 0, 0, 0
 	for i, in := range p.Instrs {
 		pl, need, err := m.makePlan(in)
 		if err != nil {
@@ -83,15 +74,20 @@ func New(p *fixed.Program, b Backend) (*Machine, error) {
 		}
 		m.plans[i] = pl
 		scratch = max(scratch, need)
-		if party == 0 && (in.Op == fixed.OpAddConst || in.Op == fixed.OpMulConst) {
-			c, err := m.expandConst(in)
-			if err != nil {
-				return nil, fmt.Errorf("vm: instruction %d (%s): %w", i, in.Op, err)
-			}
-			m.consts[i] = c
+		if party != 0 {
+			continue
+		}
+		switch in.Op {
+		case fixed.OpMatMul, fixed.OpConv:
+			wmax = max(wmax, len(p.Weights[in.Weight].Data))
+		case fixed.OpAddConst, fixed.OpMulConst:
+			cmax = max(cmax, p.Tensors[in.In[0]].Shape.Size())
 		}
 	}
 	m.scratch = make([]uint64, scratch)
+	if party == 0 {
+		m.wbuf, m.cbuf = make([]uint64, wmax), make([]uint64, cmax)
+	}
 	return m, nil
 }
 
@@ -206,13 +202,17 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 		return m.conv(ctx, in, pl, dst, x)
 	case fixed.OpAddConst:
 		if m.party == 0 {
-			r.AddVec(dst.Data, x.Data, m.consts[i].Data)
+			r.AddVec(dst.Data, x.Data, m.constant(in).Data)
 		} else {
 			copy(dst.Data, x.Data)
 		}
 		return nil
 	case fixed.OpMulConst:
-		return b.MulConst(ctx, dst, m.consts[i], x)
+		var c *ring.Tensor
+		if m.party == 0 {
+			c = m.constant(in)
+		}
+		return b.MulConst(ctx, dst, c, x)
 	case fixed.OpAdd, fixed.OpSub:
 		y := m.tensor(in.In[1])
 		a, c := x.Data, y.Data
@@ -302,11 +302,18 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 	return fmt.Errorf("unknown opcode %d", uint8(in.Op))
 }
 
+// weight returns weight tensor w in the ring, in wbuf (valid until the next call), or nil at
+// party 1.
 func (m *Machine) weight(w int) *ring.Tensor {
-	if m.weights == nil {
+	if m.party != 0 {
 		return nil
 	}
-	return m.weights[w]
+	src := m.prog.Weights[w]
+	t := &ring.Tensor{Shape: src.Shape, Data: m.wbuf[:len(src.Data)]}
+	for j, v := range src.Data {
+		t.Data[j] = m.r.FromSigned(v)
+	}
+	return t
 }
 
 // gather sets dst[i] = src[idx[i]], or fill where idx[i] < 0.
@@ -326,6 +333,7 @@ func (m *Machine) conv(ctx context.Context, in *fixed.Instr, pl *plan, dst, x ri
 		return m.be.(ConvBackend).Conv2D(ctx, dst, m.weight(in.Weight), x, pl.conv)
 	}
 	wt := m.prog.Weights[in.Weight].Shape
+	full := m.weight(in.Weight)
 	g := in.Group
 	mg := wt[0] / g // output channels per group
 	kg := pl.d      // C/g * kernel size
@@ -359,8 +367,7 @@ func (m *Machine) conv(ctx context.Context, in *fixed.Instr, pl *plan, dst, x ri
 			}
 		}
 		var w *ring.Tensor
-		if m.weights != nil {
-			full := m.weights[in.Weight]
+		if full != nil {
 			w = &ring.Tensor{Shape: []int{mg, kg}, Data: full.Data[gi*mg*kg : (gi+1)*mg*kg]}
 		}
 		if N == 1 {

@@ -52,14 +52,15 @@ type Session struct {
 	hseed      maphash.Seed
 }
 
+// wkey names a cached layer's weights by content: its plan, the number of weights and their keyed
+// 64-bit hash (callers may pass every layer's weights in one reused buffer).
 type wkey struct {
 	plan string
-	ptr  *uint64
+	sum  uint64
 	n    int
 }
 
 type wentry struct {
-	sum   uint64
 	polys []lring.Poly
 }
 
@@ -552,15 +553,11 @@ func (s *Session) weights(ctx context.Context, key string, pl *plan, w []uint64)
 	h.SetSeed(s.hseed)
 	_, _ = h.Write(bitvec.Bytes(w))
 	sum := h.Sum64()
-	k := wkey{plan: key, ptr: &w[0], n: len(w)}
-	if e, ok := s.wcache[k]; ok && e.sum == sum {
+	k := wkey{plan: key, sum: sum, n: len(w)}
+	if e, ok := s.wcache[k]; ok {
 		return e.polys, nil
 	}
 	size := pl.nW * len(s.p.Q) * s.p.N() * 8
-	if e, ok := s.wcache[k]; ok {
-		s.cacheUsed -= len(e.polys) * len(s.p.Q) * s.p.N() * 8
-		delete(s.wcache, k)
-	}
 	if s.cacheUsed+size > s.cacheBytes {
 		return nil, nil
 	}
@@ -573,7 +570,7 @@ func (s *Session) weights(ctx context.Context, key string, pl *plan, w []uint64)
 	if err != nil {
 		return nil, err
 	}
-	s.wcache[k] = &wentry{sum: sum, polys: polys}
+	s.wcache[k] = &wentry{polys: polys}
 	s.cacheUsed += size
 	return polys, nil
 }
