@@ -466,6 +466,27 @@ func (c *Conn) Abort(ctx context.Context, reason string) error {
 	return nil
 }
 
+// beforeRecv runs the yield hook if one is installed and this party has sent since it last ran.
+func (c *Conn) beforeRecv(ctx context.Context) error {
+	if !c.yieldArmed.Load() {
+		return nil
+	}
+	c.mu.Lock()
+	y := c.yield
+	c.mu.Unlock()
+	if y == nil {
+		return nil
+	}
+	c.yieldArmed.Store(false)
+	err := y()
+	// Whatever ran while this receiver waited sent on its own account.
+	c.yieldArmed.Store(false)
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
 // Recv flushes pending sends, then receives the next frame into dst. The
 // frame must have exactly len(dst) bytes; otherwise the frame is consumed
 // and an error wrapping ErrFrameSize is returned.

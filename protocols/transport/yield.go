@@ -1,7 +1,5 @@
 package transport
 
-import "context"
-
 // Pipelined receivers.
 //
 // A protocol that runs many independent chunks of one batch can interleave them round by round
@@ -47,27 +45,6 @@ func (c *Conn) WouldYield() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.yield != nil
-}
-
-// beforeRecv runs the yield hook if one is installed and this party has sent since it last ran.
-func (c *Conn) beforeRecv(ctx context.Context) error {
-	if !c.yieldArmed.Load() {
-		return nil
-	}
-	c.mu.Lock()
-	y := c.yield
-	c.mu.Unlock()
-	if y == nil {
-		return nil
-	}
-	c.yieldArmed.Store(false)
-	err := y()
-	// Whatever ran while this receiver waited sent on its own account.
-	c.yieldArmed.Store(false)
-	if err != nil {
-		return err
-	}
-	return ctx.Err()
 }
 
 // SetReadAhead raises the read-ahead bound (Options.MaxReadAhead) to n bytes, at most
