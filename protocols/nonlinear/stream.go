@@ -56,6 +56,8 @@ type scratch struct {
 	outs, frame, rx []uint64
 	choice          []uint8
 	cotY            []uint64
+	// random OT (runROT): both parties' outputs and the receiver's choices
+	rotM0, rotM1, rotM, rotC []uint64
 }
 
 // sendScratch holds the OT sender's messages. A sender fills and sends them
@@ -175,8 +177,11 @@ func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
 // schedule is unchanged; with IKNP each receiver sends its matrix and each
 // sender acknowledges it, so the second batch's sender, first, sent last.
 func (st *stream) runROT(ctx context.Context, l, total int, g []otnReq) error {
-	m0, m1, m := make([]uint64, total), make([]uint64, total), make([]uint64, total)
-	c := make([]uint64, bitvec.Words(total))
+	// The chunk's own buffers, reused call after call: fresh ones cost a page fault per 4 KiB at
+	// their first store (on Ferret a tenth of a ReLU's CPU).
+	m0, m1, m := grow(&st.sc.rotM0, total), grow(&st.sc.rotM1, total), grow(&st.sc.rotM, total)
+	c := grow(&st.sc.rotC, bitvec.Words(total))
+	clear(c)
 	first := st.last
 	for pass := 0; pass < 2; pass++ {
 		receiver := first
