@@ -56,8 +56,12 @@ type scratch struct {
 	outs, frame, rx []uint64
 	choice          []uint8
 	cotY            []uint64
-	// random OT (runROT): both parties' outputs and the receiver's choices
-	rotM0, rotM1, rotM, rotC []uint64
+	rot             rotScratch // random OT on IKNP (see runROT)
+}
+
+// rotScratch holds a random-OT pair's outputs and the receiver's choices (runROT).
+type rotScratch struct {
+	m0, m1, m, c []uint64
 }
 
 // sendScratch holds the OT sender's messages. A sender fills and sends them
@@ -66,6 +70,7 @@ type scratch struct {
 // share them.
 type sendScratch struct {
 	msgs, cotX, cotR []uint64
+	rot              rotScratch // random OT on a silent source (see runROT)
 }
 
 // other returns the other party's index.
@@ -177,10 +182,16 @@ func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
 // schedule is unchanged; with IKNP each receiver sends its matrix and each
 // sender acknowledges it, so the second batch's sender, first, sent last.
 func (st *stream) runROT(ctx context.Context, l, total int, g []otnReq) error {
-	// The chunk's own buffers, reused call after call: fresh ones cost a page fault per 4 KiB at
-	// their first store (on Ferret a tenth of a ReLU's CPU).
-	m0, m1, m := grow(&st.sc.rotM0, total), grow(&st.sc.rotM1, total), grow(&st.sc.rotM, total)
-	c := grow(&st.sc.rotC, bitvec.Words(total))
+	// Reused buffers (fresh ones cost a page fault per 4 KiB at their first store: on Ferret a
+	// tenth of a ReLU's CPU). On a silent source nothing here waits for the peer, so the chunks
+	// of an interleaved batch share one set (a set per chunk would multiply the memory the round
+	// touches); with IKNP a receiver waits for the sender's acknowledgement while holding them.
+	bufs := &st.sc.rot
+	if st.silent {
+		bufs = &st.snd.rot
+	}
+	m0, m1, m := grow(&bufs.m0, total), grow(&bufs.m1, total), grow(&bufs.m, total)
+	c := grow(&bufs.c, bitvec.Words(total))
 	clear(c)
 	first := st.last
 	for pass := 0; pass < 2; pass++ {
