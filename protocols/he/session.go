@@ -350,16 +350,7 @@ func (s *Session) MatMul(ctx context.Context, dst, w []uint64, m, k, n int, x []
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("he: %s: %w", op, err)
 	}
-	key := fmt.Sprintf("conv:%+v", g)
-	pl, ok := s.plans[key]
-	if !ok {
-		var err error
-		if pl, err = convPlan(s.p, g); err != nil {
-			return err
-		}
-		s.plans[key] = pl
-	}
-	return s.run(ctx, op, key, pl, dst, w, x)
+	return s.conv(ctx, op, g, dst, w, x)
 }
 
 // Conv2D sets dst ([N, M, OH, OW]) to this party's share of the convolution of the shared x ([N,
@@ -376,6 +367,12 @@ func (s *Session) Conv2D(ctx context.Context, dst, w []uint64, g ring.ConvGeom, 
 	if err := s.checkOperands(op, dst, w, x, g.M*(g.C/g.Groups)*g.KH*g.KW, g.N*g.C*g.H*g.W, g.N*g.M*g.OH*g.OW); err != nil {
 		return err
 	}
+	return s.conv(ctx, op, g, dst, w, x)
+}
+
+// conv runs the convolution g (a matrix product is one too, matMulGeom) on its plan, made once
+// per geometry and kept.
+func (s *Session) conv(ctx context.Context, op string, g ring.ConvGeom, dst, w, x []uint64) error {
 	key := fmt.Sprintf("conv:%+v", g)
 	pl, ok := s.plans[key]
 	if !ok {
