@@ -144,14 +144,7 @@ func runClient(ctx context.Context, c *config, f *codegen.File, opt *serve.Optio
 	}
 	res, err := serve.RunBatch(ctx, nc, 1, opt, b.encoded)
 	bar.Done()
-	if err != nil {
-		c.writeReports(res, e)
-		return err
-	}
-	if err := c.emitAll(b, res.Batch, f, e, res.Report, 0); err != nil {
-		return err
-	}
-	return c.writeReports(res, e)
+	return c.finishClient(b, f, e, res, err)
 }
 
 func runLocal(ctx context.Context, c *config, f *codegen.File, opt *serve.Options, e *env) error {
@@ -165,6 +158,12 @@ func runLocal(ctx context.Context, c *config, f *codegen.File, opt *serve.Option
 	bar := c.progress(e, &copt)
 	res, _, err := serve.RunLocalBatch(ctx, &sopt, &copt, b.encoded)
 	bar.Done()
+	return c.finishClient(b, f, e, res, err)
+}
+
+// finishClient writes a client run's outputs and reports; after a failure, the reports of what
+// ran (the error is the run's).
+func (c *config) finishClient(b *batchRun, f *codegen.File, e *env, res *serve.Result, err error) error {
 	if err != nil {
 		c.writeReports(res, e)
 		return err
