@@ -55,9 +55,11 @@ var errStopped = errors.New("nonlinear: batch abandoned after another chunk fail
 // session runs them sequentially.
 func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Context, st *stream, a, b int) error) error {
 	k := (n + size - 1) / size
+	bounds := func(c int) [2]int { return [2]int{c * size, min(n, (c+1)*size)} }
+	alone := func(c int) error { b := bounds(c); return f(ctx, st, b[0], b[1]) }
 	if k <= 1 || st.sequential {
-		for a := 0; a < n; a += size {
-			if err := f(ctx, st, a, min(n, a+size)); err != nil {
+		for c := range k {
+			if err := alone(c); err != nil {
 				return err
 			}
 		}
@@ -66,13 +68,6 @@ func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Co
 	// The chunks' receive buffers pass from group to group (see fork) and
 	// are released with the batch.
 	defer func() { st.spare = nil }()
-	span := func(i, j int) [][2]int {
-		r := make([][2]int, 0, j-i)
-		for c := i; c < j; c++ {
-			r = append(r, [2]int{c * size, min(n, (c+1)*size)})
-		}
-		return r
-	}
 	// The first chunk runs alone and measures what a chunk sends and
 	// draws (the last chunk, the only shorter one, needs no more). Which
 	// party sent last decides the OT roles and so how a chunk's draws split
@@ -85,7 +80,7 @@ func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Co
 	}
 	t0 := st.conn.Stats()
 	last := st.last
-	if err := f(ctx, st, 0, min(n, size)); err != nil {
+	if err := alone(0); err != nil {
 		return err
 	}
 	t1 := st.conn.Stats().Sub(t0)
@@ -114,7 +109,7 @@ func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Co
 		if g < 2 {
 			// Room for one chunk only (on Ferret: a chunk that draws more
 			// than an iteration gives, refilling as it goes).
-			if err := f(ctx, st, i*size, min(n, (i+1)*size)); err != nil {
+			if err := alone(i); err != nil {
 				return err
 			}
 			i++
@@ -135,7 +130,11 @@ func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Co
 				ots[j] = c
 			}
 		}
-		if err := st.interleave(ctx, span(i, i+g), ots, f); err != nil {
+		ranges := make([][2]int, g)
+		for j := range ranges {
+			ranges[j] = bounds(i + j)
+		}
+		if err := st.interleave(ctx, ranges, ots, f); err != nil {
 			return err
 		}
 		i += g
