@@ -377,9 +377,7 @@ func (m *Machine) constant(in *fixed.Instr) *ring.Tensor {
 	src := m.prog.Weights[in.Weight]
 	t := &ring.Tensor{Shape: x, Data: m.cbuf[:x.Size()]}
 	if src.Shape.Equal(x) {
-		for j, v := range src.Data {
-			t.Data[j] = m.r.FromSigned(v)
-		}
+		m.r.FromSignedVec(t.Data, src.Data)
 		return t
 	}
 	broadcastWalk(src.Shape, x, func(i, j int) { t.Data[i] = m.r.FromSigned(src.Data[j]) })

@@ -310,9 +310,7 @@ func (m *Machine) weight(w int) *ring.Tensor {
 	}
 	src := m.prog.Weights[w]
 	t := &ring.Tensor{Shape: src.Shape, Data: m.wbuf[:len(src.Data)]}
-	for j, v := range src.Data {
-		t.Data[j] = m.r.FromSigned(v)
-	}
+	m.r.FromSignedVec(t.Data, src.Data)
 	return t
 }
 

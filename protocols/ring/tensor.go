@@ -127,10 +127,16 @@ func (r Ring) ReduceVec(x []uint64) {
 // ring) in its first len(v) elements and zeros after them.
 func (r Ring) SignedTensor(shape []int, v ...int64) Tensor {
 	t := NewTensor(shape)
-	for i, x := range v {
-		t.Data[i] = r.FromSigned(x)
-	}
+	r.FromSignedVec(t.Data, v)
 	return t
+}
+
+// FromSignedVec sets dst[i] to v[i] reduced into the ring, for i < len(v).
+func (r Ring) FromSignedVec(dst []uint64, v []int64) {
+	dst = dst[:len(v)]
+	for i, x := range v {
+		dst[i] = r.FromSigned(x)
+	}
 }
 
 // SignedValues returns the elements of t read as signed integers.
