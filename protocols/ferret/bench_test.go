@@ -79,7 +79,7 @@ func benchFerret(b *testing.B, cfg Config, workers int, tcp bool) {
 	testenv.MustBoth(b, func() (err error) { snd, err = New(ctx, s0, Sender, cfg, Options{Workers: workers}); return },
 		func() (err error) { rcv, err = New(ctx, s1, Receiver, cfg, Options{Workers: workers}); return })
 	// Drain the pre-iteration's leftovers so that each op is one iteration.
-	left := len(snd.avail)
+	left := snd.Available()
 	testenv.MustBoth(b, func() error { return snd.Send(ctx, make([]prg.Block, left)) },
 		func() error { return rcv.Recv(ctx, make([]uint64, bitvec.Words(left)), make([]prg.Block, left)) })
 	n := cfg.Main.Output()
@@ -186,9 +186,10 @@ func BenchmarkFerretOTN16Pipe(b *testing.B) {
 }
 
 // BenchmarkSenderCompute is one party's computation of one B13 main
-// iteration (GGM trees, their hashes and the LPN step; no network), with
-// one and two workers: the per-party rate a party with cores of its own
-// would see.
+// iteration (no network), with one and two workers: every GGM tree
+// expanded with its messages, as when the iteration is sent, then every
+// unit of outputs built as when it is drawn (the trees again and the LPN
+// step) — the per-party rate a party with cores of its own would see.
 func BenchmarkSenderCompute(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
@@ -202,20 +203,33 @@ func BenchmarkSenderCompute(b *testing.B) {
 				c.lsc = append(c.lsc, new(lpnScratch))
 				c.wrng = append(c.wrng, rng.Split())
 			}
-			c.out = make([]prg.Block, p.N)
-			base := make([]prg.Block, p.Reserve())
-			rng.Blocks(base)
-			per := 2*p.LogBin + 1
+			bin, per := p.Bin(), 2*p.LogBin+1
+			c.it = &iteration{p: p, cd: c.main, base: make([]prg.Block, p.Reserve()), roots: make([]prg.Block, p.T), unit: bin}
+			rng.Blocks(c.it.base)
+			rng.Blocks(c.it.roots)
 			groups := (p.T + treesPerFrame - 1) / treesPerFrame
-			c.msg = make([]prg.Block, groups*treesPerFrame*per)
+			msg := make([]prg.Block, groups*treesPerFrame*per)
 			c.hbuf = make([]prg.Block, 2*workers*treesPerFrame*p.LogBin)
-			// Worker w takes every workers-th group (no network, so no
-			// waves: one barrier per iteration).
+			scratch := make([][]prg.Block, workers)
+			for w := range scratch {
+				scratch[w] = make([]prg.Block, treesPerFrame*bin)
+			}
+			// Worker w takes every workers-th group, then every workers-th
+			// unit (no network, so no waves: two barriers per iteration).
 			run := func() {
 				c.parallel(workers, func(w int) {
 					for g := w; g < groups; g += workers {
-						c.senderGroup(p, base, g, w, c.msg[g*treesPerFrame*per:])
-						c.lpnGroup(p, c.main, base, nil, g, w)
+						j0 := g * treesPerFrame
+						trees := make([][]prg.Block, 0, treesPerFrame)
+						for j := j0; j < min(p.T, j0+treesPerFrame); j++ {
+							trees = append(trees, scratch[w][(j-j0)*bin:(j-j0+1)*bin])
+						}
+						c.expandSender(p, j0, trees, w, msg[g*treesPerFrame*per:])
+					}
+				})
+				c.parallel(workers, func(w int) {
+					for j := w; j < p.T; j += workers {
+						c.build(j*bin, scratch[w][:bin], nil, w)
 					}
 				})
 			}

@@ -3,6 +3,8 @@ package ferret
 import (
 	"context"
 	"errors"
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
@@ -94,5 +96,71 @@ func drain(ctx context.Context, f *Session, keep int) error {
 				return err
 			}
 		}
+	}
+}
+
+// cacheCfg has 10 units of 8 trees (2^10 outputs each) per iteration.
+var cacheCfg = Config{Name: "cache", Main: Params{N: 80 << 10, T: 80, K: 1000, LogBin: 10}}
+
+// Units evicted from a two-unit cache and built again give the same COTs:
+// four carved shares drawn in pieces, round-robin at the sender and in
+// the reverse order with other piece sizes at the receiver, pair up COT by
+// COT. A share drawn from after its reservoir refilled fails.
+func TestUnitCacheRebuild(t *testing.T) {
+	snd, rcv := cotPair(t, cacheCfg, Options{})
+	ctx := context.Background()
+	draw(t, snd, rcv, 5) // the first iteration
+	snd.it.maxUnits, rcv.it.maxUnits = 2, 2
+	const shares, per = 4, 6000
+	var cs, cr [shares]*COT
+	for i := range cs {
+		cs[i], cr[i] = snd.carve(per+1), rcv.carve(per+1) // one left over
+	}
+	var k, m [shares][]prg.Block
+	var b [shares][]uint64
+	for i := range k {
+		k[i], m[i], b[i] = make([]prg.Block, per), make([]prg.Block, per), make([]uint64, bitvec.Words(per))
+	}
+	testenv.MustBoth(t, func() error {
+		for off := 0; off < per; off += 900 {
+			for i := range cs {
+				if err := cs[i].Send(ctx, k[i][off:min(per, off+900)]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}, func() error {
+		pb := make([]uint64, bitvec.Words(700))
+		for off := 0; off < per; off += 700 {
+			for i := shares - 1; i >= 0; i-- {
+				n := min(per, off+700) - off
+				if err := cr[i].Recv(ctx, pb, m[i][off:off+n]); err != nil {
+					return err
+				}
+				bitvec.Copy(b[i], off, pb, 0, n)
+			}
+		}
+		return nil
+	})
+	if len(snd.it.slots) != 2 {
+		t.Fatalf("the cache holds %d units, want 2", len(snd.it.slots))
+	}
+	d := snd.Delta()
+	for i := range k {
+		for j := range per {
+			want := k[i][j]
+			if bitvec.Bit(b[i], j) == 1 {
+				want = want.Xor(d)
+			}
+			if m[i][j] != want {
+				t.Fatalf("share %d, COT %d: M=%x, K=%x, Δ=%x", i, j, m[i][j], k[i][j], d)
+			}
+		}
+	}
+	// Drain the parent into a refill; the old shares are stale then.
+	draw(t, snd, rcv, snd.Available()+1)
+	if err := cs[0].Send(ctx, make([]prg.Block, 1)); !errors.Is(err, errStale) {
+		t.Fatalf("a draw from a share of a refilled reservoir: %v", err)
 	}
 }

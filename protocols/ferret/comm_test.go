@@ -26,7 +26,7 @@ func checkBytes(t *testing.T, cfg Config, iters int) float64 {
 		t.Fatalf("%s: setup sent %d + %d = %d bytes, want %d", cfg.Name, sent0, sent1, got, want)
 	}
 	// Drain what the pre-iteration left over, then run whole iterations.
-	first := len(snd.avail)
+	first := snd.Available()
 	n := first + iters*cfg.Main.Output()
 	k := make([]prg.Block, n)
 	m := make([]prg.Block, n)
@@ -38,8 +38,8 @@ func checkBytes(t *testing.T, cfg Config, iters int) float64 {
 	if d0.BytesSent != want || d1.BytesSent != 0 {
 		t.Fatalf("%s: %d iterations: sender sent %d bytes (want %d), receiver %d (want 0)", cfg.Name, iters, d0.BytesSent, want, d1.BytesSent)
 	}
-	if snd.Iterations() != iters || len(snd.avail) != 0 {
-		t.Fatalf("%s: %d iterations, %d left; want %d, 0", cfg.Name, snd.Iterations(), len(snd.avail), iters)
+	if snd.Iterations() != iters || snd.Available() != 0 {
+		t.Fatalf("%s: %d iterations, %d left; want %d, 0", cfg.Name, snd.Iterations(), snd.Available(), iters)
 	}
 	for _, i := range []int{0, first, n / 2, n - 1} {
 		want := k[i]

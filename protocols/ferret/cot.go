@@ -70,13 +70,12 @@ type COT struct {
 	exp   []*expander
 	lsc   []*lpnScratch
 
-	out      []prg.Block // the current iteration's outputs
-	outBits  []uint64    // receiver: their choice bits
+	it       *iteration  // the iteration being handed out (shared with carved shares)
+	itID     uint64      // it.id when c's range was set
+	pos, end int         // c's next output and the end of its range in it
 	base     []prg.Block // the next iteration's base COTs
-	baseBits []uint64
-	baseByte []byte      // receiver: the current iteration's base choice bits, one per byte
-	avail    []prg.Block // the not yet handed out part of out
-	availBit int         // index in outBits of avail[0]'s choice bit
+
+	scratch [][]prg.Block // per worker: a frame of trees while an iteration is sent
 
 	hold   bool   // a carved share: refills refused (see carve)
 	ggmCtr uint64 // GGM OTs used so far (hash tweak)
@@ -121,22 +120,15 @@ func New(ctx context.Context, s *ot.Session, role Role, cfg Config, opt Options)
 	w := max(opt.Workers, 1)
 	c := &COT{conn: s.Conn(), role: role, cfg: cfg, workers: w, rng: rng, hash: prg.NewHash()}
 	depth := cfg.Main.LogBin
-	nmax := cfg.Main.N
 	if cfg.HasPre() {
 		depth = max(depth, cfg.Pre.LogBin)
-		nmax = max(nmax, cfg.Pre.N)
 	}
 	for range w {
 		c.exp = append(c.exp, newExpander(depth, treesPerFrame))
 		c.lsc = append(c.lsc, new(lpnScratch))
 		c.wrng = append(c.wrng, rng.Split())
 	}
-	c.out = make([]prg.Block, nmax)
-	c.base = make([]prg.Block, cfg.Main.Reserve())
-	if role == Receiver {
-		c.outBits = make([]uint64, bitvec.Words(nmax))
-		c.baseBits = make([]uint64, bitvec.Words(cfg.Main.Reserve()))
-	}
+	c.it = new(iteration)
 	if err := c.setup(ctx, s); err != nil {
 		return nil, fmt.Errorf("ferret: New (%v, config %q): %w", role, cfg.Name, err)
 	}
@@ -167,7 +159,6 @@ func (c *COT) setSeed(seed prg.Seed) {
 func (c *COT) setup(ctx context.Context, s *ot.Session) error {
 	m0 := c.cfg.BaseCOTs()
 	base := make([]prg.Block, m0)
-	var baseBits []uint64
 	if c.role == Sender {
 		seed := c.rng.Seed()
 		h := c.hello(seed)
@@ -179,8 +170,14 @@ func (c *COT) setup(ctx context.Context, s *ot.Session) error {
 			return err
 		}
 		c.delta = s.BlockCOTDelta()
+		if c.delta[0]&1 != 1 {
+			return errors.New("ferret: the IKNP Δ has its low bit clear (package ot must set it)")
+		}
+		for i := range base {
+			base[i][0] &^= 1
+		}
 	} else {
-		baseBits = make([]uint64, bitvec.Words(m0))
+		baseBits := make([]uint64, bitvec.Words(m0))
 		c.rng.Uint64s(baseBits)
 		if err := s.RecvBlockCOT(ctx, baseBits, base); err != nil {
 			return err
@@ -197,44 +194,32 @@ func (c *COT) setup(ctx context.Context, s *ot.Session) error {
 			return errors.New(msg)
 		}
 		c.setSeed(seed)
-	}
-	if !c.cfg.HasPre() {
-		copy(c.base, base)
-		if c.role == Receiver {
-			copy(c.baseBits, baseBits)
+		for i := range base {
+			base[i][0] = base[i][0]&^1 | bitvec.Bit(baseBits, i)
 		}
-		return nil
 	}
-	if err := c.iterate(ctx, c.cfg.Pre, c.pre, base, baseBits); err != nil {
-		return err
+	c.base = base
+	if !c.cfg.HasPre() {
+		return nil // the first draw runs the first iteration
 	}
-	c.keep(c.cfg.Pre.N)
-	return nil
-}
-
-// keep moves the first Main.Reserve() outputs of the iteration just run
-// (n outputs) to the base buffers and makes the rest available.
-func (c *COT) keep(n int) {
-	m := c.cfg.Main.Reserve()
-	copy(c.base, c.out[:m])
-	if c.role == Receiver {
-		copy(c.baseBits, c.outBits[:len(c.baseBits)])
-	}
-	c.avail = c.out[m:n]
-	c.availBit = m
+	return c.iterate(ctx, c.cfg.Pre, c.pre)
 }
 
 // errRefillHeld is the error of a draw beyond a carved share.
 var errRefillHeld = errors.New("ferret: a carved share of the reservoir ran dry (its caller drew more COTs than it had carved)")
 
+// errStale is the error of a draw from a carved share after its parent
+// refilled: the share's COTs were those of an iteration that is gone.
+var errStale = errors.New("ferret: a carved share was drawn from after its reservoir refilled (carved shares must be used up before the parent draws past them)")
+
 // carve returns a COT that hands out the next n available COTs of c (which
-// skips them) and never refills.
+// skips them) and never refills. It shares c's iteration (and so its unit
+// cache): it must be drawn from before c refills.
 func (c *COT) carve(n int) *COT {
 	d := *c
 	d.hold = true
-	d.avail, d.availBit = c.avail[:n], c.availBit
-	c.avail = c.avail[n:]
-	c.availBit += n
+	d.end = c.pos + n
+	c.pos += n
 	c.used += uint64(n)
 	return &d
 }
@@ -244,10 +229,9 @@ func (c *COT) refill(ctx context.Context) error {
 	if c.hold {
 		return c.fail(errRefillHeld)
 	}
-	if err := c.iterate(ctx, c.cfg.Main, c.main, c.base, c.baseBits); err != nil {
+	if err := c.iterate(ctx, c.cfg.Main, c.main); err != nil {
 		return c.fail(err)
 	}
-	c.keep(c.cfg.Main.N)
 	return nil
 }
 
@@ -273,7 +257,14 @@ func (c *COT) Delta() prg.Block { return c.delta }
 
 // Available returns the number of COTs that can be drawn before the next
 // refill.
-func (c *COT) Available() int { return len(c.avail) }
+func (c *COT) Available() int { return c.end - c.pos }
+
+// drop skips the COTs left before the next refill (they are never used;
+// Used counts them).
+func (c *COT) drop() {
+	c.used += uint64(c.end - c.pos)
+	c.pos = c.end
+}
 
 // Used returns the number of COTs handed out so far.
 func (c *COT) Used() uint64 { return c.used }
@@ -290,20 +281,12 @@ func (c *COT) Send(ctx context.Context, k []prg.Block) error {
 	if c.role != Sender {
 		return errors.New("ferret: Send on the receiver's end of a COT stream")
 	}
-	if err := c.usable(); err != nil {
-		return err
-	}
 	for len(k) > 0 {
-		if len(c.avail) == 0 {
-			if err := c.refill(ctx); err != nil {
-				return fmt.Errorf("ferret: Send: %w", err)
-			}
+		v, err := c.view(ctx, len(k), len(k))
+		if err != nil {
+			return fmt.Errorf("ferret: Send: %w", err)
 		}
-		n := copy(k, c.avail)
-		c.avail = c.avail[n:]
-		c.availBit += n
-		c.used += uint64(n)
-		k = k[n:]
+		k = k[copy(k, v.k):]
 	}
 	return nil
 }
@@ -318,49 +301,62 @@ func (c *COT) Recv(ctx context.Context, b []uint64, m []prg.Block) error {
 	if len(b) < bitvec.Words(len(m)) {
 		return fmt.Errorf("ferret: Recv: %d choice words cannot hold %d choice bits", len(b), len(m))
 	}
-	if err := c.usable(); err != nil {
-		return err
-	}
 	total := len(m)
-	off := 0
-	for off < total {
-		if len(c.avail) == 0 {
-			if err := c.refill(ctx); err != nil {
-				return fmt.Errorf("ferret: Recv: %w", err)
-			}
+	for off := 0; off < total; {
+		v, err := c.view(ctx, total-off, total-off)
+		if err != nil {
+			return fmt.Errorf("ferret: Recv: %w", err)
 		}
-		n := copy(m[off:], c.avail)
-		bitvec.Copy(b, off, c.outBits, c.availBit, n)
-		c.avail = c.avail[n:]
-		c.availBit += n
+		n := copy(m[off:], v.k)
+		bitvec.Copy(b, off, v.bits, v.bit, n)
 		off += n
 	}
-	c.used += uint64(total)
 	if r := total % 64; r != 0 {
 		b[total/64] &= ^uint64(0) >> (64 - r)
 	}
 	return nil
 }
 
-// view draws up to n ≥ 1 of the next COTs without copying them: the
-// returned blocks alias the reservoir and stay valid until the next draw;
-// bit is the index in c.outBits of the first one's choice bit (receiver).
-// A piece ends at the end of an iteration's outputs.
-func (c *COT) view(ctx context.Context, n int) ([]prg.Block, int, error) {
+// piece is a run of consecutive COTs of the reservoir: k the sender's keys
+// or the receiver's M_i, and (receiver) their choice bits, bit i of the
+// piece being bit v.bit+i of v.bits.
+type piece struct {
+	k    []prg.Block
+	bits []uint64
+	bit  int
+}
+
+// view draws up to n ≥ 1 of the next COTs without copying them: the piece
+// aliases the unit cache and stays valid until the next draw from c or
+// from a COT carved from the same reservoir. A piece ends where a unit
+// (one GGM tree, or unitRows outputs for smaller bins) ends. ahead is how
+// many COTs the caller is about to draw in all (≥ n): the units they span
+// are built together, up to half the cache, so that the LPN step's random
+// reads of the base find it in cache from one unit to the next.
+func (c *COT) view(ctx context.Context, n, ahead int) (piece, error) {
 	if err := c.usable(); err != nil {
-		return nil, 0, err
+		return piece{}, err
 	}
-	if len(c.avail) == 0 {
+	if c.pos == c.end {
 		if err := c.refill(ctx); err != nil {
-			return nil, 0, err
+			return piece{}, err
 		}
 	}
-	k := min(n, len(c.avail))
-	v, bit := c.avail[:k], c.availBit
-	c.avail = c.avail[k:]
-	c.availBit += k
+	it := c.it
+	if it.id != c.itID {
+		return piece{}, c.fail(errStale)
+	}
+	u := c.pos / it.unit
+	last := (min(c.end, c.pos+max(n, ahead)) - 1) / it.unit
+	for v := u + 1; v <= min(last, u+it.size()/2-1); v++ {
+		c.unitOf(v)
+	}
+	s := c.unitOf(u)
+	off := c.pos - u*it.unit
+	k := min(n, c.end-c.pos, len(s.k)-off)
+	c.pos += k
 	c.used += uint64(k)
-	return v, bit, nil
+	return piece{k: s.k[off : off+k], bits: s.bits, bit: off}, nil
 }
 
 // domain is the tweak high word for purpose and output block j.
@@ -368,30 +364,229 @@ func (c *COT) domain(purpose, j int) uint64 {
 	return 1<<63 | uint64(purpose)<<56 | c.id<<16 | uint64(j)
 }
 
-// iterate runs one Ferret iteration with p on base COTs base (receiver: and
-// their bits baseBits): outputs go to c.out[:p.N] (and c.outBits).
-func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block, baseBits []uint64) error {
+// iteration is what a COT keeps of the iteration it hands out: not its
+// outputs (a B13 iteration's are 160 MB) but what rebuilds them, a unit
+// at a time, when they are drawn — the base COTs, the sender's GGM roots,
+// the receiver's copy of the sender's messages. Each unit (one GGM tree of
+// outputs, or unitRows outputs of several trees for smaller bins) is
+// expanded and put through the LPN step into a small cache of units when
+// it is first drawn, so the outputs are produced while they are handed
+// out, in a few MB that stay in cache, and a COT stream holds a few tens
+// of MB. The cost: the sender expands each GGM tree twice (once for its
+// messages when the iteration is sent, once when its outputs are drawn),
+// about 2 fixed-key AES per output more. An iteration is shared by the
+// COTs carved from the same reservoir (their draws go through the same
+// unit cache).
+type iteration struct {
+	id    uint64 // counts the iterations of the stream (carved shares check it)
+	p     Params
+	cd    *code
+	base  []prg.Block // its base COTs: K for the LPN step, then T·LogBin for the GGM OTs
+	roots []prg.Block // sender: the GGM roots
+	msg   []prg.Block // receiver: every tree's messages
+	ggm0  uint64      // the GGM tweak counter of tree 0
+	unit  int         // outputs per unit: max(2^LogBin, unitRows)
+
+	slots    []unitSlot // the unit cache, least recently used evicted
+	clock    uint64
+	maxUnits int // the cache's size in units (0: unitCacheBytes' worth; tests set it)
+}
+
+// unitSlot holds one unit of outputs.
+type unitSlot struct {
+	u    int    // the unit held (-1: none)
+	last uint64 // iteration.clock at the last use
+	k    []prg.Block
+	bits []uint64 // receiver
+}
+
+// unitRows is the number of outputs per unit for bins up to that size (a
+// unit is whole trees, expanded up to treesPerFrame at a time, and whole
+// LPN batches).
+const unitRows = 8192
+
+// unitCacheBytes is the size of the unit cache of one COT stream: enough
+// units that the chunks of an interleaved batch (each drawing from its own
+// carved range) find their current unit still there in the next round.
+const unitCacheBytes = 4 << 20
+
+// size is the number of units the cache holds.
+func (it *iteration) size() int {
+	size := it.maxUnits
+	if size == 0 {
+		size = max(4, unitCacheBytes/(16*it.unit))
+	}
+	return min(size, (it.p.N+it.unit-1)/it.unit)
+}
+
+// unitOf returns the cache slot holding unit u of the current iteration,
+// building it (and evicting the least recently used unit) if needed.
+func (c *COT) unitOf(u int) *unitSlot {
+	it := c.it
+	it.clock++
+	var victim *unitSlot
+	for i := range it.slots {
+		s := &it.slots[i]
+		if s.u == u {
+			s.last = it.clock
+			return s
+		}
+		if victim == nil || s.last < victim.last {
+			victim = s
+		}
+	}
+	if len(it.slots) < it.size() {
+		it.slots = append(it.slots, unitSlot{k: make([]prg.Block, it.unit)})
+		victim = &it.slots[len(it.slots)-1]
+		if c.role == Receiver {
+			victim.bits = make([]uint64, it.unit/64)
+		}
+	}
+	victim.u, victim.last = u, it.clock
+	n := min(it.unit, it.p.N-u*it.unit)
+	victim.k = victim.k[:n]
+	c.build(u*it.unit, victim.k, victim.bits, 0)
+	return victim
+}
+
+// build computes outputs [r0, r0+len(dst)) of the current iteration (whole
+// trees; r0 a multiple of the unit) into dst and, at the receiver, their
+// choice bits into bits (bit 0 = output r0), with worker w's scratch: the
+// GGM trees from the sender's roots or the receiver's messages, then the
+// LPN step.
+func (c *COT) build(r0 int, dst []prg.Block, bits []uint64, w int) {
+	it := c.it
+	p := it.p
+	bin, per := p.Bin(), 2*p.LogBin+1
+	j0, j1 := r0/bin, min(p.T, (r0+len(dst)+bin-1)/bin)
+	var tb [maxTreesPerBuild][]prg.Block
+	for j0 < j1 {
+		// at most a frame of trees per expansion (the expander's batch)
+		j2 := min(j1, j0+treesPerFrame)
+		trees := tb[:0]
+		for j := j0; j < j2; j++ {
+			trees = append(trees, dst[(j*bin-r0):(j+1)*bin-r0])
+		}
+		if c.role == Sender {
+			c.expandSender(p, j0, trees, w, nil)
+		} else {
+			c.expandReceiver(p, j0, trees, w, it.msg[j0*per:])
+		}
+		j0 = j2
+	}
+	if c.role == Sender {
+		clearLSB(dst)
+	}
+	c.lpn(r0, dst, bits, w)
+}
+
+// maxTreesPerBuild bounds the trees build expands at once.
+const maxTreesPerBuild = treesPerFrame
+
+// lpn is the LPN step on outputs [r0, r0+len(dst)) (r0 a multiple of
+// lpnRows) held in dst (receiver: their bits in bits, bit 0 = output r0),
+// by worker w: dst ^= A·base[:K] on those rows.
+func (c *COT) lpn(r0 int, dst []prg.Block, bits []uint64, w int) {
+	it := c.it
+	it.cd.apply(c.lsc[w], dst, it.base[:it.p.K], r0, r0+len(dst))
+	if c.role == Receiver && bits != nil {
+		packLSB(bits, dst)
+	}
+}
+
+// packLSB sets bits (⌈len(v)/64⌉ words) to the low bits of the blocks of v,
+// the receiver's choice bits.
+func packLSB(bits []uint64, v []prg.Block) {
+	for w := 0; w*64 < len(v); w++ {
+		s := v[w*64 : min(len(v), w*64+64)]
+		var x uint64
+		for j := range s {
+			x |= (s[j][0] & 1) << j
+		}
+		bits[w] = x
+	}
+}
+
+// iterate runs one Ferret iteration with p on the base COTs in c.base
+// (receiver: and their bits in c.baseBits), which it takes over: the
+// sender sends every tree's messages (one flight), both parties build the
+// iteration's first Main.Reserve() outputs (with their bits) into c.base
+// as the next iteration's base, and the rest becomes available, built a
+// unit at a time as it is drawn (see iteration).
+func (c *COT) iterate(ctx context.Context, p Params, cd *code) error {
+	it := c.it
+	it.base, c.base = c.base, it.base
+	keep := c.cfg.Main.Reserve()
+	c.base = grow(c.base, keep)
+	it.id++
+	c.itID = it.id
+	it.p, it.cd, it.ggm0 = p, cd, c.ggmCtr
+	if u := max(p.Bin(), unitRows); u != it.unit {
+		it.unit, it.slots = u, nil
+	}
+	for i := range it.slots {
+		it.slots[i].u = -1
+	}
 	h := p.LogBin
 	per := 2*h + 1 // blocks per tree on the wire
 	if c.role == Receiver {
-		if cap(c.baseByte) < p.K {
-			c.baseByte = make([]byte, p.K)
-		}
-		c.baseByte = c.baseByte[:p.K]
-		spreadBits(c.baseByte, baseBits)
+		it.msg = grow(it.msg, p.T*per)
+	} else {
+		it.roots = grow(it.roots, p.T)
 	}
 	groups := (p.T + treesPerFrame - 1) / treesPerFrame
+	frameRows := treesPerFrame * p.Bin()
+	// The groups (frames) that hold outputs of the reserve are built now;
+	// the others are only expanded by the sender for their messages.
+	keepRows := min(p.N, (keep+lpnRows-1)/lpnRows*lpnRows)
+	for len(c.scratch) < c.workers {
+		c.scratch = append(c.scratch, nil)
+	}
+	group := func(g, w int, msg []prg.Block) {
+		r0 := g * frameRows
+		j0, j1 := g*treesPerFrame, min(p.T, (g+1)*treesPerFrame)
+		c.scratch[w] = grow(c.scratch[w], (j1-j0)*p.Bin())
+		dst := c.scratch[w]
+		var tb [treesPerFrame][]prg.Block
+		trees := tb[:0]
+		for j := j0; j < j1; j++ {
+			trees = append(trees, dst[(j-j0)*p.Bin():(j-j0+1)*p.Bin()])
+		}
+		if c.role == Sender {
+			c.wrng[w].Blocks(it.roots[j0:j1])
+			c.expandSender(p, j0, trees, w, msg)
+		} else {
+			c.expandReceiver(p, j0, trees, w, msg)
+		}
+		if r0 >= keepRows {
+			return
+		}
+		if c.role == Sender {
+			clearLSB(dst)
+		}
+		rows := min(len(dst), keepRows-r0)
+		c.lpn(r0, dst[:rows], nil, w)
+		n := min(rows, keep-r0)
+		copy(c.base[r0:r0+n], dst[:n])
+	}
 	// Waves of groups: with several workers, each takes wavePer consecutive
-	// groups of the wave (few barriers on a busy machine); the frames go out
-	// in order after the wave's trees are built.
+	// groups of the wave (few barriers on a busy machine); the sender's
+	// frames go out in order after the wave's trees are built.
 	wavePer := 1
 	if c.workers > 1 {
 		wavePer = 4
 	}
 	wave := c.workers * wavePer
-	c.msg = grow(c.msg, wave*treesPerFrame*per)
+	if c.role == Sender {
+		c.msg = grow(c.msg, wave*treesPerFrame*per)
+	}
+	msgOf := func(g0, g int) []prg.Block {
+		if c.role == Receiver {
+			return it.msg[g*treesPerFrame*per:]
+		}
+		return c.msg[(g-g0)*treesPerFrame*per:]
+	}
 	c.hbuf = grow(c.hbuf, 2*c.workers*treesPerFrame*h)
-	msgOf := func(g0, g int) []prg.Block { return c.msg[(g-g0)*treesPerFrame*per:] }
 	// each runs f(g, w) for the wave's groups [g0, g1), worker w on its own
 	// run of groups.
 	each := func(g0, g1 int, f func(g, w int)) {
@@ -404,7 +599,7 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 	for g0 := 0; g0 < groups; g0 += wave {
 		g1 := min(groups, g0+wave)
 		if c.role == Sender {
-			each(g0, g1, func(g, w int) { c.senderGroup(p, base, g, w, msgOf(g0, g)) })
+			each(g0, g1, func(g, w int) { group(g, w, msgOf(g0, g)) })
 			for g := g0; g < g1; g++ {
 				nt := min(treesPerFrame, p.T-g*treesPerFrame)
 				if err := c.conn.Send(ctx, prg.BlockBytes(msgOf(g0, g)[:nt*per])); err != nil {
@@ -414,7 +609,6 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 			if err := c.conn.Flush(ctx); err != nil {
 				return err
 			}
-			each(g0, g1, func(g, w int) { c.lpnGroup(p, cd, base, baseBits, g, w) })
 		} else {
 			for g := g0; g < g1; g++ {
 				nt := min(treesPerFrame, p.T-g*treesPerFrame)
@@ -423,8 +617,9 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 				}
 			}
 			each(g0, g1, func(g, w int) {
-				c.receiverGroup(p, base, baseBits, g, w, msgOf(g0, g))
-				c.lpnGroup(p, cd, base, baseBits, g, w)
+				if g*frameRows < keepRows {
+					group(g, w, msgOf(g0, g))
+				}
 			})
 		}
 	}
@@ -432,20 +627,8 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code, base []prg.Block,
 	if cd == c.main {
 		c.iters++
 	}
+	c.pos, c.end = keep, p.N
 	return nil
-}
-
-// lpnGroup is the LPN step of group g's rows, run right after the group's
-// trees (while its leaves are still in cache) by worker w: out ^= A·base[:K]
-// on rows [g·16·2^h, (g+1)·16·2^h), whole index batches since 16·2^h ≥ 256.
-func (c *COT) lpnGroup(p Params, cd *code, base []prg.Block, baseBits []uint64, g, w int) {
-	out := c.out[:p.N]
-	r0, r1 := g*treesPerFrame*p.Bin(), min(p.T, (g+1)*treesPerFrame)*p.Bin()
-	if c.role == Sender {
-		cd.applySender(c.lsc[w], out, base[:p.K], r0, r1)
-	} else {
-		cd.applyReceiver(c.lsc[w], out, base[:p.K], c.outBits, c.baseByte, r0, r1)
-	}
 }
 
 // parallel runs f(0..n-1), on n goroutines when n > 1.
@@ -462,48 +645,42 @@ func (c *COT) parallel(n int, f func(w int)) {
 	wg.Wait()
 }
 
-// treesOf returns the trees of group g (their storage in out).
-func treesOf(out []prg.Block, p Params, g int, dst [][]prg.Block) [][]prg.Block {
-	dst = dst[:0]
-	bin := p.Bin()
-	for j := g * treesPerFrame; j < min(p.T, (g+1)*treesPerFrame); j++ {
-		dst = append(dst, out[j*bin:(j+1)*bin])
-	}
-	return dst
-}
-
-// senderGroup expands the trees of group g from fresh random roots and
-// writes their messages to msg: for tree j and level i (1..h), c_i^0 =
-// K_i^0 ⊕ H(q) and c_i^1 = K_i^1 ⊕ H(q ⊕ Δ), where K_i^0, K_i^1 are the
-// XORs of the level's left and right children and q is base COT
-// K + j·h + i − 1; then Δ ⊕ (XOR of all leaves).
-func (c *COT) senderGroup(p Params, base []prg.Block, g, w int, msg []prg.Block) {
+// expandSender expands the GGM trees j0, j0+1, … of the current iteration
+// (one slice of 2^LogBin blocks each, in trees) from their roots with
+// worker w's expander and, if msg is not nil, writes their messages to
+// msg: for tree j and level i (1..h), c_i^0 = K_i^0 ⊕ H(q) and c_i^1 =
+// K_i^1 ⊕ H(q ⊕ Δ), where K_i^0, K_i^1 are the XORs of the level's left
+// and right children and q is base COT K + j·h + i − 1; then Δ ⊕ (XOR of
+// all leaves).
+func (c *COT) expandSender(p Params, j0 int, trees [][]prg.Block, w int, msg []prg.Block) {
+	it := c.it
 	h, per := p.LogBin, 2*p.LogBin+1
-	var tb [treesPerFrame][]prg.Block
-	trees := treesOf(c.out, p, g, tb[:])
 	e := c.exp[w]
-	var roots [treesPerFrame]prg.Block
-	c.wrng[w].Blocks(roots[:len(trees)])
 	for j, t := range trees {
-		t[0] = roots[j]
+		t[0] = it.roots[j0+j]
 	}
 	for lvl := 1; lvl <= h; lvl++ {
-		e.level(trees, lvl)
+		e.expand(trees, lvl, msg != nil)
+		if msg == nil {
+			continue
+		}
 		for j := range trees {
 			msg[j*per+2*(lvl-1)] = e.sum0[j]
 			msg[j*per+2*(lvl-1)+1] = e.sum1[j]
 		}
+	}
+	if msg == nil {
+		return
 	}
 	for j := range trees {
 		s := e.sum0[j].Xor(e.sum1[j])
 		msg[j*per+2*h] = s.Xor(c.delta)
 	}
 	nt := len(trees)
-	j0 := g * treesPerFrame
-	q := base[p.K+j0*h : p.K+(j0+nt)*h]
+	q := it.base[p.K+j0*h : p.K+(j0+nt)*h]
 	h0 := c.hbuf[2*w*treesPerFrame*h:][:nt*h]
 	h1 := c.hbuf[(2*w+1)*treesPerFrame*h:][:nt*h]
-	tw := prg.Tweak{Lo: c.ggmCtr + uint64(j0*h), Hi: c.domain(purposeGGM, 0)}
+	tw := prg.Tweak{Lo: it.ggm0 + uint64(j0*h), Hi: c.domain(purposeGGM, 0)}
 	c.hash.TCCRXor(h0, q, prg.Block{}, tw)
 	c.hash.TCCRXor(h1, q, c.delta, tw)
 	for j := 0; j < nt; j++ {
@@ -515,35 +692,29 @@ func (c *COT) senderGroup(p Params, base []prg.Block, g, w int, msg []prg.Block)
 	}
 }
 
-// receiverGroup rebuilds the punctured trees of group g from the sender's
-// messages msg: tree j's path takes branch a_i = 1 − (choice bit of base
-// COT K + j·h + i − 1) at level i, so its punctured leaf is
-// α_j = Σ_i a_i·2^(i−1) (see expander); leaf α_j gets M = K_leaf ⊕ Δ, and
-// output j·2^h + α_j is the tree's noise position: the group's choice bits
-// are set to these unit vectors (the LPN step then adds A·r).
-func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g, w int, msg []prg.Block) {
+// expandReceiver rebuilds the punctured GGM trees j0, j0+1, … of the
+// current iteration into trees from the sender's messages msg (tree j0's
+// first): tree j's path takes branch a_i = 1 − (choice bit of base COT
+// K + j·h + i − 1) at level i, so its punctured leaf is α_j =
+// Σ_i a_i·2^(i−1) (see expander); leaf α_j gets M = K_leaf ⊕ Δ, and its
+// output is the tree's noise position. Then the leaves' low bits become
+// the unit vector of the noise (see clearLSB); the LPN step adds A·r.
+func (c *COT) expandReceiver(p Params, j0 int, trees [][]prg.Block, w int, msg []prg.Block) {
+	it := c.it
 	h, per := p.LogBin, 2*p.LogBin+1
-	var tb [treesPerFrame][]prg.Block
-	trees := treesOf(c.out, p, g, tb[:])
 	nt := len(trees)
-	j0 := g * treesPerFrame
 	e := c.exp[w]
-	t := base[p.K+j0*h : p.K+(j0+nt)*h]
+	t := it.base[p.K+j0*h : p.K+(j0+nt)*h]
 	ht := c.hbuf[2*w*treesPerFrame*h:][:nt*h]
-	c.hash.TCCRXor(ht, t, prg.Block{}, prg.Tweak{Lo: c.ggmCtr + uint64(j0*h), Hi: c.domain(purposeGGM, 0)})
-	// The group's choice bits: the noise positions (the LPN step adds A·r).
-	bin := p.Bin()
-	clear(c.outBits[j0*bin/64 : ((j0+nt)*bin+63)/64])
+	c.hash.TCCRXor(ht, t, prg.Block{}, prg.Tweak{Lo: it.ggm0 + uint64(j0*h), Hi: c.domain(purposeGGM, 0)})
 	var alpha [treesPerFrame]int
 	for j := range trees {
 		a := 0
 		for i := 0; i < h; i++ {
-			r := int(bitvec.Bit(baseBits, p.K+(j0+j)*h+i))
+			r := int(t[j*h+i][0] & 1) // the base COT's choice bit
 			a |= (1 - r) << i
 		}
 		alpha[j] = a
-		pos := (j0+j)*bin + a
-		c.outBits[pos>>6] |= 1 << (pos & 63)
 		trees[j][0] = prg.Block{}
 	}
 	for lvl := 1; lvl <= h; lvl++ {
@@ -567,6 +738,28 @@ func (c *COT) receiverGroup(p Params, base []prg.Block, baseBits []uint64, g, w 
 				tr[alpha[j]] = msg[j*per+2*h].Xor(others)
 			}
 		}
+	}
+	for j, tr := range trees {
+		clearLSB(tr)
+		tr[alpha[j]][0] |= 1
+	}
+}
+
+// clearLSB clears the low bit of every block of v.
+//
+// The choice bit of a COT is the low bit of the receiver's block: Δ's low
+// bit is 1 (package ot sets it) and every sender key has its low bit
+// clear, so M = K ⊕ b·Δ has low bit b. The IKNP base COTs are brought to
+// that form (the sender clears the bit, the receiver sets it to its choice
+// bit), and an iteration keeps it: the sender clears the low bits of its
+// GGM leaves (after their sums went into its messages), the receiver
+// clears those of its leaves but the punctured one, whose bit it sets
+// (v ⊕ Δ with v's bit clear), and the LPN step adds up blocks of the same
+// form. So the receiver's choice bits need no work of their own: they
+// come with the blocks through the LPN step (as in emp-ot).
+func clearLSB(v []prg.Block) {
+	for i := range v {
+		v[i][0] &^= 1
 	}
 }
 

@@ -58,7 +58,8 @@ func cotPair(t testing.TB, cfg Config, opt Options) (*COT, *COT) {
 	return snd, rcv
 }
 
-// draw draws n COTs at both ends and checks M = K ⊕ b·Δ; it returns the
+// draw draws n COTs at both ends and checks M = K ⊕ b·Δ, with b the low
+// bit of M and K's low bit clear; it returns the
 // number of ones among the choice bits.
 func draw(t *testing.T, snd, rcv *COT, n int) int {
 	t.Helper()
@@ -80,6 +81,9 @@ func draw(t *testing.T, snd, rcv *COT, n int) int {
 		}
 		if m[i] != want {
 			t.Fatalf("COT %d of %d (used %d): b=%d K=%x M=%x Δ=%x", i, n, snd.Used(), bi, k[i], m[i], d)
+		}
+		if k[i][0]&1 != 0 || m[i][0]&1 != bi {
+			t.Fatalf("COT %d of %d: the low bits of K (%d) and M (%d) are not 0 and b = %d", i, n, k[i][0]&1, m[i][0]&1, bi)
 		}
 		ones += int(bi)
 	}

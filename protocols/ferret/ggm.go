@@ -49,11 +49,19 @@ func newExpander(depth, group int) *expander {
 // records in e.sum0[g], e.sum1[g] the XOR of tree g's left and right
 // children (t[0:half] and t[half:2·half]).
 func (e *expander) level(trees [][]prg.Block, lvl int) {
+	e.expand(trees, lvl, true)
+}
+
+// expand is level; with sums false it may skip the level sums (a sender
+// rebuilding trees whose messages it has sent).
+func (e *expander) expand(trees [][]prg.Block, lvl int, sums bool) {
 	half := 1 << (lvl - 1)
 	if e.useZ && half >= 16 {
 		for g, t := range trees {
 			ggmLevelZ(&e.rk, (*[2]uint64)(&t[0]), half)
-			e.sum0[g], e.sum1[g] = xorAll(t[:half]), xorAll(t[half:2*half])
+			if sums {
+				e.sum0[g], e.sum1[g] = xorAll(t[:half]), xorAll(t[half:2*half])
+			}
 		}
 		return
 	}

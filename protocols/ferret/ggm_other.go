@@ -11,7 +11,3 @@ func haveLPNKernels() bool { return false }
 func lpnColsZ(*uint32, int, uint64) { panic("ferret: no LPN kernel on this platform") }
 
 func lpnXorX(*[2]uint64, *[2]uint64, *uint32, int) { panic("ferret: no LPN kernel on this platform") }
-
-func lpnXorBitsX(*[2]uint64, *[2]uint64, *uint32, int, *byte) uint64 {
-	panic("ferret: no LPN kernel on this platform")
-}

@@ -88,11 +88,11 @@ func (c *code) indices(sc *lpnScratch, r0 int) []uint32 {
 	return w
 }
 
-// applySender adds A·base to out for rows [r0, r1) (r0 a multiple of
-// lpnRows): out[i] ^= ⊕_j base[col(i, j)]. Every column index is below k =
+// apply adds A·base to rows [r0, r1) (r0 a multiple of lpnRows) held
+// in out (out[0] is row r0): out[i−r0] ^= ⊕_j base[col(i, j)]. Every column index is below k =
 // len(base) by construction (⌊v·k/2^32⌋ < k), so the gathers skip the
 // bounds checks; the ten loads of a row are unrolled into a tree of XORs.
-func (c *code) applySender(sc *lpnScratch, out, base []prg.Block, r0, r1 int) {
+func (c *code) apply(sc *lpnScratch, out, base []prg.Block, r0, r1 int) {
 	if uint64(len(base)) < c.k {
 		panic("ferret: LPN base shorter than k")
 	}
@@ -100,7 +100,7 @@ func (c *code) applySender(sc *lpnScratch, out, base []prg.Block, r0, r1 int) {
 	at := func(j uint32) *prg.Block { return (*prg.Block)(unsafe.Add(bp, uintptr(j)*16)) }
 	for b := r0; b < r1; b += lpnRows {
 		idx := c.indices(sc, b)
-		rows := out[b:min(b+lpnRows, r1)]
+		rows := out[b-r0 : min(b+lpnRows, r1)-r0]
 		if c.useZ {
 			lpnXorX((*[2]uint64)(&rows[0]), (*[2]uint64)(&base[0]), &idx[0], len(rows))
 			continue
@@ -111,55 +111,6 @@ func (c *code) applySender(sc *lpnScratch, out, base []prg.Block, r0, r1 int) {
 			a5, a6, a7, a8, a9 := at(ix[5]), at(ix[6]), at(ix[7]), at(ix[8]), at(ix[9])
 			rows[i][0] ^= (a0[0] ^ a1[0]) ^ (a2[0] ^ a3[0]) ^ (a4[0] ^ a5[0]) ^ (a6[0] ^ a7[0]) ^ (a8[0] ^ a9[0])
 			rows[i][1] ^= (a0[1] ^ a1[1]) ^ (a2[1] ^ a3[1]) ^ (a4[1] ^ a5[1]) ^ (a6[1] ^ a7[1]) ^ (a8[1] ^ a9[1])
-		}
-	}
-}
-
-// spreadBits sets dst[i] to bit i of the packed bits (0 or 1), for i <
-// len(dst): the byte-per-bit form of the receiver's base choice bits that
-// applyReceiver gathers from (one load per column instead of a load, a
-// shift and a mask).
-func spreadBits(dst []byte, bits []uint64) {
-	for i := range dst {
-		dst[i] = byte(bits[i>>6] >> (i & 63) & 1)
-	}
-}
-
-// applyReceiver is applySender for the receiver, which also adds A·bits to
-// its packed choice bits outBits (bit i of outBits[i/64]), given the base
-// choice bits one per byte in baseByte (see spreadBits).
-func (c *code) applyReceiver(sc *lpnScratch, out, base []prg.Block, outBits []uint64, baseByte []byte, r0, r1 int) {
-	if uint64(len(base)) < c.k || uint64(len(baseByte)) < c.k {
-		panic("ferret: LPN base shorter than k")
-	}
-	bp, bw := unsafe.Pointer(&base[0]), unsafe.Pointer(&baseByte[0])
-	at := func(j uint32) *prg.Block { return (*prg.Block)(unsafe.Add(bp, uintptr(j)*16)) }
-	bit := func(j uint32) uint64 { return uint64(*(*byte)(unsafe.Add(bw, uintptr(j)))) }
-	for b := r0; b < r1; b += lpnRows {
-		idx := c.indices(sc, b)
-		rows := out[b:min(b+lpnRows, r1)]
-		if c.useZ {
-			for i := 0; i < len(rows); i += 64 {
-				nr := min(64, len(rows)-i)
-				v := lpnXorBitsX((*[2]uint64)(&rows[i]), (*[2]uint64)(&base[0]), &idx[i*lpnD], nr, &baseByte[0])
-				outBits[(b+i)>>6] ^= v >> (64 - nr)
-			}
-			continue
-		}
-		var acc uint64
-		for i := range rows {
-			ix := (*[lpnD]uint32)(idx[i*lpnD:])
-			a0, a1, a2, a3, a4 := at(ix[0]), at(ix[1]), at(ix[2]), at(ix[3]), at(ix[4])
-			a5, a6, a7, a8, a9 := at(ix[5]), at(ix[6]), at(ix[7]), at(ix[8]), at(ix[9])
-			rows[i][0] ^= (a0[0] ^ a1[0]) ^ (a2[0] ^ a3[0]) ^ (a4[0] ^ a5[0]) ^ (a6[0] ^ a7[0]) ^ (a8[0] ^ a9[0])
-			rows[i][1] ^= (a0[1] ^ a1[1]) ^ (a2[1] ^ a3[1]) ^ (a4[1] ^ a5[1]) ^ (a6[1] ^ a7[1]) ^ (a8[1] ^ a9[1])
-			v := (bit(ix[0]) ^ bit(ix[1])) ^ (bit(ix[2]) ^ bit(ix[3])) ^ (bit(ix[4]) ^ bit(ix[5])) ^
-				(bit(ix[6]) ^ bit(ix[7])) ^ (bit(ix[8]) ^ bit(ix[9]))
-			acc |= (v & 1) << (i & 63)
-			if i&63 == 63 || i == len(rows)-1 {
-				outBits[(b+i)>>6] ^= acc
-				acc = 0
-			}
 		}
 	}
 }

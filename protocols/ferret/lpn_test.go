@@ -8,8 +8,7 @@ import (
 )
 
 // TestCodeRows checks the code against its definition: row i's columns
-// are ⌊v·k/2^32⌋ for words [10i, 10i+10) of the AES_seed counter stream,
-// and the receiver's bits follow the same rows.
+// are ⌊v·k/2^32⌋ for words [10i, 10i+10) of the AES_seed counter stream.
 func TestCodeRows(t *testing.T) {
 	const n, k = 1000, 777
 	seed := prg.Seed{1, 2, 3}
@@ -20,22 +19,14 @@ func TestCodeRows(t *testing.T) {
 		}
 		cd.useZ = useZ
 		base := make([]prg.Block, k)
-		baseBits := make([]uint64, (k+63)/64)
 		g := prg.New(prg.Seed{9})
 		g.Blocks(base)
-		g.Uint64s(baseBits)
 		out := make([]prg.Block, n)
 		g.Blocks(out)
 		orig := append([]prg.Block(nil), out...)
-		outR := append([]prg.Block(nil), out...)
-		bitsR := make([]uint64, (n+63)/64)
 		var sc lpnScratch
-		cd.applySender(&sc, out, base, 0, 512)
-		cd.applySender(&sc, out, base, 512, n)
-		baseByte := make([]byte, k)
-		spreadBits(baseByte, baseBits)
-		cd.applyReceiver(&sc, outR, base, bitsR, baseByte, 0, 256)
-		cd.applyReceiver(&sc, outR, base, bitsR, baseByte, 256, n)
+		cd.apply(&sc, out, base, 0, 512)
+		cd.apply(&sc, out[512:], base, 512, n) // out[0] is row r0
 		// The reference: the block stream of the definition, word by word.
 		d := sha256.Sum256(append([]byte("cryptflow-go ferret LPN code"), seed[:]...))
 		ha, hb := prg.NewHashWithKey(prg.Seed(d[:16])), prg.NewHashWithKey(prg.Seed(d[16:]))
@@ -56,23 +47,18 @@ func TestCodeRows(t *testing.T) {
 		word := func(i int) uint32 { return uint32(stream[i/4][i%4/2] >> (32 * (i % 2))) }
 		for i := 0; i < n; i++ {
 			want := orig[i]
-			var bit uint64
 			for d := 0; d < lpnD; d++ {
 				j := uint64(word(i*lpnD+d)) * k >> 32
 				want = want.Xor(base[j])
-				bit ^= baseBits[j/64] >> (j % 64) & 1
 			}
-			if out[i] != want || outR[i] != want {
-				t.Fatalf("row %d: sender %x receiver %x want %x", i, out[i], outR[i], want)
-			}
-			if bitsR[i/64]>>(i%64)&1 != bit {
-				t.Fatalf("row %d: bit wrong", i)
+			if out[i] != want {
+				t.Fatalf("row %d: %x want %x", i, out[i], want)
 			}
 		}
 	}
 }
 
-func BenchmarkLPNSender(b *testing.B) {
+func BenchmarkLPN(b *testing.B) {
 	for _, p := range []Params{Small().Main, B13().Main} {
 		b.Run(map[int]string{65536: "small", 452000: "b13"}[p.K], func(b *testing.B) {
 			const n = 1 << 20
@@ -83,27 +69,7 @@ func BenchmarkLPNSender(b *testing.B) {
 			c0 := cpuSeconds()
 			b.ResetTimer()
 			for range b.N {
-				cd.applySender(&sc, out, base, 0, n)
-			}
-			b.ReportMetric((cpuSeconds()-c0)*1e9/float64(b.N*n), "cpu-ns/row")
-		})
-	}
-}
-
-func BenchmarkLPNReceiver(b *testing.B) {
-	for _, p := range []Params{Small().Main, B13().Main} {
-		b.Run(map[int]string{65536: "small", 452000: "b13"}[p.K], func(b *testing.B) {
-			const n = 1 << 20
-			cd := newCode(prg.Seed{1}, p.K)
-			base := make([]prg.Block, p.K)
-			baseByte := make([]byte, p.K)
-			out := make([]prg.Block, n)
-			outBits := make([]uint64, n/64)
-			var sc lpnScratch
-			c0 := cpuSeconds()
-			b.ResetTimer()
-			for range b.N {
-				cd.applyReceiver(&sc, out, base, outBits, baseByte, 0, n)
+				cd.apply(&sc, out, base, 0, n)
 			}
 			b.ReportMetric((cpuSeconds()-c0)*1e9/float64(b.N*n), "cpu-ns/row")
 		})

@@ -197,8 +197,7 @@ func (s *Session) Renew(ctx context.Context, send, recv int) error {
 		if d.c.Available() >= d.need {
 			continue
 		}
-		d.c.used += uint64(len(d.c.avail))
-		d.c.avail = nil
+		d.c.drop()
 		if err := d.c.refill(ctx); err != nil {
 			return s.fail("Renew", err)
 		}
@@ -390,12 +389,12 @@ func (s *Session) drawSend(ctx context.Context, n int, f func(off int, k []prg.B
 	c := s.out
 	for off := 0; off < n; {
 		ctr := c.Used()
-		k, _, err := c.view(ctx, min(chunk, n-off))
+		v, err := c.view(ctx, min(chunk, n-off), n-off)
 		if err != nil {
 			return err
 		}
-		f(off, k, ctr)
-		off += len(k)
+		f(off, v.k, ctr)
+		off += len(v.k)
 	}
 	return nil
 }
@@ -406,13 +405,13 @@ func (s *Session) drawRecv(ctx context.Context, n int, b []uint64, bOff int, f f
 	c := s.in
 	for off := 0; off < n; {
 		ctr := c.Used()
-		m, bit, err := c.view(ctx, min(chunk, n-off))
+		v, err := c.view(ctx, min(chunk, n-off), n-off)
 		if err != nil {
 			return err
 		}
-		bitvec.Copy(b, bOff+off, c.outBits, bit, len(m))
-		f(off, m, ctr)
-		off += len(m)
+		bitvec.Copy(b, bOff+off, v.bits, v.bit, len(v.k))
+		f(off, v.k, ctr)
+		off += len(v.k)
 	}
 	return nil
 }

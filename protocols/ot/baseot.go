@@ -70,6 +70,12 @@ func runBaseOTs(ctx context.Context, conn *transport.Conn, rng *prg.PRG, party i
 		k1:     make([]prg.Seed, numBase),
 	}
 	rng.Uint64s(out.choice)
+	// These choice bits are the IKNP sender's secret s, which is also Δ of
+	// the raw block COTs (blockcot.go). Its low bit is fixed to 1, so that
+	// COTs built on them can carry the receiver's choice bit in the low
+	// bit of its block (package ferret; as emp-ot does): s keeps 127
+	// secret bits.
+	out.choice[0] |= 1
 	Bs := make([]byte, numBase*pointSize)
 	var B, bG, bGA, K edwards25519.Point
 	for j := 0; j < numBase; j++ {

@@ -13,7 +13,9 @@ const opBlockCOT = opROTChosen + 1
 
 // BlockCOTDelta returns Δ, the global correlation of the block COTs this
 // party sends ([Session.SendBlockCOT]): the 128-bit secret of its IKNP
-// sender. It is the same for the session and all its forks. Δ must stay
+// sender. It is the same for the session and all its forks, and its low
+// bit is always 1 (so a receiver's block k[i] ⊕ b_i·Δ has low bit b_i
+// wherever the sender's k[i] has it clear). Δ must stay
 // secret; it is exported for protocols (such as silent OT) that build on
 // COTs with a global Δ.
 func (s *Session) BlockCOTDelta() prg.Block { return prg.Block{s.snd.s[0], s.snd.s[1]} }
