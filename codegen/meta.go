@@ -17,6 +17,7 @@ type Meta struct {
 	Autotune     *Autotune   `json:"autotune,omitempty"`      // how l and s were chosen
 	Passes       []string    `json:"passes,omitempty"`        // clean-up and peephole actions taken
 	InputRange   *Range      `json:"input_range,omitempty"`   // the input values the program was validated on
+	Net          string      `json:"net,omitempty"`           // backend auto: the link the linear layers were planned for ("lan" or "wan")
 }
 
 // Range is a closed interval of real values [Min, Max].
@@ -113,6 +114,9 @@ func (m *Meta) summary() string {
 	}
 	if m.Compiler != "" {
 		fmt.Fprintf(&b, "compiler %s\n", m.Compiler)
+	}
+	if m.Net != "" {
+		fmt.Fprintf(&b, "planned for net %s\n", m.Net)
 	}
 	if p := m.Preprocess; p != nil {
 		fmt.Fprintf(&b, "preprocess %dx%d %dch %s scale=%g mean=%v std=%v resize=%s\n",

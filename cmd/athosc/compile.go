@@ -100,7 +100,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
 	fs.StringVar(&c.backend, "backend", codegen.DefaultBackend, "two-party backend recorded in the program: sciot (linear layers by OT), scihe (by HE), auto (OT or HE per layer, planned for --net); scirun --backend overrides it, and any program also runs with scirun --clear")
-	fs.StringVar(&c.net, "net", "lan", "with --backend auto: the link to plan for, lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT)")
+	fs.StringVar(&c.net, "net", "lan", "with --backend auto: the link to plan for, lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT); recorded in the program, where scirun --ot auto takes silent OT for wan")
 	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
 	fs.BoolVar(&c.listPasses, "list-passes", false, "print the compiler's pass table and ordering rules, then exit")
 	fs.StringVar(&c.dumpAfter, "dump-after", "", "print the IR after pass `PASS` (HLIL text or the fixed-point program)")
@@ -334,6 +334,9 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 		opts.DumpAfter, opts.Dump = c.dumpAfter, stdout
 	}
 	meta := codegen.Meta{Compiler: "athosc (cryptflow-go)", Source: filepath.Base(c.model), SourceSHA256: sum}
+	if c.backend == "auto" {
+		meta.Net = c.net // scirun's --ot auto follows it
+	}
 	var ds *passes.Dataset
 	if c.validate != "" {
 		if len(g.Inputs) != 1 {

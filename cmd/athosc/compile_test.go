@@ -161,8 +161,9 @@ func TestParseHelpers(t *testing.T) {
 	}
 }
 
-// TestCompileBackends: sciot and scihe record no engines; auto plans one per linear layer and the
-// disassembly shows it; an unknown --net is a usage error.
+// TestCompileBackends: sciot and scihe record no engines; auto plans one per linear layer, records
+// the link it planned for (scirun's --ot auto follows it) and the disassembly shows both; an unknown
+// --net is a usage error.
 func TestCompileBackends(t *testing.T) {
 	model, _ := smallModel(t)
 	dir := t.TempDir()
@@ -191,6 +192,20 @@ func TestCompileBackends(t *testing.T) {
 		if (be == "auto") != (planned > 0) {
 			t.Errorf("%s: %d planned layers in the disassembly", be, planned)
 		}
+		if want := map[bool]string{true: "lan"}[be == "auto"]; f.Meta.Net != want || (want != "") != strings.Contains(dis.String(), "planned for net lan") {
+			t.Errorf("%s: recorded net %q, want %q", be, f.Meta.Net, want)
+		}
+	}
+	wan := filepath.Join(dir, "wan.sciir")
+	cfg, err := parseCompile([]string{model, "--backend", "auto", "--net", "wan", "--bitwidth", "32", "--scale", "8", "-q", "-o", wan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := codegen.ReadFile(wan); err != nil || f.Meta.Net != "wan" {
+		t.Fatalf("--net wan: %v, recorded net %q", err, f.Meta.Net)
 	}
 	if _, err := parseCompile([]string{model, "--backend", "auto", "--net", "moon"}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("--net moon: %v", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
 func TestClassRows(t *testing.T) {
@@ -150,5 +151,28 @@ func TestParseSize(t *testing.T) {
 		if _, err := parseSize(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// --ot auto follows the link the program was planned for; an explicit source wins.
+func TestOTSourceAuto(t *testing.T) {
+	wan := &codegen.File{Meta: codegen.Meta{Net: "wan"}}
+	lan := &codegen.File{Meta: codegen.Meta{Net: "lan"}}
+	old := &codegen.File{} // a program from before the field, or not planned (sciot, scihe)
+	for _, c := range []struct {
+		name string
+		f    *codegen.File
+		want sci.OTSource
+	}{
+		{"auto", wan, sci.OTFerret}, {"auto", lan, sci.OTIKNP}, {"auto", old, sci.OTIKNP},
+		{"iknp", wan, sci.OTIKNP}, {"ferret", lan, sci.OTFerret},
+	} {
+		got, err := otSource(c.name, c.f)
+		if err != nil || got != c.want {
+			t.Errorf("--ot %s, net %q: %v, %v; want %v", c.name, c.f.Meta.Net, got, err, c.want)
+		}
+	}
+	if _, err := otSource("kos", wan); err == nil {
+		t.Error("--ot kos accepted")
 	}
 }

@@ -56,7 +56,7 @@ func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {
 	}
 	opt.NewBackend = e.backends[be]
 	if mode, err := sci.ParseMode(be); err == nil && opt.NewBackend == nil {
-		src, err := sci.ParseOT(c.ot)
+		src, err := otSource(c.ot, f)
 		if err != nil {
 			return nil, cli.Usagef("--ot: %v", err)
 		}
@@ -285,4 +285,18 @@ func tlsNote(t *tls.Config) string {
 		return ", TLS"
 	}
 	return ""
+}
+
+// otSource resolves --ot for program f: auto is Ferret for a program whose linear layers were
+// planned for a WAN (athosc --backend auto --net wan), where its ~8x smaller traffic outweighs its
+// CPU, and IKNP otherwise (on a LAN IKNP is faster: docs/benchmarks.md). Both parties hold the
+// same metadata (it is part of the program ID the handshake compares), so they resolve alike.
+func otSource(name string, f *codegen.File) (sci.OTSource, error) {
+	if name != "auto" {
+		return sci.ParseOT(name)
+	}
+	if f.Meta.Net == "wan" {
+		return sci.OTFerret, nil
+	}
+	return sci.OTIKNP, nil
 }
