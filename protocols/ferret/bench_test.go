@@ -185,6 +185,27 @@ func BenchmarkFerretOTN16Pipe(b *testing.B) {
 		func() error { return f1.RecvOTN(ctx, 16, 2, c, out) })
 }
 
+// 1-out-of-8 OT of 2-bit messages on B13, 2^20 per op: the millionaires'
+// leaves of the B13 plan (m = 3), against KK13 on IKNP.
+func BenchmarkOTN8(b *testing.B) {
+	const n = 1 << 20
+	msgs, c, out := make([]uint64, 8*n), make([]uint8, n), make([]uint64, n)
+	for i := range c {
+		c[i] = uint8(i * 5 % 8)
+	}
+	ctx := context.Background()
+	b.Run("kk13", func(b *testing.B) {
+		s0, s1 := otPair(b)
+		report(b, n, s0.Conn(), s1.Conn(), func() error { return s0.SendOTN(ctx, 8, 2, msgs) },
+			func() error { return s1.RecvOTN(ctx, 8, 2, c, out) })
+	})
+	b.Run("ferret-b13", func(b *testing.B) {
+		f0, f1 := sessionPair(b, B13())
+		report(b, n, f0.Conn(), f1.Conn(), func() error { return f0.SendOTN(ctx, 8, 2, msgs) },
+			func() error { return f1.RecvOTN(ctx, 8, 2, c, out) })
+	})
+}
+
 // BenchmarkSenderCompute is one party's computation of one B13 main
 // iteration (no network), with one and two workers: every GGM tree
 // expanded with its messages, as when the iteration is sent, then every

@@ -50,8 +50,10 @@ func otnChunk(N, m int) int { return max(1, (1<<16)/(N*m)) }
 // exactly msgs[i·N + c_i] mod 2^l. N must be a power of two, 2 ≤ N ≤ 256.
 // Communication: log2 N bits from the receiver and N·l bits from the
 // sender per instance, two flights per batch (plus refills); it draws
-// log2 N COTs per instance and keeps their keys until the receiver's bits
-// arrive (16·log2 N bytes per instance).
+// log2 N COTs per instance before the receiver's bits arrive and hashes
+// them after: when the reservoir holds the whole batch it only reserves
+// them (they are built as they are hashed), otherwise it keeps a copy of
+// their keys (16·log2 N bytes per instance).
 func (s *Session) SendOTN(ctx context.Context, N, l int, msgs []uint64) error {
 	const call = "SendOTN"
 	m, err := otnArgs(call, N, l)
@@ -70,9 +72,18 @@ func (s *Session) SendOTN(ctx context.Context, N, l int, msgs []uint64) error {
 	}
 	c := s.out
 	ctr := c.Used()
-	s.kall = grow(s.kall, n*m)
-	if err := c.Send(ctx, s.kall); err != nil {
-		return s.fail(call, err)
+	// The keys: drawn now (a refill must happen before the receiver's bits
+	// are read: the receiver waits for it before it sends them), but when
+	// the reservoir holds them all, only reserved now and built unit by
+	// unit as phase 2 hashes them (no copy of 16·m bytes per instance).
+	var keys *COT
+	if n*m <= c.Available() {
+		keys = c.carve(n * m)
+	} else {
+		s.kall = grow(s.kall, n*m)
+		if err := c.Send(ctx, s.kall); err != nil {
+			return s.fail(call, err)
+		}
 	}
 	if err := s.checkHeader(ctx, batchHeader{op: opOTN, l: uint8(l), w: uint32(N), n: uint64(n), ctr: ctr}); err != nil {
 		return s.fail(call, err)
@@ -94,36 +105,26 @@ func (s *Session) SendOTN(ctx context.Context, N, l int, msgs []uint64) error {
 	dom := c.domain(purposeOTN, m)
 	for off := 0; off < n; off += ci {
 		nc := min(ci, n-off)
-		k := s.kall[off*m : (off+nc)*m]
 		// z[q·N + v] = a_q^{v_j} (q = i·m + j), hashed with tweak
 		// {(index of COT q)·N + v, domain | m}: consecutive, so one TCCR call.
 		s.z = grow(s.z, nc*m*N)
-		for q, kq := range k {
-			j := q % m
-			bm := -(d[(off*m+q)>>6] >> ((off*m + q) & 63) & 1)
-			a := [2]prg.Block{{kq[0] ^ delta[0]&bm, kq[1] ^ delta[1]&bm}}
-			a[1] = a[0].Xor(delta)
-			zq := s.z[q*N : (q+1)*N]
-			for v := range zq {
-				zq[v] = a[(v>>j)&1]
+		for q0 := 0; q0 < nc*m; {
+			var k []prg.Block
+			if keys != nil {
+				v, err := keys.view(ctx, nc*m-q0, nc*m-q0)
+				if err != nil {
+					return s.fail(call, err)
+				}
+				k = v.k
+			} else {
+				k = s.kall[off*m+q0 : (off+nc)*m]
 			}
+			otnKeys(s.z[q0*N:], k, d, off*m+q0, m, N, delta)
+			q0 += len(k)
 		}
 		s.hash.TCCR(s.z, s.z, prg.Tweak{Lo: (ctr + uint64(off*m)) * uint64(N), Hi: dom})
 		s.vals = growU(s.vals, nc*N)
-		for i := 0; i < nc; i++ {
-			ev := s.vals[i*N : (i+1)*N]
-			mi := msgs[(off+i)*N : (off+i+1)*N]
-			copy(ev, mi)
-			for j := 0; j < m; j++ {
-				zq := s.z[(i*m+j)*N : (i*m+j+1)*N]
-				for v := range ev {
-					ev[v] ^= zq[v][0] // only l ≤ 64 bits of the hash are used
-				}
-			}
-			for v := range ev {
-				ev[v] &= mask
-			}
-		}
+		otnPads(s.vals, msgs[off*N:(off+nc)*N], s.z, m, N, mask)
 		s.pk = growU(s.pk, transport.PackedWords(nc*N, l))
 		transport.Pack(s.pk, s.vals, l)
 		if err := s.conn.SendBits(ctx, s.pk, nc*N*l); err != nil {
@@ -134,6 +135,54 @@ func (s *Session) SendOTN(ctx context.Context, N, l int, msgs []uint64) error {
 		return s.fail(call, err)
 	}
 	return nil
+}
+
+// otnKeys writes the hash inputs of COTs q0, q0+1, … (keys k, the
+// receiver's bits in d): z[q·N + v] = a_q^{v_j}, j = q mod m, with a_q^β =
+// K_q ⊕ (d_q ⊕ β)·Δ.
+func otnKeys(z, k []prg.Block, d []uint64, q0, m, N int, delta prg.Block) {
+	j := q0 % m
+	z = z[:len(k)*N]
+	for q, kq := range k {
+		g := q0 + q
+		bm := -(d[g>>6] >> (g & 63) & 1)
+		a0 := prg.Block{kq[0] ^ delta[0]&bm, kq[1] ^ delta[1]&bm}
+		a1 := a0.Xor(delta)
+		zq := z[q*N : (q+1)*N : (q+1)*N]
+		// v's bit j picks a1: runs of 2^j equal inputs.
+		run := 1 << j
+		for v := 0; v < N; v += 2 * run {
+			for r := v; r < v+run; r++ {
+				zq[r] = a0
+			}
+			for r := v + run; r < v+2*run; r++ {
+				zq[r] = a1
+			}
+		}
+		if j++; j == m {
+			j = 0
+		}
+	}
+}
+
+// otnPads sets e[i·N + v] = (msgs[i·N + v] ⊕ ⊕_j h[(i·m + j)·N + v]) mod
+// 2^l (low words of the hashes h) for the instances of msgs.
+func otnPads(e, msgs []uint64, h []prg.Block, m, N int, mask uint64) {
+	e = e[:len(msgs)]
+	for i := 0; i < len(msgs)/N; i++ {
+		ev := e[i*N : (i+1)*N : (i+1)*N]
+		copy(ev, msgs[i*N:(i+1)*N])
+		hi := h[i*m*N : (i+1)*m*N : (i+1)*m*N]
+		for j := 0; j < m; j++ {
+			zq := hi[j*N : (j+1)*N : (j+1)*N]
+			for v := range ev {
+				ev[v] ^= zq[v][0] // only l ≤ 64 bits of the hash are used
+			}
+		}
+		for v := range ev {
+			ev[v] &= mask
+		}
+	}
 }
 
 // RecvOTN is the receiver of n = len(out) 1-out-of-N OTs: with choices c
