@@ -50,7 +50,8 @@ const (
 
 // COT is one party's end of a Ferret COT stream in one direction: a
 // reservoir of 128-bit correlated OTs with a global Δ that refills by one
-// whole Ferret iteration when it runs dry. Both parties must draw the same
+// whole Ferret iteration when it runs dry (and builds that iteration's
+// outputs a unit at a time as they are drawn, see iteration). Both parties must draw the same
 // numbers of COTs in the same order (a refill is a message from the sender
 // to the receiver), interleaved in the same order with any other traffic on
 // the connection. A COT is not safe for concurrent use.

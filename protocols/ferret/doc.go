@@ -28,7 +28,12 @@
 //     public local linear code of 10 ones per row, drawn from a seed the
 //     sender sends once (the receiver's bits likewise: e ⊕ A·b).
 //
-// An iteration is one flight (sender to receiver). There is no consistency
+// An iteration is one flight (sender to receiver). Only the outputs that
+// become the next base are built then; the others are built a GGM tree at
+// a time (steps 2 and 3 for that tree's rows) when they are drawn, into a
+// small cache, so a stream holds tens of MB rather than an iteration's
+// outputs. The receiver's choice bit is the low bit of its block: Δ's low
+// bit is 1 and the sender's keys have it clear. There is no consistency
 // check: the protocol is secure against semi-honest parties only.
 //
 // # OT on top
@@ -70,8 +75,9 @@
 //	err = fs.SendCOT(ctx, l, x, r)   err = fs.RecvCOT(ctx, l, b, y)
 //
 // Setup costs SetupBytes per direction (≈ 0.94 MB for B13, 1.2 MB for
-// Small) and, for B13, about 190 MB of memory per direction; Small needs
-// about 20 MB and suits sessions of up to a few million OTs.
+// Small) and, for B13, about 25 MB of memory per direction (an iteration's
+// outputs are built a unit at a time as they are drawn, see COT); Small
+// needs about 7 MB and suits sessions of up to a few million OTs.
 //
 // See docs/ferret.md for parameters, communication and measurements.
 package ferret

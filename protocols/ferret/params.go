@@ -84,7 +84,7 @@ func (c Config) Validate() error {
 // 2^13): n = 10,485,760, t = 1,280, k = 452,000, and a pre-iteration with
 // n = 470,016, t = 918, k = 32,768, bins of 2^9. Each main iteration hands
 // out 10,017,120 COTs for 4,423,680 bits + frame headers (≈ 0.44 bits/COT).
-// It needs about 190 MB per direction.
+// It needs about 25 MB per direction.
 func B13() Config {
 	return Config{
 		Name: "b13",
@@ -96,7 +96,7 @@ func B13() Config {
 // Small returns a set for short sessions: n = 2^20, t = 1,024 bins of 2^10,
 // k = 65,536, bootstrapped straight from IKNP (75,776 base COTs). Each
 // iteration hands out 972,800 COTs for 2,752,512 bits (≈ 2.8 bits/COT) and
-// needs about 20 MB per direction. Under the same attack estimates as the
+// needs about 7 MB per direction. Under the same attack estimates as the
 // sets above it stands at the level of B13's pre-iteration (see
 // docs/ferret.md).
 func Small() Config {
