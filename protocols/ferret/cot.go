@@ -348,16 +348,18 @@ func (c *COT) view(ctx context.Context, n, ahead int) (piece, error) {
 		return piece{}, c.fail(errStale)
 	}
 	u := c.pos / it.unit
-	last := (min(c.end, c.pos+max(n, ahead)) - 1) / it.unit
-	for v := u + 1; v <= min(last, u+it.size()/2-1); v++ {
-		c.unitOf(v)
-	}
 	s := c.unitOf(u)
 	off := c.pos - u*it.unit
 	k := min(n, c.end-c.pos, len(s.k)-off)
+	v := piece{k: s.k[off : off+k], bits: s.bits, bit: off}
+	// The units ahead, built after u so that they evict older units, not u.
+	last := (min(c.end, c.pos+max(n, ahead)) - 1) / it.unit
+	for w := u + 1; w <= min(last, u+it.size()/2-1); w++ {
+		c.unitOf(w)
+	}
 	c.pos += k
 	c.used += uint64(k)
-	return piece{k: s.k[off : off+k], bits: s.bits, bit: off}, nil
+	return v, nil
 }
 
 // domain is the tweak high word for purpose and output block j.
