@@ -51,10 +51,11 @@ const (
 // COT is one party's end of a Ferret COT stream in one direction: a
 // reservoir of 128-bit correlated OTs with a global Δ that refills by one
 // whole Ferret iteration when it runs dry (and builds that iteration's
-// outputs a unit at a time as they are drawn, see iteration). Both parties must draw the same
-// numbers of COTs in the same order (a refill is a message from the sender
-// to the receiver), interleaved in the same order with any other traffic on
-// the connection. A COT is not safe for concurrent use.
+// outputs a unit at a time as they are drawn, see iteration). Both parties
+// must draw the same numbers of COTs in the same order (a refill is a
+// message from the sender to the receiver), interleaved in the same order
+// with any other traffic on the connection. A COT is not safe for
+// concurrent use.
 type COT struct {
 	conn    *transport.Conn
 	role    Role
@@ -348,15 +349,13 @@ func (c *COT) view(ctx context.Context, n, ahead int) (piece, error) {
 		return piece{}, c.fail(errStale)
 	}
 	u := c.pos / it.unit
-	s := c.unitOf(u)
+	// The units this draw spans (up to half the cache), built together.
+	last := min((min(c.end, c.pos+max(n, ahead))-1)/it.unit, u+max(1, it.size()/2)-1)
+	c.prepare(u, last)
+	sl := &it.slots[it.find(u)]
 	off := c.pos - u*it.unit
-	k := min(n, c.end-c.pos, len(s.k)-off)
-	v := piece{k: s.k[off : off+k], bits: s.bits, bit: off}
-	// The units ahead, built after u so that they evict older units, not u.
-	last := (min(c.end, c.pos+max(n, ahead)) - 1) / it.unit
-	for w := u + 1; w <= min(last, u+it.size()/2-1); w++ {
-		c.unitOf(w)
-	}
+	k := min(n, c.end-c.pos, len(sl.k)-off)
+	v := piece{k: sl.k[off : off+k], bits: sl.bits, bit: off}
 	c.pos += k
 	c.used += uint64(k)
 	return v, nil
@@ -391,6 +390,7 @@ type iteration struct {
 	unit  int         // outputs per unit: max(2^LogBin, unitRows)
 
 	slots    []unitSlot // the unit cache, least recently used evicted
+	todo     []int      // prepare's scratch: the slots to build
 	clock    uint64
 	maxUnits int // the cache's size in units (0: unitCacheBytes' worth; tests set it)
 }
@@ -422,34 +422,69 @@ func (it *iteration) size() int {
 	return min(size, (it.p.N+it.unit-1)/it.unit)
 }
 
-// unitOf returns the cache slot holding unit u of the current iteration,
-// building it (and evicting the least recently used unit) if needed.
-func (c *COT) unitOf(u int) *unitSlot {
+// find returns the index of the slot holding unit u, or -1.
+func (it *iteration) find(u int) int {
+	for i := range it.slots {
+		if it.slots[i].u == u {
+			return i
+		}
+	}
+	return -1
+}
+
+// claim returns the index of a slot for unit u and whether it holds u
+// already; a new claim takes a fresh slot while the cache is not full,
+// else the least recently used one. Either way u becomes the most recently
+// used.
+func (c *COT) claim(u int) (int, bool) {
 	it := c.it
 	it.clock++
-	var victim *unitSlot
-	for i := range it.slots {
-		s := &it.slots[i]
-		if s.u == u {
-			s.last = it.clock
-			return s
-		}
-		if victim == nil || s.last < victim.last {
-			victim = s
-		}
+	if i := it.find(u); i >= 0 {
+		it.slots[i].last = it.clock
+		return i, true
 	}
+	i := -1
 	if len(it.slots) < it.size() {
-		it.slots = append(it.slots, unitSlot{k: make([]prg.Block, it.unit)})
-		victim = &it.slots[len(it.slots)-1]
+		sl := unitSlot{k: make([]prg.Block, it.unit)}
 		if c.role == Receiver {
-			victim.bits = make([]uint64, it.unit/64)
+			sl.bits = make([]uint64, it.unit/64)
+		}
+		it.slots = append(it.slots, sl)
+		i = len(it.slots) - 1
+	} else {
+		for j := range it.slots {
+			if i < 0 || it.slots[j].last < it.slots[i].last {
+				i = j
+			}
 		}
 	}
-	victim.u, victim.last = u, it.clock
-	n := min(it.unit, it.p.N-u*it.unit)
-	victim.k = victim.k[:n]
-	c.build(u*it.unit, victim.k, victim.bits, 0)
-	return victim
+	sl := &it.slots[i]
+	sl.u, sl.last = u, it.clock
+	sl.k = sl.k[:min(it.unit, it.p.N-u*it.unit)]
+	return i, false
+}
+
+// prepare makes sure units u0..u1 (fewer than the cache holds) are in the
+// cache, building the missing ones on up to c.workers goroutines.
+func (c *COT) prepare(u0, u1 int) {
+	it := c.it
+	todo := it.todo[:0]
+	for u := u0; u <= u1; u++ {
+		if i, ok := c.claim(u); !ok {
+			todo = append(todo, i)
+		}
+	}
+	it.todo = todo
+	if len(todo) == 0 {
+		return
+	}
+	nw := min(c.workers, len(todo))
+	c.parallel(nw, func(w int) {
+		for j := w; j < len(todo); j += nw {
+			sl := &it.slots[todo[j]]
+			c.build(sl.u*it.unit, sl.k, sl.bits, w)
+		}
+	})
 }
 
 // build computes outputs [r0, r0+len(dst)) of the current iteration (whole
