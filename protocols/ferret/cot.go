@@ -130,6 +130,7 @@ func New(ctx context.Context, s *ot.Session, role Role, cfg Config, opt Options)
 		c.lsc = append(c.lsc, new(lpnScratch))
 		c.wrng = append(c.wrng, rng.Split())
 	}
+	c.scratch = make([][]prg.Block, w)
 	c.it = new(iteration)
 	if err := c.setup(ctx, s); err != nil {
 		return nil, fmt.Errorf("ferret: New (%v, config %q): %w", role, cfg.Name, err)
@@ -351,8 +352,7 @@ func (c *COT) view(ctx context.Context, n, ahead int) (piece, error) {
 	u := c.pos / it.unit
 	// The units this draw spans (up to half the cache), built together.
 	last := min((min(c.end, c.pos+max(n, ahead))-1)/it.unit, u+max(1, it.size()/2)-1)
-	c.prepare(u, last)
-	sl := &it.slots[it.find(u)]
+	sl := &it.slots[c.prepare(u, last)]
 	off := c.pos - u*it.unit
 	k := min(n, c.end-c.pos, len(sl.k)-off)
 	v := piece{k: sl.k[off : off+k], bits: sl.bits, bit: off}
@@ -465,18 +465,23 @@ func (c *COT) claim(u int) (int, bool) {
 }
 
 // prepare makes sure units u0..u1 (fewer than the cache holds) are in the
-// cache, building the missing ones on up to c.workers goroutines.
-func (c *COT) prepare(u0, u1 int) {
+// cache, building the missing ones on up to c.workers goroutines, and
+// returns the index of u0's slot.
+func (c *COT) prepare(u0, u1 int) int {
 	it := c.it
 	todo := it.todo[:0]
-	for u := u0; u <= u1; u++ {
+	first, ok := c.claim(u0)
+	if !ok {
+		todo = append(todo, first)
+	}
+	for u := u0 + 1; u <= u1; u++ {
 		if i, ok := c.claim(u); !ok {
 			todo = append(todo, i)
 		}
 	}
 	it.todo = todo
 	if len(todo) == 0 {
-		return
+		return first
 	}
 	nw := min(c.workers, len(todo))
 	c.parallel(nw, func(w int) {
@@ -485,6 +490,7 @@ func (c *COT) prepare(u0, u1 int) {
 			c.build(sl.u*it.unit, sl.k, sl.bits, w)
 		}
 	})
+	return first
 }
 
 // build computes outputs [r0, r0+len(dst)) of the current iteration (whole
@@ -497,14 +503,11 @@ func (c *COT) build(r0 int, dst []prg.Block, bits []uint64, w int) {
 	p := it.p
 	bin, per := p.Bin(), 2*p.LogBin+1
 	j0, j1 := r0/bin, min(p.T, (r0+len(dst)+bin-1)/bin)
-	var tb [maxTreesPerBuild][]prg.Block
+	var tb [treesPerFrame][]prg.Block
 	for j0 < j1 {
 		// at most a frame of trees per expansion (the expander's batch)
 		j2 := min(j1, j0+treesPerFrame)
-		trees := tb[:0]
-		for j := j0; j < j2; j++ {
-			trees = append(trees, dst[(j*bin-r0):(j+1)*bin-r0])
-		}
+		trees := splitTrees(&tb, dst[j0*bin-r0:], bin, j2-j0)
 		if c.role == Sender {
 			c.expandSender(p, j0, trees, w, nil)
 		} else {
@@ -512,14 +515,28 @@ func (c *COT) build(r0 int, dst []prg.Block, bits []uint64, w int) {
 		}
 		j0 = j2
 	}
+	c.outputs(r0, dst, bits, w)
+}
+
+// splitTrees returns the first nt ≤ treesPerFrame trees of 2^LogBin = bin
+// blocks each held one after another in v, as slices in tb.
+func splitTrees(tb *[treesPerFrame][]prg.Block, v []prg.Block, bin, nt int) [][]prg.Block {
+	trees := tb[:0]
+	for j := range nt {
+		trees = append(trees, v[j*bin:(j+1)*bin])
+	}
+	return trees
+}
+
+// outputs turns expanded trees into outputs [r0, r0+len(dst)): the
+// sender's leaves lose their low bit (the receiver's expansion already set
+// its low bits, see clearLSB), then the LPN step.
+func (c *COT) outputs(r0 int, dst []prg.Block, bits []uint64, w int) {
 	if c.role == Sender {
 		clearLSB(dst)
 	}
 	c.lpn(r0, dst, bits, w)
 }
-
-// maxTreesPerBuild bounds the trees build expands at once.
-const maxTreesPerBuild = treesPerFrame
 
 // lpn is the LPN step on outputs [r0, r0+len(dst)) (r0 a multiple of
 // lpnRows) held in dst (receiver: their bits in bits, bit 0 = output r0),
@@ -577,19 +594,13 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code) error {
 	// The groups (frames) that hold outputs of the reserve are built now;
 	// the others are only expanded by the sender for their messages.
 	keepRows := min(p.N, (keep+lpnRows-1)/lpnRows*lpnRows)
-	for len(c.scratch) < c.workers {
-		c.scratch = append(c.scratch, nil)
-	}
 	group := func(g, w int, msg []prg.Block) {
 		r0 := g * frameRows
 		j0, j1 := g*treesPerFrame, min(p.T, (g+1)*treesPerFrame)
 		c.scratch[w] = grow(c.scratch[w], (j1-j0)*p.Bin())
 		dst := c.scratch[w]
 		var tb [treesPerFrame][]prg.Block
-		trees := tb[:0]
-		for j := j0; j < j1; j++ {
-			trees = append(trees, dst[(j-j0)*p.Bin():(j-j0+1)*p.Bin()])
-		}
+		trees := splitTrees(&tb, dst, p.Bin(), j1-j0)
 		if c.role == Sender {
 			c.wrng[w].Blocks(it.roots[j0:j1])
 			c.expandSender(p, j0, trees, w, msg)
@@ -599,11 +610,8 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code) error {
 		if r0 >= keepRows {
 			return
 		}
-		if c.role == Sender {
-			clearLSB(dst)
-		}
 		rows := min(len(dst), keepRows-r0)
-		c.lpn(r0, dst[:rows], nil, w)
+		c.outputs(r0, dst[:rows], nil, w)
 		n := min(rows, keep-r0)
 		copy(c.base[r0:r0+n], dst[:n])
 	}

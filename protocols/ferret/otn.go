@@ -147,17 +147,10 @@ func otnKeys(z, k []prg.Block, d []uint64, q0, m, N int, delta prg.Block) {
 		g := q0 + q
 		bm := -(d[g>>6] >> (g & 63) & 1)
 		a0 := prg.Block{kq[0] ^ delta[0]&bm, kq[1] ^ delta[1]&bm}
-		a1 := a0.Xor(delta)
+		a := [2]prg.Block{a0, a0.Xor(delta)}
 		zq := z[q*N : (q+1)*N : (q+1)*N]
-		// v's bit j picks a1: runs of 2^j equal inputs.
-		run := 1 << j
-		for v := 0; v < N; v += 2 * run {
-			for r := v; r < v+run; r++ {
-				zq[r] = a0
-			}
-			for r := v + run; r < v+2*run; r++ {
-				zq[r] = a1
-			}
+		for v := range zq {
+			zq[v] = a[(v>>j)&1]
 		}
 		if j++; j == m {
 			j = 0
