@@ -241,10 +241,8 @@ func BenchmarkSenderCompute(b *testing.B) {
 				c.parallel(workers, func(w int) {
 					for g := w; g < groups; g += workers {
 						j0 := g * treesPerFrame
-						trees := make([][]prg.Block, 0, treesPerFrame)
-						for j := j0; j < min(p.T, j0+treesPerFrame); j++ {
-							trees = append(trees, scratch[w][(j-j0)*bin:(j-j0+1)*bin])
-						}
+						var tb [treesPerFrame][]prg.Block
+						trees := splitTrees(&tb, scratch[w], bin, min(p.T, j0+treesPerFrame)-j0)
 						c.expandSender(p, j0, trees, w, msg[g*treesPerFrame*per:])
 					}
 				})
