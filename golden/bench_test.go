@@ -87,15 +87,11 @@ func (c benchCase) options() secureOptions {
 }
 
 func netModel(name string) *transport.NetModel {
-	switch name {
-	case "lan":
-		m := transport.LAN()
-		return &m
-	case "wan":
-		m := transport.WAN()
-		return &m
+	m, err := transport.ParseNet(name)
+	if err != nil {
+		panic(err) // the bench cases name lan or wan
 	}
-	return nil
+	return m
 }
 
 // BenchmarkMNISTSmall is one secure inference of the project's MNIST model (testdata/mnist-small).

@@ -216,14 +216,17 @@ func runSecure(t testing.TB, p *program, inputs []ring.Tensor, opt secureOptions
 		opt.streams = 1
 	}
 	r := ring.Must(p.server.Bits)
-	topt := transport.Options{Timeout: 60 * time.Second, Net: opt.net}
+	topt := [2]transport.Options{{Timeout: 60 * time.Second}, {Timeout: 60 * time.Second}}
+	if opt.net != nil { // each party's streams share its link
+		topt[0].Link, topt[1].Link = transport.NewLink(*opt.net), transport.NewLink(*opt.net)
+	}
 	var c0, c1 []*transport.Conn
 	for i := 0; i < opt.streams; i++ {
 		na, nb := net.Pipe()
 		if opt.wrap != nil {
 			na, nb = opt.wrap(0, na), opt.wrap(1, nb)
 		}
-		a, b := transport.NewConn(na, topt), transport.NewConn(nb, topt)
+		a, b := transport.NewConn(na, topt[0]), transport.NewConn(nb, topt[1])
 		t.Cleanup(func() { a.Close(); b.Close() })
 		c0, c1 = append(c0, a), append(c1, b)
 	}

@@ -94,16 +94,20 @@ func linkTime(net transport.NetModel, bytes, flights int64) time.Duration {
 	return t
 }
 
-// NetModelNamed returns the link model the planner assumes for a name: "lan" (the default) or
-// "wan", CrypTFlow2's evaluation settings.
+// NetModelNamed returns the link model the planner assumes for a link description (see
+// transport.ParseNet): "lan" (also the default, "") and "wan" are CrypTFlow2's evaluation settings.
 func NetModelNamed(name string) (transport.NetModel, error) {
-	switch name {
-	case "", "lan":
+	if name == "" {
 		return transport.LAN(), nil
-	case "wan":
-		return transport.WAN(), nil
 	}
-	return transport.NetModel{}, fmt.Errorf("network %q: want lan or wan", name)
+	m, err := transport.ParseNet(name)
+	if err != nil {
+		return transport.NetModel{}, err
+	}
+	if m == nil {
+		return transport.NetModel{}, fmt.Errorf("link %q: the planner needs a link (lan, wan or BANDWIDTH[,RTT])", name)
+	}
+	return *m, nil
 }
 
 func runPlanEngines(st *state) error {

@@ -21,6 +21,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/passes"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
 const compileUsage = `usage: athosc [compile] MODEL.onnx|MODEL.pb [flags]
@@ -100,7 +101,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
 	fs.StringVar(&c.backend, "backend", codegen.DefaultBackend, "two-party backend recorded in the program: sciot (linear layers by OT), scihe (by HE), auto (OT or HE per layer, planned for --net); scirun --backend overrides it, and any program also runs with scirun --clear")
-	fs.StringVar(&c.net, "net", "lan", "with --backend auto: the link to plan for, lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT); recorded in the program, where scirun --ot auto takes silent OT for wan")
+	fs.StringVar(&c.net, "net", "lan", "with --backend auto: the `LINK` to plan for, "+transport.NetHelp+"; recorded in the program; scirun --ot auto takes silent OT (Ferret) when the link is slow enough for its smaller traffic to pay (docs/usage.md)")
 	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
 	fs.BoolVar(&c.listPasses, "list-passes", false, "print the compiler's pass table and ordering rules, then exit")
 	fs.StringVar(&c.dumpAfter, "dump-after", "", "print the IR after pass `PASS` (HLIL text or the fixed-point program)")
@@ -152,9 +153,11 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	default:
 		return nil, cli.Usagef("--backend %q: unknown; two-party backends: sciot, scihe, auto", c.backend)
 	}
-	if _, err := passes.NetModelNamed(c.net); err != nil {
+	nm, err := passes.NetModelNamed(c.net)
+	if err != nil {
 		return nil, cli.Usagef("--net: %v", err)
 	}
+	c.net = nm.Spec() // canonical: what the program records
 	if c.dumpAfter != "" && !slices.ContainsFunc(passes.Table(), func(p passes.PassInfo) bool { return p.Name == c.dumpAfter }) {
 		return nil, cli.Usagef("--dump-after %q: no such pass (athosc compile --list-passes lists them)", c.dumpAfter)
 	}

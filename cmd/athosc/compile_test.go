@@ -196,16 +196,19 @@ func TestCompileBackends(t *testing.T) {
 			t.Errorf("%s: recorded net %q, want %q", be, f.Meta.Net, want)
 		}
 	}
-	wan := filepath.Join(dir, "wan.sciir")
-	cfg, err := parseCompile([]string{model, "--backend", "auto", "--net", "wan", "--bitwidth", "32", "--scale", "8", "-q", "-o", wan})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
-	}
-	if f, err := codegen.ReadFile(wan); err != nil || f.Meta.Net != "wan" {
-		t.Fatalf("--net wan: %v, recorded net %q", err, f.Meta.Net)
+	// A named link is recorded by name, any other in canonical form (what scirun reads back).
+	for _, c := range []struct{ flag, want string }{{"wan", "wan"}, {"1Gbit/s,0.5ms", "125MB/s,500µs"}} {
+		out := filepath.Join(dir, "net.sciir")
+		cfg, err := parseCompile([]string{model, "--backend", "auto", "--net", c.flag, "--bitwidth", "32", "--scale", "8", "-q", "-o", out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		if f, err := codegen.ReadFile(out); err != nil || f.Meta.Net != c.want {
+			t.Fatalf("--net %s: %v, recorded net %q, want %q", c.flag, err, f.Meta.Net, c.want)
+		}
 	}
 	if _, err := parseCompile([]string{model, "--backend", "auto", "--net", "moon"}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("--net moon: %v", err)

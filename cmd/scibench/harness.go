@@ -15,7 +15,7 @@ import (
 // connecting them.
 
 // netFlagHelp documents the -net flag of every subcommand.
-const netFlagHelp = "emulated network: none, lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT)"
+const netFlagHelp = "emulated network: none, " + transport.NetHelp + "; each party's connections share its link"
 
 // parseFlags parses a subcommand's args into fs; the subcommands take no positional arguments.
 // It returns errUsage after a mistake (flag has already described it).
@@ -31,22 +31,24 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// transportOptions returns the connection options for the -net model name ("none", "lan" or
-// "wan") with the given timeout.
-func transportOptions(netName string, timeout time.Duration) (transport.Options, error) {
-	opt := transport.Options{Timeout: timeout}
-	switch netName {
-	case "none":
-	case "lan":
-		m := transport.LAN()
-		opt.Net = &m
-	case "wan":
-		m := transport.WAN()
-		opt.Net = &m
-	default:
-		return opt, fmt.Errorf("-net %q: want none, lan or wan", netName)
+// pairOptions are the connection options of party 0 and party 1. With an
+// emulated link each party has its own downlink, shared by all of its
+// connections (as the streams of a real session share the machine's link).
+type pairOptions struct{ p0, p1 transport.Options }
+
+// transportOptions returns the connection options for the -net link (see
+// transport.ParseNet) with the given timeout.
+func transportOptions(netName string, timeout time.Duration) (pairOptions, error) {
+	o := transport.Options{Timeout: timeout}
+	m, err := transport.ParseNet(netName)
+	if err != nil {
+		return pairOptions{}, fmt.Errorf("-net: %w", err)
 	}
-	return opt, nil
+	po := pairOptions{o, o}
+	if m != nil {
+		po.p0.Link, po.p1.Link = transport.NewLink(*m), transport.NewLink(*m)
+	}
+	return po, nil
 }
 
 // transportName describes the connections for a report header.
@@ -75,10 +77,10 @@ func inParallel(f0, f1 func() error) error {
 }
 
 // connectPair connects party 0 and party 1 over loopback TCP (or an in-memory pipe).
-func connectPair(ctx context.Context, pipe bool, opt transport.Options) (*transport.Conn, *transport.Conn, error) {
+func connectPair(ctx context.Context, pipe bool, opt pairOptions) (*transport.Conn, *transport.Conn, error) {
 	if pipe {
-		a, b := transport.Pipe(opt)
-		return a, b, nil
+		a, b := net.Pipe()
+		return transport.NewConn(a, opt.p0), transport.NewConn(b, opt.p1), nil
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -86,8 +88,8 @@ func connectPair(ctx context.Context, pipe bool, opt transport.Options) (*transp
 	}
 	defer ln.Close()
 	var c0, c1 *transport.Conn
-	if err := inParallel(func() (err error) { c0, err = transport.Accept(ctx, ln, opt); return },
-		func() (err error) { c1, err = transport.Dial(ctx, ln.Addr().String(), opt); return }); err != nil {
+	if err := inParallel(func() (err error) { c0, err = transport.Accept(ctx, ln, opt.p0); return },
+		func() (err error) { c1, err = transport.Dial(ctx, ln.Addr().String(), opt.p1); return }); err != nil {
 		if c0 != nil {
 			c0.Close()
 		}

@@ -307,7 +307,7 @@ type hePair struct {
 }
 
 // heConnect connects two HE sessions (party 0 and 1) in this process.
-func heConnect(ctx context.Context, r ring.Ring, workers int, pipe bool, opt transport.Options) (hePair, hePair, func(), error) {
+func heConnect(ctx context.Context, r ring.Ring, workers int, pipe bool, opt pairOptions) (hePair, hePair, func(), error) {
 	c0, c1, err := connectPair(ctx, pipe, opt)
 	if err != nil {
 		return hePair{}, hePair{}, nil, err

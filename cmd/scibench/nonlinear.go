@@ -325,7 +325,7 @@ func (p *nlPair) stream0() int64 { return p.c0[0].Stats().Rounds + p.c1[0].Stats
 // nlConnect connects both parties with k streams each on the OT source
 // src ("iknp", or "ferret"/"ferret-cf2" with parameter set cfg) and starts
 // the sessions.
-func nlConnect(ctx context.Context, r ring.Ring, opt nonlinear.Options, k int, pipe bool, topt transport.Options,
+func nlConnect(ctx context.Context, r ring.Ring, opt nonlinear.Options, k int, pipe bool, topt pairOptions,
 	src string, cfg ferret.Config) (*nlPair, error) {
 	p := &nlPair{name: src, cfg: cfg}
 	for i := 0; i < k; i++ {

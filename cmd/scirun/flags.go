@@ -83,7 +83,7 @@ func parse(args []string) (*config, error) {
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "client: use TLS and trust the server certificate signed by (or equal to) the PEM `FILE`")
 	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "client: the `NAME` to check the server's certificate against (default: the host of --connect)")
 	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
-	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages: lan (377 MB/s, 0.3 ms RTT) or wan (40 MB/s, 80 ms RTT)")
+	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages (shared by the session's streams): "+transport.NetHelp)
 	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it); default: the program's")
 	fs.StringVar(&c.ot, "ot", "auto", "OT source `NAME` of the OT-based protocols: iknp (IKNP extension: least CPU, 128 bits per OT), ferret (silent OT: ~8x less traffic, more CPU), or auto: ferret for a program planned for a WAN (athosc --backend auto --net wan), iknp otherwise; both parties must agree")
 	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (default: warn)")
@@ -235,17 +235,14 @@ func (c *config) checkFiles() error {
 }
 
 func netModel(name string) (*transport.NetModel, string, error) {
-	switch strings.ToLower(name) {
-	case "", "none":
-		return nil, "", nil
-	case "lan":
-		m := transport.LAN()
-		return &m, "lan", nil
-	case "wan":
-		m := transport.WAN()
-		return &m, "wan", nil
+	m, err := transport.ParseNet(name)
+	if err != nil {
+		return nil, "", cli.Usagef("--net: %v", err)
 	}
-	return nil, "", cli.Usagef("--net %q: want lan or wan", name)
+	if m == nil {
+		return nil, "", nil
+	}
+	return m, m.Spec(), nil
 }
 
 // parseSize reads a byte count with an optional unit: B, KiB, MiB, GiB (or KB, MB, GB as powers of

@@ -199,7 +199,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--party", "0", full, "--max-sessions", "2"}, true, "--max-sessions is not used without --party 0 --serve"},
 		{[]string{"--party", "0", full, "--tls-cert", "c.pem"}, true, "--tls-cert and --tls-key go together"},
 		{[]string{"--clear", full, "--input", in, "--report", "r.json"}, true, "--report is not used with --clear"},
-		{[]string{"--local", full, "--input", in, "--net", "moon"}, true, `--net "moon": want lan or wan`},
+		{[]string{"--local", full, "--input", in, "--net", "moon"}, true, `--net: link "moon": want lan, wan or BANDWIDTH`},
 		{[]string{"--local", full, "--input", in, "--timeout", "0s"}, true, "--timeout 0s"},
 		{[]string{"--clear", full, "--input", in, "--top", "0"}, true, "--top 0"},
 		{[]string{"--clear", client, "--input", in}, false, "no weights"},

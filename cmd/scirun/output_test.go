@@ -165,6 +165,9 @@ func TestOTSourceAuto(t *testing.T) {
 		want sci.OTSource
 	}{
 		{"auto", wan, sci.OTFerret}, {"auto", lan, sci.OTIKNP}, {"auto", old, sci.OTIKNP},
+		{"auto", &codegen.File{Meta: codegen.Meta{Net: "62.5MB/s,1ms"}}, sci.OTFerret}, // 500 Mbit/s
+		{"auto", &codegen.File{Meta: codegen.Meta{Net: "80MB/s,1ms"}}, sci.OTFerret},   // the crossover
+		{"auto", &codegen.File{Meta: codegen.Meta{Net: "125MB/s,500µs"}}, sci.OTIKNP},  // 1 Gbit/s
 		{"iknp", wan, sci.OTIKNP}, {"ferret", lan, sci.OTFerret},
 	} {
 		got, err := otSource(c.name, c.f)
@@ -174,5 +177,8 @@ func TestOTSourceAuto(t *testing.T) {
 	}
 	if _, err := otSource("kos", wan); err == nil {
 		t.Error("--ot kos accepted")
+	}
+	if _, err := otSource("auto", &codegen.File{Meta: codegen.Meta{Net: "fast"}}); err == nil {
+		t.Error("--ot auto accepted a program whose planned link is unreadable")
 	}
 }

@@ -287,16 +287,18 @@ func tlsNote(t *tls.Config) string {
 	return ""
 }
 
-// otSource resolves --ot for program f: auto is Ferret for a program whose linear layers were
-// planned for a WAN (athosc --backend auto --net wan), where its ~8x smaller traffic outweighs its
-// CPU, and IKNP otherwise (on a LAN IKNP is faster: docs/benchmarks.md). Both parties hold the
-// same metadata (it is part of the program ID the handshake compares), so they resolve alike.
+// otSource resolves --ot for program f: auto follows sci.AutoOT on the link the program's linear
+// layers were planned for (athosc --backend auto --net LINK): Ferret on slow links, where its ~8x
+// smaller traffic outweighs its CPU, IKNP otherwise and for programs that record no link. Both
+// parties hold the same metadata (it is part of the program ID the handshake compares), so they
+// resolve alike.
 func otSource(name string, f *codegen.File) (sci.OTSource, error) {
 	if name != "auto" {
 		return sci.ParseOT(name)
 	}
-	if f.Meta.Net == "wan" {
-		return sci.OTFerret, nil
+	net, err := transport.ParseNet(f.Meta.Net)
+	if err != nil {
+		return 0, fmt.Errorf("--ot auto: the program's planned link: %w", err)
 	}
-	return sci.OTIKNP, nil
+	return sci.AutoOT(net), nil
 }

@@ -373,7 +373,10 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 		clock.total.Store(int64(count))
 	}
 
-	topt := transport.Options{Timeout: opt.timeout(), Net: opt.Net, MaxFrame: frameLimit(p)}
+	topt := transport.Options{Timeout: opt.timeout(), MaxFrame: frameLimit(p)}
+	if opt.Net != nil {
+		topt.Link = transport.NewLink(*opt.Net) // the session's streams share this party's link
+	}
 	conns := []*transport.Conn{transport.NewConn(nc, topt)}
 	for _, c := range extra {
 		conns = append(conns, transport.NewConn(c, topt))

@@ -67,25 +67,19 @@ type AbortError struct{ Reason string }
 
 func (e *AbortError) Error() string { return "transport: peer aborted: " + e.Reason }
 
-// NetModel describes an emulated link.
-type NetModel struct {
-	RTT       time.Duration // round-trip time; each frame is delayed by RTT/2
-	Bandwidth float64       // bytes per second; 0 means unlimited
-}
-
-// LAN is the LAN setting of the CrypTFlow2 evaluation: 377 MB/s, 0.3 ms RTT.
-func LAN() NetModel { return NetModel{RTT: 300 * time.Microsecond, Bandwidth: 377e6} }
-
-// WAN is the WAN setting of the CrypTFlow2 evaluation: 40 MB/s, 80 ms RTT.
-func WAN() NetModel { return NetModel{RTT: 80 * time.Millisecond, Bandwidth: 40e6} }
-
 // Options configures a Conn. The zero value is usable.
 type Options struct {
 	// Timeout bounds each wait for the peer (a receive, a socket write).
 	// Zero means DefaultTimeout; a negative value disables the bound.
 	Timeout time.Duration
-	// Net, when non-nil, emulates this link on incoming frames.
+	// Net, when non-nil, emulates this link on incoming frames, as a link
+	// of this Conn's own.
 	Net *NetModel
+	// Link, when non-nil, emulates a link on incoming frames that this Conn
+	// shares with every other Conn given the same Link (the streams of one
+	// party share its downlink, as on a real network). It takes precedence
+	// over Net.
+	Link *Link
 	// MaxFrame is the largest frame accepted from the peer (and sent).
 	// Zero means DefaultMaxFrame. A larger frame from the peer ends the
 	// connection with an error wrapping ErrFrameSize. The buffer of an
@@ -154,7 +148,7 @@ type frame struct {
 type Conn struct {
 	nc      net.Conn
 	timeout time.Duration
-	model   *NetModel
+	link    *Link
 	maxFr   int
 	maxQ    int64
 	ahead   int64        // read-ahead bound (≤ maxQ)
@@ -229,9 +223,11 @@ func NewConn(nc net.Conn, opt Options) *Conn {
 		c.ahead = DefaultMaxReadAhead
 	}
 	c.ahead = min(c.ahead, c.maxQ)
-	if opt.Net != nil {
-		m := *opt.Net
-		c.model = &m
+	switch {
+	case opt.Link != nil:
+		c.link = opt.Link
+	case opt.Net != nil:
+		c.link = NewLink(*opt.Net)
 	}
 	c.bw = bufio.NewWriterSize(deadlineWriter{c}, bufSize)
 	c.timer = time.NewTimer(time.Hour)
@@ -677,7 +673,6 @@ func (c *Conn) admit(n int64) bool {
 func (c *Conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, bufSize)
 	var hdr [HeaderSize]byte
-	var linkFree time.Time
 	fail := func(err error) {
 		select {
 		case <-c.done:
@@ -731,17 +726,8 @@ func (c *Conn) readLoop() {
 			return
 		}
 		var at time.Time
-		if m := c.model; m != nil {
-			now := time.Now()
-			start := now
-			if linkFree.After(now) {
-				start = linkFree
-			}
-			if m.Bandwidth > 0 {
-				start = start.Add(time.Duration(float64(HeaderSize+int(n)) / m.Bandwidth * float64(time.Second)))
-			}
-			linkFree = start
-			at = start.Add(m.RTT / 2)
+		if c.link != nil {
+			at = c.link.arrival(HeaderSize + int(n))
 		}
 		c.queued.Add(int64(n))
 		select {

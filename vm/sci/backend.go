@@ -85,6 +85,21 @@ func ParseOT(name string) (OTSource, error) {
 	return 0, fmt.Errorf("unknown OT source %q (iknp or ferret)", name)
 }
 
+// FerretMaxBandwidth is the fastest link, in bytes per second per direction, on which AutoOT
+// picks Ferret: below it the traffic IKNP saves no longer pays for Ferret's extra computation
+// (measured crossover: docs/benchmarks.md, "Choosing the OT source").
+const FerretMaxBandwidth = 80e6
+
+// AutoOT is the OT source for a program planned for link net (nil: no link recorded): Ferret on
+// links of at most FerretMaxBandwidth, where its ~8× smaller traffic outweighs its ~2× CPU, IKNP
+// otherwise.
+func AutoOT(net *transport.NetModel) OTSource {
+	if net != nil && net.Bandwidth > 0 && net.Bandwidth <= FerretMaxBandwidth {
+		return OTFerret
+	}
+	return OTIKNP
+}
+
 // Options configures a Backend. The zero value selects SCI_OT on IKNP with the defaults. Both
 // parties must use the same options: Describe is announced in the handshake, and the sessions'
 // own hellos check the protocol parameters.
