@@ -85,7 +85,7 @@ func parse(args []string) (*config, error) {
 	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
 	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages (shared by the session's streams): "+transport.NetHelp)
 	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it); default: the program's")
-	fs.StringVar(&c.ot, "ot", "auto", "OT source `NAME` of the OT-based protocols: iknp (IKNP extension: least CPU, 128 bits per OT), ferret (silent OT: ~8x less traffic, more CPU), or auto: ferret for a program planned for a WAN (athosc --backend auto --net wan), iknp otherwise; both parties must agree")
+	fs.StringVar(&c.ot, "ot", "auto", fmt.Sprintf("OT source `NAME` of the OT-based protocols: iknp (IKNP extension: least CPU, 128 bits per OT), ferret (silent OT: ~8x less traffic, more CPU), or auto: ferret for a program planned for a link of at most %g MB/s per direction (athosc --backend auto --net wan, or e.g. --net 500Mbit/s), iknp otherwise; both parties must agree", sci.FerretMaxBandwidth/1e6))
 	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (default: warn)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")
 	fs.StringVar(&c.memLimit, "memory-limit", "", "soft limit on this process's memory, e.g. 1800MiB or 2GiB: the garbage collector works harder near it (Go's GOMEMLIMIT; default none)")

@@ -22,6 +22,7 @@ func TestParseNet(t *testing.T) {
 		{"1Gbit/s,0.5ms", &NetModel{RTT: 500 * time.Microsecond, Bandwidth: 125e6}, "125MB/s,500µs"},
 		{"100Mbps, 40ms", &NetModel{RTT: 40 * time.Millisecond, Bandwidth: 12.5e6}, "12.5MB/s,40ms"},
 		{"125MB/s", &NetModel{Bandwidth: 125e6}, "125MB/s,0s"},
+		{"3Gbit", &NetModel{Bandwidth: 375e6}, "375MB/s,0s"},
 		{"2.5GB/s,1us", &NetModel{RTT: time.Microsecond, Bandwidth: 2.5e9}, "2500MB/s,1µs"},
 		{"800kbit/s,200ms", &NetModel{RTT: 200 * time.Millisecond, Bandwidth: 1e5}, "0.1MB/s,200ms"},
 	} {
