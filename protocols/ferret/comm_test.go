@@ -62,8 +62,14 @@ func TestIterationBytes(t *testing.T) {
 	if got, want := IterationBytes(B13().Main), int64(1280*27*16+80*4); got != want {
 		t.Fatalf("IterationBytes(B13()) = %d, want %d", got, want)
 	}
-	if got := B13().Main.Output(); got != 10485760-452000-1280*13 {
+	if got := B13().Main.Output(); got != 10485760-460000-1280*13 {
 		t.Fatalf("B13() output %d", got)
+	}
+	// The secrets' lengths are what docs/ferret.md's LPN estimates were
+	// computed for (emp-ot's k = 452,000 and 32,768 and Small's former
+	// 65,536 estimate below 128 bits).
+	if k, kp, ks := B13().Main.K, B13().Pre.K, Small().Main.K; k != 460000 || kp != 40000 || ks != 72000 {
+		t.Fatalf("LPN secrets k = %d, %d (pre), %d (small): not the estimated sets", k, kp, ks)
 	}
 }
 

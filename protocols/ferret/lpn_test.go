@@ -60,7 +60,7 @@ func TestCodeRows(t *testing.T) {
 
 func BenchmarkLPN(b *testing.B) {
 	for _, p := range []Params{Small().Main, B13().Main} {
-		b.Run(map[int]string{65536: "small", 452000: "b13"}[p.K], func(b *testing.B) {
+		b.Run(map[int]string{72000: "small", 460000: "b13"}[p.K], func(b *testing.B) {
 			const n = 1 << 20
 			cd := newCode(prg.Seed{1}, p.K)
 			base := make([]prg.Block, p.K)
