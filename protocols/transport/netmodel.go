@@ -97,15 +97,6 @@ func (m NetModel) Spec() string {
 	return strconv.FormatFloat(m.Bandwidth/1e6, 'f', -1, 64) + "MB/s," + m.RTT.String()
 }
 
-// String describes m for reports, e.g. "377 MB/s, 300µs RTT".
-func (m NetModel) String() string {
-	bw := "unlimited"
-	if m.Bandwidth > 0 {
-		bw = strconv.FormatFloat(m.Bandwidth/1e6, 'g', 4, 64) + " MB/s"
-	}
-	return bw + ", " + m.RTT.String() + " RTT"
-}
-
 // Link is the receive side of an emulated link, shared by the Conns given
 // it in [Options.Link]: each incoming frame occupies the link for its size
 // divided by the bandwidth, after the frames that came before it on any of
@@ -119,9 +110,6 @@ type Link struct {
 
 // NewLink returns an idle link with model m.
 func NewLink(m NetModel) *Link { return &Link{m: m} }
-
-// Model returns the link's model.
-func (l *Link) Model() NetModel { return l.m }
 
 // arrival books an n-byte frame that has just been read and returns when
 // it is to be delivered.

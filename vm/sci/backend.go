@@ -86,8 +86,8 @@ func ParseOT(name string) (OTSource, error) {
 }
 
 // FerretMaxBandwidth is the fastest link, in bytes per second per direction, on which AutoOT
-// picks Ferret: below it the traffic IKNP saves no longer pays for Ferret's extra computation
-// (measured crossover: docs/benchmarks.md, "Choosing the OT source").
+// picks Ferret: above it the traffic Ferret saves no longer pays for its extra computation
+// (measured crossover on SqueezeNet: docs/benchmarks.md, "When silent OT pays").
 const FerretMaxBandwidth = 80e6
 
 // AutoOT is the OT source for a program planned for link net (nil: no link recorded): Ferret on
