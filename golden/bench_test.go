@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
-	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
@@ -86,8 +87,8 @@ func (c benchCase) options() secureOptions {
 	return secureOptions{streams: c.streams, net: netModel(c.net), oneBatch: c.one, im2col: c.im2col}
 }
 
-func netModel(name string) *transport.NetModel {
-	m, err := transport.ParseNet(name)
+func netModel(name string) *netmodel.Model {
+	m, err := netmodel.Parse(name)
 	if err != nil {
 		panic(err) // the bench cases name lan or wan
 	}
@@ -98,7 +99,7 @@ func netModel(name string) *transport.NetModel {
 func BenchmarkMNISTSmall(b *testing.B) {
 	dir := filepath.Join(testenv.RepoRoot(b), "testdata", "mnist-small")
 	g := loadModel(b, filepath.Join(dir, "model.onnx"))
-	ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
+	ds, err := dataset.Load(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,13 +136,13 @@ func BenchmarkMiniONN(b *testing.B) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(2, 3))
-	var samples []passes.Sample
+	var samples []dataset.Sample
 	for i := 0; i < 4; i++ {
 		x := make([]float32, g.Inputs[0].Shape.Size())
 		for j := range x {
 			x[j] = float32(4*rng.Float64() - 2) // CIFAR pixels normalised to about ±2
 		}
-		samples = append(samples, passes.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
+		samples = append(samples, dataset.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
 	}
 	opts := passes.DefaultOptions()
 	opts.Samples, opts.Bits, opts.Scale = samples, 41, 12

@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
-	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 )
 
@@ -65,13 +65,13 @@ func TestConvGeometriesSecure(t *testing.T) {
 				t.Fatal(err)
 			}
 			rng := rand.New(rand.NewPCG(5, 6))
-			var samples []passes.Sample
+			var samples []dataset.Sample
 			for i := 0; i < 3; i++ {
 				x := make([]float32, g.Inputs[0].Shape.Size())
 				for j := range x {
 					x[j] = float32(2*rng.Float64() - 1)
 				}
-				samples = append(samples, passes.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
+				samples = append(samples, dataset.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
 			}
 			prog, tune := compileTuned(t, g, samples, 8)
 			inputs := encodeInputs(t, prog.server, inputsOf(samples))

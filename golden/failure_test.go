@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
@@ -20,7 +20,7 @@ import (
 func TestPeerFailureMidInference(t *testing.T) {
 	dir := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small")
 	g := loadModel(t, filepath.Join(dir, "model.onnx"))
-	ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
+	ds, err := dataset.Load(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}

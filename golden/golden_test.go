@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // TestMNISTSmall is the golden test of the project's own MNIST model: compiled with its shipped
@@ -16,7 +16,7 @@ func TestMNISTSmall(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	dir := filepath.Join(root, "testdata", "mnist-small")
 	g := loadModel(t, filepath.Join(dir, "model.onnx"))
-	ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
+	ds, err := dataset.Load(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,17 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/internal/testsets"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/he"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
@@ -49,20 +51,20 @@ func compileOpts(t testing.TB, g *ir.Graph, opts passes.Options) (*program, *pas
 	if err != nil {
 		t.Fatalf("compile l=%d s=%d: %v", opts.Bits, opts.Scale, err)
 	}
-	f := &codegen.File{Program: p}
-	full, err := codegen.Marshal(f, true)
+	f := &sciir.File{Program: p}
+	full, err := sciir.Marshal(f, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := codegen.Marshal(f, false)
+	cli, err := sciir.Marshal(f, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := codegen.Unmarshal(full)
+	fs, err := sciir.Unmarshal(full)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, err := codegen.Unmarshal(cli)
+	fc, err := sciir.Unmarshal(cli)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func loadModel(t testing.TB, path string) *ir.Graph {
 }
 
 // compileTuned compiles g with autotune on the samples (scale pinned unless -1).
-func compileTuned(t testing.TB, g *ir.Graph, samples []passes.Sample, scale int) (*program, *passes.TuneResult) {
+func compileTuned(t testing.TB, g *ir.Graph, samples []dataset.Sample, scale int) (*program, *passes.TuneResult) {
 	t.Helper()
 	opts := passes.DefaultOptions()
 	opts.Samples, opts.Scale = samples, scale
@@ -196,7 +198,7 @@ func (c *countingBackend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.T
 // secureOptions tune runSecure.
 type secureOptions struct {
 	streams  int
-	net      *transport.NetModel
+	net      *netmodel.Model
 	observe  func(party, tensor int, v ring.Tensor) // Machine.Observe hook
 	oneBatch bool                                   // linear layers in one OT batch per chunk (linear.Options.OneBatch)
 	im2col   bool                                   // hide vm.ConvBackend: every convolution becomes im2col + MatMul
@@ -321,7 +323,7 @@ func argmaxSigned(r ring.Ring, v []uint64) int {
 	return best
 }
 
-func inputsOf(s []passes.Sample) [][]float32 {
+func inputsOf(s []dataset.Sample) [][]float32 {
 	out := make([][]float32, len(s))
 	for i := range s {
 		out[i] = s[i].Input
@@ -411,19 +413,19 @@ func convShapeOf(p *fixed.Program, in *fixed.Instr) ring.ConvGeom {
 }
 
 // mnistSamples returns t10k images from..to-1 (see testsets.MNIST).
-func mnistSamples(t testing.TB, shared string, from, to int, unit bool) []passes.Sample {
+func mnistSamples(t testing.TB, shared string, from, to int, unit bool) []dataset.Sample {
 	return toSamples(testsets.MNIST(t, shared, from, to, unit))
 }
 
 // cifarSamples returns the first n CIFAR-10 test images as the OVAL models expect them.
-func cifarSamples(t testing.TB, shared string, n int) []passes.Sample {
+func cifarSamples(t testing.TB, shared string, n int) []dataset.Sample {
 	return toSamples(testsets.CIFAROval(t, shared, n))
 }
 
-func toSamples(in []testsets.Sample) []passes.Sample {
-	out := make([]passes.Sample, len(in))
+func toSamples(in []testsets.Sample) []dataset.Sample {
+	out := make([]dataset.Sample, len(in))
 	for i, s := range in {
-		out[i] = passes.Sample(s)
+		out[i] = dataset.Sample(s)
 	}
 	return out
 }

@@ -11,13 +11,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/he"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
@@ -147,15 +148,15 @@ func runAllModes(t *testing.T, name string, prog *program, inputs []ring.Tensor,
 }
 
 // randomSamples draws n inputs of the graph's input shape uniform in [-a, a].
-func randomSamples(g *ir.Graph, seed uint64, n int, a float64) []passes.Sample {
+func randomSamples(g *ir.Graph, seed uint64, n int, a float64) []dataset.Sample {
 	rng := rand.New(rand.NewPCG(seed, 0x4e))
-	var out []passes.Sample
+	var out []dataset.Sample
 	for i := 0; i < n; i++ {
 		x := make([]float32, g.Inputs[0].Shape.Size())
 		for j := range x {
 			x[j] = float32(a * (2*rng.Float64() - 1))
 		}
-		out = append(out, passes.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
+		out = append(out, dataset.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
 	}
 	return out
 }
@@ -165,7 +166,7 @@ func randomSamples(g *ir.Graph, seed uint64, n int, a float64) []passes.Sample {
 func TestHEMNISTSmall(t *testing.T) {
 	dir := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small")
 	g := loadModel(t, filepath.Join(dir, "model.onnx"))
-	ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
+	ds, err := dataset.Load(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +443,7 @@ func TestHEPlantedWeightsNotOnWire(t *testing.T) {
 			if got := weights[0][:3]; got[0] != (0*29)%72-35 || got[1] != (1*29)%72-35 || got[2] != (2*29)%72-35 {
 				t.Fatalf("planted conv weights encoded as %v", got)
 			}
-			full, err := codegen.Marshal(&codegen.File{Program: prog.server}, true)
+			full, err := sciir.Marshal(&sciir.File{Program: prog.server}, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -563,10 +564,10 @@ func TestHEAutoPlanned(t *testing.T) {
 	shared := testenv.SharedTestdata(t)
 	type model struct {
 		name  string
-		graph func(t *testing.T) (*ir.Graph, []passes.Sample)
+		graph func(t *testing.T) (*ir.Graph, []dataset.Sample)
 	}
-	synth := func(f func(uint64) (*ir.Graph, error), seed uint64, a float64) func(t *testing.T) (*ir.Graph, []passes.Sample) {
-		return func(t *testing.T) (*ir.Graph, []passes.Sample) {
+	synth := func(f func(uint64) (*ir.Graph, error), seed uint64, a float64) func(t *testing.T) (*ir.Graph, []dataset.Sample) {
+		return func(t *testing.T) (*ir.Graph, []dataset.Sample) {
 			g, err := f(seed)
 			if err != nil {
 				t.Fatal(err)
@@ -575,16 +576,16 @@ func TestHEAutoPlanned(t *testing.T) {
 		}
 	}
 	models := []model{
-		{"mnist-small", func(t *testing.T) (*ir.Graph, []passes.Sample) {
+		{"mnist-small", func(t *testing.T) (*ir.Graph, []dataset.Sample) {
 			dir := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small")
 			g := loadModel(t, filepath.Join(dir, "model.onnx"))
-			ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
+			ds, err := dataset.Load(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return g, ds.Samples[:3]
 		}},
-		{"mnist-8", func(t *testing.T) (*ir.Graph, []passes.Sample) {
+		{"mnist-8", func(t *testing.T) (*ir.Graph, []dataset.Sample) {
 			g := loadModel(t, filepath.Join(shared, "models", "mnist-8", "model.onnx"))
 			return g, mnistSamples(t, shared, 0, 3, false)
 		}},

@@ -9,28 +9,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
 // imagenetSamples draws n inputs of the graph's input shape uniform in [-2, 2].
-func imagenetSamples(g *ir.Graph, seed uint64, n int) []passes.Sample {
+func imagenetSamples(g *ir.Graph, seed uint64, n int) []dataset.Sample {
 	rng := rand.New(rand.NewPCG(seed, 0x1a9e))
-	var out []passes.Sample
+	var out []dataset.Sample
 	for i := 0; i < n; i++ {
 		x := make([]float32, g.Inputs[0].Shape.Size())
 		for j := range x {
 			x[j] = float32(4*rng.Float64() - 2)
 		}
-		out = append(out, passes.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
+		out = append(out, dataset.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
 	}
 	return out
 }

@@ -6,11 +6,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 func TestMobileSEShape(t *testing.T) {
@@ -45,13 +46,13 @@ func TestMobileSESecure(t *testing.T) {
 				t.Fatal(err)
 			}
 			rng := rand.New(rand.NewPCG(seed, 41))
-			var samples []passes.Sample
+			var samples []dataset.Sample
 			for i := 0; i < 3; i++ {
 				x := make([]float32, g.Inputs[0].Shape.Size())
 				for j := range x {
 					x[j] = float32(4*rng.Float64() - 2) // reaches both knees of HardSwish (±3) after the conv
 				}
-				samples = append(samples, passes.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
+				samples = append(samples, dataset.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
 			}
 			opts := passes.DefaultOptions()
 			opts.Samples = samples

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/passes"
 )
@@ -26,13 +27,13 @@ func TestRandomCNNs(t *testing.T) {
 			}
 			rng := rand.New(rand.NewPCG(seed, 99))
 			in := g.Inputs[0].Shape
-			var samples []passes.Sample
+			var samples []dataset.Sample
 			for i := 0; i < 3; i++ {
 				x := make([]float32, in.Size())
 				for j := range x {
 					x[j] = float32(2*rng.Float64() - 1)
 				}
-				samples = append(samples, passes.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
+				samples = append(samples, dataset.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
 			}
 			opts := passes.DefaultOptions()
 			opts.Samples = samples

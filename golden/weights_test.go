@@ -9,10 +9,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
@@ -97,12 +97,12 @@ func TestWeightsNeverReachClient(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	dir := filepath.Join(root, "testdata", "mnist-small")
 	g := loadModel(t, filepath.Join(dir, "model.onnx"))
-	ds, err := passes.LoadValidation(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
+	ds, err := dataset.Load(filepath.Join(dir, "inputs"), g.Inputs[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	prog, _ := compileTuned(t, g, ds.Samples, -1)
-	f, err := codegen.Unmarshal(prog.clientFile)
+	f, err := sciir.Unmarshal(prog.clientFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
@@ -85,7 +86,7 @@ type TuneResult struct {
 // ref is the float model used for agreement (usually the graph before clean-up). The result
 // carries the program it verified (Program), built by the pass table's build passes (Build).
 // Compile runs this as its autotune pass and emits that program.
-func Autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions) (*TuneResult, error) {
+func Autotune(g, ref *ir.Graph, samples []dataset.Sample, opts TuneOptions) (*TuneResult, error) {
 	return autotune(g, ref, samples, opts, func(bits, scale int, _ bool) (*fixed.Program, error) {
 		return Build(g, bits, scale, opts.Peephole)
 	})
@@ -93,7 +94,7 @@ func Autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions) (*TuneResult
 
 // autotune is Autotune with the program builder given: build(bits, scale, final) makes the
 // program for one candidate (final: the chosen one, which is verified and handed back).
-func autotune(g, ref *ir.Graph, samples []Sample, opts TuneOptions, build func(bits, scale int, final bool) (*fixed.Program, error)) (*TuneResult, error) {
+func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts TuneOptions, build func(bits, scale int, final bool) (*fixed.Program, error)) (*TuneResult, error) {
 	if len(samples) == 0 {
 		return nil, fmt.Errorf("autotune: no validation samples")
 	}
@@ -223,7 +224,7 @@ func better(a, b TuneRow, labelled bool) bool {
 	return a.Scale < b.Scale
 }
 
-func accuracy(top []int, samples []Sample) float64 {
+func accuracy(top []int, samples []dataset.Sample) float64 {
 	ok := 0
 	for i, s := range samples {
 		if top[i] == s.Label {
@@ -363,7 +364,7 @@ func parallel(n, workers int, setup func(w int) error, work func(w, i int) error
 }
 
 // floatPredictions runs the float reference on every sample and returns the top-1 class.
-func floatPredictions(g *ir.Graph, samples []Sample, workers int, prog *progress) ([]int, error) {
+func floatPredictions(g *ir.Graph, samples []dataset.Sample, workers int, prog *progress) ([]int, error) {
 	top := make([]int, len(samples))
 	its := make([]*interp.Interpreter, workers)
 	in := g.Inputs[0]
@@ -414,7 +415,7 @@ type clearRun struct {
 }
 
 // runClear runs program p on the clear backend over all samples.
-func runClear(p *fixed.Program, samples []Sample, workers int, track bool, prog *progress) (*clearRun, error) {
+func runClear(p *fixed.Program, samples []dataset.Sample, workers int, track bool, prog *progress) (*clearRun, error) {
 	r, err := ring.New(p.Bits)
 	if err != nil {
 		return nil, err

@@ -6,18 +6,19 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 // tuneSamples makes n random inputs labelled with the float model's prediction (labelled) or
 // unlabelled.
-func tuneSamples(t *testing.T, g *ir.Graph, n int, labelled bool) []Sample {
+func tuneSamples(t *testing.T, g *ir.Graph, n int, labelled bool) []dataset.Sample {
 	rng := rand.New(rand.NewPCG(77, 78))
-	s := make([]Sample, n)
+	s := make([]dataset.Sample, n)
 	for i := range s {
 		x := randInput(rng, g.Inputs[0].Shape, 3)
-		s[i] = Sample{Name: "s", Input: x, Label: -1}
+		s[i] = dataset.Sample{Name: "s", Input: x, Label: -1}
 		if labelled {
 			s[i].Label = argmaxFloat(runFloat(t, g, x))
 		}
@@ -114,7 +115,7 @@ func TestAutotune(t *testing.T) {
 	if _, err := Autotune(cg, g, nil, opts); err == nil {
 		t.Error("no samples accepted")
 	}
-	if _, err := Autotune(cg, g, []Sample{{Input: []float32{1}}}, opts); err == nil {
+	if _, err := Autotune(cg, g, []dataset.Sample{{Input: []float32{1}}}, opts); err == nil {
 		t.Error("wrong-size sample accepted")
 	}
 }

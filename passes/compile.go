@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ir/irtext"
@@ -37,7 +38,7 @@ type Options struct {
 	// autotune does not run.
 	Scale int
 	// Samples are the validation inputs; with any, the autotune pass runs.
-	Samples []Sample
+	Samples []dataset.Sample
 	// Scales, Headroom, Workers and Progress are autotune's (see TuneOptions).
 	Scales   []int
 	Headroom int

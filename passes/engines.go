@@ -6,10 +6,9 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/he"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
-	"github.com/cryptflow-go/cryptflow/protocols/transport"
-	"github.com/cryptflow-go/cryptflow/vm"
 )
 
 // The time model of the engine planner: what one party's CPU does per unit of work, measured on
@@ -35,7 +34,7 @@ type EngineEstimate struct {
 // the link net: exact traffic (linear.ConvBits / MatMulBits and he.ConvCost / MatMulCost) over the
 // bandwidth, the flights times half the round-trip time, and a CPU model. It records the choice in
 // the instructions (fixed.Instr.Engine) and returns the estimates. A layer HE cannot run goes to OT.
-func PlanEngines(p *fixed.Program, net transport.NetModel) ([]EngineEstimate, error) {
+func PlanEngines(p *fixed.Program, net netmodel.Model) ([]EngineEstimate, error) {
 	var out []EngineEstimate
 	l := p.Bits
 	for i, in := range p.Instrs {
@@ -44,7 +43,7 @@ func PlanEngines(p *fixed.Program, net transport.NetModel) ([]EngineEstimate, er
 		var herr error
 		switch in.Op {
 		case fixed.OpConv:
-			g, err := vm.ConvGeomOf(p, in)
+			g, err := p.ConvGeom(in)
 			if err != nil {
 				return nil, fmt.Errorf("plan engines: instruction %d (%s): %w", i, in.Source, err)
 			}
@@ -86,7 +85,7 @@ func PlanEngines(p *fixed.Program, net transport.NetModel) ([]EngineEstimate, er
 }
 
 // linkTime is the time a link needs for bytes in the given number of one-way flights.
-func linkTime(net transport.NetModel, bytes, flights int64) time.Duration {
+func linkTime(net netmodel.Model, bytes, flights int64) time.Duration {
 	t := time.Duration(flights) * net.RTT / 2
 	if net.Bandwidth > 0 {
 		t += time.Duration(float64(bytes) / net.Bandwidth * float64(time.Second))
@@ -95,17 +94,17 @@ func linkTime(net transport.NetModel, bytes, flights int64) time.Duration {
 }
 
 // NetModelNamed returns the link model the planner assumes for a link description (see
-// transport.ParseNet): "lan" (also the default, "") and "wan" are CrypTFlow2's evaluation settings.
-func NetModelNamed(name string) (transport.NetModel, error) {
+// netmodel.Parse): "lan" (also the default, "") and "wan" are CrypTFlow2's evaluation settings.
+func NetModelNamed(name string) (netmodel.Model, error) {
 	if name == "" {
-		return transport.LAN(), nil
+		return netmodel.LAN(), nil
 	}
-	m, err := transport.ParseNet(name)
+	m, err := netmodel.Parse(name)
 	if err != nil {
-		return transport.NetModel{}, err
+		return netmodel.Model{}, err
 	}
 	if m == nil {
-		return transport.NetModel{}, fmt.Errorf("link %q: the planner needs a link (lan, wan or BANDWIDTH[,RTT])", name)
+		return netmodel.Model{}, fmt.Errorf("link %q: the planner needs a link (lan, wan or BANDWIDTH[,RTT])", name)
 	}
 	return *m, nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
-	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/netmodel"
 )
 
 func TestPlanEngines(t *testing.T) {
@@ -42,7 +42,7 @@ func TestPlanEngines(t *testing.T) {
 	if !strings.Contains(log, "planned") || !strings.Contains(log, "OT ") {
 		t.Errorf("plan-engines log:\n%s", log)
 	}
-	for _, net := range []transport.NetModel{transport.LAN(), transport.WAN()} {
+	for _, net := range []netmodel.Model{netmodel.LAN(), netmodel.WAN()} {
 		est, err := PlanEngines(p, net)
 		if err != nil {
 			t.Fatal(err)
@@ -86,7 +86,7 @@ func TestPlanEnginesPicksHEForLargeConvs(t *testing.T) {
 		{Op: fixed.OpConv, Out: y, In: []int{x}, Weight: w, Group: 1, Win: win},
 		{Op: fixed.OpMatMul, Out: z, In: []int{v}, Weight: fc},
 	}
-	for _, net := range []transport.NetModel{transport.LAN(), transport.WAN()} {
+	for _, net := range []netmodel.Model{netmodel.LAN(), netmodel.WAN()} {
 		est, err := PlanEngines(p, net)
 		if err != nil {
 			t.Fatal(err)

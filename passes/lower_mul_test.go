@@ -6,7 +6,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // hardSigmoid is ONNX's HardSigmoid(x) = max(0, min(1, αx + β)) as the importer writes it:

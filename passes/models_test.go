@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/internal/testsets"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
@@ -15,20 +16,20 @@ import (
 
 type testModel struct {
 	name, path string
-	samples    func(t testing.TB) []Sample
+	samples    func(t testing.TB) []dataset.Sample
 }
 
 func testModels(t *testing.T) []testModel {
 	shared := testenv.SharedTestdata(t)
 	return []testModel{
 		{"mnist-small", filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small", "model.onnx"),
-			func(t testing.TB) []Sample { return mnistSamples(t, shared, 0, 60, true) }},
+			func(t testing.TB) []dataset.Sample { return mnistSamples(t, shared, 0, 60, true) }},
 		{"mnist-8", filepath.Join(shared, "models", "mnist-8", "model.onnx"),
-			func(t testing.TB) []Sample { return mnistSamples(t, shared, 0, 60, false) }},
+			func(t testing.TB) []dataset.Sample { return mnistSamples(t, shared, 0, 60, false) }},
 		{"cifar10-oval-base-kw", filepath.Join(shared, "models", "cifar10-oval-base-kw", "model.onnx"),
-			func(t testing.TB) []Sample { return cifarSamples(t, shared, 20) }},
+			func(t testing.TB) []dataset.Sample { return cifarSamples(t, shared, 20) }},
 		{"cifar10-oval-base-kw-simplified", filepath.Join(shared, "models", "cifar10-oval-base-kw-simplified", "model.onnx"),
-			func(t testing.TB) []Sample { return cifarSamples(t, shared, 20) }},
+			func(t testing.TB) []dataset.Sample { return cifarSamples(t, shared, 20) }},
 	}
 }
 
@@ -153,19 +154,19 @@ func TestMNISTAccuracy(t *testing.T) {
 }
 
 // mnistSamples returns t10k images from..to-1 (see testsets.MNIST).
-func mnistSamples(t testing.TB, shared string, from, to int, unit bool) []Sample {
+func mnistSamples(t testing.TB, shared string, from, to int, unit bool) []dataset.Sample {
 	return toSamples(testsets.MNIST(t, shared, from, to, unit))
 }
 
 // cifarSamples returns the first n CIFAR-10 test images as the OVAL models expect them.
-func cifarSamples(t testing.TB, shared string, n int) []Sample {
+func cifarSamples(t testing.TB, shared string, n int) []dataset.Sample {
 	return toSamples(testsets.CIFAROval(t, shared, n))
 }
 
-func toSamples(in []testsets.Sample) []Sample {
-	out := make([]Sample, len(in))
+func toSamples(in []testsets.Sample) []dataset.Sample {
+	out := make([]dataset.Sample, len(in))
 	for i, s := range in {
-		out[i] = Sample(s)
+		out[i] = dataset.Sample(s)
 	}
 	return out
 }

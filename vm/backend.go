@@ -17,7 +17,7 @@ import (
 	"context"
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // Backend performs the non-local operations of a fixed-point program on this party's share

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // plan is the precomputed index data of one instruction, built once by New so that Run does no
@@ -29,32 +29,6 @@ type divGroup struct {
 	idx []int32 // element positions with this divisor
 }
 
-// ConvGeomOf returns the geometry of the convolution instruction in of p (1-D convolutions as
-// H = OH = KH = 1), checked, as the VM hands it to a backend: the compiler uses it to plan engines
-// with the backends' exact cost formulas.
-func ConvGeomOf(p *fixed.Program, in *fixed.Instr) (ring.ConvGeom, error) {
-	if in.Op != fixed.OpConv {
-		return ring.ConvGeom{}, fmt.Errorf("%s is not a convolution", in.Op)
-	}
-	x := p.Tensors[in.In[0]].Shape
-	out := p.Tensors[in.Out].Shape
-	wt := p.Weights[in.Weight].Shape
-	geo, err := newWindowGeom(in.Win, x[2:], out[2:])
-	if err != nil {
-		return ring.ConvGeom{}, err
-	}
-	g := ring.ConvGeom{N: x[0], C: x[1], H: geo.ih, W: geo.iw, M: out[1], OH: geo.oh, OW: geo.ow,
-		KH: geo.kh, KW: geo.kw, SH: geo.sh, SW: geo.sw, PH: geo.ph, PW: geo.pw, DH: geo.dh, DW: geo.dw,
-		Groups: in.Group}
-	if err := g.Validate(); err != nil {
-		return ring.ConvGeom{}, err
-	}
-	if len(wt) < 2 || wt[0] != out[1] || wt[1]*in.Group != x[1] {
-		return ring.ConvGeom{}, fmt.Errorf("weights %v do not fit input %v, output %v and %d groups", wt, x, out, in.Group)
-	}
-	return g, nil
-}
-
 // makePlan builds the plan of one instruction and returns the scratch space (in elements) it needs.
 func (m *Machine) makePlan(in *fixed.Instr) (plan, int, error) {
 	p := m.prog
@@ -66,7 +40,7 @@ func (m *Machine) makePlan(in *fixed.Instr) (plan, int, error) {
 		if err != nil {
 			return pl, 0, err
 		}
-		if pl.conv, err = ConvGeomOf(p, in); err != nil {
+		if pl.conv, err = p.ConvGeom(in); err != nil {
 			return pl, 0, err
 		}
 		if eb, ok := m.be.(EngineBackend); ok {

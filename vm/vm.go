@@ -7,7 +7,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // ErrNoWeights is returned when party 0 is asked to run a program without weight data (a client

@@ -14,14 +14,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 const compileUsage = `usage: athosc [compile] MODEL.onnx|MODEL.pb [flags]
@@ -100,8 +101,8 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.IntVar(&c.batch, "batch", 1, "batch size fixed for a symbolic batch dimension")
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
-	fs.StringVar(&c.backend, "backend", codegen.DefaultBackend, "two-party backend recorded in the program: sciot (linear layers by OT), scihe (by HE), auto (OT or HE per layer, planned for --net); scirun --backend overrides it, and any program also runs with scirun --clear")
-	fs.StringVar(&c.net, "net", "lan", "with --backend auto: the `LINK` to plan for, "+transport.NetHelp+"; recorded in the program; scirun --ot auto takes silent OT (Ferret) when the link is slow enough for its smaller traffic to pay (docs/usage.md)")
+	fs.StringVar(&c.backend, "backend", sciir.DefaultBackend, "two-party backend recorded in the program: sciot (linear layers by OT), scihe (by HE), auto (OT or HE per layer, planned for --net); scirun --backend overrides it, and any program also runs with scirun --clear")
+	fs.StringVar(&c.net, "net", "lan", "with --backend auto: the `LINK` to plan for, "+netmodel.Help+"; recorded in the program; scirun --ot auto takes silent OT (Ferret) when the link is slow enough for its smaller traffic to pay (docs/usage.md)")
 	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
 	fs.BoolVar(&c.listPasses, "list-passes", false, "print the compiler's pass table and ordering rules, then exit")
 	fs.StringVar(&c.dumpAfter, "dump-after", "", "print the IR after pass `PASS` (HLIL text or the fixed-point program)")
@@ -233,7 +234,7 @@ func parseFloats(s string, n int, def float64) ([]float64, error) {
 }
 
 // preprocessFor builds the image preprocessing from the flags and the model input's shape.
-func (c *compileConfig) preprocessFor(in ir.Value) (*codegen.Preprocess, error) {
+func (c *compileConfig) preprocessFor(in ir.Value) (*sciir.Preprocess, error) {
 	f := c.imageFlags
 	p, err := input.DefaultPreprocess(in.Shape, f.layout)
 	if err != nil {
@@ -336,22 +337,22 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	if c.dumpAfter != "" {
 		opts.DumpAfter, opts.Dump = c.dumpAfter, stdout
 	}
-	meta := codegen.Meta{Compiler: "athosc (cryptflow-go)", Source: filepath.Base(c.model), SourceSHA256: sum}
+	meta := sciir.Meta{Compiler: "athosc (cryptflow-go)", Source: filepath.Base(c.model), SourceSHA256: sum}
 	if c.backend == "auto" {
 		meta.Net = c.net // scirun's --ot auto follows it
 	}
-	var ds *passes.Dataset
+	var ds *dataset.Dataset
 	if c.validate != "" {
 		if len(g.Inputs) != 1 {
 			return fmt.Errorf("--validate needs a model with one input; %s has %d", c.model, len(g.Inputs))
 		}
-		var prep *codegen.Preprocess
+		var prep *sciir.Preprocess
 		if len(g.Inputs[0].Shape) == 4 {
 			if prep, err = c.preprocessFor(g.Inputs[0]); err != nil {
 				return err
 			}
 		}
-		if ds, err = passes.LoadValidation(c.validate, g.Inputs[0], prep); err != nil {
+		if ds, err = dataset.Load(c.validate, g.Inputs[0], prep); err != nil {
 			return err
 		}
 		if v := g.Values[firstOr(g.Outputs)]; ds.Labelled && v != nil {
@@ -366,7 +367,7 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 		}
 		samples := ds.Samples
 		lo, hi := ds.InputRange()
-		meta.InputRange = &codegen.Range{Min: float64(lo), Max: float64(hi)}
+		meta.InputRange = &sciir.Range{Min: float64(lo), Max: float64(hi)}
 		say("validation: %d inputs from %s, %s; input values in [%.4g, %.4g]\n", len(samples), c.validate, ds.Layout(), lo, hi)
 		opts.Samples, opts.Scales, opts.Headroom, opts.Workers = samples, c.scales, c.headroom, c.jobs
 	}
@@ -415,12 +416,12 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	f := &codegen.File{Program: prog, Backend: c.backend, Meta: meta}
+	f := &sciir.File{Program: prog, Backend: c.backend, Meta: meta}
 	cp := clientPath(c.out)
-	if err := codegen.WriteFile(c.out, f, true); err != nil {
+	if err := cli.WriteProgram(c.out, f, true); err != nil {
 		return err
 	}
-	if err := codegen.WriteFile(cp, f, false); err != nil {
+	if err := cli.WriteProgram(cp, f, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%s) and %s (%s, no weights); program id %s\n",
@@ -429,8 +430,8 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func tuneMeta(res *passes.TuneResult, c *compileConfig, dir string) *codegen.Autotune {
-	a := &codegen.Autotune{Validation: dir, Samples: res.Samples, Labelled: res.Labelled, Headroom: res.Headroom,
+func tuneMeta(res *passes.TuneResult, c *compileConfig, dir string) *sciir.Autotune {
+	a := &sciir.Autotune{Validation: dir, Samples: res.Samples, Labelled: res.Labelled, Headroom: res.Headroom,
 		Bits: res.Bits, Scale: res.Scale, FloatAcc: res.FloatAccuracy}
 	var pinned []string
 	if c.bits != 0 {
@@ -441,7 +442,7 @@ func tuneMeta(res *passes.TuneResult, c *compileConfig, dir string) *codegen.Aut
 	}
 	a.Pinned = strings.Join(pinned, ",")
 	for _, r := range res.Rows {
-		a.Rows = append(a.Rows, codegen.TuneRecord{Bits: r.Bits, Scale: r.Scale, Accuracy: r.Accuracy,
+		a.Rows = append(a.Rows, sciir.TuneRecord{Bits: r.Bits, Scale: r.Scale, Accuracy: r.Accuracy,
 			Agreement: r.Agreement, BitsUsed: r.BitsUsed, Overflow: r.Overflow})
 	}
 	return a

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // smallModel returns the project's MNIST model and a validation folder made from its sample inputs.
@@ -47,11 +47,11 @@ func TestCompileWritesBothCopies(t *testing.T) {
 	if stderr.Len() != 0 {
 		t.Errorf("progress written to a non-terminal: %q", stderr.String())
 	}
-	full, err := codegen.ReadFile(out)
+	full, err := sciir.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := codegen.ReadFile(strings.TrimSuffix(out, ".sciir") + ".client.sciir")
+	client, err := sciir.ReadFile(strings.TrimSuffix(out, ".sciir") + ".client.sciir")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestCompileWritesBothCopies(t *testing.T) {
 	if err := compile(cfg, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	f, err := codegen.ReadFile(out2)
+	f, err := sciir.ReadFile(out2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestCompileBackends(t *testing.T) {
 		if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 			t.Fatal(err)
 		}
-		f, err := codegen.ReadFile(out)
+		f, err := sciir.ReadFile(out)
 		if err != nil || f.Backend != be {
 			t.Fatalf("%s: %v, backend %q", be, err, f.Backend)
 		}
@@ -185,7 +185,7 @@ func TestCompileBackends(t *testing.T) {
 			t.Fatal(err)
 		}
 		var dis bytes.Buffer
-		if err := codegen.Disasm(&dis, b); err != nil {
+		if err := sciir.Disasm(&dis, b); err != nil {
 			t.Fatal(err)
 		}
 		planned := strings.Count(dis.String(), " by he") + strings.Count(dis.String(), " by ot")
@@ -206,7 +206,7 @@ func TestCompileBackends(t *testing.T) {
 		if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 			t.Fatal(err)
 		}
-		if f, err := codegen.ReadFile(out); err != nil || f.Meta.Net != c.want {
+		if f, err := sciir.ReadFile(out); err != nil || f.Meta.Net != c.want {
 			t.Fatalf("--net %s: %v, recorded net %q, want %q", c.flag, err, f.Meta.Net, c.want)
 		}
 	}

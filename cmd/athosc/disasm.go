@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // runDisasm implements `athosc disasm FILE.sciir`: it prints a program file readably (sections,
@@ -30,7 +30,7 @@ func runDisasm(args []string) error {
 		return err
 	}
 	w := bufio.NewWriter(os.Stdout)
-	if err := codegen.Disasm(w, b); err != nil {
+	if err := sciir.Disasm(w, b); err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	return w.Flush()

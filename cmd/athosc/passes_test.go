@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/passes"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 func TestListPasses(t *testing.T) {
@@ -63,7 +63,7 @@ func TestDumpAfterEveryPass(t *testing.T) {
 		if !strings.HasPrefix(s, header) || !strings.Contains(s, body) {
 			t.Errorf("--dump-after %s printed:\n%.400s", p.Name, s)
 		}
-		if _, err := codegen.ReadFile(out); err != nil {
+		if _, err := sciir.ReadFile(out); err != nil {
 			t.Errorf("--dump-after %s: no program written: %v", p.Name, err)
 		}
 	}
@@ -135,7 +135,7 @@ func TestBitwidthRange(t *testing.T) {
 			t.Errorf("--bitwidth %d: %v", bits, err)
 			continue
 		}
-		f, err := codegen.ReadFile(out)
+		f, err := sciir.ReadFile(out)
 		if err != nil || f.Program.Bits != bits {
 			t.Errorf("--bitwidth %d: wrote %v", bits, err)
 		}

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/internal/testsets"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
@@ -239,7 +239,7 @@ func TestCompileTFMNISTAccuracy(t *testing.T) {
 				t.Fatalf("athosc %s: %v\n%s", strings.Join(args, " "), err, stdout.String())
 			}
 			compileTime := time.Since(start)
-			f, err := codegen.ReadFile(out)
+			f, err := sciir.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)
 			}

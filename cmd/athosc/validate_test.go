@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // TestValidateRecordsRangeAndRefusesForeignLabels: the program records the input range it was
@@ -23,7 +23,7 @@ func TestValidateRecordsRangeAndRefusesForeignLabels(t *testing.T) {
 	if err := compile(cfg, &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := codegen.ReadFile(out)
+	f, err := sciir.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}

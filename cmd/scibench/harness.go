@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -15,7 +16,7 @@ import (
 // connecting them.
 
 // netFlagHelp documents the -net flag of every subcommand.
-const netFlagHelp = "emulated network: none, " + transport.NetHelp + "; each party's connections share its link"
+const netFlagHelp = "emulated network: none, " + netmodel.Help + "; each party's connections share its link"
 
 // parseFlags parses a subcommand's args into fs; the subcommands take no positional arguments.
 // It returns errUsage after a mistake (flag has already described it).
@@ -37,10 +38,10 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 type pairOptions struct{ p0, p1 transport.Options }
 
 // transportOptions returns the connection options for the -net link (see
-// transport.ParseNet) with the given timeout.
+// netmodel.Parse) with the given timeout.
 func transportOptions(netName string, timeout time.Duration) (pairOptions, error) {
 	o := transport.Options{Timeout: timeout}
-	m, err := transport.ParseNet(netName)
+	m, err := netmodel.Parse(netName)
 	if err != nil {
 		return pairOptions{}, fmt.Errorf("-net: %w", err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/protocols/he"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 	lring "github.com/tuneinsight/lattigo/v6/ring"
 )
 

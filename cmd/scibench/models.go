@@ -27,7 +27,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/benchplot"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
@@ -36,6 +35,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/he"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 func modelsCommand() command {
@@ -524,7 +524,7 @@ func compileModel(ctx context.Context, cfg modelsConfig, m benchModel, backend, 
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("athosc: %w: %s", err, lastLines(b, 3))
 	}
-	f, err := codegen.ReadFile(out)
+	f, err := sciir.ReadFile(out)
 	if err != nil {
 		return nil, err
 	}

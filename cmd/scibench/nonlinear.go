@@ -14,9 +14,9 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 const defaultNLProtocols = "relu,mill,trunc,trunc-nonneg,b2a,mux,maxpool,avgpool,argmax"

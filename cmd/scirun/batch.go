@@ -16,12 +16,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
@@ -46,7 +46,7 @@ type inputs struct {
 
 // readInputs reads --input path for a program input of shape want: a folder, a batched .npy,
 // or one file (see docs/usage.md, "Batches").
-func readInputs(path string, want []int, prep *codegen.Preprocess) (*inputs, error) {
+func readInputs(path string, want []int, prep *sciir.Preprocess) (*inputs, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return readFolder(path, want, prep)
 	}
@@ -106,7 +106,7 @@ func batchSize(got, want []int) (int, bool) {
 // readFolder reads every .npy or PNG/JPEG file of dir, in sorted order, and labels.txt if there.
 // Anything else in the folder (subfolders, other files, .npy arrays mixed with images) is an
 // error naming it, so that a mistaken folder does not run half of what it holds.
-func readFolder(dir string, want []int, prep *codegen.Preprocess) (*inputs, error) {
+func readFolder(dir string, want []int, prep *sciir.Preprocess) (*inputs, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("input folder: %w", err)
@@ -207,7 +207,7 @@ type batchRun struct {
 // loadInputs reads and encodes --input, checking every value against the range the program was
 // validated on (see checkRange), the labels against the program's classes, and --output against
 // the kind of input. It runs before any connection is made.
-func (c *config) loadInputs(f *codegen.File, e *env) (*batchRun, error) {
+func (c *config) loadInputs(f *sciir.File, e *env) (*batchRun, error) {
 	p := f.Program
 	if len(p.Inputs) != 1 {
 		return nil, fmt.Errorf("the program has %d inputs; scirun takes one --input", len(p.Inputs))
@@ -265,7 +265,7 @@ func (c *config) loadInputs(f *codegen.File, e *env) (*batchRun, error) {
 // emitAll prints and writes the outputs of every item: the single-input output as before, or
 // for a batch one line per input and output, NAME.npy files under --output DIR/, and a summary
 // (with rep, the session's report, or elapsed, the clear run's time).
-func (c *config) emitAll(b *batchRun, outs [][]vm.Output, f *codegen.File, e *env, rep *serve.Report, elapsed time.Duration) error {
+func (c *config) emitAll(b *batchRun, outs [][]vm.Output, f *sciir.File, e *env, rep *serve.Report, elapsed time.Duration) error {
 	if !b.batch && !outputDir(c.output) {
 		return c.emit(outs[0], f, e)
 	}

@@ -25,9 +25,9 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 const usage = `usage:
@@ -142,7 +142,7 @@ func runMode(ctx context.Context, args []string, e *env) error {
 			}
 		}()
 	}
-	f, err := codegen.ReadFile(c.program)
+	f, err := sciir.ReadFile(c.program)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/input"
@@ -25,6 +24,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/passes"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // binary is the scirun executable built by TestMain, for the tests that need a real process
@@ -71,11 +71,11 @@ func compileTo(t testing.TB, model, dir, name string, bits, scale int) (full, cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &codegen.File{Program: p, Meta: codegen.Meta{Source: filepath.Base(model), SourceSHA256: fmt.Sprintf("%x", bytesHash(t, model)), Preprocess: prep}}
-	if err := codegen.WriteFile(full, f, true); err != nil {
+	f := &sciir.File{Program: p, Meta: sciir.Meta{Source: filepath.Base(model), SourceSHA256: fmt.Sprintf("%x", bytesHash(t, model)), Preprocess: prep}}
+	if err := cli.WriteProgram(full, f, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := codegen.WriteFile(client, f, false); err != nil {
+	if err := cli.WriteProgram(client, f, false); err != nil {
 		t.Fatal(err)
 	}
 	return full, client
@@ -221,13 +221,13 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 	// An image input for a program that records no preprocessing.
-	f, err := codegen.ReadFile(full)
+	f, err := sciir.ReadFile(full)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Meta.Preprocess = nil
 	plain := filepath.Join(t.TempDir(), "plain.sciir")
-	if err := codegen.WriteFile(plain, f, true); err != nil {
+	if err := cli.WriteProgram(plain, f, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := runArgs("--clear", plain, "--input", "x.png"); err == nil || !strings.Contains(err.Error(), "no image preprocessing") {
@@ -360,7 +360,7 @@ func TestLocalReportAndProgress(t *testing.T) {
 		t.Errorf("stderr: %q", s)
 	}
 	r := readReport(t, rep)
-	prog, err := codegen.ReadFile(full)
+	prog, err := sciir.ReadFile(full)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,15 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
 // checkRange describes how far the input values x leave the range the program was validated on,
 // or returns "" when they stay inside it (or no range is recorded). Values outside it may overflow
 // the ring somewhere in the network and wrap around silently, in the secure and the clear run alike.
-func checkRange(x []float32, r *codegen.Range) string {
+func checkRange(x []float32, r *sciir.Range) string {
 	if r == nil || len(x) == 0 {
 		return ""
 	}
@@ -36,7 +36,7 @@ func checkRange(x []float32, r *codegen.Range) string {
 }
 
 // emit prints the revealed outputs and writes --output.
-func (c *config) emit(outs []vm.Output, f *codegen.File, e *env) error {
+func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
 	r := ring.Must(f.Program.Bits)
 	var classes []string
 	if f.Meta.Preprocess != nil {

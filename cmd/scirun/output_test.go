@@ -2,14 +2,15 @@ package main
 
 import (
 	"bytes"
+	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
@@ -82,7 +83,7 @@ func TestOutputFilesNeverClobberInputs(t *testing.T) {
 }
 
 func TestCheckRange(t *testing.T) {
-	r := &codegen.Range{Min: 0, Max: 1}
+	r := &sciir.Range{Min: 0, Max: 1}
 	if msg := checkRange([]float32{0, 0.5, 1}, r); msg != "" {
 		t.Errorf("inside: %q", msg)
 	}
@@ -102,14 +103,14 @@ func TestCheckRange(t *testing.T) {
 // range the program was validated on.
 func TestInputOutsideValidatedRange(t *testing.T) {
 	prog, _, data := program(t)
-	f, err := codegen.ReadFile(prog)
+	f, err := sciir.ReadFile(prog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// As athosc --validate records it for MNIST digits scaled to 0..1.
-	f.Meta.InputRange = &codegen.Range{Min: 0, Max: 1}
+	f.Meta.InputRange = &sciir.Range{Min: 0, Max: 1}
 	full := filepath.Join(t.TempDir(), "ranged.sciir")
-	if err := codegen.WriteFile(full, f, true); err != nil {
+	if err := cli.WriteProgram(full, f, true); err != nil {
 		t.Fatal(err)
 	}
 	in := filepath.Join(data, "inputs", "00003.npy")
@@ -156,18 +157,18 @@ func TestParseSize(t *testing.T) {
 
 // --ot auto follows the link the program was planned for; an explicit source wins.
 func TestOTSourceAuto(t *testing.T) {
-	wan := &codegen.File{Meta: codegen.Meta{Net: "wan"}}
-	lan := &codegen.File{Meta: codegen.Meta{Net: "lan"}}
-	old := &codegen.File{} // a program from before the field, or not planned (sciot, scihe)
+	wan := &sciir.File{Meta: sciir.Meta{Net: "wan"}}
+	lan := &sciir.File{Meta: sciir.Meta{Net: "lan"}}
+	old := &sciir.File{} // a program from before the field, or not planned (sciot, scihe)
 	for _, c := range []struct {
 		name string
-		f    *codegen.File
+		f    *sciir.File
 		want sci.OTSource
 	}{
 		{"auto", wan, sci.OTFerret}, {"auto", lan, sci.OTIKNP}, {"auto", old, sci.OTIKNP},
-		{"auto", &codegen.File{Meta: codegen.Meta{Net: "62.5MB/s,1ms"}}, sci.OTFerret}, // 500 Mbit/s
-		{"auto", &codegen.File{Meta: codegen.Meta{Net: "80MB/s,1ms"}}, sci.OTFerret},   // the crossover
-		{"auto", &codegen.File{Meta: codegen.Meta{Net: "125MB/s,500µs"}}, sci.OTIKNP},  // 1 Gbit/s
+		{"auto", &sciir.File{Meta: sciir.Meta{Net: "62.5MB/s,1ms"}}, sci.OTFerret}, // 500 Mbit/s
+		{"auto", &sciir.File{Meta: sciir.Meta{Net: "80MB/s,1ms"}}, sci.OTFerret},   // the crossover
+		{"auto", &sciir.File{Meta: sciir.Meta{Net: "125MB/s,500µs"}}, sci.OTIKNP},  // 1 Gbit/s
 		{"iknp", wan, sci.OTIKNP}, {"ferret", lan, sci.OTFerret},
 	} {
 		got, err := otSource(c.name, c.f)
@@ -178,7 +179,7 @@ func TestOTSourceAuto(t *testing.T) {
 	if _, err := otSource("kos", wan); err == nil {
 		t.Error("--ot kos accepted")
 	}
-	if _, err := otSource("auto", &codegen.File{Meta: codegen.Meta{Net: "fast"}}); err == nil {
+	if _, err := otSource("auto", &sciir.File{Meta: sciir.Meta{Net: "fast"}}); err == nil {
 		t.Error("--ot auto accepted a program whose planned link is unreadable")
 	}
 }

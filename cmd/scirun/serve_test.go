@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
@@ -163,7 +163,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 
 	// A client that passes the handshake, then sends garbage instead of the OT protocol.
-	cf, err := codegen.ReadFile(client)
+	cf, err := sciir.ReadFile(client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,12 +239,12 @@ func TestMismatchedPrograms(t *testing.T) {
 	} else {
 		t.Logf("../shared/testdata absent, skipping the different-model case: %v", err)
 	}
-	fullFile, err := codegen.ReadFile(full)
+	fullFile, err := sciir.ReadFile(full)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		cf, err := codegen.ReadFile(c.client)
+		cf, err := sciir.ReadFile(c.client)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,12 +16,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
+	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/he"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
@@ -39,7 +40,7 @@ func sciBackend(o sci.Options) serve.BackendFunc {
 
 // options builds the session options; a server with the client copy fails here, before
 // listening.
-func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {
+func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 	m, name, _ := netModel(c.netName)
 	be := c.backend
 	if be == "" {
@@ -94,7 +95,7 @@ func (c *config) options(f *codegen.File, e *env) (*serve.Options, error) {
 	return opt, nil
 }
 
-func runClear(ctx context.Context, c *config, f *codegen.File, e *env) error {
+func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 	p := f.Program
 	r, err := ring.New(p.Bits)
 	if err != nil {
@@ -125,7 +126,7 @@ func runClear(ctx context.Context, c *config, f *codegen.File, e *env) error {
 	return c.emitAll(b, outs, f, e, nil, time.Since(start))
 }
 
-func runClient(ctx context.Context, c *config, f *codegen.File, opt *serve.Options, e *env) error {
+func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options, e *env) error {
 	b, err := c.loadInputs(f, e)
 	if err != nil {
 		return err
@@ -147,7 +148,7 @@ func runClient(ctx context.Context, c *config, f *codegen.File, opt *serve.Optio
 	return c.finishClient(b, f, e, res, err)
 }
 
-func runLocal(ctx context.Context, c *config, f *codegen.File, opt *serve.Options, e *env) error {
+func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options, e *env) error {
 	b, err := c.loadInputs(f, e)
 	if err != nil {
 		return err
@@ -163,7 +164,7 @@ func runLocal(ctx context.Context, c *config, f *codegen.File, opt *serve.Option
 
 // finishClient writes a client run's outputs and reports; after a failure, the reports of what
 // ran (the error is the run's).
-func (c *config) finishClient(b *batchRun, f *codegen.File, e *env, res *serve.Result, err error) error {
+func (c *config) finishClient(b *batchRun, f *sciir.File, e *env, res *serve.Result, err error) error {
 	if err != nil {
 		c.writeReports(res, e)
 		return err
@@ -278,7 +279,7 @@ func orDash(s string) string {
 	return s
 }
 
-func ringName(f *codegen.File) string { return fmt.Sprintf("Z_2^%d", f.Program.Bits) }
+func ringName(f *sciir.File) string { return fmt.Sprintf("Z_2^%d", f.Program.Bits) }
 
 func tlsNote(t *tls.Config) string {
 	if t != nil {
@@ -292,11 +293,11 @@ func tlsNote(t *tls.Config) string {
 // smaller traffic outweighs its CPU, IKNP otherwise and for programs that record no link. Both
 // parties hold the same metadata (it is part of the program ID the handshake compares), so they
 // resolve alike.
-func otSource(name string, f *codegen.File) (sci.OTSource, error) {
+func otSource(name string, f *sciir.File) (sci.OTSource, error) {
 	if name != "auto" {
 		return sci.ParseOT(name)
 	}
-	net, err := transport.ParseNet(f.Meta.Net)
+	net, err := netmodel.Parse(f.Meta.Net)
 	if err != nil {
 		return 0, fmt.Errorf("--ot auto: the program's planned link: %w", err)
 	}

@@ -2,17 +2,18 @@ package main
 
 import (
 	"fmt"
+	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"math"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // compileModel compiles a model of either format (frontend.Load, as athosc does) at Z_2^bits,
@@ -30,11 +31,11 @@ func compileModel(t testing.TB, model string, opts frontend.Options, dir, name s
 		t.Fatal(err)
 	}
 	full := filepath.Join(dir, name+".sciir")
-	f := &codegen.File{Program: p, Meta: codegen.Meta{Source: filepath.Base(model), SourceSHA256: fmt.Sprintf("%x", bytesHash(t, model))}}
-	if err := codegen.WriteFile(full, f, true); err != nil {
+	f := &sciir.File{Program: p, Meta: sciir.Meta{Source: filepath.Base(model), SourceSHA256: fmt.Sprintf("%x", bytesHash(t, model))}}
+	if err := cli.WriteProgram(full, f, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := codegen.WriteFile(filepath.Join(dir, name+".client.sciir"), f, false); err != nil {
+	if err := cli.WriteProgram(filepath.Join(dir, name+".client.sciir"), f, false); err != nil {
 		t.Fatal(err)
 	}
 	return full
@@ -86,7 +87,7 @@ func secureVsClear(t *testing.T, full, in string) ([]float64, float64, int64, in
 	if !slices.Equal(c, l) {
 		t.Fatalf("the secure output differs from the clear run:\nsecure %v\nclear  %v", l, c)
 	}
-	f, err := codegen.ReadFile(full)
+	f, err := sciir.ReadFile(full)
 	if err != nil {
 		t.Fatal(err)
 	}

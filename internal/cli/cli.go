@@ -3,12 +3,16 @@
 package cli
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // ErrUsage marks an error caused by how the command was invoked; main prints the usage hint and
@@ -98,4 +102,25 @@ func Dispatch(prog, intro string, cmds []Command, fallback func([]string) error,
 		return fallback(args)
 	}
 	return Usagef("unknown command %q", args[0])
+}
+
+// WriteProgram writes f to path (the full copy with weights, or the client copy) through a
+// temporary file in the same folder that is renamed into place: a write that fails part-way
+// leaves any previous program at path untouched. A copy with weights is refused under a client
+// copy's name (sciir.CheckCopyName).
+func WriteProgram(path string, f *sciir.File, withWeights bool) error {
+	if err := sciir.CheckCopyName(path, f, withWeights); err != nil {
+		return err
+	}
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := sciir.Write(bw, f, withWeights); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+	if err != nil {
+		return fmt.Errorf("write program: %w", err)
+	}
+	return nil
 }

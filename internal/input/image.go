@@ -9,17 +9,17 @@ import (
 	"math"
 	"os"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // DefaultPreprocess returns the preprocessing for a model input of the given shape ([1,C,H,W] for
 // NCHW or [1,H,W,C] for NHWC, C = 1 or 3): resize bilinearly to the input's size, scale pixels to
 // 0..1, mean 0 and std 1 per channel.
-func DefaultPreprocess(shape []int, layout string) (*codegen.Preprocess, error) {
+func DefaultPreprocess(shape []int, layout string) (*sciir.Preprocess, error) {
 	if len(shape) != 4 || shape[0] != 1 {
 		return nil, fmt.Errorf("preprocess: model input shape %v is not an image batch of one ([1,C,H,W] or [1,H,W,C])", shape)
 	}
-	p := &codegen.Preprocess{Layout: layout, Scale: 1.0 / 255, Resize: "bilinear"}
+	p := &sciir.Preprocess{Layout: layout, Scale: 1.0 / 255, Resize: "bilinear"}
 	switch layout {
 	case "NCHW":
 		p.Channels, p.Height, p.Width = shape[1], shape[2], shape[3]
@@ -37,7 +37,7 @@ func DefaultPreprocess(shape []int, layout string) (*codegen.Preprocess, error) 
 }
 
 // LoadImage decodes a PNG or JPEG image and preprocesses it as p says.
-func LoadImage(p *codegen.Preprocess, path string) ([]float32, error) {
+func LoadImage(p *sciir.Preprocess, path string) ([]float32, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func LoadImage(p *codegen.Preprocess, path string) ([]float32, error) {
 // Apply turns an image into the model input: convert to grey (ITU-R 601 luma, as image/color
 // does) or RGB, resize to Width x Height (bilinear with half-pixel centres, or nearest), then per
 // channel (pixel*Scale - Mean[c]) / Std[c], laid out as Layout.
-func Apply(p *codegen.Preprocess, img image.Image) ([]float32, error) {
+func Apply(p *sciir.Preprocess, img image.Image) ([]float32, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 func TestPreprocessCheck(t *testing.T) {
@@ -25,13 +25,13 @@ func TestPreprocessCheck(t *testing.T) {
 	if err != nil || p.Width != 6 || p.Height != 8 || p.Channels != 3 {
 		t.Fatalf("NHWC default %+v %v", p, err)
 	}
-	for name, mutate := range map[string]func(q *codegen.Preprocess){
-		"std zero":   func(q *codegen.Preprocess) { q.Std[1] = 0 },
-		"mean nan":   func(q *codegen.Preprocess) { q.Mean[0] = math.NaN() },
-		"scale inf":  func(q *codegen.Preprocess) { q.Scale = math.Inf(1) },
-		"resize":     func(q *codegen.Preprocess) { q.Resize = "lanczos" },
-		"size":       func(q *codegen.Preprocess) { q.Width = 0 },
-		"mean count": func(q *codegen.Preprocess) { q.Mean = q.Mean[:1] },
+	for name, mutate := range map[string]func(q *sciir.Preprocess){
+		"std zero":   func(q *sciir.Preprocess) { q.Std[1] = 0 },
+		"mean nan":   func(q *sciir.Preprocess) { q.Mean[0] = math.NaN() },
+		"scale inf":  func(q *sciir.Preprocess) { q.Scale = math.Inf(1) },
+		"resize":     func(q *sciir.Preprocess) { q.Resize = "lanczos" },
+		"size":       func(q *sciir.Preprocess) { q.Width = 0 },
+		"mean count": func(q *sciir.Preprocess) { q.Mean = q.Mean[:1] },
 	} {
 		q := *p
 		q.Mean = append([]float64(nil), p.Mean...)
@@ -47,7 +47,7 @@ func TestPreprocessApply(t *testing.T) {
 	// A 2x1 grey image [0, 255] resized to 4x1.
 	img := image.NewGray(image.Rect(0, 0, 2, 1))
 	img.Pix[1] = 255
-	p := &codegen.Preprocess{Width: 4, Height: 1, Channels: 1, Layout: "NCHW", Scale: 1.0 / 255,
+	p := &sciir.Preprocess{Width: 4, Height: 1, Channels: 1, Layout: "NCHW", Scale: 1.0 / 255,
 		Mean: []float64{0}, Std: []float64{1}, Resize: "bilinear"}
 	x, err := Apply(p, img)
 	if err != nil {
@@ -68,7 +68,7 @@ func TestPreprocessApply(t *testing.T) {
 	// RGB, NHWC, mean/std.
 	rgb := image.NewRGBA(image.Rect(0, 0, 1, 1))
 	rgb.Set(0, 0, color.RGBA{255, 0, 51, 255})
-	q := &codegen.Preprocess{Width: 1, Height: 1, Channels: 3, Layout: "NHWC", Scale: 1.0 / 255,
+	q := &sciir.Preprocess{Width: 1, Height: 1, Channels: 3, Layout: "NHWC", Scale: 1.0 / 255,
 		Mean: []float64{0.5, 0.5, 0.5}, Std: []float64{0.5, 0.5, 0.1}, Resize: "bilinear"}
 	y, err := Apply(q, rgb)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package input reads the inputs of a model or a program: .npy arrays, and PNG or JPEG images
-// preprocessed as a program records (codegen.Preprocess). It is the one loader behind
+// preprocessed as a program records (sciir.Preprocess). It is the one loader behind
 // `athosc eval`, `athosc --validate` and `scirun --input`, so the three accept the same files
 // under one shape rule (see CheckShape).
 package input
@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // ShapeRule states the shape rule in words, for error messages and --help.
@@ -62,7 +62,7 @@ func ReadNpy(path string, want []int) ([]float32, error) {
 
 // Read reads one input of shape want from path: a PNG or JPEG image, preprocessed as prep says
 // (prep must be non-nil and make inputs of shape want), or a .npy array (see ReadNpy).
-func Read(path string, want []int, prep *codegen.Preprocess) ([]float32, error) {
+func Read(path string, want []int, prep *sciir.Preprocess) ([]float32, error) {
 	if !IsImage(path) {
 		return ReadNpy(path, want)
 	}

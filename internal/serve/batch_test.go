@@ -17,8 +17,8 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/serve/servetest"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // runTraffic is a report's traffic over its layers (the program runs, without the handshake,

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // DefaultConnectTimeout bounds Dial when its timeout is zero.

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // HandshakeVersion is the version of the handshake and session protocol spoken by this package.
@@ -42,7 +42,7 @@ var ErrHandshake = errors.New("handshake failed")
 type Hello struct {
 	Version   int       // handshake version (HandshakeVersion)
 	Party     int       // 0 server, 1 client
-	Program   [32]byte  // program ID (codegen.File.ID)
+	Program   [32]byte  // program ID (sciir.File.ID)
 	RingKind  ring.Kind // ring family of the program
 	RingParam uint64    // l for Z_2^l (n for Z_n)
 	Scale     int       // the program's fixed-point scale
@@ -63,7 +63,7 @@ type Hello struct {
 
 // HelloFor returns the hello a party running f with the named backend announces, with one
 // stream (set Streams for more) and a batch of one inference (set Batch for more).
-func HelloFor(f *codegen.File, party int, backend, software string) Hello {
+func HelloFor(f *sciir.File, party int, backend, software string) Hello {
 	p := f.Program
 	return Hello{
 		Version:   HandshakeVersion,

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 func testHello(party int) Hello {

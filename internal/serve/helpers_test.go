@@ -14,20 +14,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/serve/servetest"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
 // compile builds the program of an ONNX model at Z_2^bits, scale s, and returns the full file
 // and the client copy, both as read back from their encodings (so their IDs are set).
-func compile(t testing.TB, model string, bits, scale int) (full, client *codegen.File) {
+func compile(t testing.TB, model string, bits, scale int) (full, client *sciir.File) {
 	t.Helper()
 	raw, err := os.ReadFile(model)
 	if err != nil {
@@ -44,13 +44,13 @@ func compile(t testing.TB, model string, bits, scale int) (full, client *codegen
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(raw)
-	f := &codegen.File{Program: p, Meta: codegen.Meta{Source: filepath.Base(model), SourceSHA256: hex.EncodeToString(sum[:])}}
-	decode := func(weights bool) *codegen.File {
-		b, err := codegen.Marshal(f, weights)
+	f := &sciir.File{Program: p, Meta: sciir.Meta{Source: filepath.Base(model), SourceSHA256: hex.EncodeToString(sum[:])}}
+	decode := func(weights bool) *sciir.File {
+		b, err := sciir.Marshal(f, weights)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := codegen.Unmarshal(b)
+		d, err := sciir.Unmarshal(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,12 +61,12 @@ func compile(t testing.TB, model string, bits, scale int) (full, client *codegen
 
 var (
 	mnistOnce                sync.Once
-	mnistFull, mnistClient   *codegen.File
-	mnistFull8, mnistClient8 *codegen.File
+	mnistFull, mnistClient   *sciir.File
+	mnistFull8, mnistClient8 *sciir.File
 )
 
 // mnistSmall returns the bundled MNIST model compiled at l=32, s=12 (and s=8).
-func mnistSmall(t testing.TB) (full, client, full8, client8 *codegen.File) {
+func mnistSmall(t testing.TB) (full, client, full8, client8 *sciir.File) {
 	t.Helper()
 	model := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small", "model.onnx")
 	mnistOnce.Do(func() {
@@ -80,7 +80,7 @@ func mnistSmall(t testing.TB) (full, client, full8, client8 *codegen.File) {
 }
 
 // input reads bundled MNIST input i, encoded for program f.
-func input(t testing.TB, f *codegen.File, i int) []ring.Tensor {
+func input(t testing.TB, f *sciir.File, i int) []ring.Tensor {
 	t.Helper()
 	path := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small", "inputs", []string{
 		"00000.npy", "00001.npy", "00002.npy", "00003.npy", "00004.npy", "00005.npy", "00006.npy", "00007.npy"}[i%8])
@@ -103,7 +103,7 @@ func input(t testing.TB, f *codegen.File, i int) []ring.Tensor {
 }
 
 // clearRun runs f in the clear on inputs and returns the outputs' ring values.
-func clearRun(t testing.TB, f *codegen.File, inputs []ring.Tensor) [][]uint64 {
+func clearRun(t testing.TB, f *sciir.File, inputs []ring.Tensor) [][]uint64 {
 	t.Helper()
 	be, err := cleartext.New(ring.Must(f.Program.Bits))
 	if err != nil {
@@ -138,7 +138,7 @@ func checkOutputs(t testing.TB, what string, res *Result, want [][]uint64) {
 }
 
 // options returns session options for f with the insecure test backend.
-func options(f *codegen.File) *Options {
+func options(f *sciir.File) *Options {
 	return &Options{File: f, Backend: "insecure-test", NewBackend: servetest.Func(nil), Timeout: 5 * time.Second}
 }
 

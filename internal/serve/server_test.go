@@ -12,8 +12,8 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/serve/servetest"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // testServer starts Serve on a loopback listener and returns its address, its log, the drain

@@ -10,10 +10,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
@@ -64,7 +65,7 @@ func frameLimit(p *fixed.Program) int {
 // by concurrent sessions.
 type Options struct {
 	// File is the program. Party 0 needs its weights; party 1 may hold the client copy.
-	File *codegen.File
+	File *sciir.File
 	// Backend names the two-party backend (announced in the handshake; both parties must agree).
 	// Empty means File.Backend.
 	Backend string
@@ -86,7 +87,7 @@ type Options struct {
 	// naming the limit); zero means DefaultMaxBatch. The client ignores it.
 	MaxBatch int
 	// Net, when set, emulates this link on the frames this party receives (see transport).
-	Net *transport.NetModel
+	Net *netmodel.Model
 	// NetName labels Net in reports ("lan", "wan").
 	NetName string
 	// Progress, when set, is called after every instruction with the number done and the total.

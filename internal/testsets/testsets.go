@@ -14,8 +14,8 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 )
 
-// Sample is one labelled input. Its layout is that of passes.Sample, so callers convert each
-// element with passes.Sample(s).
+// Sample is one labelled input. Its layout is that of dataset.Sample, so callers convert each
+// element with dataset.Sample(s).
 type Sample struct {
 	Name  string
 	Input []float32

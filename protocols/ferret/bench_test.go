@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
@@ -132,7 +133,7 @@ func BenchmarkFerretCOT32Pipe(b *testing.B) {
 }
 
 // otPairNet is otPair over a pipe with a network model.
-func otPairNet(b *testing.B, m transport.NetModel) (*ot.Session, *ot.Session) {
+func otPairNet(b *testing.B, m netmodel.Model) (*ot.Session, *ot.Session) {
 	b.Helper()
 	opt := testOpt
 	opt.Net = &m
@@ -148,7 +149,7 @@ func otPairNet(b *testing.B, m transport.NetModel) (*ot.Session, *ot.Session) {
 // COT_32 with chosen choice bits over the WAN model (80 ms RTT, 40 MB/s):
 // IKNP against Ferret (Small()), 2^20 instances per op.
 func BenchmarkWANIKNPCOT32(b *testing.B) {
-	s0, s1 := otPairNet(b, transport.WAN())
+	s0, s1 := otPairNet(b, netmodel.WAN())
 	ctx := context.Background()
 	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, bitvec.Words(iknpN))
 	report(b, iknpN, s0.Conn(), s1.Conn(), func() error { return s0.SendCOT(ctx, 32, x, r) },
@@ -156,7 +157,7 @@ func BenchmarkWANIKNPCOT32(b *testing.B) {
 }
 
 func BenchmarkWANFerretCOT32(b *testing.B) {
-	s0, s1 := otPairNet(b, transport.WAN())
+	s0, s1 := otPairNet(b, netmodel.WAN())
 	ctx := context.Background()
 	var f0, f1 *Session
 	testenv.MustBoth(b, func() (err error) { f0, err = NewSession(ctx, s0, Small(), Options{}); return },

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 var testOpt = transport.Options{Timeout: 60 * time.Second}

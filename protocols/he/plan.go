@@ -3,7 +3,7 @@ package he
 import (
 	"fmt"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // plan is the public packing of one product: which share elements go to which coefficient of

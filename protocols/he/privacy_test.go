@@ -9,7 +9,7 @@ import (
 	lring "github.com/tuneinsight/lattigo/v6/ring"
 
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
-	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
+	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
 
 // negacyclic returns a·b mod (X^N + 1, t) for vectors of ring elements.

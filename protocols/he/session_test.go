@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
-	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
 
 func TestRandomShapes(t *testing.T) {

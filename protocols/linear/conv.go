@@ -6,7 +6,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // axisCover returns, for one spatial axis of n input positions, out output positions, kernel k,

@@ -9,9 +9,9 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
-	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
 
 // testFerret is a Ferret parameter set for tests only (far from 128-bit LPN security): 13,824

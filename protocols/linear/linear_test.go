@@ -11,10 +11,10 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
-	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
 
 // runMatMul shares x, runs MatMul at both parties and returns the reconstructed result.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // Lambda is the computational security parameter of the OT layer (bits per OT instance sent by

@@ -9,9 +9,9 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
-	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
 
 // mulOperands returns x and y of n ≥ 49 elements: first every pair of the edge values 0, 1, −1,

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // DefaultBudget is the default bound on the correlation words one stream materialises at once

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
-	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
+	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
 
 func TestBitTriples(t *testing.T) { testBitTriples(t, iknpSrc) }

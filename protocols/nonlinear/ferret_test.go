@@ -8,8 +8,8 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // The protocols on Ferret's silent OT: the correctness tables of the IKNP

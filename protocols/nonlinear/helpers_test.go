@@ -12,9 +12,9 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 var testOpt = transport.Options{Timeout: 20 * time.Second}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
-	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
+	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
 
 // Random parameter combinations (any l, any m, shifts and divisors that do

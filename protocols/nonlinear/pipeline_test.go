@@ -8,8 +8,8 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
-	"github.com/cryptflow-go/cryptflow/protocols/ring/ringtest"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
 
 // pipeOp is one protocol as the interleaving tests run it: n elements in,

@@ -7,9 +7,9 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // stream is one OT stream of a Session: an OT session, its connection and

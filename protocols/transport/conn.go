@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/cryptflow-go/cryptflow/netmodel"
 )
 
 // HeaderSize is the number of bytes a frame adds to its payload on the wire.
@@ -74,7 +76,7 @@ type Options struct {
 	Timeout time.Duration
 	// Net, when non-nil, emulates this link on incoming frames, as a link
 	// of this Conn's own.
-	Net *NetModel
+	Net *netmodel.Model
 	// Link, when non-nil, emulates a link on incoming frames that this Conn
 	// shares with every other Conn given the same Link (the streams of one
 	// party share its downlink, as on a real network). It takes precedence

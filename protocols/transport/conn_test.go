@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cryptflow-go/cryptflow/netmodel"
 )
 
 func pipe(t *testing.T, opt Options) (*Conn, *Conn) {
@@ -340,7 +342,7 @@ func TestMaxFrame(t *testing.T) {
 
 func TestNetworkModelDelays(t *testing.T) {
 	// Lower bounds only: the emulated link must never be faster than the model.
-	m := NetModel{RTT: 40 * time.Millisecond, Bandwidth: 10e6}
+	m := netmodel.Model{RTT: 40 * time.Millisecond, Bandwidth: 10e6}
 	a, b := pipe(t, Options{Net: &m, Timeout: 5 * time.Second})
 	ctx := context.Background()
 	go func() {
@@ -374,7 +376,7 @@ func TestNetworkModelDelays(t *testing.T) {
 	if d := time.Since(start); d < 100*time.Millisecond {
 		t.Fatalf("1 MB arrived after %v < 100 ms", d)
 	}
-	if l, w := LAN(), WAN(); l.Bandwidth != 377e6 || w.RTT != 80*time.Millisecond {
+	if l, w := netmodel.LAN(), netmodel.WAN(); l.Bandwidth != 377e6 || w.RTT != 80*time.Millisecond {
 		t.Fatal("LAN/WAN presets changed")
 	}
 }

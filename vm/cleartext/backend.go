@@ -7,7 +7,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // Backend is the cleartext fixed-point backend: it computes every operation on full values in one

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 func newClear(t *testing.T, l int) (*Backend, ring.Ring) {

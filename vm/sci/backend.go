@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/he"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
@@ -93,7 +94,7 @@ const FerretMaxBandwidth = 80e6
 // AutoOT is the OT source for a program planned for link net (nil: no link recorded): Ferret on
 // links of at most FerretMaxBandwidth, where its ~8× smaller traffic outweighs its ~2× CPU, IKNP
 // otherwise.
-func AutoOT(net *transport.NetModel) OTSource {
+func AutoOT(net *netmodel.Model) OTSource {
 	if net != nil && net.Bandwidth > 0 && net.Bandwidth <= FerretMaxBandwidth {
 		return OTFerret
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // TestMulMatchesClear: the product of two shared tensors, then a ReLU (which opens at both

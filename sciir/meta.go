@@ -1,4 +1,4 @@
-package codegen
+package sciir
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ type Meta struct {
 	Autotune     *Autotune   `json:"autotune,omitempty"`      // how l and s were chosen
 	Passes       []string    `json:"passes,omitempty"`        // clean-up and peephole actions taken
 	InputRange   *Range      `json:"input_range,omitempty"`   // the input values the program was validated on
-	Net          string      `json:"net,omitempty"`           // backend auto: the link the linear layers were planned for ("lan", "wan" or BANDWIDTH,RTT; transport.ParseNet)
+	Net          string      `json:"net,omitempty"`           // backend auto: the link the linear layers were planned for ("lan", "wan" or BANDWIDTH,RTT; netmodel.Parse)
 }
 
 // Range is a closed interval of real values [Min, Max].

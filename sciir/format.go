@@ -1,11 +1,10 @@
-// Package codegen turns a fixed-point program (fixed.Program) into the versioned binary .sciir
-// program file and back: it writes and reads the file (docs/sciir.md), computes the program ID,
-// and prints a file readably (the disassembler). Storage slots are assigned before, by the
+// Package sciir is the versioned binary .sciir program file: it encodes a fixed-point program
+// (fixed.Program) and decodes it back (docs/sciir.md), computes the program ID, and prints a file
+// readably (the disassembler). Writing a file atomically is the commands' job (internal/cli). Storage slots are assigned before, by the
 // compiler's "slots" pass (passes.AssignSlots).
-package codegen
+package sciir
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -20,7 +19,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
@@ -156,24 +154,12 @@ func endSection() []byte {
 	return binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
 }
 
-// WriteFile writes f to path (the full copy with weights, or the client copy) through a temporary
-// file in the same folder that is renamed into place: a write that fails part-way leaves any
-// previous program at path untouched. A copy with weights is refused under a name ending in
-// .client.sciir, the name of a client copy: a server's weights must not land in the file a user
-// hands to clients.
-func WriteFile(path string, f *File, withWeights bool) error {
+// CheckCopyName refuses to put a copy with weights under a name ending in .client.sciir, the
+// name of a client copy: a server's weights must not land in the file a user hands to clients.
+// Writers of program files call it before they write.
+func CheckCopyName(path string, f *File, withWeights bool) error {
 	if withWeights && f.Program.HasWeights() && strings.HasSuffix(strings.ToLower(path), ".client.sciir") {
 		return fmt.Errorf("write program: %s is a client copy's name, but this copy holds the weights; choose a name that does not end in .client.sciir", path)
-	}
-	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
-		bw := bufio.NewWriterSize(w, 1<<20)
-		if err := Write(bw, f, withWeights); err != nil {
-			return err
-		}
-		return bw.Flush()
-	})
-	if err != nil {
-		return fmt.Errorf("write program: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package passes
+package dataset
 
 import (
 	"errors"
@@ -31,7 +31,7 @@ func TestLoadNpyFolder(t *testing.T) {
 	dir := t.TempDir()
 	writeNpy(t, filepath.Join(dir, "00001.npy"), []int{1, 2, 3}, 1)
 	writeNpy(t, filepath.Join(dir, "00000.npy"), []int{2, 3}, 2) // without the batch dimension
-	ds, err := LoadValidation(dir, in, nil)
+	ds, err := Load(dir, in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestLoadNpyFolder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "labels.txt"), []byte("# file label\n00000.npy 3\n\n00001.npy 7\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ds, err = LoadValidation(dir, in, nil)
+	ds, err = Load(dir, in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,13 +59,13 @@ func TestLoadNpyFolder(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "labels.txt"), []byte(c.labels), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadValidation(dir, in, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Load(dir, in, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("labels %q: error %v, want %q", c.labels, err, c.want)
 		}
 	}
 	os.Remove(filepath.Join(dir, "labels.txt"))
 	writeNpy(t, filepath.Join(dir, "00002.npy"), []int{3, 2}, 0)
-	if _, err := LoadValidation(dir, in, nil); err == nil || !strings.Contains(err.Error(), "array of shape [3,2] does not fit") {
+	if _, err := Load(dir, in, nil); err == nil || !strings.Contains(err.Error(), "array of shape [3,2] does not fit") {
 		t.Errorf("wrong shape: %v", err)
 	}
 }
@@ -105,7 +105,7 @@ func TestLoadImageFolder(t *testing.T) {
 	}
 	prep.Mean = []float64{0.5, 0.5, 0.5}
 	prep.Std = []float64{0.5, 0.5, 0.5}
-	ds, err := LoadValidation(dir, in, prep)
+	ds, err := Load(dir, in, prep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestLoadImageFolder(t *testing.T) {
 	// NHWC and grey.
 	grey := ir.Value{Name: "x", Shape: ir.Shape{1, 4, 4, 1}}
 	gp, _ := input.DefaultPreprocess(grey.Shape, "NHWC")
-	ds, err = LoadValidation(dir, grey, gp)
+	ds, err = Load(dir, grey, gp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,25 +134,25 @@ func TestLoadImageFolder(t *testing.T) {
 		t.Errorf("grey value %g", v)
 	}
 	// A preprocessing that does not fit the model input.
-	if _, err := LoadValidation(dir, ir.Value{Name: "x", Shape: ir.Shape{1, 3, 5, 5}}, prep); err == nil {
+	if _, err := Load(dir, ir.Value{Name: "x", Shape: ir.Shape{1, 3, 5, 5}}, prep); err == nil {
 		t.Error("mismatched preprocessing accepted")
 	}
 	// An empty class folder.
 	os.Mkdir(filepath.Join(dir, "emu"), 0o755)
-	if _, err := LoadValidation(dir, in, prep); !errors.Is(err, ErrValidationFormat) || !strings.Contains(err.Error(), `"emu"`) {
+	if _, err := Load(dir, in, prep); !errors.Is(err, ErrValidationFormat) || !strings.Contains(err.Error(), `"emu"`) {
 		t.Errorf("empty class: %v", err)
 	}
 }
 
-func TestLoadValidationRejects(t *testing.T) {
+func TestLoadRejects(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "data.csv"), []byte("1,2,3"), 0o644)
 	in := ir.Value{Name: "x", Shape: ir.Shape{1, 3}}
-	_, err := LoadValidation(dir, in, nil)
+	_, err := Load(dir, in, nil)
 	if !errors.Is(err, ErrValidationFormat) || !strings.Contains(err.Error(), "accepted formats") {
 		t.Errorf("unrecognised folder: %v", err)
 	}
-	if _, err := LoadValidation(filepath.Join(dir, "missing"), in, nil); err == nil {
+	if _, err := Load(filepath.Join(dir, "missing"), in, nil); err == nil {
 		t.Error("missing folder accepted")
 	}
 }
@@ -165,7 +165,7 @@ func TestValidationFolderChecks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "labels.txt"), []byte("00000.npy 3\n00001.npy 10\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := LoadValidation(dir, in, nil)
+	ds, err := Load(dir, in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestValidationFolderChecks(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "cats"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err = LoadValidation(dir, in, nil)
+	_, err = Load(dir, in, nil)
 	if !errors.Is(err, ErrValidationFormat) || !strings.Contains(err.Error(), "both .npy files") {
 		t.Errorf("mixed folder: %v", err)
 	}

@@ -7,7 +7,7 @@ package ringtest
 import (
 	"math/rand/v2"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // Values returns n ring elements: the edge values first (0, 1, −1, the most negative and most

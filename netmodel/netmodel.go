@@ -1,28 +1,31 @@
-package transport
+// Package netmodel describes a network link by its bandwidth and round-trip time: the CrypTFlow2
+// LAN and WAN settings, any BANDWIDTH[,RTT] read from a flag, and its canonical spelling. The
+// compiler plans linear layers for a link (passes), the program file records it (sciir) and the
+// transport emulates it (transport.Link); this package is the leaf they share.
+package netmodel
 
 import (
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
-// NetModel describes an emulated link.
-type NetModel struct {
+// Model describes a link: its round-trip time and its bandwidth per direction.
+type Model struct {
 	RTT       time.Duration // round-trip time; each frame is delayed by RTT/2
 	Bandwidth float64       // bytes per second in each direction; 0 means unlimited
 }
 
 // LAN is the LAN setting of the CrypTFlow2 evaluation: 377 MB/s, 0.3 ms RTT.
-func LAN() NetModel { return NetModel{RTT: 300 * time.Microsecond, Bandwidth: 377e6} }
+func LAN() Model { return Model{RTT: 300 * time.Microsecond, Bandwidth: 377e6} }
 
 // WAN is the WAN setting of the CrypTFlow2 evaluation: 40 MB/s, 80 ms RTT.
-func WAN() NetModel { return NetModel{RTT: 80 * time.Millisecond, Bandwidth: 40e6} }
+func WAN() Model { return Model{RTT: 80 * time.Millisecond, Bandwidth: 40e6} }
 
-// NetHelp describes the link syntax of [ParseNet] for command-line help.
-const NetHelp = "lan (377 MB/s, 0.3 ms RTT), wan (40 MB/s, 80 ms RTT) or BANDWIDTH[,RTT] " +
+// Help describes the link syntax of [Parse] for command-line help.
+const Help = "lan (377 MB/s, 0.3 ms RTT), wan (40 MB/s, 80 ms RTT) or BANDWIDTH[,RTT] " +
 	"such as 1Gbit/s,0.5ms or 125MB/s,2ms (units bit/s, kbit/s, Mbit/s, Gbit/s, B/s, kB/s, MB/s, GB/s; " +
 	"bandwidth per direction)"
 
@@ -38,12 +41,12 @@ var bwUnits = []struct {
 	{"GB/s", 1e9}, {"MB/s", 1e6}, {"kB/s", 1e3}, {"KB/s", 1e3}, {"B/s", 1},
 }
 
-// ParseNet reads a link description: "" or "none" (no emulation: nil), "lan"
+// Parse reads a link description: "" or "none" (no emulation: nil), "lan"
 // or "wan" (the CrypTFlow2 settings, [LAN] and [WAN]), or "BANDWIDTH[,RTT]":
 // a positive number with a unit of bits or bytes per second (per direction)
 // and an optional round-trip time in Go's duration syntax (default 0), e.g.
 // "1Gbit/s,0.5ms" or "125MB/s,2ms". The names are case-insensitive.
-func ParseNet(s string) (*NetModel, error) {
+func Parse(s string) (*Model, error) {
 	s = strings.TrimSpace(s)
 	switch strings.ToLower(s) {
 	case "", "none":
@@ -57,7 +60,7 @@ func ParseNet(s string) (*NetModel, error) {
 	}
 	bw, rtt, hasRTT := strings.Cut(s, ",")
 	bw = strings.TrimSpace(bw)
-	var m NetModel
+	var m Model
 	unit := -1
 	for i, u := range bwUnits {
 		if strings.HasSuffix(bw, u.suffix) {
@@ -84,10 +87,10 @@ func ParseNet(s string) (*NetModel, error) {
 	return &m, nil
 }
 
-// Spec is m's canonical description, which [ParseNet] reads back to m:
+// Spec is m's canonical description, which [Parse] reads back to m:
 // "lan" and "wan" for those settings, else BANDWIDTH,RTT with the
 // bandwidth in MB/s (e.g. "125MB/s,500µs").
-func (m NetModel) Spec() string {
+func (m Model) Spec() string {
 	switch m {
 	case LAN():
 		return "lan"
@@ -95,35 +98,4 @@ func (m NetModel) Spec() string {
 		return "wan"
 	}
 	return strconv.FormatFloat(m.Bandwidth/1e6, 'f', -1, 64) + "MB/s," + m.RTT.String()
-}
-
-// Link is the receive side of an emulated link, shared by the Conns given
-// it in [Options.Link]: each incoming frame occupies the link for its size
-// divided by the bandwidth, after the frames that came before it on any of
-// those Conns, and is delivered RTT/2 after it has crossed. Safe for
-// concurrent use.
-type Link struct {
-	m    NetModel
-	mu   sync.Mutex
-	free time.Time // when the link has carried every frame so far
-}
-
-// NewLink returns an idle link with model m.
-func NewLink(m NetModel) *Link { return &Link{m: m} }
-
-// arrival books an n-byte frame that has just been read and returns when
-// it is to be delivered.
-func (l *Link) arrival(n int) time.Time {
-	now := time.Now()
-	l.mu.Lock()
-	start := now
-	if l.free.After(now) {
-		start = l.free
-	}
-	if l.m.Bandwidth > 0 {
-		start = start.Add(time.Duration(float64(n) / l.m.Bandwidth * float64(time.Second)))
-	}
-	l.free = start
-	l.mu.Unlock()
-	return start.Add(l.m.RTT / 2)
 }

@@ -1,4 +1,4 @@
-package codegen
+package sciir
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ring"
+	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )

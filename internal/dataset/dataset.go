@@ -1,4 +1,6 @@
-package passes
+// Package dataset loads a validation folder for the autotuner: *.npy inputs with an optional
+// labels.txt, or one subfolder of PNG/JPEG images per class, preprocessed as the program records.
+package dataset
 
 import (
 	"errors"
@@ -8,9 +10,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cryptflow-go/cryptflow/codegen"
 	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // Sample is one validation input and its class label (-1 when unknown).
@@ -23,9 +25,9 @@ type Sample struct {
 // Dataset is a loaded validation folder.
 type Dataset struct {
 	Samples    []Sample
-	Labelled   bool                // every sample has a label
-	Format     string              // "npy" or "images"
-	Preprocess *codegen.Preprocess // for "images": how each image became an input
+	Labelled   bool              // every sample has a label
+	Format     string            // "npy" or "images"
+	Preprocess *sciir.Preprocess // for "images": how each image became an input
 }
 
 // ErrValidationFormat is wrapped by the error for a folder in neither accepted format.
@@ -35,12 +37,12 @@ var ErrValidationFormat = errors.New("unrecognised validation folder")
 const validationFormats = "accepted formats: (a) NNNNN.npy input tensors plus an optional labels.txt with `file label` per line; " +
 	"(b) one subfolder per class holding PNG or JPEG images (classes numbered in sorted folder-name order)"
 
-// LoadValidation reads a validation folder for a model input: (a) *.npy files, each holding one
+// Load reads a validation folder for a model input: (a) *.npy files, each holding one
 // input of the input's shape (or that shape without its leading batch dimension of 1), plus an
 // optional labels.txt; or (b) one subfolder per class of PNG/JPEG images, preprocessed by prep
-// (nil: codegen.DefaultPreprocess for the input's shape, NCHW). Anything else is an error saying
+// (nil: sciir.DefaultPreprocess for the input's shape, NCHW). Anything else is an error saying
 // which formats are accepted.
-func LoadValidation(dir string, input ir.Value, prep *codegen.Preprocess) (*Dataset, error) {
+func Load(dir string, input ir.Value, prep *sciir.Preprocess) (*Dataset, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("validation folder: %w", err)
@@ -100,7 +102,7 @@ func loadNpyFolder(dir string, files []string, in ir.Value) (*Dataset, error) {
 	return ds, nil
 }
 
-func loadImageFolder(dir string, classes []string, in ir.Value, prep *codegen.Preprocess) (*Dataset, error) {
+func loadImageFolder(dir string, classes []string, in ir.Value, prep *sciir.Preprocess) (*Dataset, error) {
 	if prep == nil {
 		var err error
 		if prep, err = input.DefaultPreprocess(in.Shape, "NCHW"); err != nil {
