@@ -24,7 +24,7 @@ func TestListPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.String()
-	for _, p := range passes.Table() {
+	for _, p := range passes.PassTable() {
 		if !strings.Contains(s, p.Name+" ") || !strings.Contains(s, p.Doc) {
 			t.Errorf("listing lacks pass %s", p.Name)
 		}
@@ -44,7 +44,7 @@ func TestListPasses(t *testing.T) {
 func TestDumpAfterEveryPass(t *testing.T) {
 	model, val := smallModel(t)
 	dir := t.TempDir()
-	for i, p := range passes.Table() {
+	for i, p := range passes.PassTable() {
 		out := filepath.Join(dir, fmt.Sprintf("m%d.sciir", i))
 		cfg, err := parseCompile([]string{model, "--validate", val, "--scales", "8", "--dump-after", p.Name, "--backend", "auto", "-q", "-o", out})
 		if err != nil {
@@ -97,7 +97,7 @@ func TestTimePasses(t *testing.T) {
 	if !ok {
 		t.Fatalf("no pass times:\n%s", s)
 	}
-	for _, p := range passes.Table() {
+	for _, p := range passes.PassTable() {
 		if !strings.Contains(times, "  "+p.Name+" ") {
 			t.Errorf("pass times lack %s:\n%s", p.Name, times)
 		}
