@@ -176,6 +176,7 @@ func TestCompileReport(t *testing.T) {
 	opts.Samples = tuneSamples(t, g, 6, true)
 	opts.Scales = []int{6, 8}
 	opts.Backend = "auto" // every pass runs
+	opts.Check = true
 	p, rep, err := Compile(g, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +217,7 @@ func TestCompileReport(t *testing.T) {
 	}
 
 	// Pinned, without samples: autotune is skipped and says why.
-	p2, rep2, err := Compile(g, Options{Bits: 40, Scale: 9, Disable: []string{"peephole-*"}})
+	p2, rep2, err := Compile(g, Options{Bits: 40, Scale: 9, Disable: []string{"peephole-*"}, Check: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestCompileDumpAfter(t *testing.T) {
 	for _, ps := range leaves {
 		opts := DefaultOptions()
 		opts.Samples, opts.Scales = samples, []int{8}
-		opts.Backend = "auto"
+		opts.Backend, opts.Check = "auto", true
 		var out bytes.Buffer
 		opts.DumpAfter, opts.Dump = ps.Name, &out
 		if _, _, err := Compile(g, opts); err != nil {

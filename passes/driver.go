@@ -14,7 +14,6 @@ import (
 	"io"
 	"path"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/ir"
@@ -198,8 +197,7 @@ func newDriver(tab *table, opts Options) (*driver, error) {
 			return nil, fmt.Errorf("compile: dump after %s: no writer to dump to", opts.DumpAfter)
 		}
 	}
-	check := opts.Check || testing.Testing()
-	return &driver{opts: opts, check: check, rep: &Report{Checked: check}}, nil
+	return &driver{opts: opts, check: opts.Check, rep: &Report{Checked: opts.Check}}, nil
 }
 
 // run walks tab on st: the one loop every table goes through. A sub-table entry is walked in

@@ -50,8 +50,8 @@ type Options struct {
 	// Disable names optional passes not to run (names or path.Match patterns, "peephole-*").
 	Disable []string
 	// Check runs the checker after every pass: a structural check of the HLIL graph (shapes are
-	// re-inferred after every HLIL pass anyway) or (*fixed.Program).Validate. It is always on in
-	// test binaries (testing.Testing).
+	// re-inferred after every HLIL pass anyway) or (*fixed.Program).Validate. athosc compile --check
+	// sets it, and so do the tests that compile.
 	Check bool
 	// DumpAfter names a pass after which the IR is written to Dump: HLIL text (constant data
 	// elided) or the fixed-point program's text. It is an error if that pass does not run.

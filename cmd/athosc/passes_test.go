@@ -51,7 +51,7 @@ func TestDumpAfterEveryPass(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stdout, stderr bytes.Buffer
-		if err := compile(cfg, &stdout, &stderr); err != nil {
+		if err := compileChecked(cfg, &stdout, &stderr); err != nil {
 			t.Errorf("--dump-after %s: %v", p.Name, err)
 			continue
 		}
@@ -76,7 +76,7 @@ func TestDumpAfterEveryPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "did not run") {
+	if err := compileChecked(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "did not run") {
 		t.Errorf("--dump-after autotune without --validate: %v", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestTimePasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if err := compile(cfg, &stdout, &bytes.Buffer{}); err != nil {
+	if err := compileChecked(cfg, &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	s := stdout.String()
@@ -131,7 +131,7 @@ func TestBitwidthRange(t *testing.T) {
 		if err != nil {
 			t.Fatalf("--bitwidth %d: %v", bits, err)
 		}
-		if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		if err := compileChecked(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 			t.Errorf("--bitwidth %d: %v", bits, err)
 			continue
 		}
