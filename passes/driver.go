@@ -1,12 +1,12 @@
-// Package passes is the compiler driver and its passes: Compile walks one table of named passes,
-// from the float HLIL graph to the fixed-point program, with a checker after each. The tables are
-// in table.go (athosc compile --list-passes prints them): the compile table holds the clean-up
-// table on the float HLIL graph (constant folding, BatchNorm folding, bias fusion, dropping
-// Identity and a trailing Softmax), the autotuner that picks the ring bitwidth and scale on
-// validation data, the build table (the lowering from float HLIL to the fixed-point program of
-// ir/fixed, then the peephole table on that program), and storage-slot assignment by liveness.
-// Every table states ordering rules, checked before a compilation starts, and one loop (driver.go)
-// walks every table, sub-tables in place, with the checker, --dump-after and --time-passes.
+// Package passes is the compiler driver and its passes: Compile runs one table of named passes, from
+// the float HLIL graph to the fixed-point program, with a checker after each. The tables are in
+// table.go (athosc compile --list-passes prints them): the compile table holds the clean-up table
+// on the float HLIL graph (constant folding, BatchNorm folding, bias fusion, dropping Identity and
+// a trailing Softmax), the autotuner that picks the ring bitwidth and scale on validation data,
+// the build table (the lowering from float HLIL to the fixed-point program of ir/fixed, then the
+// peephole table on that program), and storage-slot assignment by liveness. Every table states
+// ordering rules, checked before a compilation starts; one loop (driver.go) walks every table,
+// sub-tables in place, with the checker (Options.Check), --dump-after and --time-passes.
 package passes
 
 import (

@@ -23,7 +23,7 @@ type lowerOptions struct {
 	InputParty, OutputParty int
 }
 
-// lower converts a cleaned HLIL graph (see Clean) to a fixed-point program over Z_{2^Bits} at scale
+// lower converts a cleaned HLIL graph (the clean table) to a fixed-point program over Z_{2^Bits} at scale
 // Scale. Inputs are encoded at scale s, weights at s, products of a linear layer are at 2s and
 // get their bias (encoded at 2s) before an explicit Trunc back to s; the sum of two tensors at
 // different scales scales the lower one up; so is a product of two runtime tensors (OpMul, at 2s).

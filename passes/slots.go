@@ -5,7 +5,7 @@ import "github.com/cryptflow-go/cryptflow/ir/fixed"
 // elemBytes is the storage size of one ring element in the VM (a uint64).
 const elemBytes = 8
 
-// Memory summarises tensor storage of a program, in bytes of ring elements (elemBytes each).
+// Memory summarises tensor storage of a program, in bytes of ring elements (8 bytes each, a uint64).
 type Memory struct {
 	Tensors     int   // number of runtime tensors
 	Slots       int   // number of slots after reuse
