@@ -17,35 +17,26 @@ import (
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
 
-// TuneOptions controls Autotune.
-type TuneOptions struct {
-	// Scales are the candidate scales (default DefaultScales). Ignored when Scale is pinned.
+// tuneOptions controls autotune (the autotune pass fills it from Options).
+type tuneOptions struct {
+	// Scales are the candidate scales (default defaultScales). Ignored when Scale is pinned.
 	Scales []int
 	// Bits pins the bitwidth l (0: choose the smallest that does not overflow).
 	Bits int
 	// Scale pins the scale s (-1: choose the one with the best accuracy).
 	Scale int
 	// Headroom is the number of bits kept free above the largest magnitude seen on the
-	// validation data (0..32; DefaultTuneOptions uses 1).
+	// validation data (0..32).
 	Headroom int
 	// Workers run the validation inputs in parallel (default 2).
 	Workers int
-	// Peephole tunes the peephole-optimised program (what the compiler emits). Autotune alone
-	// only; Compile's autotune builds with the passes Compile runs.
-	Peephole bool
 	// Progress, when set, is called as validation inputs complete (done of total, over the whole
 	// sweep), from any goroutine but never concurrently.
 	Progress func(done, total int)
 }
 
-// DefaultScales is the default scale sweep.
-var DefaultScales = []int{6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-
-// DefaultTuneOptions returns the defaults: sweep DefaultScales, choose l, headroom 1, 2 workers,
-// peepholes on.
-func DefaultTuneOptions() TuneOptions {
-	return TuneOptions{Scale: -1, Headroom: 1, Workers: 2, Peephole: true}
-}
+// defaultScales is the default scale sweep.
+var defaultScales = []int{6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 
 // TuneRow is one row of the autotune table: the program at Scale in the smallest ring that holds
 // every value seen (Bits = BitsUsed + headroom, or the pinned bitwidth).
@@ -75,7 +66,7 @@ type TuneResult struct {
 	Program *fixed.Program
 }
 
-// Autotune picks the ring bitwidth l and scale s for the cleaned graph g on the validation samples.
+// autotune picks the ring bitwidth l and scale s for the cleaned graph g on the validation samples.
 // For each candidate scale it runs the cleartext fixed-point VM on every sample in Z_{2^64},
 // tracking the largest magnitude each tensor reaches; the smallest ring without overflow then has
 // l = bits used + headroom, and because nothing wraps, its results equal the 64-bit run's, so one
@@ -83,18 +74,11 @@ type TuneResult struct {
 // (agreement with the float model ref when the samples have no labels); ties go to the smaller
 // bitwidth, then the smaller scale. A final run in the chosen ring verifies the choice.
 //
-// ref is the float model used for agreement (usually the graph before clean-up). The result
-// carries the program it verified (Program), built by the pass table's build passes (Build).
-// Compile runs this as its autotune pass and emits that program.
-func Autotune(g, ref *ir.Graph, samples []dataset.Sample, opts TuneOptions) (*TuneResult, error) {
-	return autotune(g, ref, samples, opts, func(bits, scale int, _ bool) (*fixed.Program, error) {
-		return Build(g, bits, scale, opts.Peephole)
-	})
-}
-
-// autotune is Autotune with the program builder given: build(bits, scale, final) makes the
-// program for one candidate (final: the chosen one, which is verified and handed back).
-func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts TuneOptions, build func(bits, scale int, final bool) (*fixed.Program, error)) (*TuneResult, error) {
+// ref is the float model used for agreement (usually the graph before clean-up). Programs come
+// from build(bits, scale, final): one per candidate scale, and with final set the chosen one,
+// which is verified and handed back (TuneResult.Program). The autotune pass passes the driver's
+// build table as build, so the program it verifies is the one the compilation emits.
+func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts tuneOptions, build func(bits, scale int, final bool) (*fixed.Program, error)) (*TuneResult, error) {
 	if len(samples) == 0 {
 		return nil, fmt.Errorf("autotune: no validation samples")
 	}
@@ -112,7 +96,7 @@ func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts TuneOptions, buil
 	}
 	scales := opts.Scales
 	if len(scales) == 0 {
-		scales = DefaultScales
+		scales = defaultScales
 	}
 	if opts.Scale >= 0 {
 		scales = []int{opts.Scale}

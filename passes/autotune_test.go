@@ -28,12 +28,12 @@ func tuneSamples(t *testing.T, g *ir.Graph, n int, labelled bool) []dataset.Samp
 
 func TestAutotune(t *testing.T) {
 	g := cnn(t, 60)
-	cg, _, err := Clean(g, CleanOptions{})
+	cg, _, err := clean(g, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	samples := tuneSamples(t, g, 40, true)
-	opts := DefaultTuneOptions()
+	opts := defaultTuneOptions()
 	opts.Scales = []int{4, 6, 8, 10}
 	var mu sync.Mutex
 	last, calls := 0, 0
@@ -45,7 +45,7 @@ func TestAutotune(t *testing.T) {
 		}
 		last, calls = done, calls+1
 	}
-	res, err := Autotune(cg, g, samples, opts)
+	res, err := tuneGraph(cg, g, samples, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestAutotune(t *testing.T) {
 	// Unlabelled: agreement decides.
 	opts.Progress = nil
 	un := tuneSamples(t, g, 20, false)
-	res2, err := Autotune(cg, g, un, opts)
+	res2, err := tuneGraph(cg, g, un, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +88,9 @@ func TestAutotune(t *testing.T) {
 	}
 
 	// Pinned scale and bitwidth.
-	pin := DefaultTuneOptions()
+	pin := defaultTuneOptions()
 	pin.Scale, pin.Bits = 6, 60
-	res3, err := Autotune(cg, g, samples, pin)
+	res3, err := tuneGraph(cg, g, samples, pin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,24 +98,24 @@ func TestAutotune(t *testing.T) {
 		t.Errorf("pinned result %+v", res3)
 	}
 	// A bitwidth too small for every scale: an error saying what is needed.
-	pin = DefaultTuneOptions()
+	pin = defaultTuneOptions()
 	pin.Bits, pin.Scales = 8, []int{6, 8}
-	if _, err := Autotune(cg, g, samples, pin); err == nil || !strings.Contains(err.Error(), "smallest needs") {
+	if _, err := tuneGraph(cg, g, samples, pin); err == nil || !strings.Contains(err.Error(), "smallest needs") {
 		t.Errorf("too-small bitwidth: %v", err)
 	}
 	// Both pinned too small: honoured, flagged, and the verification fails.
 	pin.Scale = 8
-	res4, err := Autotune(cg, g, samples, pin)
+	res4, err := tuneGraph(cg, g, samples, pin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res4.Rows[0].Overflow || res4.Verified {
 		t.Errorf("overflowing pinned run: %+v", res4)
 	}
-	if _, err := Autotune(cg, g, nil, opts); err == nil {
+	if _, err := tuneGraph(cg, g, nil, opts); err == nil {
 		t.Error("no samples accepted")
 	}
-	if _, err := Autotune(cg, g, []dataset.Sample{{Input: []float32{1}}}, opts); err == nil {
+	if _, err := tuneGraph(cg, g, []dataset.Sample{{Input: []float32{1}}}, opts); err == nil {
 		t.Error("wrong-size sample accepted")
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir"
 )
 
-// checkGraph is the HLIL checker Compile runs after every clean-up pass (with Options.Check, and
-// always in tests). Shape inference has already run on g (the driver re-infers shapes after every
+// checkGraph is the HLIL checker Compile runs after every clean-up pass (with Options.Check).
+// Shape inference has already run on g (the driver re-infers shapes after every
 // HLIL pass, which checks each node's operands and attributes); this adds what inference does not
 // check: every value is defined exactly once (by a graph input, a constant or one node), nothing
 // is read before it is defined, constants hold as many values as their shapes say, node outputs

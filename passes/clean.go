@@ -1,11 +1,3 @@
-// Package passes is the compiler driver and its passes: Compile runs one table of named passes, from
-// the float HLIL graph to the fixed-point program, with a checker after each. The table is in
-// pipeline.go (athosc compile --list-passes prints it): clean-up passes on the float HLIL graph
-// (constant folding, BatchNorm folding, bias fusion, dropping Identity and a trailing Softmax), the
-// autotuner that picks the ring bitwidth and scale on validation data, the lowering from float
-// HLIL to the fixed-point program (ir/fixed), the peepholes on that program, and storage-slot
-// assignment by liveness. Ordering constraints between passes are a table too, checked before a
-// compilation starts, and a checker runs after every pass (always in tests).
 package passes
 
 import (
@@ -17,43 +9,8 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 )
 
-// CleanOptions controls Clean.
-type CleanOptions struct {
-	// KeepSoftmax keeps a trailing Softmax (by default a Softmax producing a graph output is
-	// dropped: the model is a classifier and the argmax of the logits is the same).
-	KeepSoftmax bool
-}
-
-// Clean returns a cleaned copy of g (g is not modified) and a list of the actions taken, for the
-// compile report: it runs the clean-up (HLIL) passes of the pass table as Compile does — dropping
-// Identity (and Dropout, which the front end imports as Identity), constant folding, rewriting a
-// 2-D MatMul with a constant operand as Gemm, fusing a constant Add into the preceding Conv/Gemm as
-// its bias, folding BatchNormalization into the preceding Conv or Gemm, dropping a trailing Softmax,
-// and removing dead nodes and constants. The result has its shapes inferred.
-func Clean(g *ir.Graph, opts CleanOptions) (*ir.Graph, []string, error) {
-	d, err := newDriver(passTable, Options{Scale: -1, KeepSoftmax: opts.KeepSoftmax})
-	if err != nil {
-		return nil, nil, err
-	}
-	st := &state{d: d, ref: g, g: cloneGraph(g)}
-	st.g.Values = map[string]*ir.Value{}
-	if err := st.g.InferShapes(); err != nil {
-		return nil, nil, fmt.Errorf("clean: %w", err)
-	}
-	var log []string
-	for i := range d.table {
-		ps := &d.table[i]
-		if ps.IR != OnHLIL || d.skipReason(ps) != "" {
-			continue
-		}
-		if err := d.runPass(st, ps, true); err != nil {
-			return nil, nil, fmt.Errorf("clean: %w", err)
-		}
-		log = append(log, d.rep.Passes[len(d.rep.Passes)-1].Log...)
-	}
-	return st.g, log, nil
-}
-
+// cleaner runs the clean-up passes' steps on an HLIL graph (the clean table, table.go): each
+// step rewrites g in place and logs what it changed.
 type cleaner struct {
 	g   *ir.Graph
 	log []string

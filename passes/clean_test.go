@@ -61,7 +61,7 @@ func TestFoldBatchNormIntoConvAndGemm(t *testing.T) {
 			fc := b.node(ir.Gemm, gemmAttrs(1.5, 1, 0, transB), f, fw)
 			bn2 := b.node(ir.BatchNormalization, ir.Attrs{"epsilon": ir.FloatAttr(1e-3)}, append([]string{fc}, b.bnParams(5)...)...)
 			g := b.done(t, bn2)
-			cg, log, err := Clean(g, CleanOptions{})
+			cg, log, err := clean(g, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestFuseBiasAndMatMul(t *testing.T) {
 	m := b.node(ir.MatMul, nil, f, b.konst(ir.Shape{27, 4}, 0.2))
 	o := b.node(ir.Add, nil, m, b.konst(ir.Shape{1, 4}, 1))
 	g := b.done(t, o)
-	cg, log, err := Clean(g, CleanOptions{})
+	cg, log, err := clean(g, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestDropIdentitySoftmaxAndFold(t *testing.T) {
 	d := b.node(ir.Identity, nil, r)
 	s := b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(1)}, d)
 	g := b.done(t, s)
-	cg, log, err := Clean(g, CleanOptions{})
+	cg, log, err := clean(g, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestDropIdentitySoftmaxAndFold(t *testing.T) {
 		}
 	}
 	// Kept on request.
-	kg, _, err := Clean(g, CleanOptions{KeepSoftmax: true})
+	kg, _, err := clean(g, true)
 	if err != nil || countOps(kg, ir.Softmax) != 1 {
 		t.Errorf("KeepSoftmax: %v", err)
 	}
@@ -142,7 +142,7 @@ func TestDropIdentitySoftmaxAndFold(t *testing.T) {
 	b = newGB(4, ir.Shape{1, 6})
 	s = b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(1)}, "x")
 	r = b.node(ir.Relu, nil, s)
-	mg, _, err := Clean(b.done(t, r), CleanOptions{})
+	mg, _, err := clean(b.done(t, r), false)
 	if err != nil || countOps(mg, ir.Softmax) != 1 {
 		t.Errorf("inner Softmax: %v", err)
 	}

@@ -9,27 +9,82 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir"
 )
 
-func tableIndex(t *testing.T, table []Pass, name string) int {
+// leafIndex returns the position of the named pass among the compile table's passes (sub-tables'
+// in place), as Report.Passes lists them.
+func leafIndex(t *testing.T, name string) int {
 	t.Helper()
-	i := slices.IndexFunc(table, func(p Pass) bool { return p.Name == name })
+	leaves, _ := compileTable.leaves()
+	i := slices.IndexFunc(leaves, func(p *pass) bool { return p.Name == name })
 	if i < 0 {
 		t.Fatalf("no pass %s", name)
 	}
 	return i
 }
 
-func swapped(t *testing.T, a, b string) []Pass {
-	table := slices.Clone(passTable)
-	i, j := tableIndex(t, table, a), tableIndex(t, table, b)
-	table[i], table[j] = table[j], table[i]
-	return table
+// cloneTable copies tab and every table under it (builds references follow the copies), so a
+// test can reorder or insert passes without touching the shipped tables.
+func cloneTable(tab *table) *table {
+	copies := map[*table]*table{}
+	var cp func(*table) *table
+	cp = func(t *table) *table {
+		if c, ok := copies[t]; ok {
+			return c
+		}
+		c := &table{Name: t.Name, Passes: slices.Clone(t.Passes), Order: slices.Clone(t.Order)}
+		copies[t] = c
+		for i := range c.Passes {
+			if c.Passes[i].sub != nil {
+				c.Passes[i].sub = cp(c.Passes[i].sub)
+			}
+		}
+		return c
+	}
+	root := cp(tab)
+	_ = root.walk(func(t *table) error {
+		for i := range t.Passes {
+			if b := t.Passes[i].builds; b != nil {
+				t.Passes[i].builds = cp(b)
+			}
+		}
+		return nil
+	})
+	return root
+}
+
+// findPass returns the table under root that holds the named pass, and its position there.
+func findPass(t *testing.T, root *table, name string) (*table, int) {
+	t.Helper()
+	var at *table
+	idx := -1
+	_ = root.walk(func(tab *table) error {
+		for i, p := range tab.Passes {
+			if p.sub == nil && p.Name == name {
+				at, idx = tab, i
+			}
+		}
+		return nil
+	})
+	if at == nil {
+		t.Fatalf("no pass %s", name)
+	}
+	return at, idx
+}
+
+// swapped returns a copy of the compile table with passes a and b swapped (across sub-tables if
+// they are in different ones).
+func swapped(t *testing.T, a, b string) *table {
+	root := cloneTable(&compileTable)
+	ta, i := findPass(t, root, a)
+	tb, j := findPass(t, root, b)
+	ta.Passes[i], tb.Passes[j] = tb.Passes[j], ta.Passes[i]
+	return root
 }
 
 func TestPassOrder(t *testing.T) {
-	if err := checkOrder(passTable, passOrder); err != nil {
-		t.Fatalf("the shipped table breaks its own rules: %v", err)
+	if err := compileTable.checkOrder(); err != nil {
+		t.Fatalf("the shipped tables break their own rules: %v", err)
 	}
-	// Break rules on purpose: Compile must refuse to run the table.
+	// Break rules on purpose, within a sub-table and across tables: Compile must refuse to run.
 	for _, tc := range []struct{ a, b, why string }{
 		{"fuse-bias", "fold-batchnorm", "Conv, Add, BatchNorm folds only once"},
 		{"autotune", "lower", "lowering needs the l and s autotune chooses"},
@@ -37,68 +92,79 @@ func TestPassOrder(t *testing.T) {
 		{"peephole-trunc-nonneg", "plan-engines", "engines are planned for the final linear layers"},
 		{"drop-softmax", "lower", "lowering has no Softmax"},
 	} {
-		table := swapped(t, tc.a, tc.b)
-		err := checkOrder(table, passOrder)
+		tab := swapped(t, tc.a, tc.b)
+		err := tab.checkOrder()
 		if err == nil || !strings.Contains(err.Error(), tc.why) {
 			t.Errorf("swap %s and %s: %v, want the reason %q", tc.a, tc.b, err, tc.why)
 		}
-		_, _, err = compileWith(table, passOrder, cnn(t, 1), Options{Bits: 32, Scale: 8})
+		_, _, err = compileWith(tab, cnn(t, 1), Options{Bits: 32, Scale: 8})
 		if err == nil || !strings.Contains(err.Error(), "out of order") {
 			t.Errorf("compile with %s and %s swapped: %v", tc.a, tc.b, err)
 		}
 	}
-	if err := checkOrder(passTable, []OrderRule{{"lower", "no-such-pass", "x"}}); err == nil {
+	leaves, _ := compileTable.leaves()
+	if err := checkRules("compile", leaves, []OrderRule{{"compile", "lower", "no-such-pass", "x"}}); err == nil {
 		t.Error("a rule naming an unknown pass accepted")
 	}
-	if err := checkOrder(append(slices.Clone(passTable), passTable[0]), nil); err == nil {
-		t.Error("a pass listed twice accepted")
+	twice := cloneTable(&compileTable)
+	twice.Passes = append(twice.Passes, cleanTable.Passes[0])
+	if err := twice.checkOrder(); err == nil || !strings.Contains(err.Error(), "appears twice") {
+		t.Errorf("a pass listed twice: %v", err)
 	}
-	info := Table()
-	if len(info) != len(passTable) || info[0].Name != passTable[0].Name || len(OrderRules()) != len(passOrder) {
-		t.Error("Table or OrderRules do not reflect the pass table")
+	info := PassTable()
+	if len(info) != len(leaves) || info[0].Name != "drop-identity" || info[0].Table != "clean" ||
+		info[leafIndex(t, "peephole-trunc-hoist")].Table != "peephole" || info[leafIndex(t, "slots")].Table != "compile" {
+		t.Errorf("Table does not reflect the pass tables: %+v", info)
+	}
+	rules := 0
+	_ = compileTable.walk(func(tab *table) error { rules += len(tab.Order); return nil })
+	if got := OrderRules(); len(got) != rules || got[0].Table != "compile" || got[len(got)-1].Table != "peephole" {
+		t.Errorf("OrderRules does not reflect the tables' rules: %+v", got)
 	}
 }
 
-// insertAfter returns the pass table with p inserted after the named pass.
-func insertAfter(t *testing.T, name string, p Pass) []Pass {
-	table := slices.Clone(passTable)
-	i := tableIndex(t, table, name)
-	return slices.Insert(table, i+1, p)
+// insertAfter returns a copy of the compile table with p inserted after the named pass, in the
+// (sub-)table that holds it.
+func insertAfter(t *testing.T, name string, p pass) *table {
+	root := cloneTable(&compileTable)
+	tab, i := findPass(t, root, name)
+	tab.Passes = slices.Insert(tab.Passes, i+1, p)
+	return root
 }
 
 // TestCheckerCatchesBrokenPasses runs a pass that breaks the IR and sees the checker name it.
 func TestCheckerCatchesBrokenPasses(t *testing.T) {
-	redefine := Pass{Name: "break-hlil", IR: OnHLIL, run: func(st *state) error {
+	redefine := pass{Name: "break-hlil", IR: OnHLIL, run: func(st *state) error {
 		// A second definition of an existing value: shape inference accepts it (it overwrites
 		// the recorded shape), the graph checker does not.
 		n := st.g.Nodes[0]
 		st.g.Nodes = append(st.g.Nodes, &ir.Node{Op: ir.Relu, Inputs: []string{st.g.Inputs[0].Name}, Outputs: []string{n.Outputs[0]}})
 		return nil
 	}}
-	badRef := Pass{Name: "break-fixed", IR: OnFixed, run: func(st *state) error {
+	badRef := pass{Name: "break-fixed", IR: OnFixed, run: func(st *state) error {
 		st.p.Instrs[1].In[0] = len(st.p.Tensors) + 5
 		return nil
 	}}
 	for _, tc := range []struct {
 		after string
-		p     Pass
+		p     pass
 		want  string
 	}{
 		{"fold-batchnorm", redefine, "check after pass break-hlil"},
 		{"peephole-trunc-merge", badRef, "check after pass break-fixed"},
 	} {
 		table := insertAfter(t, tc.after, tc.p)
-		_, _, err := compileWith(table, passOrder, cnn(t, 2), Options{Bits: 32, Scale: 8, Check: true})
+		_, _, err := compileWith(table, cnn(t, 2), Options{Bits: 32, Scale: 8, Check: true})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.p.Name, err, tc.want)
 		}
 	}
 	// An HLIL pass whose graph no longer infers fails even without Options.Check.
-	undefined := Pass{Name: "break-shapes", IR: OnHLIL, run: func(st *state) error {
+	undefined := pass{Name: "break-shapes", IR: OnHLIL, run: func(st *state) error {
 		st.g.Nodes[0].Inputs[0] = "nowhere"
 		return nil
 	}}
-	_, _, err := compileWith(insertAfter(t, "drop-identity", undefined), passOrder, cnn(t, 2), Options{Bits: 32, Scale: 8})
+	_, _, err := compileWith(insertAfter(t, "drop-identity", undefined), cnn(t, 2), Options{Bits: 32, Scale: 8})
 	if err == nil || !strings.Contains(err.Error(), "after pass break-shapes") {
 		t.Errorf("break-shapes: %v", err)
 	}
@@ -110,16 +176,18 @@ func TestCompileReport(t *testing.T) {
 	opts.Samples = tuneSamples(t, g, 6, true)
 	opts.Scales = []int{6, 8}
 	opts.Backend = "auto" // every pass runs
+	opts.Check = true
 	p, rep, err := Compile(g, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Passes) != len(passTable) {
-		t.Fatalf("%d records for %d passes", len(rep.Passes), len(passTable))
+	leaves, _ := compileTable.leaves()
+	if len(rep.Passes) != len(leaves) {
+		t.Fatalf("%d records for %d passes", len(rep.Passes), len(leaves))
 	}
 	for i, r := range rep.Passes {
-		if r.Name != passTable[i].Name || r.Skipped != "" {
-			t.Errorf("record %d: %+v, want pass %s run", i, r, passTable[i].Name)
+		if r.Name != leaves[i].Name || r.Skipped != "" {
+			t.Errorf("record %d: %+v, want pass %s run", i, r, leaves[i].Name)
 		}
 	}
 	// The program autotune verified is the one emitted: not lowered a second time.
@@ -144,19 +212,19 @@ func TestCompileReport(t *testing.T) {
 		}
 	}
 	var times bytes.Buffer
-	if err := rep.WriteTimes(&times); err != nil || strings.Count(times.String(), "\n") != len(passTable) {
+	if err := rep.WriteTimes(&times); err != nil || strings.Count(times.String(), "\n") != len(leaves) {
 		t.Errorf("times (%v):\n%s", err, times.String())
 	}
 
 	// Pinned, without samples: autotune is skipped and says why.
-	p2, rep2, err := Compile(g, Options{Bits: 40, Scale: 9, Disable: []string{"peephole-*"}})
+	p2, rep2, err := Compile(g, Options{Bits: 40, Scale: 9, Disable: []string{"peephole-*"}, Check: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p2.Bits != 40 || p2.Scale != 9 || rep2.Peephole != nil || rep2.Tune != nil {
 		t.Errorf("pinned: l=%d s=%d peephole %v", p2.Bits, p2.Scale, rep2.Peephole)
 	}
-	if r := rep2.Passes[tableIndex(t, passTable, "autotune")]; r.Skipped != "no validation samples" {
+	if r := rep2.Passes[leafIndex(t, "autotune")]; r.Skipped != "no validation samples" {
 		t.Errorf("autotune record %+v", r)
 	}
 	// Samples, but autotune disabled: the defaults, nothing measured.
@@ -165,35 +233,36 @@ func TestCompileReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p3.Bits != DefaultBits || p3.Scale != DefaultScale || rep3.Tune != nil {
+	if p3.Bits != defaultBits || p3.Scale != defaultScale || rep3.Tune != nil {
 		t.Errorf("autotune disabled: l=%d s=%d", p3.Bits, p3.Scale)
 	}
 	// Compile matches the hand-wired pipeline it replaces, and does not modify its input.
 	before := len(g.Nodes)
-	cg, _, err := Clean(g, CleanOptions{})
+	cg, _, err := clean(g, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hand, err := Build(cg, 40, 9, false)
+	hand, err := build(cg, 40, 9, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	AssignSlots(hand)
+	assignSlots(hand)
 	var a, b bytes.Buffer
 	p2.WriteText(&a)
 	hand.WriteText(&b)
 	if a.String() != b.String() || len(g.Nodes) != before {
-		t.Error("Compile differs from Clean + Build + AssignSlots")
+		t.Error("Compile differs from Clean + Build + assignSlots")
 	}
 }
 
 func TestCompileDumpAfter(t *testing.T) {
 	g := cnn(t, 61)
 	samples := tuneSamples(t, g, 4, false)
-	for _, ps := range passTable {
+	leaves, _ := compileTable.leaves()
+	for _, ps := range leaves {
 		opts := DefaultOptions()
 		opts.Samples, opts.Scales = samples, []int{8}
-		opts.Backend = "auto"
+		opts.Backend, opts.Check = "auto", true
 		var out bytes.Buffer
 		opts.DumpAfter, opts.Dump = ps.Name, &out
 		if _, _, err := Compile(g, opts); err != nil {
@@ -240,15 +309,15 @@ func TestCompileOptionErrors(t *testing.T) {
 // again must find nothing left to rewrite (what one enables, a later one has already done).
 func TestPeepholePassesClosed(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
-		cg, _, err := Clean(cnn(t, seed), CleanOptions{})
+		cg, _, err := clean(cnn(t, seed), false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := Build(cg, 40, 10, true)
+		p, err := build(cg, 40, 10, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, rep, err := Peephole(p)
+		_, rep, err := peephole(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,11 +328,11 @@ func TestPeepholePassesClosed(t *testing.T) {
 }
 
 func TestAssignSlots(t *testing.T) {
-	p, err := Build(cnn(t, 4), 40, 10, true)
+	p, err := build(cnn(t, 4), 40, 10, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := AssignSlots(p)
+	mem := assignSlots(p)
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +346,7 @@ func TestAssignSlots(t *testing.T) {
 	for i := range p.Tensors {
 		p.Tensors[i].Slot = -1
 	}
-	if m := MeasureMemory(p); m.WithReuse != m.NoReuse || m.Slots != m.Tensors {
+	if m := measureMemory(p); m.WithReuse != m.NoReuse || m.Slots != m.Tensors {
 		t.Errorf("unassigned: %+v", m)
 	}
 	// A program whose slots collide fails validation, which the compiler runs on its result.

@@ -93,8 +93,9 @@ func linkTime(net netmodel.Model, bytes, flights int64) time.Duration {
 	return t
 }
 
-// NetModelNamed returns the link model the planner assumes for a link description (see
-// netmodel.Parse): "lan" (also the default, "") and "wan" are CrypTFlow2's evaluation settings.
+// NetModelNamed returns the link model the planner assumes for a link description: any that
+// netmodel.Parse reads except "none" (the planner needs a link) — "lan" (also the default, "") and
+// "wan", CrypTFlow2's evaluation settings, or "BANDWIDTH[,RTT]".
 func NetModelNamed(name string) (netmodel.Model, error) {
 	if name == "" {
 		return netmodel.LAN(), nil
@@ -107,43 +108,4 @@ func NetModelNamed(name string) (netmodel.Model, error) {
 		return netmodel.Model{}, fmt.Errorf("link %q: the planner needs a link (lan, wan or BANDWIDTH[,RTT])", name)
 	}
 	return *m, nil
-}
-
-func runPlanEngines(st *state) error {
-	net, err := NetModelNamed(st.d.opts.Net)
-	if err != nil {
-		return err
-	}
-	est, err := PlanEngines(st.p, net)
-	if err != nil {
-		return err
-	}
-	var ot, heN int
-	var otB, heB int64
-	for _, e := range est {
-		in := st.p.Instrs[e.Instr]
-		heBytes := "-"
-		if e.HEBytes != math.MaxInt64 {
-			heBytes = fmt.Sprint(e.HEBytes)
-		}
-		st.logf("%s %s: %s (OT %d B %v, HE %s B %v)", in.Op, in.Source, e.Chosen, e.OTBytes,
-			e.OTTime.Round(time.Millisecond), heBytes, e.HETime.Round(time.Millisecond))
-		if e.Chosen == fixed.EngineHE {
-			heN++
-			heB += e.HEBytes
-		} else {
-			ot++
-			otB += e.OTBytes
-		}
-	}
-	st.logf("planned %d linear layers for %s: %d by HE (%.1f MiB), %d by OT (%.1f MiB)", len(est), netName(st.d.opts.Net),
-		heN, float64(heB)/(1<<20), ot, float64(otB)/(1<<20))
-	return nil
-}
-
-func netName(n string) string {
-	if n == "" {
-		return "lan"
-	}
-	return n
 }

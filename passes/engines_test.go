@@ -11,7 +11,7 @@ import (
 
 func TestPlanEngines(t *testing.T) {
 	opts := DefaultOptions()
-	opts.Bits, opts.Scale, opts.Backend = 37, 12, "auto"
+	opts.Bits, opts.Scale, opts.Backend, opts.Check = 37, 12, "auto", true
 	p, rep, err := Compile(cnn(t, 3), opts)
 	if err != nil {
 		t.Fatal(err)

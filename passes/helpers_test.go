@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
@@ -158,4 +159,58 @@ func equalInts(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// clean runs the clean table on a copy of g through the driver, checked after every pass, and
+// returns the cleaned graph and the passes' log lines.
+func clean(g *ir.Graph, keepSoftmax bool) (*ir.Graph, []string, error) {
+	st, rep, err := drive(&cleanTable, g, Options{Scale: -1, KeepSoftmax: keepSoftmax, Check: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	var log []string
+	for _, r := range rep.Passes {
+		log = append(log, r.Log...)
+	}
+	return st.g, log, nil
+}
+
+// build runs the build table (lower, then the peepholes unless peephole is false) on a cleaned
+// graph through the driver, checked after every pass.
+func build(g *ir.Graph, bits, scale int, peephole bool) (*fixed.Program, error) {
+	opts := Options{Bits: bits, Scale: scale, Check: true}
+	if !peephole {
+		opts.Disable = []string{"peephole-*"}
+	}
+	st, _, err := drive(&buildTable, g, opts)
+	if err != nil {
+		return nil, err
+	}
+	return st.p, nil
+}
+
+// peephole runs the peephole table through the driver on a copy of p, checked after every pass.
+func peephole(p *fixed.Program) (*fixed.Program, PeepholeReport, error) {
+	d, err := newDriver(&peepholeTable, Options{Scale: -1, Check: true})
+	if err != nil {
+		return nil, PeepholeReport{}, err
+	}
+	q := p.Clone()
+	st := &state{opts: &d.opts, p: q, peep: PeepholeReport{Before: tally(q), After: tally(q)}}
+	if err := d.run(&peepholeTable, st, true); err != nil {
+		return nil, st.peep, err
+	}
+	return q, st.peep, nil
+}
+
+// defaultTuneOptions are the options the autotune pass gets from DefaultOptions.
+func defaultTuneOptions() tuneOptions {
+	return tuneOptions{Scale: -1, Headroom: 1, Workers: 2}
+}
+
+// tuneGraph runs autotune on a cleaned graph g with the build table (peepholes on) as its builder.
+func tuneGraph(g, ref *ir.Graph, samples []dataset.Sample, opts tuneOptions) (*TuneResult, error) {
+	return autotune(g, ref, samples, opts, func(bits, scale int, _ bool) (*fixed.Program, error) {
+		return build(g, bits, scale, true)
+	})
 }

@@ -14,8 +14,8 @@ import (
 // fixed-point lowering.
 var ErrNoLowering = errors.New("no fixed-point lowering")
 
-// LowerOptions controls Lower.
-type LowerOptions struct {
+// lowerOptions controls lower.
+type lowerOptions struct {
 	Bits  int // ring bitwidth l (1..64)
 	Scale int // fixed-point scale s
 	// InputParty owns the graph inputs (default 1, the client); OutputParty receives the outputs
@@ -23,13 +23,13 @@ type LowerOptions struct {
 	InputParty, OutputParty int
 }
 
-// Lower converts a cleaned HLIL graph (see Clean) to a fixed-point program over Z_{2^Bits} at scale
+// lower converts a cleaned HLIL graph (the clean table) to a fixed-point program over Z_{2^Bits} at scale
 // Scale. Inputs are encoded at scale s, weights at s, products of a linear layer are at 2s and
 // get their bias (encoded at 2s) before an explicit Trunc back to s; the sum of two tensors at
 // different scales scales the lower one up; so is a product of two runtime tensors (OpMul, at 2s).
 // An operator without a fixed-point lowering (Sigmoid, LRN, Softmax not at the end, Div by a
 // runtime tensor, ...) is an error naming it.
-func Lower(g *ir.Graph, opts LowerOptions) (*fixed.Program, error) {
+func lower(g *ir.Graph, opts lowerOptions) (*fixed.Program, error) {
 	if opts.Bits < 1 || opts.Bits > 64 {
 		return nil, fmt.Errorf("lower: bitwidth %d is not in 1..64", opts.Bits)
 	}
@@ -613,6 +613,31 @@ func (l *lowerer) checkBroadcastTo(c, x ir.Shape) error {
 	if err != nil || !b.Equal(x) {
 		return noLowering("a constant of shape %v broadcasts the runtime operand %v", c, x)
 	}
+	return nil
+}
+
+// mulShared lowers Mul of two runtime tensors to OpMul: both operands at scale s (truncated first
+// if they are at a product scale), the product at 2s with numpy broadcasting, left at that scale
+// like a linear layer's product (a truncation follows when a consumer needs scale s). The squeeze-
+// and-excitation gate x·σ(·) and HardSwish's x·HardSigmoid(x) lower this way.
+func (l *lowerer) mulShared(n *ir.Node) error {
+	x, err := l.input(n, 0)
+	if err != nil {
+		return err
+	}
+	y, err := l.input(n, 1)
+	if err != nil {
+		return err
+	}
+	id, err := l.op(&fixed.Instr{Op: fixed.OpMul, In: []int{x, y}}, n.Outputs[0])
+	if err != nil {
+		return err
+	}
+	if want, ok := l.g.Values[n.Outputs[0]]; ok && !l.p.Tensors[id].Shape.Equal(want.Shape) {
+		return noLowering("Mul of shapes %v and %v gives %v, the graph says %v",
+			l.p.Tensors[x].Shape, l.p.Tensors[y].Shape, l.p.Tensors[id].Shape, want.Shape)
+	}
+	l.set(n, id)
 	return nil
 }
 

@@ -50,16 +50,16 @@ func TestLowerMulMatchesFloat(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := newGB(31, c.input)
 			g := b.done(t, c.build(b))
-			cg, _, err := Clean(g, CleanOptions{})
+			cg, _, err := clean(g, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, peep := range []bool{false, true} {
-				p, err := Build(cg, 64, scale, peep)
+				p, err := build(cg, 64, scale, peep)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if c.name != "hardsigmoid" && Count(p).Mul == 0 {
+				if c.name != "hardsigmoid" && tally(p).Mul == 0 {
 					t.Fatalf("no mul instruction in\n%s", programText(t, p))
 				}
 				rng := rand.New(rand.NewPCG(6, 6))
@@ -98,7 +98,7 @@ func TestLowerHardSwishExact(t *testing.T) {
 	const s, bits = 8, 32
 	b := newGB(32, ir.Shape{200})
 	g := b.done(t, b.hardSwish("x"))
-	cg, _, err := Clean(g, CleanOptions{})
+	cg, _, err := clean(g, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestLowerHardSwishExact(t *testing.T) {
 		want[i] = (xi * h) >> s
 	}
 	for _, peep := range []bool{false, true} {
-		p, err := Build(cg, bits, s, peep)
+		p, err := build(cg, bits, s, peep)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,15 +137,15 @@ func TestLowerHardSwishExact(t *testing.T) {
 func TestAutotuneTracksProduct(t *testing.T) {
 	b := newGB(33, ir.Shape{1, 6})
 	g := b.done(t, b.node(ir.Mul, nil, "x", "x"))
-	cg, _, err := Clean(g, CleanOptions{})
+	cg, _, err := clean(g, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	samples := tuneSamples(t, g, 8, false)
-	opts := DefaultTuneOptions()
+	opts := defaultTuneOptions()
 	const s = 10
 	opts.Scales = []int{s}
-	res, err := Autotune(cg, g, samples, opts)
+	res, err := tuneGraph(cg, g, samples, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,11 +176,11 @@ func TestMulNonNegative(t *testing.T) {
 	r := b.node(ir.Relu, nil, "x")
 	pos := b.node(ir.Mul, nil, r, b.node(ir.Relu, nil, b.node(ir.Mul, nil, "x", b.konst(ir.Shape{6}, 1))))
 	g := b.done(t, pos, b.node(ir.Mul, nil, r, "x"))
-	p, err := Build(g, 32, 8, true)
+	p, err := build(g, 32, 8, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nn := NonNegative(p)
+	nn := nonNegative(p)
 	var muls []bool
 	for _, in := range p.Instrs {
 		if in.Op == fixed.OpMul {

@@ -114,12 +114,12 @@ func TestLowerMatchesFloat(t *testing.T) {
 			b := newGB(11, c.input)
 			out := c.build(b)
 			g := b.done(t, out)
-			cg, _, err := Clean(g, CleanOptions{})
+			cg, _, err := clean(g, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, peep := range []bool{false, true} {
-				p, err := Build(cg, 64, scale, peep)
+				p, err := build(cg, 64, scale, peep)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -144,7 +144,7 @@ func TestLowerArgMax(t *testing.T) {
 	b := newGB(12, ir.Shape{2, 5})
 	out := b.node(ir.ArgMax, ir.Attrs{"axis": ir.IntAttr(1), "keepdims": ir.IntAttr(1), "select_last_index": ir.IntAttr(0)}, "x")
 	g := b.done(t, out)
-	p, err := Build(g, 32, 8, true)
+	p, err := build(g, 32, 8, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestLowerEncoding(t *testing.T) {
 	out := b.node(ir.Gemm, gemmAttrs(1, 1, 0, 1), "x", b.konstOf(ir.Shape{2, 4}, 0.5, -0.3, 1, 2, -1, 0, 0.125, 3),
 		b.konstOf(ir.Shape{2}, 0.75, -1.5))
 	g := b.done(t, out)
-	p, err := Lower(g, LowerOptions{Bits: 40, Scale: 3})
+	p, err := lower(g, lowerOptions{Bits: 40, Scale: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestLowerScaleUpResidual(t *testing.T) {
 	c := b.node(ir.Conv, convAttrs(1, []int{3, 3}, []int{1, 1}, []int{1, 1, 1, 1}, []int{1, 1}), "x", b.konst(ir.Shape{2, 2, 3, 3}, 0.3), b.konst(ir.Shape{2}, 0.3))
 	y := b.node(ir.Add, nil, c, "x")
 	g := b.done(t, b.node(ir.Relu, nil, y))
-	p, err := Build(g, 64, 12, false)
+	p, err := build(g, 64, 12, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,11 +232,11 @@ func TestLowerErrors(t *testing.T) {
 		b := newGB(15, ir.Shape{1, 4})
 		out := c.build(b)
 		g := b.done(t, out)
-		cg, _, err := Clean(g, CleanOptions{})
+		cg, _, err := clean(g, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = Lower(cg, LowerOptions{Bits: 32, Scale: 8})
+		_, err = lower(cg, lowerOptions{Bits: 32, Scale: 8})
 		if err == nil {
 			t.Errorf("%s: lowered", c.name)
 			continue
@@ -247,10 +247,10 @@ func TestLowerErrors(t *testing.T) {
 	}
 	b := newGB(16, ir.Shape{1, 4})
 	g := b.done(t, b.node(ir.Relu, nil, "x"))
-	if _, err := Lower(g, LowerOptions{Bits: 65, Scale: 8}); err == nil {
+	if _, err := lower(g, lowerOptions{Bits: 65, Scale: 8}); err == nil {
 		t.Error("bitwidth 65 accepted")
 	}
-	if _, err := Lower(g, LowerOptions{Bits: 32, Scale: 40}); err == nil {
+	if _, err := lower(g, lowerOptions{Bits: 32, Scale: 40}); err == nil {
 		t.Error("scale 40 accepted")
 	}
 }

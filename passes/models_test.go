@@ -43,22 +43,22 @@ func TestModelsPeepholeExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cg, _, err := Clean(g, CleanOptions{})
+			cg, _, err := clean(g, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			samples := m.samples(t)
-			opts := DefaultTuneOptions()
+			opts := defaultTuneOptions()
 			opts.Scale = 10
-			res, err := Autotune(cg, g, samples, opts)
+			res, err := tuneGraph(cg, g, samples, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			plain, err := Lower(cg, LowerOptions{Bits: res.Bits, Scale: res.Scale})
+			plain, err := lower(cg, lowerOptions{Bits: res.Bits, Scale: res.Scale})
 			if err != nil {
 				t.Fatal(err)
 			}
-			opt, rep, err := Peephole(plain)
+			opt, rep, err := peephole(plain)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestModelsPeepholeExact(t *testing.T) {
 func TestMNISTAccuracy(t *testing.T) {
 	shared := testenv.SharedTestdata(t)
 	nTune, nTest, tol := 1000, 10000, 0.1
-	scales := DefaultScales
+	scales := defaultScales
 	if testing.Short() {
 		nTune, nTest, tol = 300, 2000, 0.5
 		scales = []int{6, 8, 10, 12}
@@ -112,14 +112,14 @@ func TestMNISTAccuracy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cg, _, err := Clean(g, CleanOptions{})
+			cg, _, err := clean(g, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			opts := DefaultTuneOptions()
+			opts := defaultTuneOptions()
 			opts.Scales = scales
-			res, err := Autotune(cg, g, mnistSamples(t, shared, 0, nTune, m.unit), opts)
+			res, err := tuneGraph(cg, g, mnistSamples(t, shared, 0, nTune, m.unit), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestMNISTAccuracy(t *testing.T) {
 			if !res.Verified {
 				t.Errorf("l=%d s=%d not verified against the 64-bit run", res.Bits, res.Scale)
 			}
-			p, err := Build(cg, res.Bits, res.Scale, true)
+			p, err := build(cg, res.Bits, res.Scale, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,8 +19,8 @@ type OpCounts struct {
 	Instructions int
 }
 
-// Count tallies the non-linear work of p.
-func Count(p *fixed.Program) OpCounts {
+// tally tallies the non-linear work of p.
+func tally(p *fixed.Program) OpCounts {
 	var c OpCounts
 	c.Instructions = len(p.Instrs)
 	for _, in := range p.Instrs {
@@ -60,7 +60,7 @@ func Count(p *fixed.Program) OpCounts {
 	return c
 }
 
-// PeepholeReport says what Peephole changed.
+// PeepholeReport says what the peephole passes changed.
 type PeepholeReport struct {
 	Before, After OpCounts
 	Swapped       int // MaxPool(ReLU(x)) rewritten as ReLU(MaxPool(x))
@@ -82,36 +82,6 @@ func (r PeepholeReport) Lines() []string {
 		row("truncated elements", r.Before.Trunc, r.After.Trunc),
 		row("  of which known non-negative", r.Before.TruncNonNeg, r.After.TruncNonNeg),
 	}
-}
-
-// Peephole returns an optimised copy of p (p is not modified): it runs the peephole passes of the
-// pass table (the peephole-* entries, in table order) as Compile does. The rewrites are exact — the
-// optimised program computes bit-identical results (docs/fixed-point.md):
-//   - peephole-trunc-hoist: a Trunc followed by ReLU or MaxPool is moved after it: truncation is
-//     monotone, so ReLU(Trunc(x)) = Trunc(ReLU(x)) and MaxPool(Trunc(x)) = Trunc(MaxPool(x));
-//   - peephole-relu-maxpool: MaxPool(ReLU(x)) -> ReLU(MaxPool(x)): ReLU is monotone, so it
-//     commutes with max, and runs on the smaller pooled tensor;
-//   - peephole-trunc-merge: Trunc(Trunc(x, a), b) -> Trunc(x, a+b) (floor of floor);
-//   - peephole-reshape-merge: Reshape(Reshape(x)) -> Reshape(x);
-//   - peephole-trunc-nonneg: every Trunc whose input is provably non-negative (a ReLU result, or
-//     computed from such values by pooling, data movement or scaling) is marked so, letting a
-//     secure backend use the cheaper truncation of CrypTFlow2 §6.2.
-//
-// Rewrites apply only when the intermediate value has no other reader and is not an output.
-func Peephole(p *fixed.Program) (*fixed.Program, PeepholeReport, error) {
-	q := p.Clone()
-	rep := PeepholeReport{Before: Count(p)}
-	for _, ps := range passTable {
-		if ps.peephole == nil {
-			continue
-		}
-		ps.peephole(q, &rep)
-		if err := q.Validate(); err != nil {
-			return nil, rep, fmt.Errorf("peephole: internal error after %s: %w", ps.Name, err)
-		}
-	}
-	rep.After = Count(q)
-	return q, rep, nil
 }
 
 // rewriteRule tries one rewrite at instruction i of q; sole(t) is the only reader of tensor t (an
@@ -229,11 +199,11 @@ func mergeReshapes(q *fixed.Program, i int, sole func(int) int) bool {
 	return true
 }
 
-// NonNegative returns, for every tensor of p, whether its values are provably non-negative:
+// nonNegative returns, for every tensor of p, whether its values are provably non-negative:
 // ReLU results, and what pooling, division, truncation, scaling, data movement, concatenation,
 // addition and multiplication compute from non-negative values (assuming, as the autotuner
 // ensures, no overflow).
-func NonNegative(p *fixed.Program) []bool {
+func nonNegative(p *fixed.Program) []bool {
 	nn := make([]bool, len(p.Tensors))
 	for _, in := range p.Instrs {
 		if in.Op == fixed.OpOutput {
@@ -259,7 +229,7 @@ func NonNegative(p *fixed.Program) []bool {
 // markNonNeg sets NonNeg on every Trunc whose input is provably non-negative and returns how many
 // it marked.
 func markNonNeg(p *fixed.Program) int {
-	nn := NonNegative(p)
+	nn := nonNegative(p)
 	n := 0
 	for _, in := range p.Instrs {
 		if in.Op == fixed.OpTrunc && !in.NonNeg && nn[in.In[0]] {

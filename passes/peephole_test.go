@@ -29,11 +29,11 @@ func cnn(t testing.TB, seed uint64) *ir.Graph {
 
 func TestPeepholeRewrites(t *testing.T) {
 	g := cnn(t, 21)
-	p, err := Lower(g, LowerOptions{Bits: 40, Scale: 10})
+	p, err := lower(g, lowerOptions{Bits: 40, Scale: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, rep, err := Peephole(p)
+	q, rep, err := peephole(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestPeepholeRewrites(t *testing.T) {
 		t.Errorf("lines %q", rep.Lines())
 	}
 	// The input program is untouched.
-	if Count(p) != b {
+	if tally(p) != b {
 		t.Error("Peephole modified its input")
 	}
 	// The first layer now reads: conv, addconst, maxpool, relu, trunc nonneg.
@@ -78,11 +78,11 @@ func TestPeepholeExact(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		g := cnn(t, 30+seed)
 		for _, bits := range []int{12, 20, 48} {
-			p, err := Lower(g, LowerOptions{Bits: bits, Scale: 8})
+			p, err := lower(g, lowerOptions{Bits: bits, Scale: 8})
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, _, err := Peephole(p)
+			q, _, err := peephole(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,11 +105,11 @@ func TestPeepholeKeepsSharedValues(t *testing.T) {
 	r := b.node(ir.Relu, nil, "x")
 	m := b.node(ir.MaxPool, poolAttrs([]int{2, 2}, []int{2, 2}, []int{0, 0, 0, 0}, 0), r)
 	g := b.done(t, m, r)
-	p, err := Lower(g, LowerOptions{Bits: 32, Scale: 8})
+	p, err := lower(g, lowerOptions{Bits: 32, Scale: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rep, err := Peephole(p)
+	_, rep, err := peephole(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +120,11 @@ func TestPeepholeKeepsSharedValues(t *testing.T) {
 
 func TestNonNegative(t *testing.T) {
 	g := cnn(t, 50)
-	p, err := Lower(g, LowerOptions{Bits: 40, Scale: 10})
+	p, err := lower(g, lowerOptions{Bits: 40, Scale: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nn := NonNegative(p)
+	nn := nonNegative(p)
 	for i, in := range p.Instrs {
 		if in.Op == fixed.OpOutput {
 			continue

@@ -2,10 +2,10 @@ package passes
 
 import "github.com/cryptflow-go/cryptflow/ir/fixed"
 
-// ElemBytes is the storage size of one ring element in the VM (a uint64).
-const ElemBytes = 8
+// elemBytes is the storage size of one ring element in the VM (a uint64).
+const elemBytes = 8
 
-// Memory summarises tensor storage of a program, in bytes of ring elements (ElemBytes each).
+// Memory summarises tensor storage of a program, in bytes of ring elements (8 bytes each, a uint64).
 type Memory struct {
 	Tensors     int   // number of runtime tensors
 	Slots       int   // number of slots after reuse
@@ -15,11 +15,11 @@ type Memory struct {
 	WeightBytes int64 // party 0's weights as stored in the file (8 bytes per value)
 }
 
-// AssignSlots assigns every tensor of p a storage slot so that tensors whose live ranges do not
+// assignSlots assigns every tensor of p a storage slot so that tensors whose live ranges do not
 // overlap share storage, and no instruction writes a slot it reads. It uses a best-fit greedy
 // allocation in program order (a tensor's range runs from its defining instruction to its last
 // reader). The result satisfies p.Validate's slot check. It is the pass table's "slots" pass.
-func AssignSlots(p *fixed.Program) Memory {
+func assignSlots(p *fixed.Program) Memory {
 	def, last := p.LiveRanges()
 	// Tensors no instruction defines are dropped by Compact; give any that remain a slot of their own.
 	var capacity []int // elements per slot
@@ -56,7 +56,7 @@ func AssignSlots(p *fixed.Program) Memory {
 			capacity = append(capacity, p.Tensors[t].Shape.Size())
 		}
 	}
-	return MeasureMemory(p)
+	return measureMemory(p)
 }
 
 // pickSlot returns the position in free of the smallest slot with at least need elements, or, if
@@ -78,14 +78,14 @@ func pickSlot(free, capacity []int, need int) int {
 	return big
 }
 
-// MeasureMemory reports the storage of p: without reuse, with its slot assignment (if any), and the
+// measureMemory reports the storage of p: without reuse, with its slot assignment (if any), and the
 // peak of simultaneously live tensors.
-func MeasureMemory(p *fixed.Program) Memory {
+func measureMemory(p *fixed.Program) Memory {
 	m := Memory{Tensors: len(p.Tensors)}
 	slotCap := map[int]int{}
 	for _, t := range p.Tensors {
 		n := t.Shape.Size()
-		m.NoReuse += int64(n) * ElemBytes
+		m.NoReuse += int64(n) * elemBytes
 		if t.Slot >= 0 {
 			slotCap[t.Slot] = max(slotCap[t.Slot], n)
 		}
@@ -96,7 +96,7 @@ func MeasureMemory(p *fixed.Program) Memory {
 	} else {
 		m.Slots = len(slotCap)
 		for _, c := range slotCap {
-			m.WithReuse += int64(c) * ElemBytes
+			m.WithReuse += int64(c) * elemBytes
 		}
 	}
 	def, last := p.LiveRanges()
@@ -107,7 +107,7 @@ func MeasureMemory(p *fixed.Program) Memory {
 				live += int64(p.Tensors[t].Shape.Size())
 			}
 		}
-		m.PeakLive = max(m.PeakLive, live*ElemBytes)
+		m.PeakLive = max(m.PeakLive, live*elemBytes)
 	}
 	for _, w := range p.Weights {
 		m.WeightBytes += int64(w.Shape.Size()) * 8

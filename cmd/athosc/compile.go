@@ -159,7 +159,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 		return nil, cli.Usagef("--net: %v", err)
 	}
 	c.net = nm.Spec() // canonical: what the program records
-	if c.dumpAfter != "" && !slices.ContainsFunc(passes.Table(), func(p passes.PassInfo) bool { return p.Name == c.dumpAfter }) {
+	if c.dumpAfter != "" && !slices.ContainsFunc(passes.PassTable(), func(p passes.PassInfo) bool { return p.Name == c.dumpAfter }) {
 		return nil, cli.Usagef("--dump-after %q: no such pass (athosc compile --list-passes lists them)", c.dumpAfter)
 	}
 	if c.out == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,13 @@ func smallModel(t *testing.T) (model, valDir string) {
 	return model, valDir
 }
 
+// compileChecked runs compile as athosc compile --check does: the tests check the IR after every
+// pass, which the product does only when asked.
+func compileChecked(c *compileConfig, stdout, stderr io.Writer) error {
+	c.check = true
+	return compile(c, stdout, stderr)
+}
+
 func TestCompileWritesBothCopies(t *testing.T) {
 	model, val := smallModel(t)
 	out := filepath.Join(t.TempDir(), "mnist.sciir")
@@ -33,7 +41,7 @@ func TestCompileWritesBothCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if err := compile(cfg, &stdout, &stderr); err != nil {
+	if err := compileChecked(cfg, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	report := stdout.String()
@@ -70,7 +78,7 @@ func TestCompileWritesBothCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout.Reset()
-	if err := compile(cfg, &stdout, &stderr); err != nil {
+	if err := compileChecked(cfg, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	f, err := sciir.ReadFile(out2)
@@ -106,12 +114,12 @@ func TestCompileErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = compile(cfg, &bytes.Buffer{}, &bytes.Buffer{})
+	err = compileChecked(cfg, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "accepted formats") {
 		t.Errorf("bad validation folder: %v", err)
 	}
 	cfg, _ = parseCompile([]string{filepath.Join(bad, "missing.onnx")})
-	if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+	if err := compileChecked(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 		t.Error("missing model compiled")
 	}
 }
@@ -123,7 +131,7 @@ func TestDisasmCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+	if err := compileChecked(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := runDisasm([]string{out}); err != nil {
@@ -173,7 +181,7 @@ func TestCompileBackends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		if err := compileChecked(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 			t.Fatal(err)
 		}
 		f, err := sciir.ReadFile(out)
@@ -203,7 +211,7 @@ func TestCompileBackends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		if err := compileChecked(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 			t.Fatal(err)
 		}
 		if f, err := sciir.ReadFile(out); err != nil || f.Meta.Net != c.want {

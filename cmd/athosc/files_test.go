@@ -46,7 +46,7 @@ func TestOutputNeverClobbersInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	err = compile(cfg, &stdout, &bytes.Buffer{})
+	err = compileChecked(cfg, &stdout, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "cannot be written") || strings.Contains(stdout.String(), "autotune") {
 		t.Errorf("unwritable output: %v\n%s", err, stdout.String())
 	}

@@ -24,7 +24,7 @@ func TestListPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.String()
-	for _, p := range passes.Table() {
+	for _, p := range passes.PassTable() {
 		if !strings.Contains(s, p.Name+" ") || !strings.Contains(s, p.Doc) {
 			t.Errorf("listing lacks pass %s", p.Name)
 		}
@@ -44,14 +44,14 @@ func TestListPasses(t *testing.T) {
 func TestDumpAfterEveryPass(t *testing.T) {
 	model, val := smallModel(t)
 	dir := t.TempDir()
-	for i, p := range passes.Table() {
+	for i, p := range passes.PassTable() {
 		out := filepath.Join(dir, fmt.Sprintf("m%d.sciir", i))
 		cfg, err := parseCompile([]string{model, "--validate", val, "--scales", "8", "--dump-after", p.Name, "--backend", "auto", "-q", "-o", out})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var stdout, stderr bytes.Buffer
-		if err := compile(cfg, &stdout, &stderr); err != nil {
+		if err := compileChecked(cfg, &stdout, &stderr); err != nil {
 			t.Errorf("--dump-after %s: %v", p.Name, err)
 			continue
 		}
@@ -76,7 +76,7 @@ func TestDumpAfterEveryPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "did not run") {
+	if err := compileChecked(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "did not run") {
 		t.Errorf("--dump-after autotune without --validate: %v", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestTimePasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if err := compile(cfg, &stdout, &bytes.Buffer{}); err != nil {
+	if err := compileChecked(cfg, &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	s := stdout.String()
@@ -97,7 +97,7 @@ func TestTimePasses(t *testing.T) {
 	if !ok {
 		t.Fatalf("no pass times:\n%s", s)
 	}
-	for _, p := range passes.Table() {
+	for _, p := range passes.PassTable() {
 		if !strings.Contains(times, "  "+p.Name+" ") {
 			t.Errorf("pass times lack %s:\n%s", p.Name, times)
 		}
@@ -131,7 +131,7 @@ func TestBitwidthRange(t *testing.T) {
 		if err != nil {
 			t.Fatalf("--bitwidth %d: %v", bits, err)
 		}
-		if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		if err := compileChecked(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 			t.Errorf("--bitwidth %d: %v", bits, err)
 			continue
 		}

@@ -235,7 +235,7 @@ func TestCompileTFMNISTAccuracy(t *testing.T) {
 			}
 			var stdout bytes.Buffer
 			start := time.Now()
-			if err := compile(cfg, &stdout, &bytes.Buffer{}); err != nil {
+			if err := compileChecked(cfg, &stdout, &bytes.Buffer{}); err != nil {
 				t.Fatalf("athosc %s: %v\n%s", strings.Join(args, " "), err, stdout.String())
 			}
 			compileTime := time.Since(start)

@@ -20,7 +20,7 @@ func TestValidateRecordsRangeAndRefusesForeignLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if err := compile(cfg, &stdout, &bytes.Buffer{}); err != nil {
+	if err := compileChecked(cfg, &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := sciir.ReadFile(out)
@@ -56,7 +56,7 @@ func TestValidateRecordsRangeAndRefusesForeignLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = compile(cfg, &bytes.Buffer{}, &bytes.Buffer{})
+	err = compileChecked(cfg, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "has label 10, but the model has 10 classes") {
 		t.Errorf("label 10: %v", err)
 	}
