@@ -9,8 +9,8 @@
 // accepts the convolution's geometry: then it gets the un-gathered input (Conv2D).
 //
 // The backends live in packages of their own above vm and protocols: vm/cleartext (full values in
-// one process, the reference) and vm/sciot (CrypTFlow2's OT-based protocols). vm knows them only
-// through the Backend interface.
+// one process, the reference) and vm/sci (the two-party protocols: sciot, scihe, auto). vm knows
+// them only through the Backend interface.
 package vm
 
 import (

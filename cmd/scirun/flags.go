@@ -51,46 +51,8 @@ type config struct {
 }
 
 func parse(args []string) (*config, error) {
-	fs := flag.NewFlagSet("scirun", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fs.PrintDefaults()
-	}
 	c := &config{}
-	fs.BoolVar(&c.clear, "clear", false, "run in the clear with the cleartext fixed-point backend")
-	fs.IntVar(&c.party, "party", -1, "run as party `P` of a secure run: 0 server (full program), 1 client (client copy)")
-	fs.BoolVar(&c.local, "local", false, "run both parties in this process over loopback TCP")
-	fs.StringVar(&c.input, "input", "", "input `FILE` (.npy, or .png/.jpg for image programs), or a batch: a folder DIR/ of such files (with an optional labels.txt) or a .npy of shape [B, ...input shape without its leading 1], run in one session; client, --local, --clear")
-	fs.StringVar(&c.output, "output", "", "write the output to `FILE` (.npy); with a folder DIR/, write DIR/NAME.npy for each input NAME (required for a batch)")
-	fs.BoolVar(&c.raw, "raw", false, "write the output as signed ring values (int64) instead of decoded floats")
-	fs.IntVar(&c.top, "top", 5, "print the `K` highest-scoring classes")
-	fs.StringVar(&c.listen, "listen", ":7070", "server: listen on `ADDR` (host:port)")
-	fs.BoolVar(&c.serveMany, "serve", false, "server: keep accepting clients, several sessions at a time")
-	fs.IntVar(&c.maxSessions, "max-sessions", runtime.NumCPU(), "server with --serve: at most `N` sessions at a time")
-	fs.IntVar(&c.maxBatch, "max-batch", serve.DefaultMaxBatch, "server: refuse a client that asks for more than `N` inferences in one session")
-	fs.DurationVar(&c.timeout, "timeout", serve.DefaultTimeout, "end a session when the peer stalls for `D` (any wait: handshake, each message)")
-	fs.DurationVar(&c.sessionTimeout, "session-timeout", serve.DefaultSessionTimeout, "server: end a session that runs longer than `D` in all (0: no limit)")
-	fs.DurationVar(&c.helloTimeout, "hello-timeout", serve.DefaultHelloTimeout, "server: drop a connection that has not completed its TLS handshake and hello (or stream join) within `D`")
-	fs.DurationVar(&c.joinTimeout, "join-timeout", serve.DefaultJoinTimeout, "server: end a session whose extra stream connections have not all joined within `D`")
-	fs.DurationVar(&c.queueTimeout, "queue-timeout", serve.DefaultQueueTimeout, "server with --serve: refuse as busy a client that waited `D` for a free session slot")
-	fs.IntVar(&c.maxPending, "max-pending", serve.DefaultMaxPending, "server: at most `N` connections awaiting their hello; beyond it the oldest is dropped")
-	fs.StringVar(&c.tlsCert, "tls-cert", "", "server: TLS certificate `FILE` (PEM); with --tls-key")
-	fs.StringVar(&c.tlsKey, "tls-key", "", "server: TLS private key `FILE` (PEM)")
-	fs.StringVar(&c.connect, "connect", "", "client: the server's `HOST:PORT`")
-	fs.DurationVar(&c.connectTimeout, "connect-timeout", serve.DefaultConnectTimeout, "client: keep retrying a refused connection for `D`")
-	fs.StringVar(&c.tlsSelf, "tls-self", "", "server: use TLS with the key and self-signed certificate kept in `FILE` (made on first start; prints the fingerprint clients pin)")
-	fs.StringVar(&c.tlsPin, "tls-pin", "", "client: use TLS and accept only the server whose key has this `FINGERPRINT` (sha256:..., as the server printed it)")
-	fs.StringVar(&c.tlsCA, "tls-ca", "", "client: use TLS and trust the server certificate signed by (or equal to) the PEM `FILE`")
-	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "client: the `NAME` to check the server's certificate against (default: the host of --connect)")
-	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
-	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages (shared by the session's streams): "+netmodel.Help)
-	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it); default: the program's")
-	fs.StringVar(&c.ot, "ot", "auto", fmt.Sprintf("OT source `NAME` of the OT-based protocols: iknp (IKNP extension: least CPU, 128 bits per OT), ferret (silent OT: ~8x less traffic, more CPU), or auto: ferret for a program planned for a link of at most %g MB/s per direction (athosc --backend auto --net wan, or e.g. --net 500Mbit/s), iknp otherwise; both parties must agree", sci.FerretMaxBandwidth/1e6))
-	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (default: warn)")
-	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")
-	fs.StringVar(&c.memLimit, "memory-limit", "", "soft limit on this process's memory, e.g. 1800MiB or 2GiB: the garbage collector works harder near it (Go's GOMEMLIMIT; default none)")
-	fs.IntVar(&c.threads, "threads", runtime.NumCPU(), "use at most `N` cores: Go's scheduler and HE ciphertext work (default: all cores); --streams sets the OT streams")
-	fs.IntVar(&c.streams, "streams", defaultStreams(), "run each session over `N` connections (OT streams, one core each); both parties must agree (default min(2, CPUs))")
+	fs := newFlagSet(c)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return nil, err
@@ -102,6 +64,50 @@ func parse(args []string) (*config, error) {
 	}
 	c.program = pos[0]
 	return c, nil
+}
+
+// newFlagSet defines scirun's flags on c; its Usage prints them by mode (help.go).
+func newFlagSet(c *config) *flag.FlagSet {
+	fs := flag.NewFlagSet("scirun", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		printFlags(fs.Output(), fs)
+	}
+	fs.BoolVar(&c.clear, "clear", false, "run in the clear with the cleartext fixed-point backend")
+	fs.IntVar(&c.party, "party", -1, "run as party `P` of a secure run: 0 server (full program), 1 client (client copy)")
+	fs.BoolVar(&c.local, "local", false, "run both parties in this process over loopback TCP")
+	fs.StringVar(&c.input, "input", "", "input `FILE` (.npy, or .png/.jpg for image programs), or a batch: a folder DIR/ of such files (with an optional labels.txt) or a .npy of shape [B, ...input shape without its leading 1], run in one session")
+	fs.StringVar(&c.output, "output", "", "write the output to `FILE` (.npy); with a folder DIR/, write DIR/NAME.npy for each input NAME (required for a batch)")
+	fs.BoolVar(&c.raw, "raw", false, "write the output as signed ring values (int64) instead of decoded floats")
+	fs.IntVar(&c.top, "top", 5, "print the `K` highest-scoring classes")
+	fs.StringVar(&c.listen, "listen", ":7070", "listen on `ADDR` (host:port)")
+	fs.BoolVar(&c.serveMany, "serve", false, "keep accepting clients, several sessions at a time")
+	fs.IntVar(&c.maxSessions, "max-sessions", runtime.NumCPU(), "with --serve: at most `N` sessions at a time")
+	fs.IntVar(&c.maxBatch, "max-batch", serve.DefaultMaxBatch, "refuse a client that asks for more than `N` inferences in one session")
+	fs.DurationVar(&c.timeout, "timeout", serve.DefaultTimeout, "end a session when the peer stalls for `D` (any wait: handshake, each message)")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", serve.DefaultSessionTimeout, "end a session that runs longer than `D` in all (0: no limit)")
+	fs.DurationVar(&c.helloTimeout, "hello-timeout", serve.DefaultHelloTimeout, "drop a connection that has not completed its TLS handshake and hello (or stream join) within `D`")
+	fs.DurationVar(&c.joinTimeout, "join-timeout", serve.DefaultJoinTimeout, "end a session whose extra stream connections have not all joined within `D`")
+	fs.DurationVar(&c.queueTimeout, "queue-timeout", serve.DefaultQueueTimeout, "with --serve: refuse as busy a client that waited `D` for a free session slot")
+	fs.IntVar(&c.maxPending, "max-pending", serve.DefaultMaxPending, "at most `N` connections awaiting their hello; beyond it the oldest is dropped")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "server: TLS certificate `FILE` (PEM); with --tls-key")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "server: TLS private key `FILE` (PEM)")
+	fs.StringVar(&c.connect, "connect", "", "the server's address, `HOST:PORT`")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", serve.DefaultConnectTimeout, "keep retrying a refused connection for `D`")
+	fs.StringVar(&c.tlsSelf, "tls-self", "", "server: use TLS with the key and self-signed certificate kept in `FILE` (made on first start; prints the fingerprint clients pin)")
+	fs.StringVar(&c.tlsPin, "tls-pin", "", "client: use TLS and accept only the server whose key has this `FINGERPRINT` (sha256:..., as the server printed it)")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "client: use TLS and trust the server certificate signed by (or equal to) the PEM `FILE`")
+	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "client: the `NAME` to check the server's certificate against")
+	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
+	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages (shared by the session's streams): "+netmodel.Help)
+	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it)")
+	fs.StringVar(&c.ot, "ot", "auto", fmt.Sprintf("OT source `NAME` of the OT-based protocols: iknp (IKNP extension: least CPU, 128 bits per OT), ferret (silent OT: ~8x less traffic, more CPU), or auto: ferret for a program planned for a link of at most %g MB/s per direction (athosc --backend auto --net wan, or e.g. --net 500Mbit/s), iknp otherwise; both parties must agree", sci.FerretMaxBandwidth/1e6))
+	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (without it: a warning)")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")
+	fs.StringVar(&c.memLimit, "memory-limit", "", "soft limit of `SIZE` on this process's memory, e.g. 1800MiB or 2GiB: the garbage collector works harder near it (Go's GOMEMLIMIT)")
+	fs.IntVar(&c.threads, "threads", runtime.NumCPU(), "use at most `N` cores: Go's scheduler and HE ciphertext work; --streams sets the OT streams")
+	fs.IntVar(&c.streams, "streams", defaultStreams(), "run each session over `N` connections (OT streams, one core each); both parties must agree")
+	return fs
 }
 
 // check rejects flags that do not belong to the chosen mode.

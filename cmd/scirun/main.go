@@ -42,8 +42,8 @@ const usage = `usage:
 the server: it holds the weights (the full program file), listens, and learns nothing about the
 input. --party 1 is the client: it holds the input and the client copy of the program (no
 weights), connects, and learns the output. --local runs both parties in this process over
-loopback TCP. A secure session runs over --streams N connections (default 2 on a machine with two
-or more cores), one OT stream and one core each; both parties must pass the same N. The input X is
+loopback TCP. A secure session runs over --streams N connections, one OT stream and one core
+each; both parties must pass the same N. The input X is
 a .npy array of the model input's shape, or a PNG/JPEG image when the program records image
 preprocessing. A folder DIR/ of such files (with an optional labels.txt of "FILE LABEL" lines), or
 a .npy of shape [B, ...input shape without its leading 1], is a batch: all its inputs run in one
@@ -54,10 +54,6 @@ with --report FILE to a JSON file).
 Linear layers run by correlated OT (--backend sciot), by homomorphic encryption over Z_2^l (scihe)
 or per layer as the compiler planned (auto); every OT comes from IKNP extension or Ferret silent OT
 (--ot ferret: far fewer bytes, more CPU). The output is bitwise the same in every combination.
-TLS: --tls-cert/--tls-key with --tls-ca, or without a PKI --tls-self on the server and --tls-pin
-with the fingerprint it prints on the client.
-
-Flags:
 `
 
 // softwareName is announced in the handshake.

@@ -26,7 +26,8 @@ const (
 	// OpMatMul: Out[M,N] = W[M,K] x In[0][K,N] with W = Weights[Weight] (party 0's). Backend.MatMul.
 	OpMatMul Opcode = 3
 	// OpConv: Out[N,M,out...] = conv(In[0][N,C,in...], W[M,C/Group,kernel...]) with window Win,
-	// 1 or 2 spatial dimensions; the VM lowers it to im2col (local) and one Backend.MatMul per group.
+	// 1 or 2 spatial dimensions. The VM hands it whole to a backend that runs it natively
+	// (vm.ConvBackend), else lowers it to im2col (local) and one Backend.MatMul per group.
 	OpConv Opcode = 4
 	// OpAddConst: Out = In[0] + broadcast(W); party 0 adds the constant (local).
 	OpAddConst Opcode = 5

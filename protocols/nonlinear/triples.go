@@ -1,6 +1,11 @@
 package nonlinear
 
-import "github.com/cryptflow-go/cryptflow/protocols/bitvec"
+import (
+	"context"
+	"fmt"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+)
 
 // Beaver bit triples (CrypTFlow2 App. A.1, A.2), produced in bulk.
 //
@@ -11,6 +16,79 @@ import "github.com/cryptflow-go/cryptflow/protocols/bitvec"
 // receiver learns f_R = f_S ⊕ d∧e. Correlated triples: one
 // (8 choose 1)-OT_2 gives a pair (d,e,f), (d2,e,f2) sharing e; the choice is
 // (d,d2,e).
+
+// BitTriples are this party's shares of n Beaver bit triples d∧e = f, packed.
+type BitTriples struct {
+	N       int
+	D, E, F []uint64
+}
+
+// CorrelatedBitTriples are this party's shares of n correlated triple pairs
+// (d, e, f), (d2, e, f2) with d∧e = f and d2∧e = f2, packed.
+type CorrelatedBitTriples struct {
+	N               int
+	D, D2, E, F, F2 []uint64
+}
+
+// BitTriples produces n regular Beaver bit triples (two per
+// (16 choose 1)-OT_2, App. A.1): λ/2 + 16 bits each.
+func (s *Session) BitTriples(ctx context.Context, n int) (BitTriples, error) {
+	const op = "BitTriples"
+	if err := s.usable(op); err != nil {
+		return BitTriples{}, err
+	}
+	if n < 0 {
+		return BitTriples{}, fmt.Errorf("nonlinear: %s: negative count %d", op, n)
+	}
+	t := BitTriples{N: n, D: make([]uint64, bitvec.Words(n)), E: make([]uint64, bitvec.Words(n)), F: make([]uint64, bitvec.Words(n))}
+	st := s.streams[0]
+	err := st.chunks(ctx, n, st.chunkSize(8), func(ctx context.Context, st *stream, a, b int) error {
+		pool := &triplePool{}
+		if err := st.runOTN(ctx, pool.reserve(st, b-a, 0)...); err != nil {
+			return err
+		}
+		d, e, f := pool.takeReg(b - a)
+		copy(t.D[a/64:], d)
+		copy(t.E[a/64:], e)
+		copy(t.F[a/64:], f)
+		return nil
+	})
+	if err != nil {
+		return BitTriples{}, s.fail(ctx, op, err)
+	}
+	return t, nil
+}
+
+// CorrelatedBitTriples produces n correlated pairs (one
+// (8 choose 1)-OT_2 each, App. A.2): 2λ + 16 bits per pair.
+func (s *Session) CorrelatedBitTriples(ctx context.Context, n int) (CorrelatedBitTriples, error) {
+	const op = "CorrelatedBitTriples"
+	if err := s.usable(op); err != nil {
+		return CorrelatedBitTriples{}, err
+	}
+	if n < 0 {
+		return CorrelatedBitTriples{}, fmt.Errorf("nonlinear: %s: negative count %d", op, n)
+	}
+	w := bitvec.Words(n)
+	t := CorrelatedBitTriples{N: n, D: make([]uint64, w), D2: make([]uint64, w), E: make([]uint64, w),
+		F: make([]uint64, w), F2: make([]uint64, w)}
+	st := s.streams[0]
+	err := st.chunks(ctx, n, st.chunkSize(8), func(ctx context.Context, st *stream, a, b int) error {
+		pool := &triplePool{}
+		if err := st.runOTN(ctx, pool.reserve(st, 0, b-a)...); err != nil {
+			return err
+		}
+		d, d2, e, f, f2 := pool.takeCorr(b - a)
+		for _, c := range []struct{ dst, src []uint64 }{{t.D, d}, {t.D2, d2}, {t.E, e}, {t.F, f}, {t.F2, f2}} {
+			copy(c.dst[a/64:], c.src)
+		}
+		return nil
+	})
+	if err != nil {
+		return CorrelatedBitTriples{}, s.fail(ctx, op, err)
+	}
+	return t, nil
+}
 
 // bitTriples holds this party's shares of n regular triples, packed.
 type bitTriples struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 )
@@ -31,6 +32,57 @@ import (
 // 1 (2^r choose 1)-OT_2, L regular ANDs and q−1−L correlated pairs — the
 // counts of §3.1.2. Truncation uses a variant whose tree also yields the
 // comparison of the low s bits (newSplitGroup).
+
+// millWords bounds the OT message words the sender builds per comparison of
+// b-bit values with leaf width m (digit OTs plus triples).
+func millWords(b, m int) int {
+	if b == 0 {
+		return 0
+	}
+	q := (b + m - 1) / m
+	r := b - (q-1)*m
+	if q == 1 {
+		return 1 << r
+	}
+	L := bits.Len(uint(q - 1))
+	return (q-1)<<m + 1<<r + (16*L+1)/2 + 8*(q-1-L)
+}
+
+// Millionaires computes boolean shares of 1{x < y} for n = len(v)
+// comparisons of b-bit unsigned integers, where party 0 holds x = v and
+// party 1 holds y = v (values are taken mod 2^b). dst receives this party's
+// shares, packed (bitvec.Words(n) words; see the package documentation).
+// 1 ≤ b ≤ 64. Communication per comparison, λ = 128, M = 2^m, q = ⌈b/m⌉,
+// r = b−(q−1)m, L = ⌈log2 q⌉ (q ≥ 2):
+// λ(4q−L−2) + M(2q−3) + 2·2^r + 22(q−1) − 2L bits (CrypTFlow2 §3.1.2).
+func (s *Session) Millionaires(ctx context.Context, dst, v []uint64, b int) error {
+	const op = "Millionaires"
+	if err := s.usable(op); err != nil {
+		return err
+	}
+	n := len(v)
+	if b < 1 || b > 64 {
+		return fmt.Errorf("nonlinear: %s: bit width %d outside 1..64", op, b)
+	}
+	if err := s.checkBits(op, "dst", dst, n); err != nil {
+		return err
+	}
+	mask := bitvec.Mask(b)
+	return s.run(ctx, op, s.parts(n, 64), func(ctx context.Context, st *stream, lo, hi int) error {
+		return st.chunks(ctx, hi-lo, st.chunkSize(millWords(b, st.m)), func(ctx context.Context, st *stream, a, c int) error {
+			x := make([]uint64, c-a)
+			for i := range x {
+				x[i] = v[lo+a+i] & mask
+			}
+			g := newMillGroup(x, b, st.m, st.party == 0)
+			if err := st.mill(ctx, []*millGroup{g}, nil, nil); err != nil {
+				return err
+			}
+			copy(dst[(lo+a)/64:], g.res)
+			return nil
+		})
+	})
+}
 
 // treeOp makes one node of the next level from nodes of the current one:
 // hi < 0 passes node lo through; otherwise lo (less significant) and hi are
@@ -515,42 +567,4 @@ func (st *stream) andPhase(ctx context.Context, groups []*millGroup, pool *tripl
 		return fmt.Errorf("internal error: AND tree stopped at level %d of %d", done, L)
 	}
 	return nil
-}
-
-// xorNew returns a ⊕ b in a new vector of len(a) words.
-func xorNew(a, b []uint64) []uint64 {
-	v := make([]uint64, len(a))
-	for i := range v {
-		v[i] = a[i] ^ b[i]
-	}
-	return v
-}
-
-// beaver returns this party's share of x ∧ y from its masked inputs (mine,
-// theirs) and triple shares: with δx = x⊕d and δy = y⊕e opened,
-// z = f ⊕ δx∧e ⊕ δy∧d ⊕ [party 0]·δx∧δy.
-func beaver(mx, ox, my, oy, d, e, f []uint64, p0 bool) []uint64 {
-	z := make([]uint64, len(f))
-	var k uint64
-	if p0 {
-		k = ^uint64(0)
-	}
-	for i := range z {
-		dx, dy := mx[i]^ox[i], my[i]^oy[i]
-		z[i] = f[i] ^ dx&e[i] ^ dy&d[i] ^ dx&dy&k
-	}
-	return z
-}
-
-// beaverD is beaver with the opened values δx, δy given.
-func beaverD(dx, dy, d, e, f []uint64, p0 bool) []uint64 {
-	z := make([]uint64, len(f))
-	var k uint64
-	if p0 {
-		k = ^uint64(0)
-	}
-	for i := range z {
-		z[i] = f[i] ^ dx[i]&e[i] ^ dy[i]&d[i] ^ dx[i]&dy[i]&k
-	}
-	return z
 }

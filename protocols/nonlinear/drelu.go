@@ -1,0 +1,89 @@
+package nonlinear
+
+import (
+	"context"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+)
+
+// DReLU (Alg. 2): the sign bit of a shared value from one millionaires' of
+// l−1 bits. Besides ReLU, MaxPool (pool.go), Trunc and Div batch its
+// comparison with their own (dreluGroup, msbShares, flipParty0).
+
+// dreluGroup returns the comparison whose result is the carry of the low
+// l−1 bits of x0 + x1 (Alg. 2): party 0 holds 2^(l−1)−1−x0', party 1 holds
+// x1', where x' is a share's low l−1 bits.
+func (st *stream) dreluGroup(x []uint64) *millGroup {
+	b := st.r.Bits - 1
+	mask := bitvec.Mask(b)
+	v := make([]uint64, len(x))
+	if st.party == 0 {
+		for i, a := range x {
+			v[i] = mask - a&mask
+		}
+	} else {
+		for i, a := range x {
+			v[i] = a & mask
+		}
+	}
+	return newMillGroup(v, b, st.m, st.party == 0)
+}
+
+// msbShares turns the carry shares of a DReLU group into shares of MSB(x):
+// MSB(x) = msb(x0) ⊕ msb(x1) ⊕ carry.
+func (st *stream) msbShares(g *millGroup, x []uint64) []uint64 {
+	top := uint(st.r.Bits - 1)
+	out := make([]uint64, bitvec.Words(len(x)))
+	copy(out, g.res)
+	for i, a := range x {
+		out[i>>6] ^= (a >> top & 1) << (i & 63)
+	}
+	return out
+}
+
+// flipParty0 complements party 0's shares (so the shared bit is
+// complemented), leaving the tail past n zero.
+func (st *stream) flipParty0(v []uint64, n int) {
+	if st.party != 0 {
+		return
+	}
+	for i := range v[:bitvec.Words(n)] {
+		v[i] = ^v[i]
+	}
+	bitvec.ClearTail(v, n)
+}
+
+// drelu returns shares of DReLU(x) = 1 ⊕ MSB(x) (Alg. 2).
+func (st *stream) drelu(ctx context.Context, x []uint64) ([]uint64, error) {
+	g := st.dreluGroup(x)
+	if err := st.mill(ctx, []*millGroup{g}, nil, nil); err != nil {
+		return nil, err
+	}
+	out := st.msbShares(g, x)
+	st.flipParty0(out, len(x))
+	return out, nil
+}
+
+// DReLU computes boolean shares of DReLU(x) = 1{signed(x) ≥ 0} for the
+// shared vector x (Alg. 2: one millionaires' of l−1 bits). dst gets this
+// party's packed shares (bitvec.Words(len(x)) words).
+func (s *Session) DReLU(ctx context.Context, dst, x []uint64) error {
+	const op = "DReLU"
+	if err := s.usable(op); err != nil {
+		return err
+	}
+	n := len(x)
+	if err := s.checkBits(op, "dst", dst, n); err != nil {
+		return err
+	}
+	return s.run(ctx, op, s.parts(n, 64), func(ctx context.Context, st *stream, lo, hi int) error {
+		return st.chunks(ctx, hi-lo, st.chunkSize(millWords(st.r.Bits-1, st.m)), func(ctx context.Context, st *stream, a, b int) error {
+			d, err := st.drelu(ctx, x[lo+a:lo+b])
+			if err != nil {
+				return err
+			}
+			copy(dst[(lo+a)/64:], d)
+			return nil
+		})
+	})
+}
