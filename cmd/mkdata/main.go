@@ -57,6 +57,7 @@ type command struct {
 var commands = []command{
 	{"mnist", func(args []string, stdout io.Writer) error { return runIdx(mnistSet, args, stdout) }},
 	{"fashion-mnist", func(args []string, stdout io.Writer) error { return runIdx(fashionSet, args, stdout) }},
+	{"cifar10", runCIFAR10},
 }
 
 func main() {
