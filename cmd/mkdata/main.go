@@ -10,6 +10,7 @@
 //	mkdata npy stack     -o OUT.npy FILE.npy... | DIR
 //	mkdata npy reshape   -o OUT.npy --shape D,D,... FILE.npy
 //	mkdata npy slice     -o OUT.npy --from N --count N FILE.npy
+//	mkdata npy info      FILE.npy...
 //
 // Every data set export writes sample i as DIR/NNNNN.npy (NNNNN = i zero-padded to five digits,
 // one float32 array of shape [1,C,H,W] or [1,H,W,C]), DIR/labels.txt with one "NNNNN.npy label"
@@ -38,7 +39,7 @@ Usage:
   mkdata fashion-mnist [flags]  Fashion-MNIST (same idx format and flags as mnist)
   mkdata cifar10 [flags]        CIFAR-10 binary batches (data_batch_N.bin, test_batch.bin)
   mkdata images [flags]         a folder of PNG/JPEG images, one subfolder per class
-  mkdata npy stack|reshape|slice  join, reshape or cut .npy arrays (dtype preserved)
+  mkdata npy stack|reshape|slice|info  join, reshape, cut or inspect .npy arrays (dtype kept)
 
 A data set export writes into --out DIR:
   NNNNN.npy    one float32 input per sample, NNNNN its index in the source, zero-padded
@@ -58,6 +59,7 @@ var commands = []command{
 	{"mnist", func(args []string, stdout io.Writer) error { return runIdx(mnistSet, args, stdout) }},
 	{"fashion-mnist", func(args []string, stdout io.Writer) error { return runIdx(fashionSet, args, stdout) }},
 	{"cifar10", runCIFAR10},
+	{"npy", runNpy},
 }
 
 func main() {

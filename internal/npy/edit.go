@@ -199,7 +199,17 @@ func elements(shape []int) (int, error) {
 // Reshape returns the array with a new shape of the same number of elements, sharing the data.
 // One dimension may be -1: it is inferred from the others, as in numpy.reshape.
 func (a *Array) Reshape(shape []int) (*Array, error) {
-	shape = slices.Clone(shape)
+	to, err := ReshapeTo(a.Shape, shape)
+	if err != nil {
+		return nil, err
+	}
+	return &Array{Shape: to, DType: a.DType, data: a.data}, nil
+}
+
+// ReshapeTo checks that an array of shape from can take shape to (see Reshape) and returns to
+// with a -1 dimension filled in. It needs only the shapes, so a file's header is enough.
+func ReshapeTo(from, to []int) ([]int, error) {
+	shape := slices.Clone(to)
 	infer, known := -1, 1
 	for i, d := range shape {
 		switch {
@@ -213,19 +223,25 @@ func (a *Array) Reshape(shape []int) (*Array, error) {
 			known *= d
 		}
 	}
-	n := a.Len()
+	n, err := elements(from)
+	if err != nil {
+		return nil, err
+	}
 	if infer >= 0 {
 		if known == 0 || n%known != 0 {
-			return nil, fmt.Errorf("npy: cannot reshape %d elements (shape %v) to %v", n, a.Shape, shape)
+			return nil, fmt.Errorf("npy: cannot reshape %d elements (shape %v) to %v", n, from, shape)
 		}
 		shape[infer] = n / known
 	}
 	if got, err := elements(shape); err != nil {
 		return nil, err
 	} else if got != n {
-		return nil, fmt.Errorf("npy: cannot reshape %d elements (shape %v) to %v, which holds %d", n, a.Shape, shape, got)
+		return nil, fmt.Errorf("npy: cannot reshape %d elements (shape %v) to %v, which holds %d", n, from, shape, got)
 	}
-	return &Array{Shape: shape, DType: a.DType, data: a.data}, nil
+	if shape == nil {
+		shape = []int{}
+	}
+	return shape, nil
 }
 
 // Slice returns rows from..from+count-1 along the first axis, sharing the data.
