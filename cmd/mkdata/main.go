@@ -59,6 +59,7 @@ var commands = []command{
 	{"mnist", func(args []string, stdout io.Writer) error { return runIdx(mnistSet, args, stdout) }},
 	{"fashion-mnist", func(args []string, stdout io.Writer) error { return runIdx(fashionSet, args, stdout) }},
 	{"cifar10", runCIFAR10},
+	{"images", runImages},
 	{"npy", runNpy},
 }
 

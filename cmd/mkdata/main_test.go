@@ -245,7 +245,7 @@ func checkLabels(t *testing.T, dir, want string) {
 
 func TestHelp(t *testing.T) {
 	code, stdout, _ := runArgs("--help")
-	for _, cmd := range []string{"mkdata mnist", "mkdata fashion-mnist", "mkdata cifar10", "classes.txt"} {
+	for _, cmd := range []string{"mkdata mnist", "mkdata fashion-mnist", "mkdata cifar10", "mkdata images", "classes.txt"} {
 		if code != 0 || !strings.Contains(stdout, cmd) {
 			t.Errorf("--help: exit %d, no %q in %q", code, cmd, stdout)
 		}
@@ -255,6 +255,7 @@ func TestHelp(t *testing.T) {
 		{"mnist", "GoMNIST"},
 		{"fashion-mnist", "Ankle boot"},
 		{"cifar10", "1024 red then 1024 green"},
+		{"images", "LOC_synset_mapping.txt"},
 	} {
 		code, stdout, stderr := runArgs(tc.cmd, "--help")
 		if code != 0 || !strings.Contains(stdout, tc.want) || !strings.Contains(stdout, "-out folder") || stderr != "" {
