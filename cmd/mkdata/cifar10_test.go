@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 )
 
@@ -156,4 +158,36 @@ func TestSharedCIFAR10(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSharedCIFAR10OvalInput: --mean/--std reproduce the input that the cifar10-oval model's
+// test set 0 holds (CIFAR-10 test image 0, preprocessed as its meta.json says).
+func TestSharedCIFAR10OvalInput(t *testing.T) {
+	dir := sharedData(t, "cifar10")
+	pb := filepath.Join(dir, "..", "..", "models", "cifar10-oval-base-kw", "test_data_set_0", "input_0.pb")
+	want, err := onnx.ReadTensor(pb)
+	if err != nil {
+		t.Skipf("shared model test set not available: %v", err)
+	}
+	wx, err := want.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if code, _, stderr := runArgs("cifar10", "--batch", filepath.Join(dir, "test_batch_first100.bin"), "--count", "1",
+		"--mean", "0.485,0.456,0.406", "--std", "0.225,0.225,0.225", "--out", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	shape, x := readNpy(t, filepath.Join(out, "00000.npy"))
+	if fmt.Sprint(shape) != fmt.Sprint(want.Dims) {
+		t.Fatalf("shape %v, the test set's %v", shape, want.Dims)
+	}
+	worst := 0.0
+	for i := range x {
+		worst = max(worst, math.Abs(float64(x[i]-wx[i])))
+	}
+	if worst > 1e-6 {
+		t.Errorf("largest difference from the test set's input: %g", worst)
+	}
+	t.Logf("largest difference from %s: %g", pb, worst)
 }
