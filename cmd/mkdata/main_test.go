@@ -63,7 +63,7 @@ func TestExport(t *testing.T) {
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		want := []string{"00003.npy", "00004.npy", "00005.npy", "00006.npy", "labels.txt"}
+		want := []string{"00003.npy", "00004.npy", "00005.npy", "00006.npy", "classes.txt", "labels.txt"}
 		if !reflect.DeepEqual(names, want) {
 			t.Errorf("files %v, want %v", names, want)
 		}
@@ -100,6 +100,8 @@ func TestErrors(t *testing.T) {
 	images, labels := writeIdx(t, dir, 3)
 	_, fewer := writeIdx(t, t.TempDir(), 2)
 	out := filepath.Join(dir, "out")
+	// Nothing to auto-detect from an empty working directory.
+	t.Chdir(t.TempDir())
 	tests := []struct {
 		name string
 		args []string
@@ -107,21 +109,24 @@ func TestErrors(t *testing.T) {
 		want string
 	}{
 		{"no args", nil, 2, "Usage:"},
-		{"unknown set", []string{"cifar"}, 2, `unknown data set "cifar"`},
+		{"unknown command", []string{"cifar"}, 2, `unknown command "cifar"`},
 		{"unknown flag", []string{"mnist", "--bogus"}, 2, "flag provided but not defined"},
-		{"missing inputs", []string{"mnist", "--scale", "1", "--out", out}, 1, "--images and --labels (or --set) are required"},
-		{"missing out", []string{"mnist", "--images", images, "--labels", labels, "--scale", "1"}, 1, "--out is required"},
-		{"missing scale", []string{"mnist", "--images", images, "--labels", labels, "--out", out}, 1, "--scale must be 1 or 255, not 0"},
-		{"bad scale", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "2"}, 1, "--scale must be 1 or 255"},
-		{"negative from", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "1", "--from", "-1"}, 1, "--from must be >= 0"},
-		{"negative count", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "1", "--count", "-2"}, 1, "--count must be >= 0"},
-		{"past the end", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "1", "--from", "2", "--count", "2"}, 1, "outside the 3 images"},
-		{"from past the end", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "1", "--from", "4"}, 1, "outside the 3 images"},
+		{"half a pair", []string{"mnist", "--images", images, "--scale", "1", "--out", out}, 2, "--images and --labels together"},
+		{"missing out", []string{"mnist", "--images", images, "--labels", labels, "--scale", "1"}, 2, "--out is required"},
+		{"missing scale", []string{"mnist", "--images", images, "--labels", labels, "--out", out}, 2, "--scale must be 1 or 255, not 0"},
+		{"bad scale", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "2"}, 2, "--scale must be 1 or 255"},
+		{"bad layout", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "1", "--layout", "CHW"}, 2, "--layout must be NCHW or NHWC"},
+		{"negative from", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "1", "--from", "-1"}, 2, "--from must be >= 0"},
+		{"negative count", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "1", "--count", "-2"}, 2, "--count must be >= 0"},
+		{"past the end", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "1", "--from", "2", "--count", "2"}, 1, "outside the 3 samples"},
+		{"from past the end", []string{"mnist", "--images", images, "--labels", labels, "--out", out, "--scale", "1", "--from", "4"}, 1, "outside the 3 samples"},
 		{"label count mismatch", []string{"mnist", "--images", images, "--labels", fewer, "--out", out, "--scale", "1"}, 1, "3 images but"},
 		{"swapped files", []string{"mnist", "--images", labels, "--labels", images, "--out", out, "--scale", "1"}, 1, "bad magic"},
 		{"missing file", []string{"mnist", "--images", filepath.Join(dir, "none"), "--labels", labels, "--out", out, "--scale", "1"}, 1, "no such file"},
-		{"set and files", []string{"mnist", "--set", "t10k", "--images", images, "--out", out, "--scale", "1"}, 1, "not both"},
-		{"stray argument", []string{"mnist", "--scale", "1", "extra"}, 1, "unexpected arguments"},
+		{"set and files", []string{"mnist", "--set", "t10k", "--images", images, "--labels", labels, "--out", out, "--scale", "1"}, 2, "not both"},
+		{"bad set", []string{"mnist", "--set", "test", "--out", out, "--scale", "1"}, 2, "--set must be t10k or train"},
+		{"empty from-dir", []string{"fashion-mnist", "--from-dir", dir, "--out", out, "--scale", "1"}, 1, "--from-dir " + dir + " holds no t10k-images-idx3-ubyte[.gz]"},
+		{"stray argument", []string{"mnist", "--scale", "1", "extra"}, 2, "unexpected arguments"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,24 +144,144 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func TestHelp(t *testing.T) {
-	if code, stdout, _ := runArgs("--help"); code != 0 || !strings.Contains(stdout, "mkdata mnist") {
-		t.Errorf("--help: exit %d, %q", code, stdout)
+// TestNotFound: with nothing given and nothing to find, the error says what to pass.
+func TestNotFound(t *testing.T) {
+	for _, d := range fashionSet.system {
+		if _, err := os.Stat(d); err == nil {
+			t.Skipf("%s exists on this machine, so Fashion-MNIST is always found", d)
+		}
 	}
-	code, _, stderr := runArgs("mnist", "--help")
-	if code != 0 || !strings.Contains(stderr, "--scale 1 divides") || !strings.Contains(stderr, "-count") {
-		t.Errorf("mnist --help: exit %d, %q", code, stderr)
+	t.Chdir(t.TempDir())
+	code, _, stderr := runArgs("fashion-mnist", "--scale", "1", "--out", filepath.Join(t.TempDir(), "out"))
+	for _, want := range []string{"no Fashion-MNIST t10k files found", "shared/testdata/datasets/fashion-mnist", "pass --from-dir DIR", "--images FILE --labels FILE"} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, stderr, want)
+		}
 	}
 }
 
-// TestMatchesBundledInputs exports t10k images 0..7 from the GoMNIST module (--set) and checks
-// that the files are byte-identical to testdata/mnist-small/inputs, which PyTorch wrote.
-func TestMatchesBundledInputs(t *testing.T) {
-	if _, err := goMNISTDir(); err != nil {
-		t.Skipf("GoMNIST data not available: %v", err)
+// TestFromDirAndAutoDetect finds the idx files by their standard names, in --from-dir and in
+// shared/testdata/datasets/NAME above the working directory, gzip-compressed or plain.
+func TestFromDirAndAutoDetect(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "shared", "testdata", "datasets", "fashion-mnist")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
 	}
+	images, labels := writeIdx(t, t.TempDir(), 5)
+	copyFile(t, images, filepath.Join(data, "t10k-images-idx3-ubyte.gz"))
+	copyFile(t, labels, filepath.Join(data, "t10k-labels-idx1-ubyte.gz"))
+	// The training split as plain (uncompressed) files.
+	writePlainIdx(t, images, filepath.Join(data, "train-images-idx3-ubyte"))
+	writePlainIdx(t, labels, filepath.Join(data, "train-labels-idx1-ubyte"))
+
+	out := filepath.Join(t.TempDir(), "a")
+	if code, stdout, stderr := runArgs("fashion-mnist", "--from-dir", data, "--scale", "255", "--count", "2", "--out", out); code != 0 || !strings.Contains(stdout, "t10k-images-idx3-ubyte.gz") {
+		t.Fatalf("--from-dir: exit %d, %q %q", code, stdout, stderr)
+	}
+	checkLabels(t, out, "00000.npy 0\n00001.npy 1\n")
+	classes, _ := os.ReadFile(filepath.Join(out, "classes.txt"))
+	if !strings.HasPrefix(string(classes), "T-shirt/top\nTrouser\n") || !strings.HasSuffix(string(classes), "Bag\nAnkle boot\n") {
+		t.Errorf("classes.txt = %q", classes)
+	}
+
+	// Auto-detection from a folder two levels below the one holding shared/ (a worktree).
+	work := filepath.Join(root, "wt", "branch")
+	os.MkdirAll(work, 0o755)
+	t.Chdir(work)
+	out = filepath.Join(t.TempDir(), "b")
+	if code, stdout, stderr := runArgs("fashion-mnist", "--set", "train", "--scale", "1", "--from", "3", "--layout", "NHWC", "--out", out); code != 0 || !strings.Contains(stdout, "train-images-idx3-ubyte") {
+		t.Fatalf("auto-detect: exit %d, %q %q", code, stdout, stderr)
+	}
+	checkLabels(t, out, "00003.npy 3\n00004.npy 4\n")
+	a, err := npy.ReadFile(filepath.Join(out, "00004.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if px, _ := a.Float32(); !reflect.DeepEqual(a.Shape, []int{1, 28, 28, 1}) || px[0] != float32(41)/255 {
+		t.Errorf("NHWC export: shape %v, first value %v", a.Shape, px[0])
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writePlainIdx writes the decompressed content of the gzip file from to to.
+func writePlainIdx(t *testing.T, from, to string) {
+	t.Helper()
+	f, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(zr); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkLabels(t *testing.T, dir, want string) {
+	t.Helper()
+	got, err := os.ReadFile(filepath.Join(dir, "labels.txt"))
+	if err != nil || string(got) != want {
+		t.Errorf("labels.txt = %q (%v), want %q", got, err, want)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	code, stdout, _ := runArgs("--help")
+	for _, cmd := range []string{"mkdata mnist", "mkdata fashion-mnist", "mkdata cifar10", "mkdata images", "classes.txt"} {
+		if code != 0 || !strings.Contains(stdout, cmd) {
+			t.Errorf("--help: exit %d, no %q in %q", code, cmd, stdout)
+		}
+	}
+	for _, tc := range []struct{ cmd, want string }{
+		{"mnist", "--scale 1 divides"},
+		{"mnist", "GoMNIST"},
+		{"fashion-mnist", "Ankle boot"},
+		{"cifar10", "1024 red then 1024 green"},
+		{"images", "LOC_synset_mapping.txt"},
+	} {
+		code, stdout, stderr := runArgs(tc.cmd, "--help")
+		if code != 0 || !strings.Contains(stdout, tc.want) || !strings.Contains(stdout, "-out folder") || stderr != "" {
+			t.Errorf("%s --help: exit %d, want %q and the flags on stdout; got %q, stderr %q", tc.cmd, code, tc.want, stdout, stderr)
+		}
+	}
+}
+
+// sharedData returns shared/testdata/datasets/NAME as mkdata finds it (in or above the working
+// directory), skipping the test when it is not there.
+func sharedData(t *testing.T, name string) string {
+	t.Helper()
+	dir, ok := sharedDataset(name)
+	if !ok {
+		t.Skipf("shared test data not available: no shared/testdata/datasets/%s in or above the working directory (it lives beside the repository as ../shared/testdata)", name)
+	}
+	return dir
+}
+
+// TestMatchesBundledInputs exports t10k images 0..7 of the shared MNIST copy (found without any
+// flag) and checks that the files are byte-identical to testdata/mnist-small/inputs, which
+// PyTorch wrote.
+func TestMatchesBundledInputs(t *testing.T) {
+	sharedData(t, "mnist")
 	out := t.TempDir()
-	if code, _, stderr := runArgs("mnist", "--set", "t10k", "--count", "8", "--scale", "1", "--out", out); code != 0 {
+	if code, _, stderr := runArgs("mnist", "--count", "8", "--scale", "1", "--out", out); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	bundled := filepath.Join("..", "..", "testdata", "mnist-small", "inputs")
@@ -171,4 +296,15 @@ func TestMatchesBundledInputs(t *testing.T) {
 			t.Errorf("%s differs from the bundled file (%v)", filepath.Base(p), err)
 		}
 	}
+}
+
+// TestSharedFashionMNIST exports the first Fashion-MNIST test images from the shared copy.
+func TestSharedFashionMNIST(t *testing.T) {
+	dir := sharedData(t, "fashion-mnist")
+	out := t.TempDir()
+	if code, _, stderr := runArgs("fashion-mnist", "--from-dir", dir, "--count", "5", "--scale", "1", "--out", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// The published first labels of the Fashion-MNIST test set: ankle boot, pullover, trouser, trouser, shirt.
+	checkLabels(t, out, "00000.npy 9\n00001.npy 2\n00002.npy 1\n00003.npy 1\n00004.npy 6\n")
 }

@@ -29,6 +29,10 @@ import (
 // per line (blank lines and #-comments allowed), as for athosc --validate.
 const labelsFile = "labels.txt"
 
+// classesFile is the class-name list (one per line, in index order) that mkdata writes beside
+// labels.txt; a folder input may hold it, and scirun ignores it.
+const classesFile = "classes.txt"
+
 // item is one input of a run.
 type item struct {
 	name  string // for printing: the file name, or FILE[i] for an element of a batched .npy
@@ -111,7 +115,7 @@ func readFolder(dir string, want []int, prep *sciir.Preprocess) (*inputs, error)
 	if err != nil {
 		return nil, fmt.Errorf("input folder: %w", err)
 	}
-	const accepted = "an input folder holds .npy arrays or PNG/JPEG images (not both) and an optional " + labelsFile
+	const accepted = "an input folder holds .npy arrays or PNG/JPEG images (not both) and an optional " + labelsFile + " (and " + classesFile + ", ignored)"
 	var files []string
 	var npys, images, hasLabels = "", "", false
 	for _, e := range entries {
@@ -124,6 +128,8 @@ func readFolder(dir string, want []int, prep *sciir.Preprocess) (*inputs, error)
 				dir, name, accepted, labelsFile)
 		case name == labelsFile:
 			hasLabels = true
+			continue
+		case name == classesFile:
 			continue
 		case strings.EqualFold(filepath.Ext(name), ".npy"):
 			if npys == "" {

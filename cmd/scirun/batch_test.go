@@ -136,6 +136,23 @@ func TestBatchLocalBitwise(t *testing.T) {
 	}
 }
 
+// TestBatchFolderClassesFile: a folder as mkdata writes it, with classes.txt beside labels.txt,
+// runs as if classes.txt were not there.
+func TestBatchFolderClassesFile(t *testing.T) {
+	full, _, data := program(t)
+	in := batchFolder(t, data, 2)
+	if err := os.WriteFile(filepath.Join(in, classesFile), []byte("0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runArgs("--clear", full, "--input", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, "accuracy: 2/2") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+}
+
 // TestBatchInputErrors: folders and files that are not a batch, and --output that cannot take
 // one, fail before any work with a message naming the problem.
 func TestBatchInputErrors(t *testing.T) {

@@ -2,8 +2,10 @@
 //
 // Reading supports C-order arrays of float32, float64, int32, int64 and uint8 in either byte
 // order; Fortran-order arrays, structured dtypes and other element types are rejected with a
-// clear error. Writing produces little-endian C-order float32 or int64 arrays with the same
-// header layout NumPy itself writes (format version 1.0).
+// clear error. Writing produces little-endian C-order arrays of any of those types with the same
+// header layout NumPy itself writes (format version 1.0). StatFile and ReadFileRows check a
+// file's header and size before reading data; Reshape, Slice, Concat and Stack edit arrays
+// without changing their element type.
 //
 // Specification: https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
 package npy
