@@ -15,7 +15,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/he"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
@@ -149,7 +149,7 @@ type linearCalls struct {
 	conv2D, matMul int
 	he             int   // calls run by HE
 	heSent         int64 // bytes this party sent in them
-	heFormula      int64 // he.ConvBytes / he.MatMulBytes of them (both parties)
+	heFormula      int64 // heplan.ConvBytes / heplan.MatMulBytes of them (both parties)
 }
 
 // countingBackend is an SCI backend that counts its Conv2D and MatMul calls (it still implements
@@ -185,13 +185,13 @@ func (c *countingBackend) heCall(formula func() (int64, error), call func() erro
 
 func (c *countingBackend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	c.calls.conv2D++
-	return c.heCall(func() (int64, error) { return he.ConvBytes(g, c.Ring().Bits) },
+	return c.heCall(func() (int64, error) { return heplan.ConvBytes(g, c.Ring().Bits) },
 		func() error { return c.Backend.Conv2D(ctx, dst, w, x, g) })
 }
 
 func (c *countingBackend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
 	c.calls.matMul++
-	return c.heCall(func() (int64, error) { return he.MatMulBytes(m, k, n, c.Ring().Bits) },
+	return c.heCall(func() (int64, error) { return heplan.MatMulBytes(m, k, n, c.Ring().Bits) },
 		func() error { return c.Backend.MatMul(ctx, dst, w, m, k, n, x) })
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/he"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
@@ -140,7 +141,7 @@ func (o Options) Describe(r ring.Ring) string {
 		d += "(" + o.ferretConfig().Name + ")"
 	}
 	if o.Mode != ModeOT {
-		if p, err := he.ParamsFor(r.Bits); err == nil {
+		if p, err := heplan.ParamsFor(r.Bits); err == nil {
 			d += fmt.Sprintf(" he=N%d/logQ%d", p.N(), p.LogQ())
 		}
 	}
