@@ -15,7 +15,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/he"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
@@ -149,26 +149,21 @@ type linearCalls struct {
 	conv2D, matMul int
 	he             int   // calls run by HE
 	heSent         int64 // bytes this party sent in them
-	heFormula      int64 // he.ConvBytes / he.MatMulBytes of them (both parties)
+	heFormula      int64 // heplan.ConvBytes / heplan.MatMulBytes of them (both parties)
 }
 
 // countingBackend is an SCI backend that counts its Conv2D and MatMul calls (it still implements
-// vm.ConvBackend and vm.EngineBackend: UseConv2D is promoted, UseEngine is recorded).
+// vm.ConvBackend: UseConv2D is promoted).
 type countingBackend struct {
 	*sci.Backend
-	calls  linearCalls
-	engine fixed.Engine // the engine of the next linear layer, as the backend chose it
-	err    error        // a formula that failed
+	calls linearCalls
+	err   error // a formula that failed
 }
 
-func (c *countingBackend) UseEngine(e fixed.Engine) fixed.Engine {
-	c.engine = c.Backend.UseEngine(e)
-	return c.engine
-}
-
-// heCall runs a linear-layer call and, when it runs by HE, accounts its traffic against formula.
-func (c *countingBackend) heCall(formula func() (int64, error), call func() error) error {
-	if c.engine != fixed.EngineHE {
+// heCall runs a linear-layer call for which the program records engine e and, when it runs by HE,
+// accounts its traffic against formula.
+func (c *countingBackend) heCall(e fixed.Engine, formula func() (int64, error), call func() error) error {
+	if c.EngineFor(e) != fixed.EngineHE {
 		return call()
 	}
 	before := c.Profile().Linear.BytesSent
@@ -183,16 +178,16 @@ func (c *countingBackend) heCall(formula func() (int64, error), call func() erro
 	return err
 }
 
-func (c *countingBackend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
+func (c *countingBackend) Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	c.calls.conv2D++
-	return c.heCall(func() (int64, error) { return he.ConvBytes(g, c.Ring().Bits) },
-		func() error { return c.Backend.Conv2D(ctx, dst, w, x, g) })
+	return c.heCall(e, func() (int64, error) { return heplan.ConvBytes(g, c.Ring().Bits) },
+		func() error { return c.Backend.Conv2D(ctx, e, dst, w, x, g) })
 }
 
-func (c *countingBackend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+func (c *countingBackend) MatMul(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
 	c.calls.matMul++
-	return c.heCall(func() (int64, error) { return he.MatMulBytes(m, k, n, c.Ring().Bits) },
-		func() error { return c.Backend.MatMul(ctx, dst, w, m, k, n, x) })
+	return c.heCall(e, func() (int64, error) { return heplan.MatMulBytes(m, k, n, c.Ring().Bits) },
+		func() error { return c.Backend.MatMul(ctx, e, dst, w, m, k, n, x) })
 }
 
 // secureOptions tune runSecure.

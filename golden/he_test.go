@@ -16,7 +16,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/passes"
-	"github.com/cryptflow-go/cryptflow/protocols/he"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -77,7 +77,7 @@ func linearLayers(p *fixed.Program) int {
 
 // runHE runs prog securely in the given mode (scihe, or auto with the engines the program
 // records), requires the outputs to equal clear bitwise, the HE layers' traffic (both parties'
-// bytes, frame headers included) to equal he.ConvBytes/he.MatMulBytes exactly, and wantHE linear
+// bytes, frame headers included) to equal heplan.ConvBytes/heplan.MatMulBytes exactly, and wantHE linear
 // layers per inference to have run by HE (-1: all of them, i.e. every Conv2D and MatMul call).
 func runHE(t testing.TB, prog *program, inputs []ring.Tensor, clear [][]vm.Output, opt secureOptions, wantHE int) *secureRun {
 	t.Helper()
@@ -305,7 +305,7 @@ func TestHEConvGeometries(t *testing.T) {
 			samples := randomSamples(g, 7, 2, 1)
 			prog := compileGraph(t, g, tc.bits, 12)
 			if tc.name == "input-larger-than-N" {
-				p, err := he.ParamsFor(tc.bits)
+				p, err := heplan.ParamsFor(tc.bits)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/netmodel"
-	"github.com/cryptflow-go/cryptflow/protocols/he"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 )
 
@@ -31,7 +31,7 @@ type EngineEstimate struct {
 }
 
 // PlanEngines chooses for every matmul and conv of p the engine with the smaller estimated time on
-// the link net: exact traffic (linear.ConvBits / MatMulBits and he.ConvCost / MatMulCost) over the
+// the link net: exact traffic (linear.ConvBits / MatMulBits and heplan.ConvCost / MatMulCost) over the
 // bandwidth, the flights times half the round-trip time, and a CPU model. It records the choice in
 // the instructions (fixed.Instr.Engine) and returns the estimates. A layer HE cannot run goes to OT.
 func PlanEngines(p *fixed.Program, net netmodel.Model) ([]EngineEstimate, error) {
@@ -39,7 +39,7 @@ func PlanEngines(p *fixed.Program, net netmodel.Model) ([]EngineEstimate, error)
 	l := p.Bits
 	for i, in := range p.Instrs {
 		var e EngineEstimate
-		var hc he.Cost
+		var hc heplan.Cost
 		var herr error
 		switch in.Op {
 		case fixed.OpConv:
@@ -54,14 +54,14 @@ func PlanEngines(p *fixed.Program, net netmodel.Model) ([]EngineEstimate, error)
 				e.OTBytes, otFlights = linear.ConvIm2colBits(g, l, false)/8, int64(2*l)
 			}
 			e.OTTime = linkTime(net, e.OTBytes, otFlights) + time.Duration(float64(e.OTBytes)/otCPUBytesPerSec*float64(time.Second))
-			hc, herr = he.ConvCost(g, l)
+			hc, herr = heplan.ConvCost(g, l)
 		case fixed.OpMatMul:
 			w := p.Weights[in.Weight].Shape
 			x := p.Tensors[in.In[0]].Shape
 			m, k, n := w[0], w[1], x[1]
 			e.OTBytes = linear.MatMulBits(m, k, n, l) / 8
 			e.OTTime = linkTime(net, e.OTBytes, int64(2*l)) + time.Duration(float64(e.OTBytes)/otCPUBytesPerSec*float64(time.Second))
-			hc, herr = he.MatMulCost(m, k, n, l)
+			hc, herr = heplan.MatMulCost(m, k, n, l)
 		default:
 			continue
 		}

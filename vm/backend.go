@@ -40,8 +40,11 @@ type Backend interface {
 	// plaintext value at this party (always true for the cleartext backend).
 	Reveal(ctx context.Context, to int, x ring.Tensor) (bool, error)
 	// MatMul sets dst[m,n] = W[m,k] x X[k,n]: W (row-major [m,k]) is party 0's private weight
-	// matrix (nil at party 1); x (row-major [k,n]) is shared; dst is [m,n].
-	MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error
+	// matrix (nil at party 1); x (row-major [k,n]) is shared; dst is [m,n]. e is the engine the
+	// program records for the layer (fixed.EngineDefault when none); a backend with a single
+	// engine ignores it, one with several decides from e and its configuration alone (public data,
+	// so both parties decide alike).
+	MatMul(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error
 	// MulConst sets dst = w * x elementwise; w (party 0's, same shape as x; nil at party 1) is
 	// private, x is shared.
 	MulConst(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor) error
@@ -66,25 +69,15 @@ type Backend interface {
 // ConvBackend is implemented by backends with a convolution of their own. New asks UseConv2D once
 // for every convolution of the program; for those it accepts, Run calls Conv2D, and it lowers the
 // others to an im2col gather (local on shares) and one MatMul per group. UseConv2D must depend on
-// public data only (the geometry and the backend's configuration) so that both parties decide
-// alike.
+// public data only (the geometry, the layer's engine and the backend's configuration) so that
+// both parties decide alike. Both methods get the engine the program records for the layer, as
+// MatMul does.
 type ConvBackend interface {
 	Backend
-	// UseConv2D reports whether Conv2D should run convolutions of geometry g.
-	UseConv2D(g ring.ConvGeom) bool
+	// UseConv2D reports whether Conv2D should run convolutions of geometry g by engine e.
+	UseConv2D(g ring.ConvGeom, e fixed.Engine) bool
 	// Conv2D sets dst [N, M, OH, OW] to the convolution of x [N, C, H, W] (shared) with W
 	// [M, C/Groups, KH, KW] (party 0's; nil at party 1), exactly in the ring (products and sums
 	// wrap), as defined by ring.ConvGeom. dst never aliases x.
-	Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error
-}
-
-// EngineBackend is implemented by backends that can run a linear layer in more than one way (by
-// OT or by homomorphic encryption). Before each matmul or conv instruction — and, for a conv,
-// before New asks UseConv2D about it — the VM passes the engine the program records for it
-// (fixed.EngineDefault when none). The backend returns the engine it will use for that layer
-// (its own rule may override the record), for reports. The choice must depend on public data only,
-// so that both parties make the same one.
-type EngineBackend interface {
-	Backend
-	UseEngine(e fixed.Engine) fixed.Engine
+	Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error
 }

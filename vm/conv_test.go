@@ -22,9 +22,9 @@ type nativeConv struct {
 	calls []ring.ConvGeom
 }
 
-func (b *nativeConv) UseConv2D(g ring.ConvGeom) bool { return b.use(g) }
+func (b *nativeConv) UseConv2D(g ring.ConvGeom, _ fixed.Engine) bool { return b.use(g) }
 
-func (b *nativeConv) Conv2D(_ context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
+func (b *nativeConv) Conv2D(_ context.Context, _ fixed.Engine, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
@@ -234,8 +234,8 @@ func TestConvGeomValidate(t *testing.T) {
 // instruction.
 type failingConv struct{ *cleartext.Backend }
 
-func (failingConv) UseConv2D(ring.ConvGeom) bool { return true }
-func (failingConv) Conv2D(context.Context, ring.Tensor, *ring.Tensor, ring.Tensor, ring.ConvGeom) error {
+func (failingConv) UseConv2D(ring.ConvGeom, fixed.Engine) bool { return true }
+func (failingConv) Conv2D(context.Context, fixed.Engine, ring.Tensor, *ring.Tensor, ring.Tensor, ring.ConvGeom) error {
 	return fmt.Errorf("no convolutions today")
 }
 
@@ -252,5 +252,59 @@ func TestConvBackendError(t *testing.T) {
 	_, err = m.Run(context.Background(), []ring.Tensor{r.SignedTensor(c.xs, in...)})
 	if err == nil || !strings.Contains(err.Error(), "no convolutions today") || !strings.Contains(err.Error(), "conv") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// engineSpy records the engine the Machine passes with every linear-layer call.
+type engineSpy struct {
+	nativeConv
+	engines []fixed.Engine
+}
+
+func (b *engineSpy) UseConv2D(g ring.ConvGeom, e fixed.Engine) bool {
+	b.engines = append(b.engines, e)
+	return b.use(g)
+}
+
+func (b *engineSpy) Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
+	b.engines = append(b.engines, e)
+	return b.nativeConv.Conv2D(ctx, e, dst, w, x, g)
+}
+
+func (b *engineSpy) MatMul(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+	b.engines = append(b.engines, e)
+	return b.nativeConv.MatMul(ctx, e, dst, w, m, k, n, x)
+}
+
+// TestLayerEngineReachesBackend checks that the engine a convolution's instruction records comes
+// with UseConv2D and with the Conv2D call, or with every MatMul of its im2col lowering.
+func TestLayerEngineReachesBackend(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	r := ring.Must(16)
+	clear, _ := cleartext.New(r)
+	c := convCase{ir.Shape{1, 4, 6, 6}, 4, 2, win([]int{3, 3}, []int{1, 1}, []int{1, 1, 1, 1}, []int{1, 1}, false)}
+	for _, native := range []bool{true, false} {
+		p, in := convProgram(t, rng, c, 16, false)
+		for _, ins := range p.Instrs {
+			if ins.Op == fixed.OpConv {
+				ins.Engine = fixed.EngineHE
+			}
+		}
+		spy := &engineSpy{nativeConv: nativeConv{Backend: clear, use: func(ring.ConvGeom) bool { return native }}}
+		m, err := New(p, spy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Run(context.Background(), []ring.Tensor{r.SignedTensor(c.xs, in...)}); err != nil {
+			t.Fatal(err)
+		}
+		if len(spy.engines) < 2 {
+			t.Fatalf("native %v: %d engine-carrying calls", native, len(spy.engines))
+		}
+		for i, e := range spy.engines {
+			if e != fixed.EngineHE {
+				t.Fatalf("native %v: call %d got engine %v, want %v", native, i, e, fixed.EngineHE)
+			}
+		}
 	}
 }

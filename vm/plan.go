@@ -43,10 +43,7 @@ func (m *Machine) makePlan(in *fixed.Instr) (plan, int, error) {
 		if pl.conv, err = p.ConvGeom(in); err != nil {
 			return pl, 0, err
 		}
-		if eb, ok := m.be.(EngineBackend); ok {
-			eb.UseEngine(in.Engine)
-		}
-		if cb, ok := m.be.(ConvBackend); ok && cb.UseConv2D(pl.conv) {
+		if cb, ok := m.be.(ConvBackend); ok && cb.UseConv2D(pl.conv, in.Engine) {
 			pl.native = true
 			return pl, 0, nil
 		}

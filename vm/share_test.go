@@ -87,7 +87,7 @@ func (d *dealer) answer(a, b *shareReq) error {
 		copy([]*shareReq{a, b}[to].dst.Data, x.Data)
 		return nil
 	case "matmul":
-		err = d.clear.MatMul(ctx, res, a.w, a.ints[0], a.ints[1], a.ints[2], x)
+		err = d.clear.MatMul(ctx, fixed.EngineDefault, res, a.w, a.ints[0], a.ints[1], a.ints[2], x)
 	case "mulconst":
 		err = d.clear.MulConst(ctx, res, a.w, x)
 	case "mul":
@@ -154,7 +154,7 @@ func (s *shareBackend) Reveal(_ context.Context, to int, x ring.Tensor) (bool, e
 	return to == s.party, err
 }
 
-func (s *shareBackend) MatMul(_ context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+func (s *shareBackend) MatMul(_ context.Context, _ fixed.Engine, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
 	return s.call("matmul", dst, x, w, false, m, k, n)
 }
 

@@ -190,15 +190,9 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 		outs[in.Index] = Output{Name: io.Name, Party: io.Party, Scale: p.Tensors[in.In[0]].Scale, Value: v, Revealed: ok}
 		return nil
 	case fixed.OpMatMul:
-		if eb, ok := b.(EngineBackend); ok {
-			eb.UseEngine(in.Engine)
-		}
 		w := p.Weights[in.Weight].Shape
-		return b.MatMul(ctx, dst, m.weight(in.Weight), w[0], w[1], x.Shape[1], x)
+		return b.MatMul(ctx, in.Engine, dst, m.weight(in.Weight), w[0], w[1], x.Shape[1], x)
 	case fixed.OpConv:
-		if eb, ok := b.(EngineBackend); ok {
-			eb.UseEngine(in.Engine)
-		}
 		return m.conv(ctx, in, pl, dst, x)
 	case fixed.OpAddConst:
 		if m.party == 0 {
@@ -328,7 +322,7 @@ func gather(dst, src []uint64, idx []int32, fill uint64) {
 
 func (m *Machine) conv(ctx context.Context, in *fixed.Instr, pl *plan, dst, x ring.Tensor) error {
 	if pl.native {
-		return m.be.(ConvBackend).Conv2D(ctx, dst, m.weight(in.Weight), x, pl.conv)
+		return m.be.(ConvBackend).Conv2D(ctx, in.Engine, dst, m.weight(in.Weight), x, pl.conv)
 	}
 	wt := m.prog.Weights[in.Weight].Shape
 	full := m.weight(in.Weight)
@@ -370,12 +364,12 @@ func (m *Machine) conv(ctx context.Context, in *fixed.Instr, pl *plan, dst, x ri
 		}
 		if N == 1 {
 			out := ring.Tensor{Shape: []int{mg, P}, Data: dst.Data[gi*mg*P : (gi+1)*mg*P]}
-			if err := m.be.MatMul(ctx, out, w, mg, kg, P, col); err != nil {
+			if err := m.be.MatMul(ctx, in.Engine, out, w, mg, kg, P, col); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := m.be.MatMul(ctx, res, w, mg, kg, cols, col); err != nil {
+		if err := m.be.MatMul(ctx, in.Engine, res, w, mg, kg, cols, col); err != nil {
 			return err
 		}
 		M := wt[0]

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/protocols/he"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
@@ -61,11 +62,11 @@ func (h heLayer) weights() int {
 	return h.m * h.k
 }
 
-func (h heLayer) cost(l int) (he.Cost, error) {
+func (h heLayer) cost(l int) (heplan.Cost, error) {
 	if h.geom != nil {
-		return he.ConvCost(*h.geom, l)
+		return heplan.ConvCost(*h.geom, l)
 	}
-	return he.MatMulCost(h.m, h.k, h.n, l)
+	return heplan.MatMulCost(h.m, h.k, h.n, l)
 }
 
 func (h heLayer) run(ctx context.Context, s *he.Session, dst, w, x []uint64) error {
@@ -147,7 +148,7 @@ func runHE(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := he.ParamsFor(*l)
+	p, err := heplan.ParamsFor(*l)
 	if err != nil {
 		return err
 	}
@@ -180,14 +181,14 @@ func runHE(ctx context.Context, args []string, out io.Writer) error {
 		*l, p, nw, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(out, "# both parties in this process over %s, network model %s; CPU: this process (both parties)\n",
 		transportName(*usePipe), *netName)
-	fmt.Fprintf(out, "# bytes: both directions, frame headers included (formula: he.ConvBytes / he.MatMulBytes)\n\n")
+	fmt.Fprintf(out, "# bytes: both directions, frame headers included (formula: heplan.ConvBytes / heplan.MatMulBytes)\n\n")
 
 	// Keys and sizes.
 	hello, err := he.HelloBytes(*l)
 	if err != nil {
 		return err
 	}
-	c0w, c1w := p.ReplyWidths()
+	c0w, c1w := p.W0, p.W1
 	fmt.Fprintf(out, "parameters: N = %d, log2 Q = %d, %d primes; upload %d B per ciphertext, reply %d B + %d bits per needed coefficient (c1 at %d bits, c0 at %d)\n",
 		p.N(), p.LogQ(), len(p.Q), p.UploadBytes(), p.ReplyBytes(0), c0w, c1w, c0w)
 	fmt.Fprintf(out, "keys: party 1's public key %d B; session setup (hellos + key) %d B, once per session; no Galois or evaluation keys\n\n",
@@ -324,7 +325,7 @@ func heConnect(ctx context.Context, r ring.Ring, workers int, pipe bool, opt pai
 }
 
 // benchCtPt times n accumulated ciphertext × plaintext products on the ring of Q.
-func benchCtPt(p *he.Params, n int) (measure, error) {
+func benchCtPt(p *heplan.Params, n int) (measure, error) {
 	rq, err := lring.NewRing(p.N(), p.Q)
 	if err != nil {
 		return measure{}, fmt.Errorf("ct×pt: %w", err)
@@ -373,7 +374,7 @@ func perUpload(ctx context.Context, s0, s1 *he.Session, r ring.Ring, n, reps int
 		if got := r.Add(d0[0], d1[0]); got != want {
 			return m, fmt.Errorf("1×%d product: %d, want %d", k, got, want)
 		}
-		m.bytes, _ = he.MatMulBytes(1, k, 1, r.Bits)
+		m.bytes, _ = heplan.MatMulBytes(1, k, 1, r.Bits)
 		return m, nil
 	}
 	data := func(k int) (w, x0, x1 []uint64) {
@@ -388,7 +389,7 @@ func perUpload(ctx context.Context, s0, s1 *he.Session, r ring.Ring, n, reps int
 	}
 	wS, xS0, xS1 := data(n)
 	wL, xL0, xL1 := data(9 * n)
-	if c, err := he.MatMulCost(1, 9*n, 1, r.Bits); err != nil || c.Uploads != 9 || c.Replies != 1 {
+	if c, err := heplan.MatMulCost(1, 9*n, 1, r.Bits); err != nil || c.Uploads != 9 || c.Replies != 1 {
 		return measure{}, fmt.Errorf("1×%d product: cost %+v (%v), want 9 uploads and 1 reply", 9*n, c, err)
 	}
 	var diffs []measure

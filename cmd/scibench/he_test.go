@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cryptflow-go/cryptflow/protocols/he"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 )
 
 func TestHESubcommandSmoke(t *testing.T) {
@@ -16,7 +16,7 @@ func TestHESubcommandSmoke(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	want, err := he.MatMulBytes(1001, 512, 1, 16)
+	want, err := heplan.MatMulBytes(1001, 512, 1, 16)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ type PartyUsage struct {
 
 // Estimate is the harness's traffic forecast of one combination, both directions summed.
 type Estimate struct {
-	LinearBytes    int64 `json:"linear_bytes"`    // exact: linear.ConvBits/MatMulBits or he.ConvCost/MatMulCost per layer
+	LinearBytes    int64 `json:"linear_bytes"`    // exact: linear.ConvBits/MatMulBits or heplan.ConvCost/MatMulCost per layer
 	NonlinearBytes int64 `json:"nonlinear_bytes"` // per-element formulas of protocols/nonlinear on IKNP (Ferret sends less per element but pays its set-up)
 	HELayers       int   `json:"he_layers"`
 	OTLayers       int   `json:"ot_layers"`

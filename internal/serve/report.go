@@ -253,8 +253,7 @@ type recorder struct {
 	producer []int // tensor id -> index of the instruction that defines it
 	labels   []string
 	layers   []Layer
-	cur      int  // the instruction running now
-	running  bool // the program runs (vm.New also asks about engines, before it)
+	cur      int // the instruction running now
 	mark     time.Time
 	progress func(done, total int, in *fixed.Instr)
 	batch    int   // inferences in the session
@@ -281,18 +280,24 @@ func newRecorder(be vm.Backend, conns []*transport.Conn, p *fixed.Program, progr
 	return rc
 }
 
-// UseEngine forwards the engine of the next linear layer to a backend that has more than one
-// (vm.EngineBackend) and records the one it will use in the report.
-func (rc *recorder) UseEngine(e fixed.Engine) fixed.Engine {
-	eb, ok := rc.Backend.(vm.EngineBackend)
-	if !ok {
-		return fixed.EngineDefault
+// engineResolver is a backend that runs linear layers by more than one engine (vm/sci's): it
+// says which engine runs a layer for which the program records e.
+type engineResolver interface {
+	EngineFor(e fixed.Engine) fixed.Engine
+}
+
+// noteEngine records in the report the engine the backend runs the current layer with, when it
+// has more than one.
+func (rc *recorder) noteEngine(e fixed.Engine) {
+	if er, ok := rc.Backend.(engineResolver); ok && rc.cur < len(rc.layers) {
+		rc.layers[rc.cur].Engine = er.EngineFor(e).String()
 	}
-	used := eb.UseEngine(e)
-	if rc.running && rc.cur < len(rc.layers) {
-		rc.layers[rc.cur].Engine = used.String()
-	}
-	return used
+}
+
+// MatMul records the layer's engine and runs the wrapped backend's product.
+func (rc *recorder) MatMul(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+	rc.noteEngine(e)
+	return rc.Backend.MatMul(ctx, e, dst, w, m, k, n, x)
 }
 
 // convRecorder is a recorder over a backend with its own convolution (vm.ConvBackend): the VM
@@ -303,11 +308,12 @@ type convRecorder struct {
 }
 
 // UseConv2D asks the wrapped backend.
-func (c convRecorder) UseConv2D(g ring.ConvGeom) bool { return c.conv.UseConv2D(g) }
+func (c convRecorder) UseConv2D(g ring.ConvGeom, e fixed.Engine) bool { return c.conv.UseConv2D(g, e) }
 
-// Conv2D runs the wrapped backend's convolution.
-func (c convRecorder) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
-	return c.conv.Conv2D(ctx, dst, w, x, g)
+// Conv2D records the layer's engine and runs the wrapped backend's convolution.
+func (c convRecorder) Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
+	c.noteEngine(e)
+	return c.conv.Conv2D(ctx, e, dst, w, x, g)
 }
 
 // backend returns the recorder as the vm.Backend to run on, exposing the optional interfaces
@@ -324,7 +330,6 @@ func (rc *recorder) backend() vm.Backend {
 func (rc *recorder) start(k int) {
 	rc.k = k
 	rc.cur = 0
-	rc.running = true
 	rc.mark = time.Now()
 	if len(rc.labels) > 0 {
 		setPhase(rc.conns, rc.labels[0])

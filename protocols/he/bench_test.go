@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/prg"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
@@ -22,48 +22,6 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func BenchmarkEncrypt(b *testing.B) {
-	p := newPair(b, benchL, Options{})
-	pp := p.s1.p
-	en, err := newEncryptor(pp, p.s1.cd, p.s1.k)
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := pp.N()
-	m := make([]uint64, n)
-	pos := make([]int32, n)
-	for i := range pos {
-		pos[i] = int32(i)
-		m[i] = uint64(i) * 0x9e3779b97f4a7c15 & p.r.Mask()
-	}
-	c0 := pp.rq.NewPoly()
-	var seed prg.Seed
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		en.encrypt(c0, seed, m, pos)
-	}
-}
-
-// BenchmarkCtPt is one ciphertext × plaintext product in the NTT domain, accumulated (both
-// components, all primes of Q).
-func BenchmarkCtPt(b *testing.B) {
-	pp, err := ParamsFor(benchL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c0, c1, w, a0, a1 := pp.rq.NewPoly(), pp.rq.NewPoly(), pp.rq.NewPoly(), pp.rq.NewPoly(), pp.rq.NewPoly()
-	for i := range c0.Coeffs {
-		for j := range c0.Coeffs[i] {
-			c0.Coeffs[i][j], c1.Coeffs[i][j], w.Coeffs[i][j] = uint64(j)%pp.Q[i], uint64(3*j)%pp.Q[i], uint64(7*j)%pp.Q[i]
-		}
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		pp.rq.MulCoeffsMontgomeryThenAdd(c0, w, a0)
-		pp.rq.MulCoeffsMontgomeryThenAdd(c1, w, a1)
-	}
 }
 
 func benchProduct(b *testing.B, run func(p *pair, x0, x1 []uint64) (f0, f1 func() error), nx int, bytes int64) {
@@ -89,7 +47,7 @@ func benchProduct(b *testing.B, run func(p *pair, x0, x1 []uint64) (f0, f1 func(
 // BenchmarkConv56 is the 56×56×64 → 64 3×3 convolution with padding 1 (ResNet's first stage).
 func BenchmarkConv56(b *testing.B) {
 	g := ring.ConvGeom{N: 1, C: 64, H: 56, W: 56, M: 64, OH: 56, OW: 56, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 1}
-	bytes, err := ConvBytes(g, benchL)
+	bytes, err := heplan.ConvBytes(g, benchL)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +62,7 @@ func BenchmarkConv56(b *testing.B) {
 // BenchmarkFC1001x512 is a 1001×512 weight matrix times a 512-vector.
 func BenchmarkFC1001x512(b *testing.B) {
 	const m, k, n = 1001, 512, 1
-	bytes, err := MatMulBytes(m, k, n, benchL)
+	bytes, err := heplan.MatMulBytes(m, k, n, benchL)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //
 // # Protocol
 //
-// Party 1 packs its share x1 into polynomials (Cheetah's packing, see plan.go) and encrypts each
+// Party 1 packs its share x1 into polynomials (Cheetah's packing, heplan.ConvPlan) and encrypts each
 // with its secret key as (c0, c1) = (−c1·s + e + round(Q·m/t), c1), c1 expanded from a 16-byte
 // seed, so that an upload is c0 and the seed. Party 0 adds round(Q·x0/t) (its own share in the
 // same packing), multiplies by the weight polynomials in the NTT domain and sums over input
@@ -18,9 +18,16 @@
 //
 // # Exactness and privacy
 //
-// Every noise term has a worst-case bound (docs/he.md); ParamsFor sizes Q so that the
+// Every noise term has a worst-case bound (docs/he.md); heplan.ParamsFor sizes Q so that the
 // flooded noise after switching, the switching rounding and the dropped bits stay below Qr/(2t):
 // decryption is exact on every coefficient, always. The flooding noise is 2^40·N times the
 // noise that depends on the weights, so a reply is within statistical distance 2^-40 of one that
 // depends only on party 1's masked output (circuit privacy).
+//
+// # Layout
+//
+// This package is the two-party protocol: the Session, its messages and who sends what when.
+// The RLWE scheme it runs (encoding, keys, encryption, evaluation, decryption, on lattigo) is
+// package scheme; the public parameters, the packing and the exact cost of each call, which the
+// compiler needs without lattigo, are package heplan.
 package he

@@ -3,12 +3,12 @@ package he
 import (
 	"context"
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
@@ -35,12 +35,12 @@ func runMatMul(t *testing.T, p *pair, rng *rand.Rand, m, k, n int) {
 		}
 		t.Fatalf("MatMul %d×%d×%d l=%d: %d of %d wrong", m, k, n, p.r.Bits, bad, len(want))
 	}
-	wantBytes, err := MatMulBytes(m, k, n, p.r.Bits)
+	wantBytes, err := heplan.MatMulBytes(m, k, n, p.r.Bits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkCost(t, p, matMulGeom(m, k, n))
-	if mc, err := MatMulCost(m, k, n, p.r.Bits); err != nil || mc.Bytes != wantBytes {
+	checkCost(t, p, heplan.MatMulGeom(m, k, n))
+	if mc, err := heplan.MatMulCost(m, k, n, p.r.Bits); err != nil || mc.Bytes != wantBytes {
 		t.Fatalf("MatMulCost %+v (%v), MatMulBytes %d", mc, err, wantBytes)
 	}
 	if got := p.bytes() - before; got != wantBytes {
@@ -87,7 +87,7 @@ func runConv(t *testing.T, p *pair, rng *rand.Rand, c ring.ConvGeom) {
 		}
 		t.Fatalf("Conv2D %+v l=%d: %d of %d wrong", c, p.r.Bits, bad, len(want))
 	}
-	wantBytes, err := ConvBytes(c, p.r.Bits)
+	wantBytes, err := heplan.ConvBytes(c, p.r.Bits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,76 +140,6 @@ func TestConv2D(t *testing.T) {
 	}
 }
 
-// TestPlanShapes checks the packing decisions the conv tests rely on: depthwise channels share an
-// input ciphertext, a group can straddle two channel blocks, and an input larger than N is split.
-func TestPlanShapes(t *testing.T) {
-	p, err := ParamsFor(37)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 40 channels of 8×8 (padded): one input block could hold all of them, or 40 output
-	// channels fit in one reply; the plan packs both ways instead of 40 + 40 ciphertexts.
-	pl, err := convPlan(p, conv(1, 40, 6, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40, 1, 1))
-	if err != nil || pl.nIn+len(pl.outs) > 10 || len(pl.outs[0].need) <= 36 {
-		t.Fatalf("depthwise 40×6×6: %d inputs, %d outputs of %d coefficients (%v)", pl.nIn, len(pl.outs), len(pl.outs[0].need), err)
-	}
-	pl, err = convPlan(p, conv(1, 6, 50, 50, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3, 1, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	straddle := false
-	for _, o := range pl.outs {
-		straddle = straddle || len(o.in) > 1
-	}
-	if !straddle {
-		t.Fatalf("groups of 2 channels of 52×52: no output reads two channel blocks (%d inputs)", pl.nIn)
-	}
-	pl, err = convPlan(p, conv(1, 2, 98, 98, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1))
-	if err != nil || pl.nIn < 3 {
-		t.Fatalf("2×100×100 padded input: %d input ciphertexts (%v), want ≥ 3", pl.nIn, err)
-	}
-	if pl.products == 0 || pl.bytes <= 0 {
-		t.Fatalf("plan without products or traffic: %+v", pl.products)
-	}
-}
-
-// TestBytesFormula checks ConvBytes and MatMulBytes against the closed form on shapes whose
-// packing is forced: one upload and one reply.
-func TestBytesFormula(t *testing.T) {
-	for _, l := range []int{16, 37} {
-		p, err := ParamsFor(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		N := p.N()
-		sum := 0
-		for _, q := range p.Q {
-			sum += bits.Len64(q)
-		}
-		up := int64(4 + 16 + N*sum/8)
-		w0, w1 := p.ReplyWidths()
-		reply := func(n int) int64 { return int64(4 + N*w1/8 + (n*w0+7)/8) }
-		mm, err := MatMulBytes(1, 1, 1, l)
-		if err != nil || mm != up+reply(1) {
-			t.Errorf("l=%d MatMulBytes(1,1,1) = %d (%v), want %d", l, mm, err, up+reply(1))
-		}
-		// 5 outputs of one row each, one input block: one upload, one reply of 5 coefficients.
-		mm, err = MatMulBytes(5, 7, 1, l)
-		if err != nil || mm != up+reply(5) {
-			t.Errorf("l=%d MatMulBytes(5,7,1) = %d (%v), want %d", l, mm, err, up+reply(5))
-		}
-		// 3×3 kernel over 2×6×6 with stride 2, pad 1: one upload, one reply of 4 channels × 9 outputs.
-		g := conv(1, 2, 6, 6, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1)
-		cb, err := ConvBytes(g, l)
-		if err != nil || cb != up+reply(36) {
-			t.Errorf("l=%d ConvBytes(%+v) = %d (%v), want %d", l, g, cb, err, up+reply(36))
-		}
-		if got := int64(p.UploadBytes() + 4); got != up {
-			t.Errorf("l=%d UploadBytes %d, want %d", l, got-4, up-4)
-		}
-	}
-}
-
 // TestForcedPacking runs convolutions with packings forced at the limits of the layout: K·S = N
 // exactly (the negacyclic wrap-around reaches coefficient O − 1), channel blocks straddling
 // groups, several spatial blocks with several output channels per ciphertext, depthwise with
@@ -240,26 +170,23 @@ func TestForcedPacking(t *testing.T) {
 			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			L := newLayout(c)
-			d, cost := L.dimsFor(p.s0.p, tc.cw, tc.hw, tc.ww, tc.k)
-			if tc.k*tc.cw*tc.hw*tc.ww > p.s0.p.N() || tc.hw < L.kh || tc.ww < L.kw || tc.cw > L.c {
-				t.Fatalf("invalid forced packing %+v for layout %+v", d, L)
+			pl, err := heplan.ConvPlanBlocks(&p.s0.p.Params, c, heplan.Blocks{C: tc.cw, H: tc.hw, W: tc.ww, K: tc.k})
+			if err != nil {
+				t.Fatal(err)
 			}
-			pl := L.plan(d, cost)
-			key := fmt.Sprintf("forced:%s", tc.name)
 			w := ringtest.Values(p.r, rng, c.M*(c.C/c.Groups)*c.KH*c.KW)
 			x := ringtest.Values(p.r, rng, c.N*c.C*c.H*c.W)
 			x0, x1 := ringtest.Share(p.r, rng, x)
 			n := c.N * c.M * c.OH * c.OW
 			d0, d1 := make([]uint64, n), make([]uint64, n)
 			before := p.bytes()
-			testenv.MustBoth(t, func() error { return p.s0.run(ctx, "Conv2D", key, pl, d0, w, x0) },
-				func() error { return p.s1.run(ctx, "Conv2D", key, pl, d1, nil, x1) })
+			testenv.MustBoth(t, func() error { return p.s0.run(ctx, "Conv2D", pl, d0, w, x0) },
+				func() error { return p.s1.run(ctx, "Conv2D", pl, d1, nil, x1) })
 			if got := ringtest.Reconstruct(p.r, d0, d1); !slices.Equal(got, ringtest.Conv(p.r, w, c, x)) {
 				t.Fatalf("%s: wrong result", tc.name)
 			}
-			if got := p.bytes() - before; got != cost {
-				t.Fatalf("%s: %d bytes, formula %d", tc.name, got, cost)
+			if got := p.bytes() - before; got != pl.Bytes {
+				t.Fatalf("%s: %d bytes, formula %d", tc.name, got, pl.Bytes)
 			}
 		})
 	}
@@ -268,15 +195,15 @@ func TestForcedPacking(t *testing.T) {
 // checkCost compares ConvCost with the plan the session ran.
 func checkCost(t *testing.T, p *pair, c ring.ConvGeom) {
 	t.Helper()
-	cost, err := ConvCost(c, p.r.Bits)
+	cost, err := heplan.ConvCost(c, p.r.Bits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := p.s0.plans[fmt.Sprintf("conv:%+v", c)]
+	pl := p.s0.plans[c]
 	if pl == nil {
 		t.Fatal("no plan")
 	}
-	if cost.Bytes != pl.bytes || cost.Uploads != pl.nIn || cost.Replies != len(pl.outs) || cost.Products != pl.products || cost.Weights != pl.nW {
-		t.Fatalf("ConvCost %+v, plan: %d bytes, %d uploads, %d replies, %d products, %d weights", cost, pl.bytes, pl.nIn, len(pl.outs), pl.products, pl.nW)
+	if cost.Bytes != pl.Bytes || cost.Uploads != pl.Inputs || cost.Replies != len(pl.Outputs) || cost.Products != pl.Products || cost.Weights != pl.Weights {
+		t.Fatalf("ConvCost %+v, plan: %d bytes, %d uploads, %d replies, %d products, %d weights", cost, pl.Bytes, pl.Inputs, len(pl.Outputs), pl.Products, pl.Weights)
 	}
 }

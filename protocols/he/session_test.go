@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
@@ -120,10 +121,10 @@ func TestBadInput(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	runMatMul(t, p, rng, 3, 4, 1)
-	if _, err := ConvBytes(bad, 32); err == nil {
+	if _, err := heplan.ConvBytes(bad, 32); err == nil {
 		t.Error("ConvBytes of an invalid geometry: no error")
 	}
-	if _, err := MatMulBytes(0, 1, 1, 32); err == nil {
+	if _, err := heplan.MatMulBytes(0, 1, 1, 32); err == nil {
 		t.Error("MatMulBytes with m = 0: no error")
 	}
 }

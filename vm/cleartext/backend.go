@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
 
@@ -54,8 +55,9 @@ func checkLen(what string, t ring.Tensor, n int) error {
 	return nil
 }
 
-// MatMul computes dst = W x X exactly in the ring (products and sums wrap).
-func (c *Backend) MatMul(_ context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+// MatMul computes dst = W x X exactly in the ring (products and sums wrap). The cleartext backend
+// has one engine: it ignores the layer's.
+func (c *Backend) MatMul(_ context.Context, _ fixed.Engine, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
 	if w == nil {
 		return fmt.Errorf("clear matmul: no weights")
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
 
@@ -86,7 +87,7 @@ func TestClearMatMulWraps(t *testing.T) {
 	w := r.SignedTensor([]int{2, 3}, 100, 0, 0, -1, 2, -3)
 	x := r.SignedTensor([]int{3, 1}, 3, 5, 7)
 	dst := ring.NewTensor([]int{2, 1})
-	if err := c.MatMul(ctx, dst, &w, 2, 3, 1, x); err != nil {
+	if err := c.MatMul(ctx, fixed.EngineDefault, dst, &w, 2, 3, 1, x); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := r.SignedValues(dst), []int64{44, -3 + 10 - 21}; !slices.Equal(got, want) {
@@ -115,10 +116,10 @@ func TestClearMatMulWraps(t *testing.T) {
 			}
 		}
 	}
-	if err := c.MatMul(ctx, dst, nil, 2, 3, 1, x); err == nil {
+	if err := c.MatMul(ctx, fixed.EngineDefault, dst, nil, 2, 3, 1, x); err == nil {
 		t.Error("matmul without weights accepted")
 	}
-	if err := c.MatMul(ctx, dst, &w, 2, 2, 1, x); err == nil {
+	if err := c.MatMul(ctx, fixed.EngineDefault, dst, &w, 2, 2, 1, x); err == nil {
 		t.Error("matmul with wrong sizes accepted")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/he"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
@@ -20,12 +21,9 @@ import (
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
-// Backend runs convolutions itself (by OT on the input elements, or by HE) and takes the
-// engine the program records for each linear layer.
-var (
-	_ vm.ConvBackend   = (*Backend)(nil)
-	_ vm.EngineBackend = (*Backend)(nil)
-)
+// Backend runs convolutions itself (by OT on the input elements, or by HE); every linear layer
+// comes with the engine the program records for it.
+var _ vm.ConvBackend = (*Backend)(nil)
 
 // Mode is how a Backend computes the linear layers (products with party 0's weights). The
 // nonlinear layers, elementwise products and input/output are the same in every mode.
@@ -35,7 +33,7 @@ type Mode int
 const (
 	ModeOT   Mode = iota // "sciot": every linear layer by correlated OT (CrypTFlow2 §5.1.1)
 	ModeHE               // "scihe": every matmul and conv by RLWE over Z_2^l (Cheetah-style)
-	ModeAuto             // "auto": per layer as the program records (fixed.Engine); see UseEngine
+	ModeAuto             // "auto": per layer as the program records (fixed.Engine); see EngineFor
 )
 
 // Names are the backend names of the modes, as the program file and the handshake carry them.
@@ -140,7 +138,7 @@ func (o Options) Describe(r ring.Ring) string {
 		d += "(" + o.ferretConfig().Name + ")"
 	}
 	if o.Mode != ModeOT {
-		if p, err := he.ParamsFor(r.Bits); err == nil {
+		if p, err := heplan.ParamsFor(r.Bits); err == nil {
 			d += fmt.Sprintf(" he=N%d/logQ%d", p.N(), p.LogQ())
 		}
 	}
@@ -158,8 +156,7 @@ type Backend struct {
 	conns []*transport.Conn
 	nl    *nonlinear.Session
 	lin   *linear.Session
-	he    *he.Session  // nil in mode sciot
-	cur   fixed.Engine // the engine of the linear layer about to run (EngineOT or EngineHE)
+	he    *he.Session // nil in mode sciot
 	err   error
 	prof  Profile
 }
@@ -211,7 +208,7 @@ func FromOT(ctx context.Context, r ring.Ring, opt Options, sessions ...*ot.Sessi
 	if opt.Mode < ModeOT || opt.Mode > ModeAuto {
 		return nil, fmt.Errorf("sci: unknown mode %d", int(opt.Mode))
 	}
-	b := &Backend{r: r, party: sessions[0].Party(), mode: opt.Mode, cur: fixed.EngineOT}
+	b := &Backend{r: r, party: sessions[0].Party(), mode: opt.Mode}
 	for _, o := range sessions {
 		if o == nil {
 			return nil, errors.New("sci: nil OT session")
@@ -254,17 +251,14 @@ func FromOT(ctx context.Context, r ring.Ring, opt Options, sessions ...*ot.Sessi
 // Mode returns the backend's mode.
 func (b *Backend) Mode() Mode { return b.mode }
 
-// UseEngine selects the engine of the next linear layer and returns it: OT in mode sciot, HE in
-// mode scihe, and in mode auto the one the program records (athosc --backend auto plans every
-// layer; a layer it did not plan runs by OT).
-func (b *Backend) UseEngine(e fixed.Engine) fixed.Engine {
-	switch {
-	case b.mode == ModeHE, b.mode == ModeAuto && e == fixed.EngineHE:
-		b.cur = fixed.EngineHE
-	default:
-		b.cur = fixed.EngineOT
+// EngineFor is the engine that runs a linear layer for which the program records e: OT in mode
+// sciot, HE in mode scihe, and in mode auto the one the program records (athosc --backend auto
+// plans every layer; a layer it did not plan runs by OT). It depends on public data only.
+func (b *Backend) EngineFor(e fixed.Engine) fixed.Engine {
+	if b.mode == ModeHE || b.mode == ModeAuto && e == fixed.EngineHE {
+		return fixed.EngineHE
 	}
-	return b.cur
+	return fixed.EngineOT
 }
 
 // Party is 0 for the server, 1 for the client.
@@ -404,9 +398,9 @@ func (b *Backend) Reveal(ctx context.Context, to int, x ring.Tensor) (bool, erro
 	return err == nil, end(&b.prof.Reveal, err)
 }
 
-// MatMul sets dst = W·X with party 0's weights W (m×k) and the shared X (k×n) by OT (package
-// linear).
-func (b *Backend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+// MatMul sets dst = W·X with party 0's weights W (m×k) and the shared X (k×n), by the engine
+// EngineFor(e): HE (he.Session.MatMul) or OT (linear.Session.MatMul).
+func (b *Backend) MatMul(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
 	const op = "matmul"
 	end, err := b.begin(op)
 	if err != nil {
@@ -415,7 +409,7 @@ func (b *Backend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m
 	if err := firstErr(checkLen("operand", x, k*n), checkLen("result", dst, m*n), b.weightErr(w)); err != nil {
 		return end(&b.prof.Linear, err)
 	}
-	if b.cur == fixed.EngineHE {
+	if b.EngineFor(e) == fixed.EngineHE {
 		return end(&b.prof.Linear, b.he.MatMul(ctx, dst.Data, weightData(w), m, k, n, x.Data))
 	}
 	return end(&b.prof.Linear, b.lin.MatMul(ctx, dst.Data, weightData(w), m, k, n, x.Data))
@@ -423,15 +417,15 @@ func (b *Backend) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m
 
 // UseConv2D reports whether a convolution of geometry g runs as Conv2D: always by HE, and by OT
 // where the OTs on the input elements communicate less than a product with the im2col matrix
-// (linear.ConvDirectFor). It depends on the geometry, the mode and the engine UseEngine set, all
+// (linear.ConvDirectFor). It depends on the geometry, the mode and the layer's engine e, all
 // public, so both parties decide alike.
-func (b *Backend) UseConv2D(g ring.ConvGeom) bool {
-	return b.cur == fixed.EngineHE || b.lin.ConvDirect(g)
+func (b *Backend) UseConv2D(g ring.ConvGeom, e fixed.Engine) bool {
+	return b.EngineFor(e) == fixed.EngineHE || b.lin.ConvDirect(g)
 }
 
-// Conv2D sets dst = W * X (convolution) with party 0's weights W and the shared input X: by HE
-// (he.Session.Conv2D) or by OT on the input elements (linear.Session.Conv2D).
-func (b *Backend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
+// Conv2D sets dst = W * X (convolution) with party 0's weights W and the shared input X, by the
+// engine EngineFor(e): HE (he.Session.Conv2D) or OT on the input elements (linear.Session.Conv2D).
+func (b *Backend) Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	const op = "conv"
 	end, err := b.begin(op)
 	if err != nil {
@@ -440,7 +434,7 @@ func (b *Backend) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x
 	if err := b.weightErr(w); err != nil {
 		return end(&b.prof.Linear, err)
 	}
-	if b.cur == fixed.EngineHE {
+	if b.EngineFor(e) == fixed.EngineHE {
 		return end(&b.prof.Linear, b.he.Conv2D(ctx, dst.Data, weightData(w), g, x.Data))
 	}
 	return end(&b.prof.Linear, b.lin.Conv2D(ctx, dst.Data, weightData(w), g, x.Data))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -134,7 +135,7 @@ func TestOpsMatchClear(t *testing.T) {
 				}
 				wm := randTensor(p.r, rng, []int{7, 6}, small)
 				check("matmul", []int{7, 50}, func(b vm.Backend, w *ring.Tensor, dst, x ring.Tensor) error {
-					return b.MatMul(ctx, dst, w, 7, 6, 50, x)
+					return b.MatMul(ctx, fixed.EngineDefault, dst, w, 7, 6, 50, x)
 				}, &wm)
 				wc := randTensor(p.r, rng, []int{6, 50}, small)
 				check("mulconst", []int{6, 50}, func(b vm.Backend, w *ring.Tensor, dst, x ring.Tensor) error {
@@ -257,7 +258,7 @@ func TestPeerDisconnect(t *testing.T) {
 	if p.b[0].Err() == nil {
 		t.Fatal("backend usable after a failure")
 	}
-	err := p.b[0].MatMul(ctx, ring.NewTensor([]int{1}), &ring.Tensor{Shape: []int{1}, Data: []uint64{1}}, 1, 1, 1, ring.NewTensor([]int{1}))
+	err := p.b[0].MatMul(ctx, fixed.EngineDefault, ring.NewTensor([]int{1}), &ring.Tensor{Shape: []int{1}, Data: []uint64{1}}, 1, 1, 1, ring.NewTensor([]int{1}))
 	if err == nil || !strings.Contains(err.Error(), "unusable") {
 		t.Fatalf("failed backend accepted work: %v", err)
 	}
@@ -267,9 +268,11 @@ func TestWeightsChecks(t *testing.T) {
 	p := newPair(t, 32, 1)
 	ctx := context.Background()
 	x := ring.NewTensor([]int{2})
-	e0, e1 := testenv.Both(func() error { return p.b[0].MatMul(ctx, ring.NewTensor([]int{1}), nil, 1, 2, 1, x) },
+	e0, e1 := testenv.Both(func() error {
+		return p.b[0].MatMul(ctx, fixed.EngineDefault, ring.NewTensor([]int{1}), nil, 1, 2, 1, x)
+	},
 		func() error {
-			return p.b[1].MatMul(ctx, ring.NewTensor([]int{1}), nil, 1, 2, 1, x)
+			return p.b[1].MatMul(ctx, fixed.EngineDefault, ring.NewTensor([]int{1}), nil, 1, 2, 1, x)
 		})
 	if e0 == nil || !strings.Contains(e0.Error(), "no weights") {
 		t.Fatalf("party 0 without weights: %v", e0)
@@ -317,7 +320,7 @@ func TestConv2DMatchesClear(t *testing.T) {
 			{N: 1, C: 3, H: 6, W: 6, M: 6, OH: 6, OW: 6, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Groups: 3},
 			{N: 1, C: 2, H: 1, W: 40, M: 3, OH: 1, OW: 40, KH: 1, KW: 5, SH: 1, SW: 1, PH: 0, PW: 2, DH: 1, DW: 1, Groups: 1},
 		} {
-			if !p.b[0].UseConv2D(g) || !p.b[1].UseConv2D(g) {
+			if !p.b[0].UseConv2D(g, fixed.EngineDefault) || !p.b[1].UseConv2D(g, fixed.EngineDefault) {
 				t.Fatalf("%+v: the backends would lower it to im2col", g)
 			}
 			x := randTensor(p.r, rng, []int{g.N, g.C, g.H, g.W}, 37)
@@ -329,7 +332,7 @@ func TestConv2DMatchesClear(t *testing.T) {
 					if party == 1 {
 						ww = nil
 					}
-					return b.Conv2D(ctx, dst, ww, xs, g)
+					return b.Conv2D(ctx, fixed.EngineDefault, dst, ww, xs, g)
 				})
 				if !slices.Equal(got.Data, want) {
 					t.Fatalf("streams %d, %+v, owner %d: secure convolution differs from the definition", streams, g, owner)
@@ -338,7 +341,7 @@ func TestConv2DMatchesClear(t *testing.T) {
 		}
 		// A 1×1 convolution stays a matrix product.
 		one := ring.ConvGeom{N: 1, C: 8, H: 4, W: 4, M: 8, OH: 4, OW: 4, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
-		if p.b[0].UseConv2D(one) {
+		if p.b[0].UseConv2D(one, fixed.EngineDefault) {
 			t.Error("a 1×1 convolution runs as Conv2D")
 		}
 		if p.b[0].Profile().Linear.Calls == 0 {
@@ -352,8 +355,12 @@ func TestConv2DWeightsChecks(t *testing.T) {
 	ctx := context.Background()
 	g := ring.ConvGeom{N: 1, C: 1, H: 3, W: 3, M: 1, OH: 1, OW: 1, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
 	x := ring.NewTensor([]int{1, 1, 3, 3})
-	e0, e1 := testenv.Both(func() error { return p.b[0].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g) },
-		func() error { return p.b[1].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g) })
+	e0, e1 := testenv.Both(func() error {
+		return p.b[0].Conv2D(ctx, fixed.EngineDefault, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g)
+	},
+		func() error {
+			return p.b[1].Conv2D(ctx, fixed.EngineDefault, ring.NewTensor([]int{1, 1, 1, 1}), nil, x, g)
+		})
 	if e0 == nil || !strings.Contains(e0.Error(), "no weights") {
 		t.Fatalf("party 0 without weights: %v", e0)
 	}
@@ -362,7 +369,7 @@ func TestConv2DWeightsChecks(t *testing.T) {
 	}
 	q := newPair(t, 32, 1)
 	w := ring.NewTensor([]int{1, 1, 3, 3})
-	if err := q.b[1].Conv2D(ctx, ring.NewTensor([]int{1, 1, 1, 1}), &w, x, g); err == nil || !strings.Contains(err.Error(), "party 1 was given weights") {
+	if err := q.b[1].Conv2D(ctx, fixed.EngineDefault, ring.NewTensor([]int{1, 1, 1, 1}), &w, x, g); err == nil || !strings.Contains(err.Error(), "party 1 was given weights") {
 		t.Fatalf("party 1 with weights: %v", err)
 	}
 }

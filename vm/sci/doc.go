@@ -9,8 +9,8 @@
 //     "sciot" by correlated OT (package linear: convolutions with the OTs on the input elements —
 //     vm.ConvBackend — where that communicates less than a product with the im2col matrix),
 //     "scihe" by coefficient-encoded RLWE over Z_2^l (package he, Cheetah-style), or "auto" per
-//     layer as the program records it (fixed.Engine, planned by athosc --backend auto;
-//     vm.EngineBackend).
+//     layer as the program records it (fixed.Engine, planned by athosc --backend auto; the VM
+//     passes it with every MatMul and Conv2D call).
 //
 // Every OT-based protocol draws from the session's OT source: IKNP extension (package ot) or
 // Ferret silent OT (package ferret), with bitwise identical results. Local operations on shares

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
@@ -159,7 +160,7 @@ func (b *Insecure) toServer(ctx context.Context, x []uint64) ([]uint64, error) {
 }
 
 // MatMul opens x to party 0, which multiplies by its weights and re-shares.
-func (b *Insecure) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+func (b *Insecure) MatMul(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
 	if err := b.call(); err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (b *Insecure) MatMul(ctx context.Context, dst ring.Tensor, w *ring.Tensor, 
 		return err
 	}
 	if b.party == 0 {
-		if err := b.clear.MatMul(ctx, dst, w, m, k, n, ring.Tensor{Shape: x.Shape, Data: v}); err != nil {
+		if err := b.clear.MatMul(ctx, e, dst, w, m, k, n, ring.Tensor{Shape: x.Shape, Data: v}); err != nil {
 			return err
 		}
 	}
@@ -277,11 +278,11 @@ func FuncConv(hook func(conn *transport.Conn, party, call int) error) func(conte
 	}
 }
 
-// UseConv2D accepts every convolution.
-func (b *InsecureConv) UseConv2D(ring.ConvGeom) bool { return true }
+// UseConv2D accepts every convolution, whatever the engine.
+func (b *InsecureConv) UseConv2D(ring.ConvGeom, fixed.Engine) bool { return true }
 
 // Conv2D opens x to party 0, which convolves it with its weights directly and re-shares.
-func (b *InsecureConv) Conv2D(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
+func (b *InsecureConv) Conv2D(ctx context.Context, _ fixed.Engine, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
 	if err := b.call(); err != nil {
 		return err
 	}

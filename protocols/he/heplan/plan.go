@@ -1,4 +1,4 @@
-package he
+package heplan
 
 import (
 	"fmt"
@@ -6,34 +6,35 @@ import (
 	"github.com/cryptflow-go/cryptflow/ring"
 )
 
-// plan is the public packing of one product: which share elements go to which coefficient of
+// Plan is the public packing of one product: which share elements go to which coefficient of
 // which input ciphertext, which weights go to which coefficient of which plaintext polynomial,
 // and which coefficients of which output ciphertext hold which result element. Both parties build
-// the same plan from public dimensions.
-type plan struct {
-	nIn              int
-	inStart          []int32 // CSR over input ciphertexts
-	inCoef, inSrc    []int32
-	nW               int
-	wStart           []int32 // CSR over weight polynomials
-	wCoef, wElem     []int32
-	groups           []group
-	outs             []output
-	nDst, nX, nWelem int
-	bytes            int64 // exact traffic of one call, frame headers included
-	products         int
+// the same plan from public dimensions. Its slices are read-only once built.
+type Plan struct {
+	Inputs        int     // input ciphertexts
+	InStart       []int32 // CSR over input ciphertexts: input i holds entries InStart[i]..InStart[i+1]−1
+	InCoef, InSrc []int32 // entry: coefficient, and the share element it holds
+	Weights       int     // weight polynomials
+	WStart        []int32 // CSR over weight polynomials
+	WCoef, WElem  []int32 // entry: coefficient, and the weight it holds
+	Groups        []Group
+	Outputs       []Output
+	Bytes         int64 // exact traffic of one call, frame headers included
+	Products      int   // ciphertext × plaintext products
 }
 
-// group is a set of outputs that use the same weight polynomials: output o accumulates
-// Σ_k in[o.in[k]] · w[ws[k]].
-type group struct {
-	ws   []int32
-	outs []int32
+// Group is a set of outputs that use the same weight polynomials: output Outs[j] accumulates
+// Σ_k input[Outputs[Outs[j]].In[k]] · weight[Ws[k]].
+type Group struct {
+	Ws   []int32
+	Outs []int32
 }
 
-type output struct {
-	in        []int32
-	need, dst []int32 // coefficient positions and the result elements they hold
+// Output is one output ciphertext: the input ciphertexts it accumulates (one per weight
+// polynomial of its group) and the coefficients that hold results.
+type Output struct {
+	In        []int32
+	Need, Dst []int32 // coefficient positions and the result elements they hold
 }
 
 // traffic is the exact bytes of nIn uploads and replies with the given needed counts, one frame
@@ -157,7 +158,7 @@ func (L *convLayout) dimsFor(p *Params, cw, hw, ww, k int) (convDims, int64) {
 func chooseConv(p *Params, L *convLayout) (convDims, int64, error) {
 	n := p.N()
 	if L.kh*L.kw > n {
-		return convDims{}, 0, fmt.Errorf("he: the kernel (%d×%d after the polyphase split) does not fit a polynomial of degree %d", L.kh, L.kw, n)
+		return convDims{}, 0, fmt.Errorf("heplan: the kernel (%d×%d after the polyphase split) does not fit a polynomial of degree %d", L.kh, L.kw, n)
 	}
 	var best convDims
 	bestCost := int64(-1)
@@ -183,7 +184,7 @@ func chooseConv(p *Params, L *convLayout) (convDims, int64, error) {
 	return best, bestCost, nil
 }
 
-// convPlan builds the plan of a convolution (Cheetah's packing on the polyphase layout, with
+// ConvPlan builds the plan of a convolution (Cheetah's packing on the polyphase layout, with
 // several output channels per ciphertext): per image and block of Cw layout channels × Hw rows ×
 // Ww columns, the polynomial Σ x[c,y,x]·X^(c·Hw·Ww + y·Ww + x); per chunk of K output channels and
 // channel block that holds channels of their groups, the kernels reversed and stacked,
@@ -193,9 +194,9 @@ func chooseConv(p *Params, L *convLayout) (convDims, int64, error) {
 // product reaches; K·S ≤ N keeps the negacyclic wrap-around below O. Channel blocks run over all
 // channels, whatever the groups: a kernel only has coefficients for its group's channels, so one
 // input ciphertext serves several groups.
-func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
+func ConvPlan(p *Params, c ring.ConvGeom) (*Plan, error) {
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("he: %w", err)
+		return nil, fmt.Errorf("heplan: %w", err)
 	}
 	L := newLayout(c)
 	d, cost, err := chooseConv(p, L)
@@ -206,26 +207,27 @@ func convPlan(p *Params, c ring.ConvGeom) (*plan, error) {
 }
 
 // plan builds the plan of the layout with the block sizes d (cost: its traffic).
-func (L *convLayout) plan(d convDims, cost int64) *plan {
+func (L *convLayout) plan(d convDims, cost int64) *Plan {
 	c := &L.g
-	pl := &plan{bytes: cost, nDst: c.N * c.M * c.OH * c.OW, nX: c.N * c.C * c.H * c.W, nWelem: c.M * (c.C / c.Groups) * c.KH * c.KW}
+	nX, nWelem := c.N*c.C*c.H*c.W, c.M*(c.C/c.Groups)*c.KH*c.KW
+	pl := &Plan{Bytes: cost}
 	hwww := d.hw * d.ww
 	inIdx := func(n, cb, bh, bw int) int { return ((n*d.nCB+cb)*d.nBH+bh)*d.nBW + bw }
-	pl.nIn = c.N * d.nCB * d.nBH * d.nBW
-	pl.inStart = make([]int32, 0, pl.nIn+1)
-	pl.inCoef, pl.inSrc = make([]int32, 0, pl.nX), make([]int32, 0, pl.nX)
-	pl.wCoef, pl.wElem = make([]int32, 0, pl.nWelem), make([]int32, 0, pl.nWelem)
+	pl.Inputs = c.N * d.nCB * d.nBH * d.nBW
+	pl.InStart = make([]int32, 0, pl.Inputs+1)
+	pl.InCoef, pl.InSrc = make([]int32, 0, nX), make([]int32, 0, nX)
+	pl.WCoef, pl.WElem = make([]int32, 0, nWelem), make([]int32, 0, nWelem)
 	for n := 0; n < c.N; n++ {
 		for cb := 0; cb < d.nCB; cb++ {
 			for bh := 0; bh < d.nBH; bh++ {
 				for bw := 0; bw < d.nBW; bw++ {
-					pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
+					pl.InStart = append(pl.InStart, int32(len(pl.InCoef)))
 					for ci := 0; ci < min(d.cw, L.c-cb*d.cw); ci++ {
 						for y := 0; y < d.hw; y++ {
 							for x := 0; x < d.ww; x++ {
 								if src := L.src(n, cb*d.cw+ci, bh*d.stepH+y, bw*d.stepW+x); src >= 0 {
-									pl.inCoef = append(pl.inCoef, int32(ci*hwww+y*d.ww+x))
-									pl.inSrc = append(pl.inSrc, int32(src))
+									pl.InCoef = append(pl.InCoef, int32(ci*hwww+y*d.ww+x))
+									pl.InSrc = append(pl.InSrc, int32(src))
 								}
 							}
 						}
@@ -234,21 +236,21 @@ func (L *convLayout) plan(d convDims, cost int64) *plan {
 			}
 		}
 	}
-	pl.inStart = append(pl.inStart, int32(len(pl.inCoef)))
+	pl.InStart = append(pl.InStart, int32(len(pl.InCoef)))
 	O := (d.cw-1)*hwww + (L.kh-1)*d.ww + L.kw - 1
 	S := d.cw * hwww // span of an input block; output channel k of a ciphertext sits at k·S
-	pl.wStart = make([]int32, 0, c.M*d.nCB+1)
+	pl.WStart = make([]int32, 0, c.M*d.nCB+1)
 	for m0 := 0; m0 < c.M; m0 += d.k {
 		m1 := min(c.M, m0+d.k)
 		// Output channels m0..m1−1 read layout channels [cLo, cHi) of their groups, in blocks
 		// cbLo..cbHi.
 		cLo, cHi := m0/L.mg*L.cg, (m1-1)/L.mg*L.cg+L.cg
 		cbLo, cbHi := cLo/d.cw, (cHi-1)/d.cw
-		grp := group{}
+		grp := Group{}
 		for cb := cbLo; cb <= cbHi; cb++ {
-			grp.ws = append(grp.ws, int32(pl.nW))
-			pl.nW++
-			pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
+			grp.Ws = append(grp.Ws, int32(pl.Weights))
+			pl.Weights++
+			pl.WStart = append(pl.WStart, int32(len(pl.WCoef)))
 			for m := m0; m < m1; m++ {
 				gLo := m / L.mg * L.cg
 				for ch := max(gLo, cb*d.cw); ch < min(gLo+L.cg, (cb+1)*d.cw); ch++ {
@@ -256,8 +258,8 @@ func (L *convLayout) plan(d convDims, cost int64) *plan {
 					for ky := 0; ky < L.kh; ky++ {
 						for kx := 0; kx < L.kw; kx++ {
 							if e := L.tap(m, ch-gLo, ky, kx); e >= 0 {
-								pl.wCoef = append(pl.wCoef, int32((m-m0)*S+O-(ci*hwww+ky*d.ww+kx)))
-								pl.wElem = append(pl.wElem, int32(e))
+								pl.WCoef = append(pl.WCoef, int32((m-m0)*S+O-(ci*hwww+ky*d.ww+kx)))
+								pl.WElem = append(pl.WElem, int32(e))
 							}
 						}
 					}
@@ -268,37 +270,62 @@ func (L *convLayout) plan(d convDims, cost int64) *plan {
 			for bh := 0; bh < d.nBH; bh++ {
 				for bw := 0; bw < d.nBW; bw++ {
 					cnt := (m1 - m0) * min(d.stepH, L.oh-bh*d.stepH) * min(d.stepW, L.ow-bw*d.stepW)
-					o := output{in: make([]int32, 0, cbHi-cbLo+1), need: make([]int32, 0, cnt), dst: make([]int32, 0, cnt)}
+					o := Output{In: make([]int32, 0, cbHi-cbLo+1), Need: make([]int32, 0, cnt), Dst: make([]int32, 0, cnt)}
 					for cb := cbLo; cb <= cbHi; cb++ {
-						o.in = append(o.in, int32(inIdx(n, cb, bh, bw)))
+						o.In = append(o.In, int32(inIdx(n, cb, bh, bw)))
 					}
 					for m := m0; m < m1; m++ {
 						for i := 0; i < min(d.stepH, L.oh-bh*d.stepH); i++ {
 							oy := bh*d.stepH + i
 							for j := 0; j < min(d.stepW, L.ow-bw*d.stepW); j++ {
 								ox := bw*d.stepW + j
-								o.need = append(o.need, int32((m-m0)*S+O+i*d.ww+j))
-								o.dst = append(o.dst, int32(((n*c.M+m)*c.OH+oy)*c.OW+ox))
+								o.Need = append(o.Need, int32((m-m0)*S+O+i*d.ww+j))
+								o.Dst = append(o.Dst, int32(((n*c.M+m)*c.OH+oy)*c.OW+ox))
 							}
 						}
 					}
-					grp.outs = append(grp.outs, int32(len(pl.outs)))
-					pl.outs = append(pl.outs, o)
-					pl.products += len(o.in)
+					grp.Outs = append(grp.Outs, int32(len(pl.Outputs)))
+					pl.Outputs = append(pl.Outputs, o)
+					pl.Products += len(o.In)
 				}
 			}
 		}
-		pl.groups = append(pl.groups, grp)
+		pl.Groups = append(pl.Groups, grp)
 	}
-	pl.wStart = append(pl.wStart, int32(len(pl.wCoef)))
+	pl.WStart = append(pl.WStart, int32(len(pl.WCoef)))
 	return pl
 }
 
-// matMulGeom is the product W (m×k) · X (k×n) as a convolution: X is an image of k channels of
+// MatMulGeom is the product W (m×k) · X (k×n) as a convolution: X is an image of k channels of
 // 1×n pixels, W an m×k kernel of 1×1 taps, and the result an image of m channels of 1×n pixels,
 // with the same row-major layouts. With one column, its packing is Cheetah's matrix-vector
 // packing (d1 = Cw columns of W per block, d0 = K rows per output ciphertext); with several,
 // blocks of Ww columns of X share ciphertexts.
-func matMulGeom(m, k, n int) ring.ConvGeom {
+func MatMulGeom(m, k, n int) ring.ConvGeom {
 	return ring.ConvGeom{N: 1, C: k, H: 1, W: n, M: m, OH: 1, OW: n, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Groups: 1}
+}
+
+// Blocks are the block sizes of a convolution's packing: input blocks of C layout channels
+// (channels × phases of the polyphase split) × H rows × W columns, and K output channels per
+// output ciphertext.
+type Blocks struct{ C, H, W, K int }
+
+// ConvPlanBlocks is ConvPlan with the block sizes b instead of the ones of least traffic. It
+// fails unless K·C·H·W ≤ N, the blocks hold the (polyphase) kernel and C, K do not exceed the
+// layout's channels and the output channels (blocks larger than the padded image are allowed).
+func ConvPlanBlocks(p *Params, c ring.ConvGeom, b Blocks) (*Plan, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("heplan: %w", err)
+	}
+	L := newLayout(c)
+	switch {
+	case b.C < 1 || b.K < 1 || b.C > L.c || b.K > c.M:
+		return nil, fmt.Errorf("heplan: blocks %+v: C must be 1..%d and K 1..%d", b, L.c, c.M)
+	case b.H < L.kh || b.W < L.kw:
+		return nil, fmt.Errorf("heplan: blocks %+v: H must be at least %d and W at least %d", b, L.kh, L.kw)
+	case b.K*b.C*b.H*b.W > p.N():
+		return nil, fmt.Errorf("heplan: blocks %+v: K·C·H·W = %d exceeds N = %d", b, b.K*b.C*b.H*b.W, p.N())
+	}
+	d, cost := L.dimsFor(p, b.C, b.H, b.W, b.K)
+	return L.plan(d, cost), nil
 }

@@ -1,4 +1,4 @@
-package he
+package scheme
 
 import (
 	"math"
@@ -6,9 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	lring "github.com/tuneinsight/lattigo/v6/ring"
-
-	"github.com/cryptflow-go/cryptflow/protocols/prg"
+	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
 
@@ -34,64 +32,86 @@ func negacyclic(mask uint64, a, b []uint64) []uint64 {
 	return out
 }
 
-// oneReply runs one ciphertext through the protocol without the network: party 1 encrypts m,
-// party 0 multiplies by the weight polynomial w (coefficients in Z_t) and finishes a reply with
-// the needed coefficients need; party 1 decrypts. It returns the decoded values, party 0's mask,
-// the centred phase noise of every needed coefficient and the reply's c1 coefficients.
-func oneReply(t *testing.T, p *pair, m, w []uint64, need []int32) (got, mask []uint64, noise []float64, c1 []uint64) {
+// party is the state of both parties of oneReply: party 1's key and decryptor, party 0's
+// evaluator under the matching public key.
+type party struct {
+	p   *Params
+	sk  *SecretKey
+	en  *Encryptor
+	ev  *Evaluator
+	dec *Decryptor
+}
+
+func newParty(t *testing.T, p *Params) *party {
 	t.Helper()
-	s0, s1 := p.s0, p.s1
-	pp := s0.p
-	n := pp.N()
-	en, err := newEncryptor(pp, s1.cd, s1.k)
+	sk := GenSecretKey(p)
+	en, err := NewEncryptor(p, sk)
 	if err != nil {
 		t.Fatal(err)
+	}
+	pk, err := p.DecodePublicKey(en.Encrypt(nil, nil, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := NewEvaluator(p, pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &party{p: p, sk: sk, en: en, ev: ev, dec: NewDecryptor(p, sk)}
+}
+
+// withParams is the same keys on other parameters of the same ring (other drops and widths).
+func (pt *party) withParams(t *testing.T, p *Params) *party {
+	t.Helper()
+	en, err := NewEncryptor(p, pt.sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := NewEvaluator(p, pt.ev.pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &party{p: p, sk: pt.sk, en: en, ev: ev, dec: NewDecryptor(p, pt.sk)}
+}
+
+// oneReply runs one ciphertext through the scheme: party 1 encrypts m, party 0 multiplies by the
+// weight polynomial w (coefficients in Z_t) and finishes a reply with the needed coefficients
+// need; party 1 decrypts. It returns the decoded values, party 0's mask, the centred phase noise
+// of every needed coefficient and the reply's c1 coefficients.
+func oneReply(t *testing.T, pt *party, m, w []uint64, need []int32) (got, mask []uint64, noise []float64, c1 []uint64) {
+	t.Helper()
+	pp := pt.p
+	n := pp.N()
+	tmask := uint64(1)<<pp.L - 1
+	if pp.L == 64 {
+		tmask = ^uint64(0)
 	}
 	pos := make([]int32, n)
 	for i := range pos {
 		pos[i] = int32(i)
 	}
-	seed, _ := prg.RandomSeed()
-	c0 := pp.rq.NewPoly()
-	en.encrypt(c0, seed, m, pos)
-	in := ct{pp.rq.NewPoly(), pp.rq.NewPoly()}
-	if err := s0.unmarshalUpload(s1.marshalUpload(nil, seed, c0), in.c0, in.c1); err != nil {
+	in := pp.NewCiphertext()
+	if err := pp.DecodeUpload(pt.en.Encrypt(nil, pos, pos, m), in); err != nil {
 		t.Fatal(err)
 	}
-	wp := pp.rq.NewPoly()
-	for j, v := range w {
-		s0.cd.setCentered(wp, j, v)
-	}
-	pp.rq.NTT(wp, wp)
-	pp.rq.MForm(wp, wp)
-	ev, err := s0.newEvaluator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	acc0, acc1 := pp.rq.NewPoly(), pp.rq.NewPoly()
-	pp.rq.MulCoeffsMontgomery(in.c0, wp, acc0)
-	pp.rq.MulCoeffsMontgomery(in.c1, wp, acc1)
-	out := &output{need: need, dst: make([]int32, len(need))}
-	for i := range out.dst {
-		out.dst[i] = int32(i)
-	}
+	wp := pp.NewPlaintext()
+	pp.EncodeWeights(wp, pos[:len(w)], pos[:len(w)], w)
+	acc := pp.NewCiphertext()
+	pt.ev.MulAdd(acc, in, wp)
 	mask = make([]uint64, len(need))
-	reply := s0.finish(ev, acc0, acc1, out, mask)
+	reply := pt.ev.Finish(nil, acc, need, mask)
 	if len(reply) != pp.ReplyBytes(len(need)) {
 		t.Fatalf("reply of %d bytes, want %d", len(reply), pp.ReplyBytes(len(need)))
 	}
-	prod := negacyclic(p.r.Mask(), m, w)
-	qr := big.NewInt(1)
-	for _, q := range pp.Q[:pp.R] {
-		qr.Mul(qr, new(big.Int).SetUint64(q))
-	}
+	prod := negacyclic(tmask, m, w)
+	qr := qrOf(pp)
 	half := new(big.Int).Rsh(qr, 1)
 	got = make([]uint64, len(need))
 	noise = make([]float64, len(need))
 	ph, ideal := new(big.Int), new(big.Int)
-	err = s1.decryptReply(s1.newDecryptor(), reply, need, func(i int, res, hi, lo uint64) {
+	err := pt.dec.Decrypt(reply, need, func(i int, res, hi, lo uint64) {
 		got[i] = res
-		y := p.r.Sub(prod[need[i]], mask[i])
+		y := (prod[need[i]] - mask[i]) & tmask
 		// noise = v − round(Qr·y/t), centred mod Qr, in exact integer arithmetic.
 		ph.SetUint64(hi).Lsh(ph, 64).Or(ph, new(big.Int).SetUint64(lo))
 		ideal.Mul(qr, new(big.Int).SetUint64(y))
@@ -113,10 +133,10 @@ func oneReply(t *testing.T, p *pair, m, w []uint64, need []int32) (got, mask []u
 	r := bitReader{buf: reply}
 	c1 = make([]uint64, n)
 	for j := range c1 {
-		lo := r.get(min(pp.w1, 64))
+		lo := r.get(min(pp.W1, 64))
 		var hi uint64
-		if pp.w1 > 64 {
-			hi = r.get(pp.w1 - 64)
+		if pp.W1 > 64 {
+			hi = r.get(pp.W1 - 64)
 		}
 		hi, lo = shl128(hi, lo, uint(pp.Drop1))
 		// Keep the top 62 bits of the value and of Qr's scale: value / 2^(bitlen(Qr) − 62).
@@ -160,10 +180,14 @@ func chi2Uniform(v []uint64, bound float64) float64 {
 func TestReplyHidesWeights(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, l := range []int{32, 44, 64} {
-		p := newPair(t, l, Options{})
-		pp := p.s0.p
+		pp, err := ParamsFor(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := ring.Must(l)
+		p := newParty(t, pp)
 		n := pp.N()
-		m := ringtest.Values(p.r, rng, n)
+		m := ringtest.Values(r, rng, n)
 		need := make([]int32, 0, n/2)
 		for i := 0; i < n; i += 2 {
 			need = append(need, int32(i))
@@ -171,7 +195,7 @@ func TestReplyHidesWeights(t *testing.T) {
 		zero := make([]uint64, n)
 		maxW := make([]uint64, n)
 		for i := range maxW {
-			maxW[i] = p.r.Mask() >> 1
+			maxW[i] = r.Mask() >> 1
 		}
 		Q := 1.0
 		for _, q := range pp.Q {
@@ -187,11 +211,9 @@ func TestReplyHidesWeights(t *testing.T) {
 		}
 		// Party 0 without the dropping of low bits, to see the flooding alone.
 		full := *pp
-		full.Drop0, full.w0 = 0, qrOf(pp).BitLen()
-		full.Drop1, full.w1 = 0, qrOf(pp).BitLen()
-		s0, s1 := *p.s0, *p.s1
-		s0.p, s1.p = &full, &full
-		exact := &pair{r: p.r, s0: &s0, s1: &s1}
+		full.Drop0, full.W0 = 0, qrOf(pp).BitLen()
+		full.Drop1, full.W1 = 0, qrOf(pp).BitLen()
+		exact := p.withParams(t, &full)
 		for name, w := range map[string][]uint64{"zero": zero, "max": maxW} {
 			got, _, noise, c1 := oneReply(t, p, m, w, need)
 			if c := chi2Uniform(got, math.Ldexp(1, l)); c > 60 {
@@ -223,7 +245,7 @@ func TestEncodeDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cd := newCodec(pp)
+		cd := pp.cd
 		mask := uint64(1)<<l - 1
 		Q := new(big.Int).SetInt64(1)
 		for _, q := range pp.Q {
@@ -278,24 +300,6 @@ func TestEncodeDecode(t *testing.T) {
 	}
 }
 
-// TestParams checks the parameter table: every l of 1..64 has parameters within the HE-standard
-// bound, with one reply prime up to l = 46 and two above.
-func TestParams(t *testing.T) {
-	for l := 1; l <= 64; l++ {
-		p, err := ParamsFor(l)
-		if err == nil && (p.R == 1) != (l <= 46) {
-			t.Errorf("l=%d: %d reply primes", l, p.R)
-		}
-		if err != nil {
-			t.Fatalf("l=%d: %v", l, err)
-		}
-		if p.LogQ() > MaxLogQ(p.LogN) {
-			t.Errorf("l=%d: logQ %d over the bound %d for N=2^%d", l, p.LogQ(), MaxLogQ(p.LogN), p.LogN)
-		}
-	}
-	_ = lring.Poly{}
-}
-
 // TestFloodResidues checks the flooding sample against big-integer arithmetic: words w give
 // f = (w mod 2^k) − 2^(k−1), and every residue must be f mod q_i (two words at l = 32, three at
 // l = 64).
@@ -306,7 +310,7 @@ func TestFloodResidues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cd := newCodec(pp)
+		cd := pp.cd
 		if want := (pp.FloodBits + 63) / 64; cd.fWords != want {
 			t.Fatalf("l=%d: %d words per sample, want %d", l, cd.fWords, want)
 		}

@@ -1,4 +1,4 @@
-package he
+package scheme
 
 import (
 	"math/big"

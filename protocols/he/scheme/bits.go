@@ -1,4 +1,4 @@
-package he
+package scheme
 
 // bitWriter appends values of given widths to a byte slice, least significant bit first.
 type bitWriter struct {

@@ -1,4 +1,4 @@
-package he
+package heplan
 
 import (
 	"fmt"
@@ -6,9 +6,6 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
-
-	"github.com/tuneinsight/lattigo/v6/core/rlwe"
-	lring "github.com/tuneinsight/lattigo/v6/ring"
 )
 
 // StatSec is the statistical security parameter of the noise flooding: the reply of one
@@ -61,10 +58,8 @@ type Params struct {
 	Drop0     int      // low bits dropped from each sent c0 coefficient of a reply
 	Drop1     int      // low bits dropped from each c1 coefficient of a reply
 
-	qBits  []int // bit length of each prime (upload widths)
-	w0, w1 int   // reply widths of c0 and c1 coefficients
-	rl     rlwe.Parameters
-	rq, rr *lring.Ring // the ring at Q and at the reply modulus
+	QBits  []int // bit length of each prime (the widths of an upload's residues)
+	W0, W1 int   // bits per sent coefficient of c0 and of c1 in a reply
 }
 
 // N is the ring degree.
@@ -83,7 +78,7 @@ func (p *Params) LogQ() int {
 // residue at the width of its prime.
 func (p *Params) UploadBytes() int {
 	s := 0
-	for _, b := range p.qBits {
+	for _, b := range p.QBits {
 		s += b
 	}
 	return 16 + (p.N()*s+7)/8
@@ -91,17 +86,14 @@ func (p *Params) UploadBytes() int {
 
 // ReplyBytes is the size of one reply that carries n needed coefficients: c1 in full at Drop1
 // fewer bits and the n coefficients of c0 at Drop0 fewer bits.
-func (p *Params) ReplyBytes(n int) int { return (p.N()*p.w1+7)/8 + (n*p.w0+7)/8 }
+func (p *Params) ReplyBytes(n int) int { return (p.N()*p.W1+7)/8 + (n*p.W0+7)/8 }
 
 // KeyBytes is the size of the public key party 1 sends once: a 16-byte seed and p0 like an upload.
 func (p *Params) KeyBytes() int { return p.UploadBytes() }
 
-// ReplyWidths returns the bits per sent coefficient of c0 and c1 in a reply.
-func (p *Params) ReplyWidths() (c0, c1 int) { return p.w0, p.w1 }
-
 func (p *Params) String() string {
 	return fmt.Sprintf("he params l=%d N=2^%d logQ=%d primes=%v reply primes %d flood=2^%d drop c0 %d bits, c1 %d bits (reply widths %d, %d)",
-		p.L, p.LogN, p.LogQ(), p.qBits, p.R, p.FloodBits-1, p.Drop0, p.Drop1, p.w0, p.w1)
+		p.L, p.LogN, p.LogQ(), p.QBits, p.R, p.FloodBits-1, p.Drop0, p.Drop1, p.W0, p.W1)
 }
 
 // paramsCache memoises ParamsFor: its values depend on l alone and are immutable once built, so
@@ -117,20 +109,20 @@ func ParamsFor(l int) (*Params, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.clone(), nil
+	return p.Clone(), nil
 }
 
-// clone returns a copy that shares no slice with p.
-func (p *Params) clone() *Params {
+// Clone returns a copy that shares no slice with p.
+func (p *Params) Clone() *Params {
 	c := *p
-	c.Q, c.qBits = slices.Clone(p.Q), slices.Clone(p.qBits)
+	c.Q, c.QBits = slices.Clone(p.Q), slices.Clone(p.QBits)
 	return &c
 }
 
 // paramsFor is ParamsFor without the copy: the shared, immutable parameters.
 func paramsFor(l int) (*Params, error) {
 	if l < 1 || l > 64 {
-		return nil, fmt.Errorf("he: ring Z_2^%d: bitwidth must be 1..64", l)
+		return nil, fmt.Errorf("heplan: ring Z_2^%d: bitwidth must be 1..64", l)
 	}
 	if v, ok := paramsCache.Load(l); ok {
 		return v.(*Params), nil
@@ -145,7 +137,7 @@ func paramsFor(l int) (*Params, error) {
 		paramsCache.Store(l, p)
 		return p, nil
 	}
-	return nil, fmt.Errorf("he: no parameters for Z_2^%d: %w", l, lastErr)
+	return nil, fmt.Errorf("heplan: no parameters for Z_2^%d: %w", l, lastErr)
 }
 
 // bounds are the worst-case noise quantities of one parameter set (see docs/he.md).
@@ -202,8 +194,7 @@ func buildParamsReply(l, logN, nr int) (*Params, error) {
 	bd := noiseAtQ(n, l)
 	t := new(big.Int).Lsh(big.NewInt(1), uint(l))
 	nth := uint64(2 * n)
-	g0 := lring.NewNTTFriendlyPrimesGenerator(replyBits, nth)
-	reply, err := g0.NextDownstreamPrimes(nr)
+	reply, err := nttPrimesBelow(replyBits, nth, nr)
 	if err != nil {
 		return nil, fmt.Errorf("reply primes: %w", err)
 	}
@@ -232,8 +223,7 @@ func buildParamsReply(l, logN, nr int) (*Params, error) {
 				continue
 			}
 			size = max(size, 30)
-			g := lring.NewNTTFriendlyPrimesGenerator(uint64(size), nth)
-			ps, err := g.NextDownstreamPrimes(cnt)
+			ps, err := nttPrimesBelow(size, nth, cnt)
 			if err != nil {
 				return nil, fmt.Errorf("primes of %d bits: %w", size, err)
 			}
@@ -278,20 +268,14 @@ func buildParamsReply(l, logN, nr int) (*Params, error) {
 	}
 	p := &Params{L: l, LogN: logN, Q: primes, R: nr, FloodBits: bd.flood.BitLen(), Drop0: d0, Drop1: d1}
 	for _, v := range primes {
-		p.qBits = append(p.qBits, bits.Len64(v))
+		p.QBits = append(p.QBits, bits.Len64(v))
 	}
 	qr1 := new(big.Int).Sub(qr, big.NewInt(1))
-	p.w0 = bigRoundShift(qr1, d0).BitLen()
-	p.w1 = bigRoundShift(qr1, d1).BitLen()
-	if p.w0 > 128 || p.w1 > 128 || p.FloodBits > 192 {
+	p.W0 = bigRoundShift(qr1, d0).BitLen()
+	p.W1 = bigRoundShift(qr1, d1).BitLen()
+	if p.W0 > 128 || p.W1 > 128 || p.FloodBits > 192 {
 		return nil, fmt.Errorf("N = 2^%d: widths beyond the implementation", logN)
 	}
-	p.rl, err = rlwe.NewParametersFromLiteral(rlwe.ParametersLiteral{LogN: logN, Q: primes, NTTFlag: true})
-	if err != nil {
-		return nil, fmt.Errorf("lattigo parameters: %w", err)
-	}
-	p.rq = p.rl.RingQ()
-	p.rr = p.rq.AtLevel(nr - 1)
 	return p, nil
 }
 
@@ -311,14 +295,6 @@ func dropErr(d, mult int) *big.Int {
 		return new(big.Int)
 	}
 	return new(big.Int).Lsh(big.NewInt(int64(mult)), uint(d-1))
-}
-
-// roundShift is round(c / 2^d) = (c + 2^(d-1)) >> d (c itself for d = 0).
-func roundShift(c uint64, d int) uint64 {
-	if d == 0 {
-		return c
-	}
-	return (c + 1<<(d-1)) >> d
 }
 
 func containsPrime(ps []uint64, q uint64) bool {

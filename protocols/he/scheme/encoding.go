@@ -1,14 +1,10 @@
-package he
+package scheme
 
 import (
-	"fmt"
 	"math/big"
 	"math/bits"
 
-	"github.com/tuneinsight/lattigo/v6/core/rlwe"
 	lring "github.com/tuneinsight/lattigo/v6/ring"
-
-	"github.com/cryptflow-go/cryptflow/protocols/prg"
 )
 
 // codec holds the constants of the exact encoding of Z_{2^l} into R_Q: m ↦ round(Q·m/t).
@@ -116,56 +112,3 @@ func (c *codec) decode(v uint64) uint64 {
 	quo, _ := bits.Div64(hi, lo, q0)
 	return quo & (1<<l - 1)
 }
-
-// keys is party 1's secret key.
-type keys struct {
-	sk *rlwe.SecretKey // NTT, Montgomery form
-}
-
-func genKeys(p *Params) *keys {
-	kg := rlwe.NewKeyGenerator(p.rl)
-	return &keys{sk: kg.GenSecretKeyNew()}
-}
-
-// ct is a ciphertext at level Q in the NTT domain.
-type ct struct{ c0, c1 lring.Poly }
-
-// encryptor is party 1's per-goroutine encryption state.
-type encryptor struct {
-	p   *Params
-	cd  *codec
-	k   *keys
-	gs  lring.Sampler
-	e   lring.Poly
-	c1  lring.Poly
-	rnd *prg.PRG
-}
-
-func newEncryptor(p *Params, cd *codec, k *keys) (*encryptor, error) {
-	rnd, err := prg.NewRandom()
-	if err != nil {
-		return nil, err
-	}
-	gs, err := lring.NewSampler(rnd, p.rq, rlwe.DefaultXe, false)
-	if err != nil {
-		return nil, fmt.Errorf("he: gaussian sampler: %w", err)
-	}
-	return &encryptor{p: p, cd: cd, k: k, gs: gs, e: p.rq.NewPoly(), c1: p.rq.NewPoly(), rnd: rnd}, nil
-}
-
-// encrypt sets out to a symmetric encryption of the message whose coefficient j is m[j] (mod t;
-// missing coefficients are 0) with c1 expanded from seed, and returns c0 (NTT domain).
-func (en *encryptor) encrypt(out lring.Poly, seed prg.Seed, m []uint64, pos []int32) {
-	rq := en.p.rq
-	c1 := en.c1
-	lring.NewUniformSampler(prg.New(seed), rq).Read(c1)
-	en.gs.Read(en.e)
-	for i, j := range pos {
-		en.cd.encodeAdd(en.e, int(j), m[i])
-	}
-	rq.NTT(en.e, en.e)
-	rq.MulCoeffsMontgomery(c1, en.k.sk.Value.Q, out)
-	rq.Sub(en.e, out, out)
-}
-
-func lringDefaultXe() lring.DistributionParameters { return rlwe.DefaultXe }
