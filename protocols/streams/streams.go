@@ -10,7 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-		"sync"
+	"sync"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -144,4 +144,3 @@ func (g *Group) Run(ctx context.Context, op string, parts [][2]int, f func(ctx c
 	}
 	return nil
 }
-
