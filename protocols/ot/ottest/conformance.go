@@ -249,7 +249,9 @@ func bytes(t *testing.T, src Source) {
 				f1 = func() error { return s1.RecvOTWide(ctx, w, l, randWords(r, bitvec.Words(n)), make([]uint64, n*w)) }
 			case "ROTChosen":
 				f0 = func() error { return s0.SendROTChosenWide(ctx, w, l, make([]uint64, n*w), make([]uint64, n*w)) }
-				f1 = func() error { return s1.RecvROTChosenWide(ctx, w, l, randWords(r, bitvec.Words(n)), make([]uint64, n*w)) }
+				f1 = func() error {
+					return s1.RecvROTChosenWide(ctx, w, l, randWords(r, bitvec.Words(n)), make([]uint64, n*w))
+				}
 			case "OTN":
 				f0 = func() error { return s0.SendOTN(ctx, c.N, l, make([]uint64, n*c.N)) }
 				f1 = func() error { return s1.RecvOTN(ctx, c.N, l, make([]uint8, n), make([]uint64, n)) }
