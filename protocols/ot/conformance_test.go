@@ -53,3 +53,27 @@ func TestNewNilCore(t *testing.T) {
 		t.Fatal("a core without Fork forked")
 	}
 }
+
+// The IKNP core's native chosen COT against the derived layer's derandomised path on the same
+// core (λ + w·l bits per instance against λ + 1 + w·l, and a swap pass at the sender).
+func BenchmarkIKNPCOT32Native(b *testing.B) { benchCOT(b, iknpPair) }
+func BenchmarkIKNPCOT32Generic(b *testing.B) {
+	benchCOT(b, func(t testing.TB) (*ot.Session, *ot.Session) { return generic(t, iknpPair) })
+}
+
+func benchCOT(b *testing.B, pair func(testing.TB) (*ot.Session, *ot.Session)) {
+	const n, l = 1 << 16, 32
+	s0, s1 := pair(b)
+	ctx := context.Background()
+	x, r, y := make([]uint64, n), make([]uint64, n), make([]uint64, n)
+	bits := make([]uint64, n/64)
+	for i := range bits {
+		bits[i] = 0x5555aaaa3333cccc
+	}
+	st, st0 := s1.Conn().Stats(), s0.Conn().Stats()
+	b.ResetTimer()
+	for range b.N {
+		ottest.MustBoth(b, func() error { return s0.SendCOT(ctx, l, x, r) }, func() error { return s1.RecvCOT(ctx, l, bits, y) })
+	}
+	b.ReportMetric(float64(8*(s1.Conn().Stats().Sub(st).BytesSent+s0.Conn().Stats().Sub(st0).BytesSent))/float64(b.N*n), "bits/COT")
+}
