@@ -14,7 +14,6 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
@@ -289,7 +288,7 @@ type nlPair struct {
 	name       string
 	s0, s1     *nonlinear.Session
 	c0, c1     []*transport.Conn
-	f0, f1     []*ferret.Session // nil on IKNP
+	f0, f1     []*ot.Session // nil on IKNP
 	cfg        ferret.Config
 	setup      time.Duration
 	setupBytes int64
@@ -312,9 +311,9 @@ func (p *nlPair) stats() transport.Stats {
 // cots returns the COTs drawn and the main iterations run so far on the
 // Ferret streams (each direction counted once, at its sender).
 func (p *nlPair) cots() (n uint64, iters int) {
-	for _, f := range append(append([]*ferret.Session(nil), p.f0...), p.f1...) {
-		n += f.SenderCOT().Used()
-		iters += f.SenderCOT().Iterations()
+	for _, f := range append(append([]*ot.Session(nil), p.f0...), p.f1...) {
+		n += ferret.CoreOf(f).SenderCOT().Used()
+		iters += ferret.CoreOf(f).SenderCOT().Iterations()
 	}
 	return n, iters
 }
@@ -361,10 +360,10 @@ func nlConnect(ctx context.Context, r ring.Ring, opt nonlinear.Options, k int, p
 		}
 		o0, o1 = append(o0, a), append(o1, b)
 	}
-	ots0, ots1 := streams.Of(o0), streams.Of(o1)
+	ots0, ots1 := o0, o1
 	if src != "iknp" {
 		for i := 0; i < k; i++ {
-			var a, b *ferret.Session
+			var a, b *ot.Session
 			if err := inParallel(func() (err error) { a, err = ferret.NewSession(ctx, o0[i], cfg, ferret.Options{Workers: 1}); return },
 				func() (err error) { b, err = ferret.NewSession(ctx, o1[i], cfg, ferret.Options{Workers: 1}); return }); err != nil {
 				p.close()
@@ -372,7 +371,7 @@ func nlConnect(ctx context.Context, r ring.Ring, opt nonlinear.Options, k int, p
 			}
 			p.f0, p.f1 = append(p.f0, a), append(p.f1, b)
 		}
-		ots0, ots1 = streams.Of(p.f0), streams.Of(p.f1)
+		ots0, ots1 = p.f0, p.f1
 	}
 	err := inParallel(func() (err error) { p.s0, err = nonlinear.New(ctx, r, opt, ots0...); return },
 		func() (err error) { p.s1, err = nonlinear.New(ctx, r, opt, ots1...); return })

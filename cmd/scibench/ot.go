@@ -147,7 +147,7 @@ type otSource struct {
 }
 
 // otEnd is what the benchmark calls on one party's end of a source; both
-// *ot.Session and *ferret.Session have these methods.
+// *ot.Session has these methods.
 type otEnd interface {
 	SendCOTWide(ctx context.Context, w, l int, x, r []uint64) error
 	RecvCOTWide(ctx context.Context, w, l int, b, y []uint64) error
@@ -329,7 +329,7 @@ func newSources(ctx context.Context, names []string, cfg ferret.Config, workers 
 		return nil, err
 	}
 	iknp := &otSource{name: "iknp", s0: s0, s1: s1, bsend: s0.SendBlockCOT,
-		brecv: s1.RecvBlockCOT, delta: s0.BlockCOTDelta(), setup: time.Since(start), bytes: bytes()}
+		brecv: s1.RecvBlockCOT, delta: s0.Delta(), setup: time.Since(start), bytes: bytes()}
 	var out []*otSource
 	for _, n := range names {
 		if n == "iknp" {
@@ -337,13 +337,13 @@ func newSources(ctx context.Context, names []string, cfg ferret.Config, workers 
 			continue
 		}
 		start, b0 := time.Now(), bytes()
-		var f0, f1 *ferret.Session
+		var f0, f1 *ot.Session
 		fo := ferret.Options{Workers: workers}
 		if err := inParallel(func() (err error) { f0, err = ferret.NewSession(ctx, s0, cfg, fo); return },
 			func() (err error) { f1, err = ferret.NewSession(ctx, s1, cfg, fo); return }); err != nil {
 			return nil, err
 		}
-		snd, rcv := f0.SenderCOT(), f1.ReceiverCOT()
+		snd, rcv := ferret.CoreOf(f0).SenderCOT(), ferret.CoreOf(f1).ReceiverCOT()
 		drain := func(ctx context.Context) error {
 			made := int64(snd.Iterations()) * int64(cfg.Main.Output())
 			if cfg.HasPre() {
@@ -358,7 +358,9 @@ func newSources(ctx context.Context, names []string, cfg ferret.Config, workers 
 		}
 		out = append(out, &otSource{drain: drain, name: "ferret-" + cfg.Name, s0: f0, s1: f1, bsend: snd.Send, brecv: rcv.Recv,
 			delta: snd.Delta(), cfg: cfg, cotBits: 8 * float64(ferret.IterationBytes(cfg.Main)) / float64(cfg.Main.Output()),
-			iters: func() int { return f0.SenderCOT().Iterations() + f0.ReceiverCOT().Iterations() },
+			iters: func() int {
+				return ferret.CoreOf(f0).SenderCOT().Iterations() + ferret.CoreOf(f0).ReceiverCOT().Iterations()
+			},
 			setup: time.Since(start), bytes: bytes() - b0})
 	}
 	return out, nil

@@ -159,7 +159,7 @@ func BenchmarkWANIKNPCOT32(b *testing.B) {
 func BenchmarkWANFerretCOT32(b *testing.B) {
 	s0, s1 := otPairNet(b, netmodel.WAN())
 	ctx := context.Background()
-	var f0, f1 *Session
+	var f0, f1 *ot.Session
 	testenv.MustBoth(b, func() (err error) { f0, err = NewSession(ctx, s0, Small(), Options{}); return },
 		func() (err error) { f1, err = NewSession(ctx, s1, Small(), Options{}); return })
 	x, r, y, c := make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, iknpN), make([]uint64, bitvec.Words(iknpN))

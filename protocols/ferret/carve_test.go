@@ -3,9 +3,11 @@ package ferret
 import (
 	"context"
 	"errors"
-	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
-	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"testing"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 )
@@ -20,17 +22,17 @@ func TestRenewAndCarve(t *testing.T) {
 	out := tiny.Main.Output()
 	// Leave fewer than 100 COTs in both directions, then renew.
 	testenv.MustBoth(t, func() error { return drain(ctx, f0, 100) }, func() error { return drain(ctx, f1, 100) })
-	s0, r0 := f0.Drawn()
-	testenv.MustBoth(t, func() error { return f0.Renew(ctx, 100, 100) }, func() error { return f1.Renew(ctx, 100, 100) })
-	if a, b := f0.Available(); a != out || b != out {
+	s0, r0 := CoreOf(f0).Drawn()
+	testenv.MustBoth(t, func() error { return CoreOf(f0).Renew(ctx, 100, 100) }, func() error { return CoreOf(f1).Renew(ctx, 100, 100) })
+	if a, b := CoreOf(f0).Available(); a != out || b != out {
 		t.Fatalf("after Renew: %d and %d available, want a fresh iteration's %d each", a, b, out)
 	}
-	if s1, r1 := f0.Drawn(); s1 <= s0 || r1 <= r0 {
+	if s1, r1 := CoreOf(f0).Drawn(); s1 <= s0 || r1 <= r0 {
 		t.Fatalf("Renew did not count the dropped COTs: drawn %d,%d -> %d,%d", s0, r0, s1, r1)
 	}
 	// Three carved pairs; party 1 uses them in reverse order.
 	const per = 30
-	var c0, c1 [3]*Session
+	var c0, c1 [3]*ot.Session
 	for i := range c0 {
 		var err error
 		if c0[i], err = f0.Carve(per, per); err != nil {
@@ -80,9 +82,9 @@ func TestRenewAndCarve(t *testing.T) {
 
 // drain draws as sender and receiver (random OT, no traffic) until fewer
 // than keep COTs are left in each direction.
-func drain(ctx context.Context, f *Session, keep int) error {
+func drain(ctx context.Context, f *ot.Session, keep int) error {
 	for {
-		a, b := f.Available()
+		a, b := CoreOf(f).Available()
 		if a < keep && b < keep {
 			return nil
 		}

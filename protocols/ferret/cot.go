@@ -33,7 +33,9 @@ func (r Role) String() string {
 	return fmt.Sprintf("role(%d)", int(r))
 }
 
-const protoVersion = 1
+// protoVersion is 2 since the derived OTs moved to package ot (their hashes' tweaks and the
+// framing of 1-of-N replies changed).
+const protoVersion = 2
 
 const helloMagic = "FRRT"
 
@@ -172,7 +174,7 @@ func (c *COT) setup(ctx context.Context, s *ot.Session) error {
 		if err := s.SendBlockCOT(ctx, base); err != nil {
 			return err
 		}
-		c.delta = s.BlockCOTDelta()
+		c.delta = s.Delta()
 		if c.delta[0]&1 != 1 {
 			return errors.New("ferret: the IKNP Δ has its low bit clear (package ot must set it)")
 		}
@@ -180,8 +182,7 @@ func (c *COT) setup(ctx context.Context, s *ot.Session) error {
 			base[i][0] &^= 1
 		}
 	} else {
-		baseBits := make([]uint64, bitvec.Words(m0))
-		c.rng.Uint64s(baseBits)
+		baseBits := make([]uint64, bitvec.Words(m0)) // random choice bits
 		if err := s.RecvBlockCOT(ctx, baseBits, base); err != nil {
 			return err
 		}

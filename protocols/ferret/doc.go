@@ -38,39 +38,19 @@
 //
 // # OT on top
 //
-// [Session] pairs two COT streams (one per direction) on one connection and
-// derives the OT kinds of package ot with the same method shapes, hashing
-// with the project's tweakable correlation-robust hash (prg.Hash.TCCR):
-// random OT (no communication), COT_l with random choice bits (l bits per
-// instance), COT_l and chosen-message OT with chosen choice bits (plus one
-// derandomisation bit per instance from the receiver), and 1-out-of-N OT
-// from log2 N COTs per instance (N·l + log2 N bits). A later step can let
-// every protocol run on either source through an interface such as
-//
-//	type OTSource interface {
-//		Party() int
-//		Conn() *transport.Conn
-//		SendCOT(ctx context.Context, l int, x, r []uint64) error
-//		RecvCOT(ctx context.Context, l int, b, y []uint64) error
-//		SendCOTWide(ctx context.Context, w, l int, x, r []uint64) error
-//		RecvCOTWide(ctx context.Context, w, l int, b, y []uint64) error
-//		SendOTWide(ctx context.Context, w, l int, m0, m1 []uint64) error
-//		RecvOTWide(ctx context.Context, w, l int, b, m []uint64) error
-//		SendROTWide(ctx context.Context, w, l int, m0, m1 []uint64) error
-//		RecvROTWide(ctx context.Context, w, l int, b, m []uint64) error
-//		SendOTN(ctx context.Context, N, l int, msgs []uint64) error
-//		RecvOTN(ctx context.Context, N, l int, c []uint8, m []uint64) error
-//	}
-//
-// which both *ot.Session and *Session satisfy (these are the methods the
-// nonlinear and linear packages call). Fork exists on both but returns its
-// own type, so an interface would need a Fork returning the interface.
+// [Core] pairs two COT streams (one per direction) on one connection and is an ot.Core (random
+// choice bits), an ot.Reservoir and an ot.Forker; [NewSession] returns the *ot.Session that
+// derives every OT kind of package ot from it, written once for all sources: random OT (no
+// communication), COT_l with random choice bits (l bits per instance), COT_l, chosen-message OT
+// and random OT with chosen choice bits (plus one derandomisation bit per instance from the
+// receiver), and 1-out-of-N OT from log2 N COTs per instance (N·l + log2 N bits). So every
+// protocol, which takes *ot.Session, runs on Ferret or IKNP unchanged.
 //
 // # Use
 //
 // Both parties, after ot.NewSession on their connection:
 //
-//	fs, err := ferret.NewSession(ctx, otSession, ferret.B13(), ferret.Options{})
+//	fs, err := ferret.NewSession(ctx, otSession, ferret.B13(), ferret.Options{}) // an *ot.Session
 //	// party 0:                      party 1:
 //	err = fs.SendCOT(ctx, l, x, r)   err = fs.RecvCOT(ctx, l, b, y)
 //

@@ -8,15 +8,16 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
-func sessionPair(t testing.TB, cfg Config) (*Session, *Session) {
+func sessionPair(t testing.TB, cfg Config) (*ot.Session, *ot.Session) {
 	t.Helper()
 	s0, s1 := otPair(t)
 	ctx := context.Background()
-	var f0, f1 *Session
+	var f0, f1 *ot.Session
 	testenv.MustBoth(t, func() (err error) { f0, err = NewSession(ctx, s0, cfg, Options{}); return },
 		func() (err error) { f1, err = NewSession(ctx, s1, cfg, Options{}); return })
 	return f0, f1
@@ -40,10 +41,13 @@ func inputs(r *rand.Rand, n, l int) []uint64 {
 	return v
 }
 
+// headerSize is the size of package ot's batch header.
+const headerSize = 24
+
 var sessionSizes = []int{0, 1, 63, 64, 65, 129, 1000, chunk + 77}
 
 // sent returns the bytes the two parties sent during f.
-func sent(a, b *Session, f func()) (int64, int64) {
+func sent(a, b *ot.Session, f func()) (int64, int64) {
 	s0, s1 := a.Conn().Stats(), b.Conn().Stats()
 	f()
 	return a.Conn().Stats().Sub(s0).BytesSent, b.Conn().Stats().Sub(s1).BytesSent
@@ -72,7 +76,7 @@ func TestDerived(t *testing.T) {
 					}
 					m := bitvec.Mask(l)
 					nw := n * w
-					it := snd.out.Iterations()
+					it := CoreOf(snd).out.Iterations()
 					const H = transport.HeaderSize
 
 					// ROT: random choice bits, no communication but refills.
@@ -82,7 +86,7 @@ func TestDerived(t *testing.T) {
 						testenv.MustBoth(t, func() error { return snd.SendROTWide(ctx, w, l, m0, m1) },
 							func() error { return rcv.RecvROTWide(ctx, w, l, b, mb) })
 					})
-					if bs != refillBytes(snd.out, it) || br != 0 {
+					if bs != refillBytes(CoreOf(snd).out, it) || br != 0 {
 						t.Fatalf("ROT l=%d n=%d w=%d: sent %d/%d bytes", l, n, w, bs, br)
 					}
 					ones := 0
@@ -109,7 +113,7 @@ func TestDerived(t *testing.T) {
 
 					// COT with random choice: l·w bits per instance.
 					for _, chosen := range []bool{false, true} {
-						it = snd.out.Iterations()
+						it = CoreOf(snd).out.Iterations()
 						x := inputs(r, nw, l)
 						rr, y := make([]uint64, nw), make([]uint64, nw)
 						b := randWords(r, bitvec.Words(n)+1)
@@ -125,7 +129,7 @@ func TestDerived(t *testing.T) {
 									func() error { return rcv.RecvRCOTWide(ctx, w, l, b, y) })
 							})
 						}
-						wantS := refillBytes(snd.out, it)
+						wantS := refillBytes(CoreOf(snd).out, it)
 						wantR := int64(0)
 						if n > 0 && chosen {
 							wantR += headerSize + H
@@ -154,7 +158,7 @@ func TestDerived(t *testing.T) {
 					}
 
 					// Chosen-message OT.
-					it = snd.out.Iterations()
+					it = CoreOf(snd).out.Iterations()
 					a0, a1 := inputs(r, nw, l), randWords(r, nw)
 					b = randWords(r, bitvec.Words(n)+1)
 					got := make([]uint64, nw)
@@ -162,7 +166,7 @@ func TestDerived(t *testing.T) {
 						testenv.MustBoth(t, func() error { return snd.SendOTWide(ctx, w, l, a0, a1) },
 							func() error { return rcv.RecvOTWide(ctx, w, l, b, got) })
 					})
-					wantS, wantR := refillBytes(snd.out, it), int64(0)
+					wantS, wantR := refillBytes(CoreOf(snd).out, it), int64(0)
 					if n > 0 {
 						wantR += headerSize + H
 					}
@@ -190,8 +194,8 @@ func TestDerived(t *testing.T) {
 			}
 		}
 	}
-	if f0.out.Iterations() < 10 || f1.out.Iterations() < 10 {
-		t.Fatalf("only %d/%d iterations: the test should span many", f0.out.Iterations(), f1.out.Iterations())
+	if CoreOf(f0).out.Iterations() < 10 || CoreOf(f1).out.Iterations() < 10 {
+		t.Fatalf("only %d/%d iterations: the test should span many", CoreOf(f0).out.Iterations(), CoreOf(f1).out.Iterations())
 	}
 }
 
@@ -315,12 +319,12 @@ func TestFlights(t *testing.T) {
 		t.Fatalf("COT of %d without refill: %d + %d flights, want 1 + 1", n, r0, r1)
 	}
 	st0, st1 = f0.Conn().Stats(), f1.Conn().Stats()
-	it := f0.out.Iterations()
+	it := CoreOf(f0).out.Iterations()
 	m := Small().Main.Output() + 1000
 	a0, a1, got := make([]uint64, m), make([]uint64, m), make([]uint64, m)
 	bm := make([]uint64, bitvec.Words(m))
 	testenv.MustBoth(t, func() error { return f0.SendOT(ctx, 16, a0, a1) }, func() error { return f1.RecvOT(ctx, 16, bm, got) })
-	refills := int64(f0.out.Iterations() - it)
+	refills := int64(CoreOf(f0).out.Iterations() - it)
 	r0, r1 = f0.Conn().Stats().Sub(st0).Rounds, f1.Conn().Stats().Sub(st1).Rounds
 	if refills < 1 || r0+r1 > 2+2*refills {
 		t.Fatalf("OT of %d with %d refills: %d + %d flights", m, refills, r0, r1)
@@ -348,7 +352,7 @@ func TestOTN(t *testing.T) {
 						c[0], c[1] = 0, uint8(N-1)
 					}
 					out := make([]uint64, n)
-					it := snd.out.Iterations()
+					it := CoreOf(snd).out.Iterations()
 					bs, br := sent(snd, rcv, func() {
 						testenv.MustBoth(t, func() error { return snd.SendOTN(ctx, N, l, msgs) },
 							func() error { return rcv.RecvOTN(ctx, N, l, c, out) })
@@ -357,16 +361,16 @@ func TestOTN(t *testing.T) {
 					for 1<<m < N {
 						m++
 					}
-					wantS, wantR := refillBytes(snd.out, it), int64(0)
+					wantS, wantR := refillBytes(CoreOf(snd).out, it), int64(0)
 					if n > 0 {
 						wantR += headerSize + transport.HeaderSize
 					}
 					for off := 0; off < n; off += chunk {
 						wantR += int64((min(chunk, n-off)*m+7)/8) + transport.HeaderSize
 					}
-					ci := otnChunk(N, m)
-					for off := 0; off < n; off += ci {
-						wantS += int64(transport.PackedBytes(min(ci, n-off)*N, l)) + transport.HeaderSize
+					// The replies go in one frame per chunk, as every derived kind's (package ot).
+					for off := 0; off < n; off += chunk {
+						wantS += int64(transport.PackedBytes(min(chunk, n-off)*N, l)) + transport.HeaderSize
 					}
 					if bs != wantS || br != wantR {
 						t.Fatalf("N=%d l=%d n=%d: sent %d/%d bytes, want %d/%d", N, l, n, bs, br, wantS, wantR)
@@ -396,10 +400,10 @@ func TestFork(t *testing.T) {
 	c0, c1 := transport.Pipe(testOpt)
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	ctx := context.Background()
-	var g0, g1 *Session
+	var g0, g1 *ot.Session
 	testenv.MustBoth(t, func() (err error) { g0, err = f0.Fork(ctx, c0); return },
 		func() (err error) { g1, err = f1.Fork(ctx, c1); return })
-	if g0.SenderCOT().Delta() != f0.SenderCOT().Delta() {
+	if CoreOf(g0).SenderCOT().Delta() != CoreOf(f0).SenderCOT().Delta() {
 		t.Fatal("a fork's Δ differs from its parent's (same IKNP secret expected)")
 	}
 	// The parent and the fork run at the same time.
@@ -432,28 +436,28 @@ func TestMismatch(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name   string
-		f0, f1 func(f0, f1 *Session) error
+		f0, f1 func(f0, f1 *ot.Session) error
 	}{
-		{"COT l", func(f0, _ *Session) error { return f0.SendCOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
-			func(_, f1 *Session) error { return f1.RecvCOT(ctx, 9, make([]uint64, 2), make([]uint64, 100)) }},
+		{"COT l", func(f0, _ *ot.Session) error { return f0.SendCOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
+			func(_, f1 *ot.Session) error { return f1.RecvCOT(ctx, 9, make([]uint64, 2), make([]uint64, 100)) }},
 		// The sender of a one-flight batch returns before the receiver's
 		// check; it sees the abort at its next receive.
-		{"RCOT n", func(f0, _ *Session) error {
+		{"RCOT n", func(f0, _ *ot.Session) error {
 			if err := f0.SendRCOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)); err != nil {
 				return err
 			}
 			return f0.SendCOT(ctx, 8, make([]uint64, 10), make([]uint64, 10))
-		}, func(_, f1 *Session) error { return f1.RecvRCOT(ctx, 8, make([]uint64, 2), make([]uint64, 101)) }},
-		{"COT vs OT", func(f0, _ *Session) error { return f0.SendCOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
-			func(_, f1 *Session) error { return f1.RecvOT(ctx, 8, make([]uint64, 2), make([]uint64, 100)) }},
-		{"OTN N", func(f0, _ *Session) error { return f0.SendOTN(ctx, 4, 8, make([]uint64, 400)) },
-			func(_, f1 *Session) error { return f1.RecvOTN(ctx, 8, 8, make([]uint8, 100), make([]uint64, 100)) }},
-		{"earlier ROT", func(f0, _ *Session) error {
+		}, func(_, f1 *ot.Session) error { return f1.RecvRCOT(ctx, 8, make([]uint64, 2), make([]uint64, 101)) }},
+		{"COT vs OT", func(f0, _ *ot.Session) error { return f0.SendCOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
+			func(_, f1 *ot.Session) error { return f1.RecvOT(ctx, 8, make([]uint64, 2), make([]uint64, 100)) }},
+		{"OTN N", func(f0, _ *ot.Session) error { return f0.SendOTN(ctx, 4, 8, make([]uint64, 400)) },
+			func(_, f1 *ot.Session) error { return f1.RecvOTN(ctx, 8, 8, make([]uint8, 100), make([]uint64, 100)) }},
+		{"earlier ROT", func(f0, _ *ot.Session) error {
 			if err := f0.SendROT(ctx, 8, make([]uint64, 5), make([]uint64, 5)); err != nil {
 				return err
 			}
 			return f0.SendOT(ctx, 8, make([]uint64, 100), make([]uint64, 100))
-		}, func(_, f1 *Session) error {
+		}, func(_, f1 *ot.Session) error {
 			if err := f1.RecvROT(ctx, 8, make([]uint64, 1), make([]uint64, 6)); err != nil {
 				return err
 			}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/ring/ringtest"
@@ -58,8 +57,8 @@ func BenchmarkMatMul64(b *testing.B) {
 			ctx := context.Background()
 			var s0, s1 *Session
 			opt := Options{OneBatch: tc.one}
-			testenv.MustBoth(b, func() (err error) { s0, err = New(ctx, r, opt, streams.Of(o0)...); return },
-				func() (err error) { s1, err = New(ctx, r, opt, streams.Of(o1)...); return })
+			testenv.MustBoth(b, func() (err error) { s0, err = New(ctx, r, opt, o0...); return },
+				func() (err error) { s1, err = New(ctx, r, opt, o1...); return })
 			const m, k, n = 64, 64, 64
 			rng := rand.New(rand.NewPCG(1, 2))
 			w := ringtest.Values(r, rng, m*k)
@@ -108,8 +107,8 @@ func BenchmarkConv(b *testing.B) {
 				r := ring.Must(tc.l)
 				ctx := context.Background()
 				var s0, s1 *Session
-				testenv.MustBoth(b, func() (err error) { s0, err = New(ctx, r, Options{}, streams.Of(o0)...); return },
-					func() (err error) { s1, err = New(ctx, r, Options{}, streams.Of(o1)...); return })
+				testenv.MustBoth(b, func() (err error) { s0, err = New(ctx, r, Options{}, o0...); return },
+					func() (err error) { s1, err = New(ctx, r, Options{}, o1...); return })
 				c := tc.c
 				rng := rand.New(rand.NewPCG(1, 2))
 				w, x := convOperands(r, rng, c)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
@@ -18,7 +18,7 @@ import (
 // COTs per iteration, so that the layers run through refills.
 var testFerret = ferret.Config{Name: "test", Main: ferret.Params{N: 1 << 14, T: 64, K: 2048, LogBin: 8}}
 
-// newFerretPair is newPair on Ferret's silent OT: one ferret.Session per stream over the IKNP
+// newFerretPair is newPair on Ferret's silent OT: one Ferret session per stream over the IKNP
 // session and its forks.
 func newFerretPair(t testing.TB, l int, opt Options, nstreams int) *pair {
 	t.Helper()
@@ -26,15 +26,15 @@ func newFerretPair(t testing.TB, l int, opt Options, nstreams int) *pair {
 	p.c0, p.c1 = ottest.Pipes(t, nstreams, testOpt)
 	o0, o1 := ottest.Sessions(t, p.c0, p.c1)
 	ctx := context.Background()
-	var f0, f1 []*ferret.Session
+	var f0, f1 []*ot.Session
 	for i := range nstreams {
-		var a, b *ferret.Session
+		var a, b *ot.Session
 		testenv.MustBoth(t, func() (err error) { a, err = ferret.NewSession(ctx, o0[i], testFerret, ferret.Options{}); return },
 			func() (err error) { b, err = ferret.NewSession(ctx, o1[i], testFerret, ferret.Options{}); return })
 		f0, f1 = append(f0, a), append(f1, b)
 	}
-	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, p.r, opt, streams.Of(f0)...); return },
-		func() (err error) { p.s1, err = New(ctx, p.r, opt, streams.Of(f1)...); return })
+	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, p.r, opt, f0...); return },
+		func() (err error) { p.s1, err = New(ctx, p.r, opt, f1...); return })
 	return p
 }
 

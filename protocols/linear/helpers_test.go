@@ -7,7 +7,6 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
@@ -27,8 +26,8 @@ func newPair(t testing.TB, l int, opt Options, nstreams int) *pair {
 	p.c0, p.c1 = ottest.Pipes(t, nstreams, testOpt)
 	o0, o1 := ottest.Sessions(t, p.c0, p.c1)
 	ctx := context.Background()
-	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, p.r, opt, streams.Of(o0)...); return },
-		func() (err error) { p.s1, err = New(ctx, p.r, opt, streams.Of(o1)...); return })
+	testenv.MustBoth(t, func() (err error) { p.s0, err = New(ctx, p.r, opt, o0...); return },
+		func() (err error) { p.s1, err = New(ctx, p.r, opt, o1...); return })
 	return p
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/ring/ringtest"
@@ -209,19 +208,19 @@ func TestNewMismatch(t *testing.T) {
 	ctx := context.Background()
 	c0, c1 := ottest.Pipes(t, 1, testOpt)
 	o0, o1 := ottest.Sessions(t, c0, c1)
-	e0, e1 := testenv.Both(func() error { _, err := New(ctx, ring.Must(32), Options{}, streams.Of(o0)...); return err },
-		func() error { _, err := New(ctx, ring.Must(31), Options{}, streams.Of(o1)...); return err })
+	e0, e1 := testenv.Both(func() error { _, err := New(ctx, ring.Must(32), Options{}, o0...); return err },
+		func() error { _, err := New(ctx, ring.Must(31), Options{}, o1...); return err })
 	if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), "Z_2^31") {
 		t.Fatalf("ring mismatch: %v / %v", e0, e1)
 	}
 	c0, c1 = ottest.Pipes(t, 1, testOpt)
 	o0, o1 = ottest.Sessions(t, c0, c1)
-	e0, e1 = testenv.Both(func() error { _, err := New(ctx, ring.Must(32), Options{Budget: 8192}, streams.Of(o0)...); return err },
-		func() error { _, err := New(ctx, ring.Must(32), Options{}, streams.Of(o1)...); return err })
+	e0, e1 = testenv.Both(func() error { _, err := New(ctx, ring.Must(32), Options{Budget: 8192}, o0...); return err },
+		func() error { _, err := New(ctx, ring.Must(32), Options{}, o1...); return err })
 	if e0 == nil || e1 == nil || !strings.Contains(e1.Error(), "Options.Budget") {
 		t.Fatalf("budget mismatch: %v / %v", e0, e1)
 	}
-	if _, err := New(ctx, ring.Must(32), Options{Budget: 10}, streams.Of(o0)...); err == nil {
+	if _, err := New(ctx, ring.Must(32), Options{Budget: 10}, o0...); err == nil {
 		t.Fatal("tiny budget accepted")
 	}
 	if _, err := New(ctx, ring.Must(32), Options{}); err == nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
@@ -262,8 +261,8 @@ func BenchmarkMul(b *testing.B) {
 			ctx := context.Background()
 			var s0, s1 *Session
 			opt := Options{OneBatch: tc.one}
-			testenv.MustBoth(b, func() (err error) { s0, err = New(ctx, r, opt, streams.Of(o0)...); return },
-				func() (err error) { s1, err = New(ctx, r, opt, streams.Of(o1)...); return })
+			testenv.MustBoth(b, func() (err error) { s0, err = New(ctx, r, opt, o0...); return },
+				func() (err error) { s1, err = New(ctx, r, opt, o1...); return })
 			const n = 4096
 			rng := rand.New(rand.NewPCG(1, 2))
 			x0, x1 := ringtest.Values(r, rng, n), ringtest.Values(r, rng, n)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
@@ -50,7 +51,7 @@ type Session struct {
 // stream is one OT stream with its reusable buffers.
 type stream struct {
 	idx      int
-	ot       streams.OT
+	ot       *ot.Session
 	conn     *transport.Conn
 	party    int
 	l        int
@@ -72,7 +73,7 @@ const (
 // further connections to the same peer). It exchanges a short hello on every stream to check that
 // both parties use the same ring, options and number of streams. The OT sessions may be shared
 // with other protocols (e.g. package nonlinear) as long as calls do not overlap.
-func New(ctx context.Context, r ring.Ring, opt Options, ots ...streams.OT) (*Session, error) {
+func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Session, error) {
 	if !r.Valid() {
 		return nil, fmt.Errorf("linear: New: invalid ring %v", r)
 	}

@@ -27,7 +27,7 @@
 //
 // # OT sources and plans
 //
-// The streams are any streams.OT: IKNP (*ot.Session) or Ferret's silent OT
+// The streams are any *ot.Session: IKNP (*ot.Session) or Ferret's silent OT
 // (*ferret.Session), all of one kind. Results are the same on either; the
 // traffic is not, and New picks the plan for the source (ChoosePlan): on
 // IKNP CrypTFlow2's (m = 4, bit triples from 1-out-of-N OT), on silent OT

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
@@ -28,8 +27,8 @@ func TestNewRejectsMismatch(t *testing.T) {
 		{"triples", 32, 32, Options{Triples: TriplesROT}, Options{}, "triples from random OT"},
 	} {
 		ots := newOTPair(t, 1)
-		e0, e1 := testenv.Both(func() error { _, err := New(ctx, ring.Must(tc.l0), tc.o0, streams.Of(ots.o0)...); return err },
-			func() error { _, err := New(ctx, ring.Must(tc.l1), tc.o1, streams.Of(ots.o1)...); return err })
+		e0, e1 := testenv.Both(func() error { _, err := New(ctx, ring.Must(tc.l0), tc.o0, ots.o0...); return err },
+			func() error { _, err := New(ctx, ring.Must(tc.l1), tc.o1, ots.o1...); return err })
 		if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), tc.want) {
 			t.Errorf("%s: got %v / %v, want errors mentioning %q", tc.name, e0, e1, tc.want)
 		}
@@ -50,7 +49,7 @@ func TestNewArgumentErrors(t *testing.T) {
 		{ring.Must(32), Options{MinSplit: 1}},
 		{ring.Must(32), Options{Budget: 10}},
 	} {
-		if _, err := New(ctx, tc.r, tc.opt, streams.Of(ots.o0)...); err == nil {
+		if _, err := New(ctx, tc.r, tc.opt, ots.o0...); err == nil {
 			t.Errorf("New(%v, %+v) succeeded", tc.r, tc.opt)
 		}
 	}

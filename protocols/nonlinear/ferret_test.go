@@ -8,7 +8,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
 
@@ -90,7 +90,7 @@ func checkFerretComm(t *testing.T, what string, p *pair, n int, want Cost, f fun
 		t.Errorf("%s: %d COTs drawn, formula %d·%d = %d", what, cots, want.COTs, n, want.COTs*n)
 	}
 	for _, f := range append(append(p.ots.f0[:0:0], p.ots.f0...), p.ots.f1...) {
-		c := f.SenderCOT()
+		c := ferret.CoreOf(f).SenderCOT()
 		if need := (int(c.Used()) + cfg.Main.Output() - 1) / cfg.Main.Output(); c.Iterations() != need {
 			t.Errorf("%s: %d iterations for %d COTs, want %d", what, c.Iterations(), c.Used(), need)
 		}
@@ -198,7 +198,7 @@ func TestPlanFormulas(t *testing.T) {
 func TestNewSourceErrors(t *testing.T) {
 	ctx := context.Background()
 	p := newOTPairOn(t, ferretSrc, 2)
-	mixed := []streams.OT{p.f0[0], p.o0[1]}
+	mixed := []*ot.Session{p.f0[0], p.o0[1]}
 	if _, err := New(ctx, ring.Must(32), Options{}, mixed...); err == nil || !strings.Contains(err.Error(), "OT source") {
 		t.Errorf("mixed sources: %v", err)
 	}

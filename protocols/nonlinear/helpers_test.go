@@ -12,7 +12,6 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
@@ -25,7 +24,7 @@ type otPair struct {
 	c0, c1 []*transport.Conn
 	// f0, f1 are the Ferret sessions over o0, o1 when the pair runs on
 	// silent OT.
-	f0, f1 []*ferret.Session
+	f0, f1 []*ot.Session
 }
 
 // otSource is the OT source a test pair runs on.
@@ -55,16 +54,16 @@ func (s otSource) ints(full, subset []int) []int {
 }
 
 // ots returns the streams of party i as OT sources.
-func (p *otPair) ots(i int) []streams.OT {
+func (p *otPair) ots(i int) []*ot.Session {
 	switch {
 	case i == 0 && p.f0 != nil:
-		return streams.Of(p.f0)
+		return p.f0
 	case i == 1 && p.f1 != nil:
-		return streams.Of(p.f1)
+		return p.f1
 	case i == 0:
-		return streams.Of(p.o0)
+		return p.o0
 	}
-	return streams.Of(p.o1)
+	return p.o1
 }
 
 // newOTPairOn connects the parties with k streams of src.
@@ -76,7 +75,7 @@ func newOTPairOn(t testing.TB, src otSource, k int) *otPair {
 	}
 	ctx := context.Background()
 	for i := range k {
-		var a, b *ferret.Session
+		var a, b *ot.Session
 		testenv.MustBoth(t, func() (err error) { a, err = ferret.NewSession(ctx, p.o0[i], *src.ferret, ferret.Options{}); return },
 			func() (err error) { b, err = ferret.NewSession(ctx, p.o1[i], *src.ferret, ferret.Options{}); return })
 		p.f0, p.f1 = append(p.f0, a), append(p.f1, b)
@@ -86,8 +85,8 @@ func newOTPairOn(t testing.TB, src otSource, k int) *otPair {
 
 // cotsUsed is the number of COTs both parties' Ferret streams handed out.
 func (p *otPair) cotsUsed() (n uint64) {
-	for _, f := range append(append([]*ferret.Session(nil), p.f0...), p.f1...) {
-		n += f.SenderCOT().Used()
+	for _, f := range append(append([]*ot.Session(nil), p.f0...), p.f1...) {
+		n += ferret.CoreOf(f).SenderCOT().Used()
 	}
 	return n
 }
@@ -95,8 +94,8 @@ func (p *otPair) cotsUsed() (n uint64) {
 // iterations is the number of main Ferret iterations run on all streams
 // (each counted once, at its sender).
 func (p *otPair) iterations() (n int) {
-	for _, f := range append(append([]*ferret.Session(nil), p.f0...), p.f1...) {
-		n += f.SenderCOT().Iterations()
+	for _, f := range append(append([]*ot.Session(nil), p.f0...), p.f1...) {
+		n += ferret.CoreOf(f).SenderCOT().Iterations()
 	}
 	return n
 }

@@ -7,8 +7,7 @@ import (
 	"iter"
 	"math"
 
-	"github.com/cryptflow-go/cryptflow/protocols/ferret"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -36,9 +35,9 @@ import (
 // frames would meet the other chunks' frames out of order. So on such a
 // source the first chunk also measures the COTs a chunk draws in each
 // direction, each later group starts with a refill if fewer than a chunk's
-// draws are left (ferret.Session.Renew drops those few), and a group is at
+// draws are left (ot.Reservoir.Renew drops those few), and a group is at
 // most as many chunks as the reservoir then serves. Each chunk of a group
-// draws from its own carved range of the reservoir (ferret.Session.Carve,
+// draws from its own carved range of the reservoir (ot.Session.Carve,
 // which never refills: a miscount fails loudly, identically at both
 // parties): silent draws send nothing, so the parties may interleave them
 // in different orders, and a shared cursor would pair different COTs. With
@@ -73,7 +72,7 @@ func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Co
 	// party sent last decides the OT roles and so how a chunk's draws split
 	// between the two directions: every group starts as chunk 0 did (both
 	// parties agree on it; at worst it costs the group one flight).
-	fs, silent := st.ot.(*ferret.Session)
+	fs, silent := st.ot.Reservoir()
 	var s0, r0 uint64
 	if silent {
 		s0, r0 = fs.Drawn()
@@ -116,14 +115,14 @@ func (st *stream) chunks(ctx context.Context, n, size int, f func(ctx context.Co
 			continue
 		}
 		st.last = last
-		var ots []streams.OT
+		var ots []*ot.Session
 		if silent {
 			// Each chunk of the group draws from its own range of COTs, so
 			// the order in which the chunks' silent draws interleave
 			// (which differs between the parties) does not matter.
-			ots = make([]streams.OT, g)
+			ots = make([]*ot.Session, g)
 			for j := range ots {
-				c, err := fs.Carve(int(perS), int(perR))
+				c, err := st.ot.Carve(int(perS), int(perR))
 				if err != nil {
 					return fmt.Errorf("internal error: %w", err)
 				}
@@ -188,7 +187,7 @@ type chunkRun struct {
 // interleave runs f on the ranges as coroutines, one step of each in turn
 // per round, and ends this party's flight after each round.
 // ots, if not nil, gives each chunk its own OT source.
-func (st *stream) interleave(ctx context.Context, ranges [][2]int, ots []streams.OT, f func(ctx context.Context, st *stream, a, b int) error) error {
+func (st *stream) interleave(ctx context.Context, ranges [][2]int, ots []*ot.Session, f func(ctx context.Context, st *stream, a, b int) error) error {
 	var cur *chunkRun
 	hook := func() error {
 		if !cur.yield(struct{}{}) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 )
 
 // Cost formulas per OT source, and the choice of the protocol plan
@@ -48,10 +48,10 @@ func FerretCost(cfg ferret.Config) OTCost {
 }
 
 // SourceCost returns the cost model of an OT source: Ferret for a
-// *ferret.Session (with its parameter set), IKNP otherwise.
-func SourceCost(o streams.OT) OTCost {
-	if f, ok := o.(*ferret.Session); ok && f != nil && f.SenderCOT() != nil {
-		return FerretCost(f.SenderCOT().Config())
+// session on a Ferret core (with its parameter set), IKNP otherwise.
+func SourceCost(o *ot.Session) OTCost {
+	if f := ferret.CoreOf(o); f != nil {
+		return FerretCost(f.Config())
 	}
 	return IKNPCost()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -105,7 +106,7 @@ const (
 // check that both parties use the same ring, m, triple construction, split
 // threshold and number of streams. The plan (Plan) follows the OT source:
 // all streams must be of one kind (IKNP, or Ferret with one parameter set).
-func New(ctx context.Context, r ring.Ring, opt Options, ots ...streams.OT) (*Session, error) {
+func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Session, error) {
 	if !r.Valid() || r.Bits < 2 {
 		return nil, fmt.Errorf("nonlinear: New: ring %v: need Z_2^l with 2 ≤ l ≤ 64", r)
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
@@ -25,7 +25,7 @@ import (
 // the same way (see andPhase).
 type stream struct {
 	idx    int
-	ot     streams.OT
+	ot     *ot.Session
 	conn   *transport.Conn
 	party  int
 	r      ring.Ring

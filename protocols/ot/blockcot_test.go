@@ -2,7 +2,6 @@ package ot
 
 import (
 	"context"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
@@ -12,7 +11,6 @@ import (
 
 func TestBlockCOT(t *testing.T) {
 	s0, s1 := newPair(t, testOpt)
-	r := rand.New(rand.NewPCG(5, 5))
 	ctx := context.Background()
 	for _, n := range sizes {
 		for dir := 0; dir < 2; dir++ {
@@ -20,13 +18,13 @@ func TestBlockCOT(t *testing.T) {
 			if dir == 1 {
 				snd, rcv = s1, s0
 			}
-			b := choices(r, n)
+			b := make([]uint64, BitWords(n))
 			k := make([]prg.Block, n)
 			m := make([]prg.Block, n)
 			st := rcv.Conn().Stats()
 			testenv.MustBoth(t, func() error { return snd.SendBlockCOT(ctx, k) },
 				func() error { return rcv.RecvBlockCOT(ctx, b, m) })
-			d := snd.BlockCOTDelta()
+			d := snd.Delta()
 			for i := 0; i < n; i++ {
 				want := k[i]
 				if Bit(b, i) == 1 {
@@ -51,6 +49,13 @@ func TestBlockCOT(t *testing.T) {
 	x, rr, y := []uint64{5, 7}, make([]uint64, 2), make([]uint64, 2)
 	testenv.MustBoth(t, func() error { return s0.SendCOT(ctx, 16, x, rr) },
 		func() error { return s1.RecvCOT(ctx, 16, []uint64{2}, y) })
+	// The receiver's choice bits are random: some 0, some 1, none past n.
+	b := make([]uint64, 2)
+	k, m := make([]prg.Block, 100), make([]prg.Block, 100)
+	testenv.MustBoth(t, func() error { return s0.SendBlockCOT(ctx, k) }, func() error { return s1.RecvBlockCOT(ctx, b, m) })
+	if b[0] == 0 || b[0] == ^uint64(0) || b[1]>>36 != 0 {
+		t.Fatalf("choice bits %x", b)
+	}
 	if y[0] != rr[0] || y[1] != (rr[1]+7)&0xffff {
 		t.Fatalf("COT after block COTs: r=%v y=%v", rr, y)
 	}

@@ -1,7 +1,19 @@
-// Package ot provides oblivious transfer for the SCI protocols: Chou–Orlandi
-// base OTs, IKNP OT extension (random, correlated and chosen-message 1-of-2
-// OT) and Kolesnikov–Kumaresan 1-out-of-N OT, all with batched APIs on flat
-// slices.
+// Package ot provides oblivious transfer for the SCI protocols, with batched
+// APIs on flat slices, in two layers.
+//
+// A [Core] is an OT source reduced to what only it can do: 128-bit correlated
+// OTs with a global Δ in both directions (IKNP here, with Chou–Orlandi base
+// OTs; Ferret's silent OT in package ferret). [Session] derives every OT kind
+// from any Core, once: COT_l with chosen or random choice bits, random OT,
+// chosen-message OT, 1-out-of-N OT, block COTs, with batch headers, framing,
+// argument checks and sticky errors. A core whose receiver chooses its bits
+// ([ChosenCore], IKNP) needs no derandomisation bit; one with a native
+// 1-out-of-N extension ([OTNCore], IKNP's Kolesnikov–Kumaresan) is used for
+// 1-of-N in place of the derivation from log2 N COTs; a [Reservoir]
+// (Ferret) can be carved into ranges for interleaved batches. A new source
+// implements Core and passes the conformance suite of package ottest. What
+// follows describes IKNP's session ([NewSession]); docs/ferret.md gives
+// Ferret's costs.
 //
 // # Calls
 //
@@ -9,6 +21,7 @@
 // 1-of-2 kinds also a Wide form with w words per instance):
 //
 //	COT        sender picks x, gets random r;  receiver picks b, gets r + b·x
+//	RCOT       sender picks x, gets random r;  receiver gets random b and r + b·x
 //	OT         sender picks m0, m1;            receiver picks b, gets m_b
 //	ROT        sender gets random m0, m1;      receiver gets random b and m_b
 //	ROTChosen  sender gets random m0, m1;      receiver picks b, gets m_b
@@ -41,8 +54,8 @@
 //
 // # Protocol and communication
 //
-// Each batch is two flights (one at each party, as counted by the
-// transport), except a ROTChosen batch, which is one flight. The receiver
+// On IKNP each batch is two flights (one at each party, as counted by the
+// transport), except a ROTChosen or block-COT batch, which is one flight. The receiver
 // sends a 24-byte batch header and the extension matrix in frames of 8192
 // instances (128 bits per instance for IKNP, 256 for KK13), flushing each
 // frame so that the sender hashes one chunk while the receiver computes the
@@ -56,7 +69,7 @@
 //
 //	random OT (ROT_l)           λ            bits
 //	ROTChosen_l                 λ            bits      (no acknowledgement)
-//	correlated OT (COT_l)       λ + w·l      bits
+//	correlated OT (COT_l)       λ + w·l      bits      (RCOT_l the same)
 //	chosen 1-of-2 OT (OT_l)     λ + 2·w·l    bits
 //	1-of-N OT (KK13)            2λ + N·l     bits      λ = 128
 //

@@ -2,165 +2,83 @@ package ot
 
 import (
 	"context"
-	"fmt"
 	"math/bits"
 
-	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
-	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
-func checkN(call string, N, l int) error {
-	if N < 2 || N > MaxN || N&(N-1) != 0 {
-		return fmt.Errorf("ot: %s: N=%d is not a power of two in 2..%d", call, N, MaxN)
+// KK13 (Kolesnikov–Kumaresan 2013) with a length-256 Walsh–Hadamard code: IKNP's native
+// 1-out-of-N random OT (OTNCore). The receiver's extension matrix has 256 columns (2λ bits per
+// instance); the sender's pad of message v is the 256-bit hash of q_i ⊕ (code(v) ∧ s), the
+// receiver's the hash of t_i.
+
+// SendOTNPads receives the KK13 extension of n instances and gives f, for each group of at
+// most 128 instances (starting at a multiple of 128) and each v < N, the pads of message v.
+func (c *iknpCore) SendOTNPads(ctx context.Context, N, n int, f func(i0, v int, pads []prg.Block)) error {
+	e := &c.kkSnd
+	dom := c.Domain(c.party, famKK)
+	for off := 0; off < n; off += chunkOTs {
+		nc := min(chunkOTs, n-off)
+		W, Wt := chunkWords(nc)
+		u := growU(&c.sc.u, kkCols*Wt)
+		if err := c.conn.RecvUint64s(ctx, u); err != nil {
+			return err
+		}
+		q := growU(&c.sc.t, kkCols*W)
+		e.extend(nc, u, q)
+		qLo := growB(&c.sc.rows, W/2*128)
+		qHi := growB(&c.sc.rowsHi, W/2*128)
+		columnsToRows(qLo, q, W, 0, c.tr)
+		columnsToRows(qHi, q, W, 128, c.tr)
+		for g := 0; g < nc; g += 128 {
+			cnt := min(128, nc-g)
+			hb := growB(&c.sc.hb, cnt)
+			ql, qh := qLo[g:g+cnt], qHi[g:g+cnt]
+			tw := prg.Tweak{Lo: e.ctr + uint64(off+g), Hi: dom}
+			for v := 0; v < N; v++ {
+				cs := &c.sh.kkMasked[v]
+				c.hash.Hash256Xor(hb, ql, qh, cs[0], cs[1], tw)
+				f(off+g, v, hb)
+			}
+		}
 	}
-	if l < 1 || l > 64 {
-		return fmt.Errorf("ot: %s: bit width l=%d outside 1..64", call, l)
-	}
+	e.ctr += uint64(n)
 	return nil
 }
 
-// SendOTN is the sender of n = len(msgs)/N 1-out-of-N OTs with l-bit
-// messages (Kolesnikov–Kumaresan 2013 with a length-256 Walsh–Hadamard
-// code): instance i offers msgs[i·N : (i+1)·N] and the receiver learns
-// exactly msgs[i·N + c_i] mod 2^l. N must be a power of two, 2 ≤ N ≤ 256.
-// Communication: 2λ + N·l bits per instance.
-func (s *Session) SendOTN(ctx context.Context, N, l int, msgs []uint64) error {
-	const call = "SendOTN"
-	err := checkN(call, N, l)
-	if err == nil && len(msgs)%N != 0 {
-		err = fmt.Errorf("ot: %s: %d messages is not a multiple of N=%d", call, len(msgs), N)
-	}
-	if err == nil {
-		err = s.usable()
-	}
-	n := len(msgs) / N
-	if err != nil || n == 0 {
-		return err
-	}
-	e := &s.kkSnd
-	h := header{op: opOTN, l: uint8(l), w: uint32(N), n: uint64(n), ctr: e.ctr}
-	dom := s.domain(famKK, s.party)
-	corr := growU(&s.sc.corr, transport.PackedWords(n*N, l))
-	m := bitvec.Mask(l)
-	run := func() error {
-		if err := s.checkHeader(ctx, h); err != nil {
+// RecvOTNPads sends the KK13 extension of len(c) instances with choices ch and gives f the pads
+// of the chosen messages, in groups of at most 128 instances.
+func (c *iknpCore) RecvOTNPads(ctx context.Context, N int, ch []uint8, f func(i0 int, pads []prg.Block)) error {
+	e := &c.kkRcv
+	n := len(ch)
+	dom := c.Domain(1-c.party, famKK)
+	for off := 0; off < n; off += chunkOTs {
+		nc := min(chunkOTs, n-off)
+		W, Wt := chunkWords(nc)
+		// Code matrix columns (row i is the codeword of ch[off+i]).
+		cb := growU(&c.sc.cb, kkCols*Wt)
+		codeColumns(cb, ch[off:off+nc], Wt, growU(&c.sc.tmp, 8*Wt))
+		t := growU(&c.sc.t, kkCols*W)
+		u := growU(&c.sc.u, kkCols*Wt)
+		e.extend(nc, cb, Wt, t, u)
+		if err := c.conn.SendUint64s(ctx, u); err != nil {
 			return err
 		}
-		for off := 0; off < n; off += chunkOTs {
-			nc := min(chunkOTs, n-off)
-			W, Wt := chunkWords(nc)
-			u := growU(&s.sc.u, kkCols*Wt)
-			if err := s.conn.RecvUint64s(ctx, u); err != nil {
-				return err
-			}
-			q := growU(&s.sc.t, kkCols*W)
-			e.extend(nc, u, q)
-			qLo := growB(&s.sc.rows, W/2*128)
-			qHi := growB(&s.sc.rowsHi, W/2*128)
-			columnsToRows(qLo, q, W, 0, s.tr)
-			columnsToRows(qHi, q, W, 128, s.tr)
-			for g := 0; g < nc; g += 128 {
-				cnt := min(128, nc-g)
-				i0 := off + g
-				hb := growB(&s.sc.hb, cnt)
-				vals := growU(&s.sc.vals, cnt*N)
-				ql, qh := qLo[g:g+cnt], qHi[g:g+cnt]
-				mi := msgs[i0*N : (i0+cnt)*N]
-				tw := prg.Tweak{Lo: h.ctr + uint64(i0), Hi: dom}
-				for j := 0; j < N; j++ {
-					cs := &s.sh.kkMasked[j]
-					s.hash.Hash256Xor(hb, ql, qh, cs[0], cs[1], tw)
-					v, mj := vals[j:], mi[j:]
-					for i := range hb {
-						v[i*N] = (mj[i*N] ^ hb[i][0]) & m
-					}
-				}
-				transport.Pack(corr[i0*N*l/64:], vals, l)
-			}
-		}
-		e.ctr += h.n
-		return s.reply(ctx, h.ctr, corr, n, N, l)
-	}
-	if err := run(); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
-	}
-	return nil
-}
-
-// RecvOTN is the receiver of n = len(m) 1-out-of-N OTs: with choices c
-// (len(c) = n, each c[i] < N) it sets m[i] = msgs[i·N + c[i]] mod 2^l (see
-// SendOTN).
-func (s *Session) RecvOTN(ctx context.Context, N, l int, c []uint8, m []uint64) error {
-	const call = "RecvOTN"
-	err := checkN(call, N, l)
-	if err == nil && len(c) != len(m) {
-		err = fmt.Errorf("ot: %s: len(c)=%d but len(m)=%d", call, len(c), len(m))
-	}
-	if err == nil {
-		for i, v := range c {
-			if int(v) >= N {
-				err = fmt.Errorf("ot: %s: choice c[%d]=%d is not below N=%d", call, i, v, N)
-				break
-			}
-		}
-	}
-	if err == nil {
-		err = s.usable()
-	}
-	n := len(m)
-	if err != nil || n == 0 {
-		return err
-	}
-	e := &s.kkRcv
-	h := header{op: opOTN, l: uint8(l), w: uint32(N), n: uint64(n), ctr: e.ctr}
-	dom := s.domain(famKK, 1-s.party)
-	mask := bitvec.Mask(l)
-	run := func() error {
-		if err := s.sendHeader(ctx, h); err != nil {
+		if err := c.conn.Flush(ctx); err != nil {
 			return err
 		}
-		for off := 0; off < n; off += chunkOTs {
-			nc := min(chunkOTs, n-off)
-			W, Wt := chunkWords(nc)
-			// Code matrix columns (row i is the codeword of c[off+i]).
-			cb := growU(&s.sc.cb, kkCols*Wt)
-			codeColumns(cb, c[off:off+nc], Wt, growU(&s.sc.tmp, 8*Wt))
-			t := growU(&s.sc.t, kkCols*W)
-			u := growU(&s.sc.u, kkCols*Wt)
-			e.extend(nc, cb, Wt, t, u)
-			if err := s.conn.SendUint64s(ctx, u); err != nil {
-				return err
-			}
-			if err := s.conn.Flush(ctx); err != nil {
-				return err
-			}
-			tLo := growB(&s.sc.rows, W/2*128)
-			tHi := growB(&s.sc.rowsHi, W/2*128)
-			columnsToRows(tLo, t, W, 0, s.tr)
-			columnsToRows(tHi, t, W, 128, s.tr)
-			for g := 0; g < nc; g += 128 {
-				cnt := min(128, nc-g)
-				hb := growB(&s.sc.hb, cnt)
-				s.hash.Hash256(hb, tLo[g:g+cnt], tHi[g:g+cnt], prg.Tweak{Lo: h.ctr + uint64(off+g), Hi: dom})
-				mo := m[off+g : off+g+cnt]
-				for i := range mo {
-					mo[i] = hb[i][0] & mask
-				}
-			}
+		tLo := growB(&c.sc.rows, W/2*128)
+		tHi := growB(&c.sc.rowsHi, W/2*128)
+		columnsToRows(tLo, t, W, 0, c.tr)
+		columnsToRows(tHi, t, W, 128, c.tr)
+		for g := 0; g < nc; g += 128 {
+			cnt := min(128, nc-g)
+			hb := growB(&c.sc.hb, cnt)
+			c.hash.Hash256(hb, tLo[g:g+cnt], tHi[g:g+cnt], prg.Tweak{Lo: e.ctr + uint64(off+g), Hi: dom})
+			f(off+g, hb)
 		}
-		e.ctr += h.n
-		apply := func(off, nc int, packed []uint64) {
-			mo := m[off : off+nc]
-			for i := range mo {
-				mo[i] ^= bitvec.Get(packed, (i*N+int(c[off+i]))*l, l)
-			}
-		}
-		return s.awaitReply(ctx, h.ctr, n, N, l, apply)
 	}
-	if err := run(); err != nil {
-		return s.fail(fmt.Errorf("ot: %s: %w", call, err))
-	}
+	e.ctr += uint64(n)
 	return nil
 }
 

@@ -506,8 +506,8 @@ func TestPeerDisconnects(t *testing.T) {
 		e0, _ := testenv.Both(func() error { return s0.SendCOT(ctx, 32, make([]uint64, n), make([]uint64, n)) },
 			func() error {
 				// Send a valid header and one chunk of the extension matrix, then vanish.
-				h := header{op: opCOT, l: 32, w: 1, n: uint64(n), ctr: s1.rcv.ctr}
-				if err := s1.sendHeader(ctx, h); err != nil {
+				h := header{op: opCOT, l: 32, w: 1, n: uint64(n), ctr: s1.Core().Count(false)}
+				if err := s1.open(ctx, h, true, false); err != nil {
 					return err
 				}
 				u := make([]uint64, 128*chunkOTs/64)
@@ -641,7 +641,7 @@ func TestForkOrderMismatch(t *testing.T) {
 	a0, a1 := transport.Pipe(testOpt)
 	defer a0.Close()
 	defer a1.Close()
-	s0.sh.forks.Add(1) // party 0 "already forked once"
+	s0.core.(*iknpCore).sh.forks.Add(1) // party 0 "already forked once"
 	e0, e1 := testenv.Both(func() error { _, err := s0.Fork(ctx, a0); return err },
 		func() error { _, err := s1.Fork(ctx, a1); return err })
 	if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), "fork order") {

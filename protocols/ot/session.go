@@ -5,92 +5,32 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
-	"sync/atomic"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
-// Lambda is the computational security parameter (bits) and the IKNP width.
-const Lambda = 128
-
-// kkCols is the KK13 code length (Walsh–Hadamard code, distance 128).
-const kkCols = 256
-
-// MaxN is the largest N of a 1-out-of-N OT.
-const MaxN = 256
-
-// MaxWidth is the largest number of words per instance in the Wide calls.
-const MaxWidth = 1 << 16
-
-const (
-	protoVersion = 1
-	helloSize    = 16
-	headerSize   = 24
-)
-
-var helloMagic = [4]byte{'C', 'F', 'O', 'T'}
-
-// Batch kinds, sent in the batch header.
-const (
-	opROT = 1 + iota
-	opCOT
-	opOT
-	opOTN
-	opROTChosen
-)
-
-var opNames = map[uint8]string{opROT: "random OT", opCOT: "correlated OT", opOT: "chosen 1-of-2 OT", opOTN: "1-of-N OT",
-	opROTChosen: "random OT with the receiver's choice bits"}
-
-// Extension families, part of the hash tweak.
-const (
-	famIKNP = 1
-	famKK   = 2
-)
-
-// shared is the base-OT material of a session and its forks (immutable
-// after NewSession, except the fork counter).
-type shared struct {
-	iknpS    []uint64 // 128 bits: my choices as IKNP sender
-	iknpKeys []prg.Seed
-	iknpK0   []prg.Seed // as IKNP receiver
-	iknpK1   []prg.Seed
-	kkS      []uint64 // 256 bits
-	kkKeys   []prg.Seed
-	kkK0     []prg.Seed
-	kkK1     []prg.Seed
-	code     [MaxN][2]prg.Block // Walsh–Hadamard codewords (lo, hi halves)
-	kkMasked [MaxN][2]prg.Block // code[j] ∧ s for the KK sender
-	forks    atomic.Uint32
-}
-
-// Session is one party's end of an OT session with the peer on one
-// connection. See the package documentation.
+// Session is one party's end of an OT session with the peer on one connection: the OT kinds of
+// this package derived from a [Core] (IKNP's from [NewSession], Ferret's from package ferret).
+// See the package documentation. A Session is not safe for concurrent use.
 type Session struct {
+	core   Core
+	chosen ChosenCore // the core, if its receiver chooses its bits
+	otn    OTNCore    // the core, if it has a native 1-of-N extension
 	conn   *transport.Conn
 	party  int
-	stream uint32
 	hash   *prg.Hash
-	rng    *prg.PRG
-	sh     *shared
-	tr     func(*[128]prg.Block) // 128×128 bit transpose for this CPU
-
-	snd   extSender // IKNP, this party sends
-	rcv   extReceiver
-	kkSnd extSender // KK13, this party sends
-	kkRcv extReceiver
-
-	err error // sticky: set when the two parties may be out of step
-	sc  scratch
+	err    error // sticky: set when the two parties may be out of step
+	sc     scratch
 }
 
-// scratch holds reusable buffers so batches do not allocate in steady state.
+// scratch holds reusable buffers so batches do not allocate in steady state. Sessions carved
+// from one another start with the same buffers: no call keeps their contents while it waits
+// for the peer, so sessions interleaved on one goroutine may share them.
 type scratch struct {
-	t, u, cb, in, vals, h0, h1, corr, tmp []uint64
-	rows, rowsHi, hb, rep                 []prg.Block
+	p0, p1, vals, pk, bits, flips, cb []uint64
+	hb, rep, keys, z, y               []prg.Block
 }
 
 func growU(b *[]uint64, n int) []uint64 {
@@ -107,104 +47,22 @@ func growB(b *[]prg.Block, n int) []prg.Block {
 	return (*b)[:n]
 }
 
-// NewSession sets up OT between this party (0 or 1) and the peer at the
-// other end of conn: a version/role handshake, base OTs in both directions
-// and the KK13 base OTs. The session uses conn exclusively while a call
-// runs; the caller keeps ownership (Close it when done).
-func NewSession(ctx context.Context, conn *transport.Conn, party int) (*Session, error) {
-	if conn == nil {
-		return nil, errors.New("ot: NewSession: nil connection")
+// New returns the session that derives the OT kinds from core.
+func New(core Core) (*Session, error) {
+	if core == nil {
+		return nil, errors.New("ot: New: nil core")
 	}
-	if party != 0 && party != 1 {
-		return nil, fmt.Errorf("ot: NewSession: party %d, want 0 or 1", party)
+	if err := core.Err(); err != nil {
+		return nil, fmt.Errorf("ot: New: the core is unusable: %w", err)
 	}
-	rng, err := prg.NewRandom()
-	if err != nil {
-		return nil, fmt.Errorf("ot: NewSession: %w", err)
-	}
-	s := &Session{conn: conn, party: party, hash: prg.NewHash(), rng: rng, tr: pickTranspose()}
-	if err := s.hello(ctx, 0); err != nil {
-		return nil, err
-	}
-	base, err := runBaseOTs(ctx, conn, rng, party)
-	if err != nil {
-		return nil, fmt.Errorf("ot: NewSession: %w", err)
-	}
-	sh := &shared{iknpS: base.choice, iknpKeys: base.keys, iknpK0: base.k0, iknpK1: base.k1}
-	s.sh = sh
-	s.snd = newExtSender(sh.iknpS, sh.iknpKeys, 0)
-	s.rcv = newExtReceiver(sh.iknpK0, sh.iknpK1, 0)
-
-	// KK13 base OTs: 256 random 128-bit OTs per direction from IKNP. To
-	// send 1-of-N OTs a party must be the base-OT receiver, i.e. the IKNP
-	// receiver of these random OTs.
-	recvBase := func() error {
-		c := make([]uint64, kkCols/64)
-		m := make([]uint64, 2*kkCols)
-		if err := s.RecvROTWide(ctx, 2, 64, c, m); err != nil {
-			return err
-		}
-		sh.kkS, sh.kkKeys = c, seedsOf(m)
-		return nil
-	}
-	sendBase := func() error {
-		m0 := make([]uint64, 2*kkCols)
-		m1 := make([]uint64, 2*kkCols)
-		if err := s.SendROTWide(ctx, 2, 64, m0, m1); err != nil {
-			return err
-		}
-		sh.kkK0, sh.kkK1 = seedsOf(m0), seedsOf(m1)
-		return nil
-	}
-	first, second := sendBase, recvBase
-	if party == 1 {
-		first, second = recvBase, sendBase
-	}
-	if err := first(); err != nil {
-		return nil, fmt.Errorf("ot: NewSession: KK13 base OTs: %w", err)
-	}
-	if err := second(); err != nil {
-		return nil, fmt.Errorf("ot: NewSession: KK13 base OTs: %w", err)
-	}
-	for v := 0; v < MaxN; v++ {
-		sh.code[v] = hadamard(v)
-		sLo := prg.Block{sh.kkS[0], sh.kkS[1]}
-		sHi := prg.Block{sh.kkS[2], sh.kkS[3]}
-		sh.kkMasked[v] = [2]prg.Block{
-			{sh.code[v][0][0] & sLo[0], sh.code[v][0][1] & sLo[1]},
-			{sh.code[v][1][0] & sHi[0], sh.code[v][1][1] & sHi[1]},
-		}
-	}
-	s.kkSnd = newExtSender(sh.kkS, sh.kkKeys, 0)
-	s.kkRcv = newExtReceiver(sh.kkK0, sh.kkK1, 0)
+	s := &Session{core: core, conn: core.Conn(), party: core.Party(), hash: prg.NewHash()}
+	s.chosen, _ = core.(ChosenCore)
+	s.otn, _ = core.(OTNCore)
 	return s, nil
 }
 
-// Fork returns a new session on conn (a second connection to the same
-// peer) that shares this session's base OTs but runs its own OT stream, so
-// the two sessions can be used concurrently from different goroutines. No
-// base OTs are run; the forks are numbered, and both parties must fork in
-// the same order (a handshake on conn checks this).
-func (s *Session) Fork(ctx context.Context, conn *transport.Conn) (*Session, error) {
-	if conn == nil {
-		return nil, errors.New("ot: Fork: nil connection")
-	}
-	id := s.sh.forks.Add(1)
-	rng, err := prg.NewRandom()
-	if err != nil {
-		return nil, fmt.Errorf("ot: Fork: %w", err)
-	}
-	f := &Session{conn: conn, party: s.party, stream: id, hash: s.hash, rng: rng, sh: s.sh, tr: s.tr}
-	if err := f.hello(ctx, id); err != nil {
-		return nil, err
-	}
-	st := uint64(id)
-	f.snd = newExtSender(s.sh.iknpS, s.sh.iknpKeys, st)
-	f.rcv = newExtReceiver(s.sh.iknpK0, s.sh.iknpK1, st)
-	f.kkSnd = newExtSender(s.sh.kkS, s.sh.kkKeys, st)
-	f.kkRcv = newExtReceiver(s.sh.kkK0, s.sh.kkK1, st)
-	return f, nil
-}
+// Core returns the core the session derives its OTs from.
+func (s *Session) Core() Core { return s.core }
 
 // Party returns this party's index (0 or 1).
 func (s *Session) Party() int { return s.party }
@@ -213,87 +71,155 @@ func (s *Session) Party() int { return s.party }
 func (s *Session) Conn() *transport.Conn { return s.conn }
 
 // Err returns the error that made the session unusable, or nil.
-func (s *Session) Err() error { return s.err }
-
-// hello exchanges magic, version, party and stream number, and checks that
-// the host is little-endian.
-func (s *Session) hello(ctx context.Context, stream uint32) error {
-	var msg [helloSize]byte
-	copy(msg[:4], helloMagic[:])
-	msg[4] = protoVersion
-	msg[5] = byte(s.party)
-	binary.LittleEndian.PutUint32(msg[6:10], stream)
-	if !littleEndian() {
-		return errors.New("ot: this package needs a little-endian host (words travel in memory order)")
-	}
-	if err := s.conn.Send(ctx, msg[:]); err != nil {
-		return fmt.Errorf("ot: handshake: %w", err)
-	}
-	var peer [helloSize]byte
-	if err := s.conn.Recv(ctx, peer[:]); err != nil {
-		return fmt.Errorf("ot: handshake: %w", err)
-	}
-	switch {
-	case [4]byte(peer[:4]) != helloMagic:
-		return errors.New("ot: handshake: peer is not an OT session")
-	case peer[4] != protoVersion:
-		return fmt.Errorf("ot: handshake: peer speaks version %d, want %d", peer[4], protoVersion)
-	case int(peer[5]) == s.party:
-		return fmt.Errorf("ot: handshake: both parties claim to be party %d", s.party)
-	case binary.LittleEndian.Uint32(peer[6:10]) != stream:
-		return fmt.Errorf("ot: handshake: peer opened stream %d, this party stream %d (fork order differs)",
-			binary.LittleEndian.Uint32(peer[6:10]), stream)
-	}
-	return nil
-}
-
-// littleEndian reports whether this host stores words least significant byte first, the wire
-// order of the words that bitvec.Bytes puts on the wire in memory order.
-func littleEndian() bool { return binary.NativeEndian.Uint16([]byte{1, 0}) == 1 }
-
-func seedsOf(m []uint64) []prg.Seed {
-	out := make([]prg.Seed, len(m)/2)
-	for i := range out {
-		binary.LittleEndian.PutUint64(out[i][:8], m[2*i])
-		binary.LittleEndian.PutUint64(out[i][8:], m[2*i+1])
-	}
-	return out
-}
-
-// hadamard returns the Walsh–Hadamard codeword of v: bit k (0 ≤ k < 256) is
-// the parity of v AND k.
-func hadamard(v int) [2]prg.Block {
-	var w [4]uint64
-	for k := 0; k < kkCols; k++ {
-		w[k/64] |= uint64(bits.OnesCount(uint(v&k))&1) << (k % 64)
-	}
-	return [2]prg.Block{{w[0], w[1]}, {w[2], w[3]}}
-}
-
-// domain is the tweak's high word for this stream, family and direction
-// (sender is the party that sends the OTs); the output block index goes in
-// the low 16 bits.
-func (s *Session) domain(fam, sender int) uint64 {
-	return uint64(s.stream)<<32 | uint64(sender)<<24 | uint64(fam)<<16
-}
-
-// usable reports the sticky error, if any.
-func (s *Session) usable() error {
+func (s *Session) Err() error {
 	if s.err != nil {
-		return fmt.Errorf("ot: session unusable after an earlier failure: %w", s.err)
+		return s.err
+	}
+	return s.core.Err()
+}
+
+// Delta returns Δ, the global correlation of the block COTs this party sends
+// ([Session.SendBlockCOT]). Δ must stay secret; it is exported for protocols (such as silent
+// OT) that build on COTs with a global Δ.
+func (s *Session) Delta() prg.Block { return s.core.Delta() }
+
+// Fork returns a new session on conn (a second connection to the same peer) that runs its own
+// OT stream, so the two sessions can be used concurrently from different goroutines. The core
+// must be a [Forker]; both parties must fork in the same order.
+func (s *Session) Fork(ctx context.Context, conn *transport.Conn) (*Session, error) {
+	if conn == nil {
+		return nil, errors.New("ot: Fork: nil connection")
+	}
+	f, ok := s.core.(Forker)
+	if !ok {
+		return nil, fmt.Errorf("ot: Fork: a %T cannot fork", s.core)
+	}
+	c, err := f.Fork(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	return New(c)
+}
+
+// Reservoir returns the session's core as a [Reservoir] (Ferret), or false if it makes its
+// COTs on demand.
+func (s *Session) Reservoir() (Reservoir, bool) {
+	r, ok := s.core.(Reservoir)
+	return r, ok
+}
+
+// Carve returns a session that draws the next send COTs this party sends and the next recv it
+// receives, and moves s past them (see [Reservoir.Carve]); the core must be a Reservoir. A
+// carved session never refills: a draw beyond its share fails and makes it unusable. It shares
+// s's connection; carved sessions let a caller interleave several batches on it in any order.
+func (s *Session) Carve(send, recv int) (*Session, error) {
+	if err := s.usable("Carve"); err != nil {
+		return nil, err
+	}
+	r, ok := s.core.(Reservoir)
+	if !ok {
+		return nil, fmt.Errorf("ot: Carve: a %T is not a reservoir", s.core)
+	}
+	c, err := r.Carve(send, recv)
+	if err != nil {
+		return nil, fmt.Errorf("ot: Carve: %w", err)
+	}
+	d := *s
+	d.core = c
+	d.chosen, _ = c.(ChosenCore)
+	d.otn, _ = c.(OTNCore)
+	return &d, nil
+}
+
+// usable returns an error if the session (or its core) failed earlier.
+func (s *Session) usable(call string) error {
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("ot: %s: session unusable after an earlier failure: %w", call, err)
 	}
 	return nil
 }
 
-// fail records err as the sticky error and returns it.
-func (s *Session) fail(err error) error {
+// fail records the failure of call (the first only) and returns it.
+func (s *Session) fail(call string, err error) error {
+	err = fmt.Errorf("ot: %s: %w", call, err)
 	if s.err == nil {
 		s.err = err
 	}
 	return err
 }
 
-// header describes a batch; the receiver sends it, the sender checks it.
+// ---------------------------------------------------------------- arguments
+
+// checkShape validates the common arguments of the 1-of-2 calls and returns the number of
+// instances.
+func checkShape(call string, w, l, words int) (int, error) {
+	if l < 1 || l > 64 {
+		return 0, fmt.Errorf("ot: %s: bit width l=%d outside 1..64", call, l)
+	}
+	if w < 1 || w > MaxWidth {
+		return 0, fmt.Errorf("ot: %s: width w=%d outside 1..%d", call, w, MaxWidth)
+	}
+	if words%w != 0 {
+		return 0, fmt.Errorf("ot: %s: %d words is not a multiple of w=%d", call, words, w)
+	}
+	return words / w, nil
+}
+
+// BitWords is the number of words that hold n packed choice bits (bitvec.Words, named here for
+// the callers of this package's packed choice-bit API).
+func BitWords(n int) int { return bitvec.Words(n) }
+
+// Bit returns choice bit i of the packed vector v (bitvec.Bit).
+func Bit(v []uint64, i int) uint64 { return bitvec.Bit(v, i) }
+
+// sendArgs validates the arguments of a sender's call (n instances of w l-bit words in x, and y
+// of the same length; xn and yn name them) and that the session is usable, and returns n.
+func (s *Session) sendArgs(call string, w, l int, xn, yn string, x, y []uint64) (int, error) {
+	n, err := checkShape(call, w, l, len(x))
+	if err == nil && len(x) != len(y) {
+		err = fmt.Errorf("ot: %s: len(%s)=%d but len(%s)=%d", call, xn, len(x), yn, len(y))
+	}
+	if err == nil {
+		err = s.usable(call)
+	}
+	return n, err
+}
+
+// recvArgs validates the arguments of a receiver's call (n instances of w l-bit words in m,
+// n choice bits in b) and that the session is usable, and returns n.
+func (s *Session) recvArgs(call string, w, l int, b, m []uint64) (int, error) {
+	n, err := checkShape(call, w, l, len(m))
+	if err == nil && len(b) < bitvec.Words(n) {
+		err = fmt.Errorf("ot: %s: %d choice words cannot hold %d choice bits", call, len(b), n)
+	}
+	if err == nil {
+		err = s.usable(call)
+	}
+	return n, err
+}
+
+// ---------------------------------------------------------------- batch headers
+
+const headerSize = 24
+
+// Batch kinds, sent in the batch header.
+const (
+	opROT = 1 + iota
+	opCOT
+	opOT
+	opOTN
+	opROTChosen
+	opBlockCOT
+	opRCOT
+)
+
+var opNames = map[uint8]string{opROT: "random OT", opCOT: "correlated OT", opOT: "chosen 1-of-2 OT", opOTN: "1-of-N OT",
+	opROTChosen: "random OT with the receiver's choice bits", opBlockCOT: "block COT", opRCOT: "correlated OT with random choice bits"}
+
+// header describes a batch: its kind, l, w (N for 1-of-N), n, and the stream index of its
+// first instance. The party that sends the batch's first message sends it; the other checks
+// it against its own call and aborts the connection on a mismatch, so a call order or shape
+// that differs between the parties fails at once instead of giving wrong outputs.
 type header struct {
 	op  uint8
 	l   uint8
@@ -327,42 +253,64 @@ func (h header) String() string {
 	return fmt.Sprintf("%s (n=%d, w=%d, l=%d, instance %d)", name, h.n, h.w, h.l, h.ctr)
 }
 
-// sendHeader is the receiver's opening message of a batch.
-func (s *Session) sendHeader(ctx context.Context, h header) error {
-	b := h.encode()
-	return s.conn.Send(ctx, b[:])
-}
-
-// checkHeader is the sender's check of the receiver's opening message; on a
-// mismatch it aborts the connection so the receiver fails at once.
-func (s *Session) checkHeader(ctx context.Context, want header) error {
+// open starts a batch: the party that sends the batch's first message (first) sends h, the
+// other receives the peer's header and checks it against h, aborting the connection on a
+// mismatch so the peer fails at once. sender says whether this party is the OT sender.
+func (s *Session) open(ctx context.Context, h header, first, sender bool) error {
+	if first {
+		b := h.encode()
+		return s.conn.Send(ctx, b[:])
+	}
 	var b [headerSize]byte
 	if err := s.conn.Recv(ctx, b[:]); err != nil {
 		return err
 	}
-	got := decodeHeader(b)
-	if got != want {
-		msg := fmt.Sprintf("OT sender called %v but the receiver called %v", want, got)
+	if got := decodeHeader(b); got != h {
+		me, peer := "sender", "receiver"
+		if !sender {
+			me, peer = peer, me
+		}
+		msg := fmt.Sprintf("OT %s called %v but the %s called %v", me, h, peer, got)
 		_ = s.conn.Abort(ctx, msg)
 		return errors.New("ot: " + msg)
 	}
 	return nil
 }
 
-// reply sends the sender's answer: an acknowledgement carrying the batch's
-// first instance index, then (if v > 0) the packed values, v·l bits per
-// instance, in one frame per chunk.
-func (s *Session) reply(ctx context.Context, ctr uint64, packed []uint64, n, v, l int) error {
-	ack := [1]uint64{ctr}
-	if err := s.conn.SendUint64s(ctx, ack[:]); err != nil {
-		return err
+// ---------------------------------------------------------------- replies
+
+// reply sends the sender's answer of a batch of n instances: on a chosen-choice core an
+// acknowledgement carrying the batch's first instance index (the receiver, whose flight came
+// first, then learns in the same call that the header matched), then, if v > 0, the values
+// (n·v of them, l bits each, packed) in one frame per Frame instances. They are either
+// packed already (packed, all n·v of them) or made a frame at a time by vals(off, nc), which
+// returns the nc·v values of the instances from off.
+func (s *Session) reply(ctx context.Context, ctr uint64, n, v, l int, packed []uint64, vals func(off, nc int) ([]uint64, error)) error {
+	if s.chosen != nil {
+		ack := [1]uint64{ctr}
+		if err := s.conn.SendUint64s(ctx, ack[:]); err != nil {
+			return err
+		}
 	}
 	if v > 0 {
-		b := bitvec.Bytes(packed)
-		for off := 0; off < n; off += chunkOTs {
-			nc := min(chunkOTs, n-off)
-			start := off * v * l / 8
-			if err := s.conn.Send(ctx, b[start:start+transport.PackedBytes(nc*v, l)]); err != nil {
+		fr := s.core.Frame()
+		for off := 0; off < n; off += fr {
+			nc := min(fr, n-off)
+			var err error
+			if packed != nil {
+				b := bitvec.Bytes(packed)
+				start := off * v * l / 8
+				err = s.conn.Send(ctx, b[start:start+transport.PackedBytes(nc*v, l)])
+			} else {
+				var d []uint64
+				if d, err = vals(off, nc); err != nil {
+					return err
+				}
+				pk := growU(&s.sc.pk, transport.PackedWords(nc*v, l))
+				transport.Pack(pk, d, l)
+				err = s.conn.SendBits(ctx, pk, nc*v*l)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -370,102 +318,129 @@ func (s *Session) reply(ctx context.Context, ctr uint64, packed []uint64, n, v, 
 	return s.conn.Flush(ctx)
 }
 
-// awaitReply is the receiver's side of reply; apply gets each chunk's
-// packed values.
+// awaitReply is the receiver's side of reply: apply gets each frame's values, packed.
 func (s *Session) awaitReply(ctx context.Context, ctr uint64, n, v, l int, apply func(off, nc int, packed []uint64)) error {
-	var ack [1]uint64
-	if err := s.conn.RecvUint64s(ctx, ack[:]); err != nil {
-		return err
-	}
-	if ack[0] != ctr {
-		return fmt.Errorf("ot: sender acknowledged instance %d, want %d", ack[0], ctr)
+	if s.chosen != nil {
+		var ack [1]uint64
+		if err := s.conn.RecvUint64s(ctx, ack[:]); err != nil {
+			return err
+		}
+		if ack[0] != ctr {
+			return fmt.Errorf("sender acknowledged instance %d, want %d", ack[0], ctr)
+		}
 	}
 	if v == 0 {
 		return nil
 	}
-	for off := 0; off < n; off += chunkOTs {
-		nc := min(chunkOTs, n-off)
+	fr := s.core.Frame()
+	for off := 0; off < n; off += fr {
+		nc := min(fr, n-off)
 		nw := transport.PackedWords(nc*v, l)
-		buf := growU(&s.sc.in, nw)
-		if err := s.conn.RecvBits(ctx, buf, nc*v*l); err != nil {
+		pk := growU(&s.sc.pk, nw)
+		pk[nw-1] = 0
+		if err := s.conn.RecvBits(ctx, pk, nc*v*l); err != nil {
 			return err
 		}
-		apply(off, nc, buf)
+		apply(off, nc, pk)
 	}
 	return nil
 }
 
-// iknpReceive runs the receiver's half of an IKNP batch of h.n instances
-// with packed choice bits b: it sends the header and the extension matrix
-// and calls derive for every group of at most 128 instances with their rows
-// t_i. It advances the instance counter.
-func (s *Session) iknpReceive(ctx context.Context, h header, b []uint64, derive func(i0, cnt int, rows []prg.Block)) error {
-	e := &s.rcv
-	if err := s.sendHeader(ctx, h); err != nil {
+// ---------------------------------------------------------------- draws
+
+// recvDraw is the receiver's draw of the COTs of a batch of n instances of k COTs each: f gets
+// the blocks in pieces. With random set, the choice bits are the core's random ones, written
+// to b (bits past n·k cleared). Otherwise they are the caller's bits b: natively on a
+// chosen-choice core; else the core's random bits r are derandomised — per frame of
+// Frame()·k COTs, this party sends d = b ⊕ r (see sendDraw).
+func (s *Session) recvDraw(ctx context.Context, n, k int, random bool, b []uint64, f func(off int, m []prg.Block)) error {
+	total := n * k
+	if !random && s.chosen != nil {
+		return s.chosen.RecvChosenCOT(ctx, total, b, f)
+	}
+	if random {
+		err := s.core.RecvCOT(ctx, total, func(off int, m []prg.Block, bits []uint64, bit int) {
+			bitvec.Copy(b, off, bits, bit, len(m))
+			f(off, m)
+		})
+		if err == nil && total%64 != 0 {
+			b[total/64] &= bitvec.Mask(total % 64)
+		}
 		return err
 	}
-	n := int(h.n)
-	for off := 0; off < n; off += chunkOTs {
-		nc := min(chunkOTs, n-off)
-		W, Wt := chunkWords(nc)
-		t := growU(&s.sc.t, e.cols*W)
-		u := growU(&s.sc.u, e.cols*Wt)
-		e.extend(nc, b[off/64:], 0, t, u)
-		if err := s.conn.SendUint64s(ctx, u); err != nil {
+	fr := s.core.Frame() * k
+	for off := 0; off < total; off += fr {
+		nc := min(fr, total-off)
+		d := growU(&s.sc.flips, bitvec.Words(nc))
+		err := s.core.RecvCOT(ctx, nc, func(o int, m []prg.Block, bits []uint64, bit int) {
+			bitvec.Copy(d, o, bits, bit, len(m))
+			f(off+o, m)
+		})
+		if err != nil {
+			return err
+		}
+		for j := range d {
+			d[j] ^= b[off/64+j]
+		}
+		if r := nc % 64; r != 0 {
+			d[len(d)-1] &= bitvec.Mask(r) // the caller's bits past n stay private
+		}
+		if err := s.conn.SendBits(ctx, d, nc); err != nil {
 			return err
 		}
 		if err := s.conn.Flush(ctx); err != nil {
 			return err
 		}
-		rows := growB(&s.sc.rows, W/2*128)
-		columnsToRows(rows, t, W, 0, s.tr)
-		for g := 0; g < nc; g += 128 {
-			derive(off+g, min(128, nc-g), rows[g:g+128])
-		}
 	}
-	e.ctr += h.n
 	return nil
 }
 
-// iknpSend is the sender's half: it checks the header, receives the
-// extension matrix and calls derive with the rows q_i (q_i = t_i ⊕ b_i·s).
-func (s *Session) iknpSend(ctx context.Context, h header, derive func(i0, cnt int, q []prg.Block)) error {
-	e := &s.snd
-	if err := s.checkHeader(ctx, h); err != nil {
-		return err
+// sendDraw is the sender's side of recvDraw: f gets the keys in pieces, and for a batch with
+// the receiver's chosen bits on a random-choice core, flip gets each frame's derandomisation
+// bits (bit i of d for COT off+i: 1 where the receiver's choice differs from its COT's).
+func (s *Session) sendDraw(ctx context.Context, n, k int, random bool, f func(off int, key []prg.Block), flip func(off, nc int, d []uint64)) error {
+	total := n * k
+	if random || s.chosen != nil {
+		return s.core.SendCOT(ctx, total, f)
 	}
-	n := int(h.n)
-	for off := 0; off < n; off += chunkOTs {
-		nc := min(chunkOTs, n-off)
-		W, Wt := chunkWords(nc)
-		u := growU(&s.sc.u, e.cols*Wt)
-		if err := s.conn.RecvUint64s(ctx, u); err != nil {
+	fr := s.core.Frame() * k
+	for off := 0; off < total; off += fr {
+		nc := min(fr, total-off)
+		err := s.core.SendCOT(ctx, nc, func(o int, key []prg.Block) { f(off+o, key) })
+		if err != nil {
 			return err
 		}
-		q := growU(&s.sc.t, e.cols*W)
-		e.extend(nc, u, q)
-		rows := growB(&s.sc.rows, W/2*128)
-		columnsToRows(rows, q, W, 0, s.tr)
-		for g := 0; g < nc; g += 128 {
-			derive(off+g, min(128, nc-g), rows[g:g+128])
+		d := growU(&s.sc.flips, bitvec.Words(nc))
+		if err := s.conn.RecvBits(ctx, d, nc); err != nil {
+			return err
 		}
+		flip(off, nc, d)
 	}
-	e.ctr += h.n
 	return nil
 }
 
-// hashBlocks is the number of 128-bit hash outputs per instance for w
-// values of l bits.
+// ---------------------------------------------------------------- hashing
+
+// padChunk is the number of instances hashed at a time, so that the hash outputs stay in the
+// L1 cache however long a piece is.
+const padChunk = 512
+
+// hashBlocks is the number of 128-bit hash outputs per instance for w values of l bits.
 func hashBlocks(w, l int) int { return (w*l + 127) / 128 }
 
-// expandHash sets dst (cnt·w words) to the w l-bit values of the hash of
-// rows[i] ⊕ d, for i < cnt = len(rows). An instance needs nb = ⌈w·l/128⌉
-// hash outputs; its values are cut, l bits at a time, from the
-// concatenation of those outputs. Tweaks: with nb = 1, instance index
-// t = tweak0+i gives τ = {t, dom}; with nb > 1, output j of instance t gets
-// τ = {t·nb + j, dom | nb}, so tweaks never repeat within a stream and
-// direction (dom's low 16 bits are otherwise zero).
-func (s *Session) expandHash(dst []uint64, rows []prg.Block, d prg.Block, tweak0, dom uint64, w, l int) {
+// pads sets dst (len(src)·w words) to the w l-bit values of the hash of src[i] ⊕ d, for the
+// instances t = ctr0+i. An instance needs nb = ⌈w·l/128⌉ hash outputs; its values are cut, l
+// bits at a time, from the concatenation of those outputs. Tweaks: with nb = 1, τ = {t, dom};
+// with nb > 1, output j of instance t gets τ = {t·nb + j, dom | nb}, so tweaks never repeat
+// within a stream and direction (dom's low 16 bits are otherwise zero).
+func (s *Session) pads(dst []uint64, src []prg.Block, d prg.Block, ctr0, dom uint64, w, l int) {
+	for off := 0; off < len(src); off += padChunk {
+		cnt := min(padChunk, len(src)-off)
+		s.padsChunk(dst[off*w:(off+cnt)*w], src[off:off+cnt], d, ctr0+uint64(off), dom, w, l)
+	}
+}
+
+func (s *Session) padsChunk(dst []uint64, rows []prg.Block, d prg.Block, tweak0, dom uint64, w, l int) {
 	cnt := len(rows)
 	nb := hashBlocks(w, l)
 	hb := growB(&s.sc.hb, nb*cnt)
@@ -493,11 +468,24 @@ func (s *Session) expandHash(dst []uint64, rows []prg.Block, d prg.Block, tweak0
 		// The outputs of consecutive instances abut: one unpack.
 		transport.Unpack(dst[:cnt*w], words, l)
 	default:
-		// Pass the rest of the outputs, not just the instance's 2·nb words:
-		// Unpack reads only the bits it needs, and a source of at least l
-		// words spares it a copy for a partial block.
+		// Pass the rest of the outputs, not just the instance's 2·nb words: Unpack reads only
+		// the bits it needs, and a source of at least l words spares it a copy for a partial
+		// block.
 		for i := 0; i < cnt; i++ {
 			transport.Unpack(dst[i*w:(i+1)*w], words[2*nb*i:], l)
+		}
+	}
+}
+
+// swapFlipped swaps instance off+i's w words of p0 and p1 where bit i of d is set.
+func swapFlipped(p0, p1 []uint64, off, nc, w int, d []uint64) {
+	for i := 0; i < nc; i++ {
+		if d[i>>6]>>(i&63)&1 == 0 {
+			continue
+		}
+		a, b := p0[(off+i)*w:(off+i+1)*w], p1[(off+i)*w:(off+i+1)*w]
+		for k := range a {
+			a[k], b[k] = b[k], a[k]
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -86,7 +87,7 @@ func (h Hello) Exchange(ctx context.Context, proto string, conn *transport.Conn,
 // Open starts the streams of a protocol session over the OT sessions ots, stream i on ots[i]: it
 // checks them (see Party), exchanges h on every stream with this party's index filled in, and
 // returns that index and the Group of the streams (see NewGroup for proto and minSplit).
-func Open(ctx context.Context, proto string, h Hello, minSplit int, ots []OT) (party int, g *Group, err error) {
+func Open(ctx context.Context, proto string, h Hello, minSplit int, ots []*ot.Session) (party int, g *Group, err error) {
 	if party, err = Party(proto, ots); err != nil {
 		return 0, nil, err
 	}

@@ -10,9 +10,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -22,7 +22,7 @@ const MaxStreams = 255
 // Party checks OT sessions meant to be the streams of one protocol session (at least one, at
 // most MaxStreams, none nil or failed, all for the same party) and returns this party's index.
 // proto names the protocol package in errors ("linear: New: ...").
-func Party(proto string, sessions []OT) (int, error) {
+func Party(proto string, sessions []*ot.Session) (int, error) {
 	if len(sessions) == 0 {
 		return 0, fmt.Errorf("%s: New: no OT session", proto)
 	}
@@ -31,7 +31,7 @@ func Party(proto string, sessions []OT) (int, error) {
 	}
 	party := -1
 	for i, o := range sessions {
-		if isNil(o) {
+		if o == nil {
 			return 0, fmt.Errorf("%s: New: OT session %d is nil", proto, i)
 		}
 		if err := o.Err(); err != nil {
@@ -143,13 +143,4 @@ func (g *Group) Run(ctx context.Context, op string, parts [][2]int, f func(ctx c
 		return g.Fail(ctx, op, first)
 	}
 	return nil
-}
-
-// isNil reports whether o is nil or a nil pointer of a concrete source.
-func isNil(o OT) bool {
-	if o == nil {
-		return true
-	}
-	v := reflect.ValueOf(o)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }

@@ -101,19 +101,19 @@ func TestPartyAndOpen(t *testing.T) {
 	if _, err := Party("p", nil); err == nil || !strings.Contains(err.Error(), "p: New: no OT session") {
 		t.Fatalf("no sessions: %v", err)
 	}
-	if _, err := Party("p", Of(make([]*ot.Session, MaxStreams+1))); err == nil || !strings.Contains(err.Error(), "at most 255") {
+	if _, err := Party("p", make([]*ot.Session, MaxStreams+1)); err == nil || !strings.Contains(err.Error(), "at most 255") {
 		t.Fatalf("too many sessions: %v", err)
 	}
-	if _, err := Party("p", Of([]*ot.Session{nil})); err == nil || !strings.Contains(err.Error(), "OT session 0 is nil") {
+	if _, err := Party("p", []*ot.Session{nil}); err == nil || !strings.Contains(err.Error(), "OT session 0 is nil") {
 		t.Fatalf("nil session: %v", err)
 	}
 	c0, c1 := ottest.Pipes(t, 2, pipeOpt)
 	o0, o1 := ottest.Sessions(t, c0, c1) // a session and a fork of it per party
 	s0, s1 := o0[0], o1[0]
-	if p, err := Party("p", Of([]*ot.Session{s0})); err != nil || p != 0 {
+	if p, err := Party("p", []*ot.Session{s0}); err != nil || p != 0 {
 		t.Fatalf("Party = %d, %v", p, err)
 	}
-	if _, err := Party("p", Of([]*ot.Session{s0, s1})); err == nil || !strings.Contains(err.Error(), "disagree") {
+	if _, err := Party("p", []*ot.Session{s0, s1}); err == nil || !strings.Contains(err.Error(), "disagree") {
 		t.Fatalf("mixed parties: %v", err)
 	}
 
@@ -125,8 +125,8 @@ func TestPartyAndOpen(t *testing.T) {
 	var g1 *Group
 	before := []int64{c0[0].Stats().BytesSent, c0[1].Stats().BytesSent}
 	done := make(chan struct{})
-	go func() { p1, g1, e1 = Open(ctx, "p", h, 10, Of(o1)); close(done) }()
-	p0, g0, e0 := Open(ctx, "p", h, 10, Of(o0))
+	go func() { p1, g1, e1 = Open(ctx, "p", h, 10, o1); close(done) }()
+	p0, g0, e0 := Open(ctx, "p", h, 10, o0)
 	<-done
 	if e0 != nil || e1 != nil || p0 != 0 || p1 != 1 {
 		t.Fatalf("Open: party %d, %v; party %d, %v", p0, e0, p1, e1)
@@ -143,8 +143,8 @@ func TestPartyAndOpen(t *testing.T) {
 	h1 := h
 	h1.Params = []HelloParam{{Name: "Options.X", Value: 8}}
 	done = make(chan struct{})
-	go func() { _, _, e1 = Open(ctx, "p", h1, 10, []OT{s1}); close(done) }()
-	_, _, e0 = Open(ctx, "p", h, 10, []OT{s0})
+	go func() { _, _, e1 = Open(ctx, "p", h1, 10, []*ot.Session{s1}); close(done) }()
+	_, _, e0 = Open(ctx, "p", h, 10, []*ot.Session{s0})
 	<-done
 	if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), "p: New: stream 0: the parties disagree on Options.X") {
 		t.Fatalf("Open with different options: %v / %v", e0, e1)

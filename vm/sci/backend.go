@@ -15,7 +15,6 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
-	"github.com/cryptflow-go/cryptflow/protocols/streams"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -217,7 +216,7 @@ func FromOT(ctx context.Context, r ring.Ring, opt Options, sessions ...*ot.Sessi
 	}
 	start := time.Now()
 	before := sumStats(b.conns)
-	srcs := make([]streams.OT, len(sessions))
+	srcs := make([]*ot.Session, len(sessions))
 	for i, o := range sessions {
 		switch opt.OT {
 		case OTIKNP:
