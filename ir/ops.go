@@ -29,8 +29,13 @@ const (
 	LeakyRelu Op = "LeakyRelu"
 	// Clip: one input. Attrs: min float, max float (±Inf when unbounded).
 	Clip Op = "Clip"
-	// Sigmoid: one input (float reference only; no fixed-point lowering).
+	// Sigmoid: one input. Lowered to the fixed-point sigmoid (docs/fixed-point.md, "Math functions").
 	Sigmoid Op = "Sigmoid"
+	// Tanh: one input. Lowered to the fixed-point tanh.
+	Tanh Op = "Tanh"
+	// Exp: one input. Lowered to the fixed-point exp, which is exp(min(x, 0)): the compiler accepts
+	// it only where its input is known to be non-positive (see passes.Lower).
+	Exp Op = "Exp"
 	// MaxPool: X. Attrs: kernel_shape, strides, pads (2k), dilations ints; ceil_mode int.
 	MaxPool Op = "MaxPool"
 	// AveragePool: X. Attrs: kernel_shape, strides, pads (2k), dilations ints; ceil_mode int,
@@ -70,7 +75,7 @@ const (
 // AllOps returns every HLIL operator, in the order used by error messages and reports.
 func AllOps() []Op {
 	return []Op{
-		Conv, Gemm, MatMul, Add, Sub, Mul, Div, Sum, Relu, LeakyRelu, Clip, Sigmoid,
+		Conv, Gemm, MatMul, Add, Sub, Mul, Div, Sum, Relu, LeakyRelu, Clip, Sigmoid, Tanh, Exp,
 		MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, LRN,
 		Flatten, Reshape, Transpose, Concat, Pad, Squeeze, Unsqueeze, Identity, Softmax, ArgMax,
 	}

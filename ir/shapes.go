@@ -86,7 +86,7 @@ func arity(in []Shape, lo, hi int) error {
 // opArity returns how many inputs an operator takes; ok is false for an unknown operator.
 func opArity(op Op) (lo, hi int, ok bool) {
 	switch op {
-	case Relu, Sigmoid, Identity, LeakyRelu, Clip, LRN, GlobalAveragePool, GlobalMaxPool, MaxPool, AveragePool,
+	case Relu, Sigmoid, Tanh, Exp, Identity, LeakyRelu, Clip, LRN, GlobalAveragePool, GlobalMaxPool, MaxPool, AveragePool,
 		Flatten, Reshape, Transpose, Pad, Squeeze, Unsqueeze, Softmax, ArgMax:
 		return 1, 1, true
 	case Add, Sub, Mul, Div, MatMul:
@@ -135,7 +135,7 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 	}
 	a := n.Attrs
 	switch n.Op {
-	case Relu, Sigmoid, Identity:
+	case Relu, Sigmoid, Tanh, Exp, Identity:
 	case LeakyRelu:
 		if err := checkAttrs(a, Attrs.Float, "alpha"); err != nil {
 			return nil, 0, err

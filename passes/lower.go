@@ -257,6 +257,8 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 		id, err := l.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{x}}, out)
 		l.set(n, id)
 		return err
+	case ir.Sigmoid, ir.Tanh, ir.Exp:
+		return l.math(n)
 	case ir.Clip:
 		return l.clip(n)
 	case ir.LeakyRelu:

@@ -2,6 +2,7 @@ package sciir
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
@@ -16,7 +17,7 @@ func Disasm(w io.Writer, b []byte) error {
 	}
 	out := bufio.NewWriter(w)
 	p := f.Program
-	fmt.Fprintf(out, "sciir version %d, %d bytes\n", Version, len(b))
+	fmt.Fprintf(out, "sciir version %d, %d bytes\n", binary.LittleEndian.Uint16(b[len(Magic):]), len(b))
 	fmt.Fprintf(out, "program id %s\n", f.IDString())
 	copyKind := "client copy (no weights)"
 	if p.HasWeights() && len(p.Weights) > 0 {

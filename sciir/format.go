@@ -27,10 +27,23 @@ import (
 // transfers that mangle binary data (as in PNG).
 var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
 
-// Version is the file format version this package writes. Version 2 added the engine byte of
-// matmul and conv instructions; version 1 files (no engine: every layer at the backend's default)
-// are still read.
-const Version = 2
+// Version is the newest file format version this package writes. Version 2 added the engine byte
+// of matmul and conv instructions; version 1 files (no engine: every layer at the backend's
+// default) are still read. Version 3 added the math opcodes (exp, sigmoid, tanh, recip, rsqrt,
+// which carry no operands beyond the common ones); a program without them is still written as
+// version 2, so that older builds keep reading it, and one with them is refused by those builds
+// with a version error instead of an unknown opcode.
+const Version = 3
+
+// fileVersion is the version a file of p is written as: the oldest that can hold it.
+func fileVersion(p *fixed.Program) int {
+	for _, in := range p.Instrs {
+		if _, ok := in.Op.MathFunc(); ok {
+			return 3
+		}
+	}
+	return 2
+}
 
 // minVersion is the oldest format version this package reads.
 const minVersion = 1
@@ -110,7 +123,7 @@ func Write(w io.Writer, f *File, withWeights bool) error {
 	var head bytes.Buffer
 	head.Write(Magic[:])
 	var ver [4]byte
-	binary.LittleEndian.PutUint16(ver[:], Version)
+	binary.LittleEndian.PutUint16(ver[:], uint16(fileVersion(f.Program)))
 	head.Write(ver[:])
 	add := func(tag string, payload []byte) {
 		head.Write(sectionHeader(tag, uint64(len(payload))))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
@@ -229,9 +230,9 @@ func TestReadErrors(t *testing.T) {
 	mangled := bytes.Clone(full)
 	mangled[4] = '\n'
 	check("text mode", mangled, "text mode")
-	v3 := bytes.Clone(full)
-	v3[8] = 3
-	check("version", v3, "unsupported format version 3")
+	next := bytes.Clone(full)
+	next[8] = Version + 1
+	check("version", next, fmt.Sprintf("unsupported format version %d", Version+1))
 	v0 := bytes.Clone(full)
 	v0[8] = 0
 	check("version 0", v0, "unsupported format version 0")

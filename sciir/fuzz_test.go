@@ -83,10 +83,10 @@ func splitSections(b []byte) (tags []string, payloads [][]byte) {
 	return tags, payloads
 }
 
-func joinSections(tags []string, payloads [][]byte) []byte {
+func joinSections(ver byte, tags []string, payloads [][]byte) []byte {
 	var out bytes.Buffer
 	out.Write(Magic[:])
-	out.Write([]byte{Version, 0, 0, 0})
+	out.Write([]byte{ver, 0, 0, 0})
 	for i, tag := range tags {
 		out.WriteString(tag)
 		var n [8]byte
@@ -117,7 +117,7 @@ func FuzzSections(f *testing.F) {
 		ps := make([][]byte, len(payloads))
 		copy(ps, payloads)
 		ps[i] = payload
-		got, err := Unmarshal(joinSections(tags, ps))
+		got, err := Unmarshal(joinSections(full[len(Magic)], tags, ps))
 		if err != nil {
 			return
 		}
@@ -131,7 +131,7 @@ func TestSectionSplitRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	tags, payloads := splitSections(full)
-	if !bytes.Equal(joinSections(tags, payloads), full) {
+	if !bytes.Equal(joinSections(full[len(Magic)], tags, payloads), full) {
 		t.Fatal("split/join does not reproduce the file")
 	}
 }

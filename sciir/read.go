@@ -376,6 +376,10 @@ func decodeInstrs(d *dec, p *fixed.Program, version int) error {
 			}
 		case fixed.OpAddConst, fixed.OpMulConst, fixed.OpAdd, fixed.OpSub, fixed.OpReLU, fixed.OpReshape,
 			fixed.OpMul:
+		case fixed.OpExp, fixed.OpSigmoid, fixed.OpTanh, fixed.OpRecip, fixed.OpRsqrt:
+			if version < 3 {
+				err = fmt.Errorf("math opcode %s in a version %d file (math opcodes arrived in version 3)", in.Op, version)
+			}
 		default:
 			err = fmt.Errorf("unknown opcode %d (written by a newer compiler?)", uint8(in.Op))
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/fxmath"
 )
 
 // Backend performs the non-local operations of a fixed-point program on this party's share
@@ -80,4 +81,13 @@ type ConvBackend interface {
 	// [M, C/Groups, KH, KW] (party 0's; nil at party 1), exactly in the ring (products and sums
 	// wrap), as defined by ring.ConvGeom. dst never aliases x.
 	Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error
+}
+
+// MathBackend is implemented by backends that run the fixed-point math functions (OpExp,
+// OpSigmoid, OpTanh, OpRecip, OpRsqrt). Math sets dst = f(x) elementwise, both at the program's
+// scale, exactly as fxmath defines f (Params.Eval on the ring and scale). A backend without it
+// cannot run programs that use them: vm.New says so.
+type MathBackend interface {
+	Backend
+	Math(ctx context.Context, f fxmath.Func, dst, x ring.Tensor, scale int) error
 }

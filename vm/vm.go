@@ -61,6 +61,13 @@ func New(p *fixed.Program, b Backend) (*Machine, error) {
 		return nil, fmt.Errorf("vm: backend reports party %d", party)
 	}
 	m := &Machine{prog: p, be: b, r: r, party: party}
+	if _, ok := b.(MathBackend); !ok {
+		for i, in := range p.Instrs {
+			if _, isMath := in.Op.MathFunc(); isMath {
+				return nil, fmt.Errorf("vm: instruction %d (%s): the backend (%T) does not implement the math functions", i, in.Op, b)
+			}
+		}
+	}
 	if party == 0 && !p.HasWeights() {
 		return nil, ErrNoWeights
 	}
@@ -247,6 +254,13 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 		return b.Trunc(ctx, dst, x, in.Shift, in.NonNeg)
 	case fixed.OpReLU:
 		return b.ReLU(ctx, dst, x)
+	case fixed.OpExp, fixed.OpSigmoid, fixed.OpTanh, fixed.OpRecip, fixed.OpRsqrt:
+		f, _ := in.Op.MathFunc()
+		mb, ok := b.(MathBackend)
+		if !ok {
+			return fmt.Errorf("the backend (%T) does not implement the math functions", b)
+		}
+		return mb.Math(ctx, f, dst, x, p.Tensors[in.In[0]].Scale)
 	case fixed.OpMaxPool:
 		rows, d := len(dst.Data), pl.d
 		g := ring.Tensor{Shape: []int{rows, d}, Data: m.scratch[:rows*d]}

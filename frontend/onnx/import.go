@@ -101,7 +101,7 @@ func init() {
 		"GlobalAveragePool": (*importer).unary, "GlobalMaxPool": (*importer).unary,
 		"Gemm": (*importer).gemm, "MatMul": (*importer).matmul,
 		"Add": (*importer).binary, "Sub": (*importer).binary, "Mul": (*importer).binary, "Div": (*importer).binary,
-		"Sum": (*importer).sum, "Relu": (*importer).unary, "Sigmoid": (*importer).unary,
+		"Sum": (*importer).sum, "Relu": (*importer).unary, "Sigmoid": (*importer).unary, "Tanh": (*importer).unary, "Exp": (*importer).unary,
 		"LeakyRelu": (*importer).leakyRelu, "Clip": (*importer).clip,
 		"BatchNormalization": (*importer).batchNorm, "LRN": (*importer).lrn,
 		"Flatten": (*importer).flatten, "Reshape": (*importer).reshape, "Transpose": (*importer).transpose,

@@ -308,11 +308,15 @@ func activationFold(op string) func(float32) float32 {
 		return func(v float32) float32 { return max(v, 0) }
 	case "Sigmoid":
 		return func(v float32) float32 { return float32(1 / (1 + math.Exp(-float64(v)))) }
+	case "Tanh":
+		return func(v float32) float32 { return float32(math.Tanh(float64(v))) }
+	case "Exp":
+		return func(v float32) float32 { return float32(math.Exp(float64(v))) }
 	}
 	return nil
 }
 
-// unary imports Relu, Sigmoid, GlobalAveragePool and GlobalMaxPool.
+// unary imports Relu, Sigmoid, Tanh, Exp, GlobalAveragePool and GlobalMaxPool.
 func (im *importer) unary(n *Node) error {
 	out, err := arityOutput(n, 1, 1)
 	if err != nil {

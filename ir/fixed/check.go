@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ring/fxmath"
 )
 
 // MaxElems bounds the number of elements of any tensor or weight of a fixed-point program, so
@@ -259,6 +260,14 @@ func (p *Program) InferInstr(in *Instr) (ir.Shape, int, error) {
 		}
 		return x.Shape.Clone(), x.Scale - in.Shift, nil
 	case OpReLU:
+		return x.Shape.Clone(), x.Scale, nil
+	case OpExp, OpSigmoid, OpTanh, OpRecip, OpRsqrt:
+		if x.Scale != p.Scale {
+			return nil, 0, fmt.Errorf("%s of an operand at scale %d: math functions work at the program's scale %d", in.Op, x.Scale, p.Scale)
+		}
+		if p.Bits < fxmath.MinBits(p.Scale) || p.Scale < 1 {
+			return nil, 0, fmt.Errorf("%s needs scale ≥ 1 and a ring of at least 2s+5 = %d bits (have l = %d, s = %d)", in.Op, fxmath.MinBits(p.Scale), p.Bits, p.Scale)
+		}
 		return x.Shape.Clone(), x.Scale, nil
 	case OpMaxPool, OpSumPool:
 		s, err := fixedPoolShape(in, x.Shape)

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ring/fxmath"
 )
 
 // Opcode is a fixed-point IR instruction code. The numeric values are part of the .sciir file
@@ -67,6 +68,15 @@ const (
 	// in the ring; Out's scale is the sum of the operands' scales. Backend.Mul (the VM expands the
 	// broadcast operands first).
 	OpMul Opcode = 20
+	// OpExp, OpSigmoid, OpTanh, OpRecip, OpRsqrt: Out = f(In[0]) elementwise, the fixed-point
+	// math functions of package ring/fxmath (exp of min(x, 0), sigmoid, tanh, 1/max(x, 1),
+	// 1/sqrt(max(x, 1))), defined by their integer algorithms; Out has In[0]'s scale, which must
+	// be the program's scale s, and the ring needs l ≥ 2s + 5. Backend.Math (vm.MathBackend).
+	OpExp     Opcode = 21
+	OpSigmoid Opcode = 22
+	OpTanh    Opcode = 23
+	OpRecip   Opcode = 24
+	OpRsqrt   Opcode = 25
 )
 
 var opcodeNames = map[Opcode]string{
@@ -74,6 +84,24 @@ var opcodeNames = map[Opcode]string{
 	OpMulConst: "mulconst", OpAdd: "add", OpSub: "sub", OpScaleUp: "scaleup", OpTrunc: "trunc",
 	OpReLU: "relu", OpMaxPool: "maxpool", OpSumPool: "sumpool", OpDiv: "div", OpArgMax: "argmax",
 	OpReshape: "reshape", OpTranspose: "transpose", OpConcat: "concat", OpPad: "pad", OpMul: "mul",
+	OpExp: "exp", OpSigmoid: "sigmoid", OpTanh: "tanh", OpRecip: "recip", OpRsqrt: "rsqrt",
+}
+
+// MathFunc returns the fxmath function of a math opcode (OpExp..OpRsqrt), or false.
+func (o Opcode) MathFunc() (fxmath.Func, bool) {
+	switch o {
+	case OpExp:
+		return fxmath.Exp, true
+	case OpSigmoid:
+		return fxmath.Sigmoid, true
+	case OpTanh:
+		return fxmath.Tanh, true
+	case OpRecip:
+		return fxmath.Recip, true
+	case OpRsqrt:
+		return fxmath.Rsqrt, true
+	}
+	return 0, false
 }
 
 func (o Opcode) String() string {

@@ -372,6 +372,10 @@ func (c *compiler) kernel(n *ir.Node, in []*slot, out *slot) (func(), error) {
 		return unary(in[0], out, func(x float32) float32 { return min(max(x, lo), hi) }), nil
 	case ir.Sigmoid:
 		return unary(in[0], out, sigmoid), nil
+	case ir.Tanh:
+		return unary(in[0], out, func(x float32) float32 { return float32(math.Tanh(float64(x))) }), nil
+	case ir.Exp:
+		return unary(in[0], out, func(x float32) float32 { return float32(math.Exp(float64(x))) }), nil
 	case ir.MaxPool, ir.AveragePool:
 		return pool(n.Op, a, in[0], out)
 	case ir.GlobalAveragePool, ir.GlobalMaxPool:

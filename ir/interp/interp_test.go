@@ -181,6 +181,8 @@ func TestAllOpsRun(t *testing.T) {
 		ir.Squeeze:   func(b *builder) *builder { return b.node(ir.Squeeze, ir.Attrs{"axes": ints(0)}, "y", "x") },
 		ir.Unsqueeze: func(b *builder) *builder { return b.node(ir.Unsqueeze, ir.Attrs{"axes": ints(4)}, "y", "x") },
 		ir.Identity:  func(b *builder) *builder { return b.node(ir.Identity, nil, "y", "x") },
+		ir.Tanh:      func(b *builder) *builder { return b.node(ir.Tanh, nil, "y", "x") },
+		ir.Exp:       func(b *builder) *builder { return b.node(ir.Exp, nil, "y", "x") },
 		ir.Softmax:   func(b *builder) *builder { return b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(3)}, "y", "x") },
 		ir.ArgMax: func(b *builder) *builder {
 			return b.node(ir.ArgMax, ir.Attrs{"axis": ir.IntAttr(1), "keepdims": ir.IntAttr(1), "select_last_index": ir.IntAttr(0)}, "y", "x")

@@ -3,7 +3,8 @@
 // triples and AND, MUX, B2A, the millionaires' protocol with leaf width m,
 // DReLU and ReLU, faithful truncation (and its cheaper form for inputs known
 // to be non-negative), division by a public integer, and the row-wise
-// maximum and argmax used by MaxPool and ArgMax.
+// maximum and argmax used by MaxPool and ArgMax; table lookup by 1-out-of-N
+// OT (LUT) and the fixed-point math functions of ring/fxmath (Math).
 //
 // Algorithm numbers refer to CrypTFlow2 (Rathee et al., CCS 2020);
 // docs/protocols.md gives each protocol's cost and the choices made here.

@@ -6,9 +6,11 @@ package cleartext
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/fxmath"
 )
 
 // Backend is the cleartext fixed-point backend: it computes every operation on full values in one
@@ -16,6 +18,9 @@ import (
 // concurrent use by several Machines.
 type Backend struct {
 	r ring.Ring
+
+	mu     sync.Mutex
+	params map[int]*fxmath.Params // by scale
 }
 
 // New returns the cleartext backend over r.
@@ -188,4 +193,34 @@ func firstError(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// MathParams returns the fxmath parameters for this ring at scale s (built once per scale).
+func (c *Backend) MathParams(s int) (*fxmath.Params, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.params[s]; ok {
+		return p, nil
+	}
+	p, err := fxmath.NewParams(c.r.Bits, s)
+	if err != nil {
+		return nil, err
+	}
+	if c.params == nil {
+		c.params = map[int]*fxmath.Params{}
+	}
+	c.params[s] = p
+	return p, nil
+}
+
+// Math computes dst = f(x) by fxmath's algorithm on the values (fxmath.Clear).
+func (c *Backend) Math(ctx context.Context, f fxmath.Func, dst, x ring.Tensor, scale int) error {
+	if err := checkLen(f.String()+" result", dst, len(x.Data)); err != nil {
+		return err
+	}
+	p, err := c.MathParams(scale)
+	if err != nil {
+		return err
+	}
+	return p.Eval(ctx, fxmath.Clear{R: c.r}, f, dst.Data, x.Data)
 }

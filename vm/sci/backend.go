@@ -17,12 +17,16 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/fxmath"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
-// Backend runs convolutions itself (by OT on the input elements, or by HE); every linear layer
-// comes with the engine the program records for it.
-var _ vm.ConvBackend = (*Backend)(nil)
+// Backend runs convolutions itself (by OT on the input elements, or by HE), every linear layer
+// with the engine the program records for it, and the fixed-point math functions.
+var (
+	_ vm.ConvBackend = (*Backend)(nil)
+	_ vm.MathBackend = (*Backend)(nil)
+)
 
 // Mode is how a Backend computes the linear layers (products with party 0's weights). The
 // nonlinear layers, elementwise products and input/output are the same in every mode.
@@ -514,6 +518,19 @@ func (b *Backend) Div(ctx context.Context, dst, x ring.Tensor, d int) error {
 	return end(&b.prof.Nonlinear, b.nl.Div(ctx, dst.Data, x.Data, uint64(d)))
 }
 
+// Math sets dst = f(x) elementwise (fxmath's algorithm on shares: nonlinear.Session.Math, with
+// the secret×secret products by linear.Session.Mul). It is charged to Profile.Nonlinear.
+func (b *Backend) Math(ctx context.Context, f fxmath.Func, dst, x ring.Tensor, scale int) error {
+	end, err := b.begin(f.String())
+	if err != nil {
+		return err
+	}
+	if err := checkLen("result", dst, len(x.Data)); err != nil {
+		return end(&b.prof.Nonlinear, err)
+	}
+	return end(&b.prof.Nonlinear, b.nl.Math(ctx, b.lin, f, dst.Data, x.Data, scale))
+}
+
 // MaxRows sets dst[i] to the signed maximum of row i of x (rows×d).
 func (b *Backend) MaxRows(ctx context.Context, dst, x ring.Tensor, rows, d int) error {
 	end, err := b.begin("maxpool")
@@ -553,6 +570,9 @@ func FerretFor(p *fixed.Program) ferret.Config {
 		switch in.Op {
 		case fixed.OpReLU, fixed.OpTrunc, fixed.OpDiv, fixed.OpMaxPool, fixed.OpArgMax, fixed.OpMul:
 			elems += int64(ring.Size(p.Tensors[in.In[0]].Shape))
+		case fixed.OpExp, fixed.OpSigmoid, fixed.OpTanh, fixed.OpRecip, fixed.OpRsqrt:
+			// About twenty ReLU-sized steps per element (MathCost).
+			elems += 20 * int64(ring.Size(p.Tensors[in.In[0]].Shape))
 		}
 	}
 	if elems*4*int64(p.Bits) < 8*int64(ferret.Small().Main.Output()) {
