@@ -13,6 +13,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/iknp"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
@@ -341,14 +342,14 @@ func nlConnect(ctx context.Context, r ring.Ring, opt nonlinear.Options, k int, p
 		var a, b *ot.Session
 		err := inParallel(func() (err error) {
 			if i == 0 {
-				a, err = ot.NewSession(ctx, p.c0[0], 0)
+				a, err = iknp.NewSession(ctx, p.c0[0], 0)
 			} else {
 				a, err = o0[0].Fork(ctx, p.c0[i])
 			}
 			return
 		}, func() (err error) {
 			if i == 0 {
-				b, err = ot.NewSession(ctx, p.c1[0], 1)
+				b, err = iknp.NewSession(ctx, p.c1[0], 1)
 			} else {
 				b, err = o1[0].Fork(ctx, p.c1[i])
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/iknp"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -324,8 +325,8 @@ func newSources(ctx context.Context, names []string, cfg ferret.Config, workers 
 	bytes := func() int64 { return c0.Stats().BytesSent + c1.Stats().BytesSent }
 	start := time.Now()
 	var s0, s1 *ot.Session
-	if err := inParallel(func() (err error) { s0, err = ot.NewSession(ctx, c0, 0); return },
-		func() (err error) { s1, err = ot.NewSession(ctx, c1, 1); return }); err != nil {
+	if err := inParallel(func() (err error) { s0, err = iknp.NewSession(ctx, c0, 0); return },
+		func() (err error) { s1, err = iknp.NewSession(ctx, c1, 1); return }); err != nil {
 		return nil, err
 	}
 	iknp := &otSource{name: "iknp", s0: s0, s1: s1, bsend: s0.SendBlockCOT,

@@ -10,6 +10,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/iknp"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -28,8 +29,8 @@ func tcpOTPair(b *testing.B) (*ot.Session, *ot.Session) {
 		func() (err error) { c1, err = transport.Dial(ctx, ln.Addr().String(), testOpt); return })
 	b.Cleanup(func() { c0.Close(); c1.Close() })
 	var s0, s1 *ot.Session
-	testenv.MustBoth(b, func() (err error) { s0, err = ot.NewSession(ctx, c0, 0); return },
-		func() (err error) { s1, err = ot.NewSession(ctx, c1, 1); return })
+	testenv.MustBoth(b, func() (err error) { s0, err = iknp.NewSession(ctx, c0, 0); return },
+		func() (err error) { s1, err = iknp.NewSession(ctx, c1, 1); return })
 	return s0, s1
 }
 
@@ -141,8 +142,8 @@ func otPairNet(b *testing.B, m netmodel.Model) (*ot.Session, *ot.Session) {
 	b.Cleanup(func() { c0.Close(); c1.Close() })
 	ctx := context.Background()
 	var s0, s1 *ot.Session
-	testenv.MustBoth(b, func() (err error) { s0, err = ot.NewSession(ctx, c0, 0); return },
-		func() (err error) { s1, err = ot.NewSession(ctx, c1, 1); return })
+	testenv.MustBoth(b, func() (err error) { s0, err = iknp.NewSession(ctx, c0, 0); return },
+		func() (err error) { s1, err = iknp.NewSession(ctx, c1, 1); return })
 	return s0, s1
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/iknp"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -43,8 +44,8 @@ func otPair(t testing.TB) (*ot.Session, *ot.Session) {
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	ctx := context.Background()
 	var s0, s1 *ot.Session
-	testenv.MustBoth(t, func() (err error) { s0, err = ot.NewSession(ctx, c0, 0); return },
-		func() (err error) { s1, err = ot.NewSession(ctx, c1, 1); return })
+	testenv.MustBoth(t, func() (err error) { s0, err = iknp.NewSession(ctx, c0, 0); return },
+		func() (err error) { s1, err = iknp.NewSession(ctx, c1, 1); return })
 	return s0, s1
 }
 

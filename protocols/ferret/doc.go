@@ -48,7 +48,7 @@
 //
 // # Use
 //
-// Both parties, after ot.NewSession on their connection:
+// Both parties, after iknp.NewSession on their connection:
 //
 //	fs, err := ferret.NewSession(ctx, otSession, ferret.B13(), ferret.Options{}) // an *ot.Session
 //	// party 0:                      party 1:

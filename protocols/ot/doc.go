@@ -2,8 +2,8 @@
 // APIs on flat slices, in two layers.
 //
 // A [Core] is an OT source reduced to what only it can do: 128-bit correlated
-// OTs with a global Δ in both directions (IKNP here, with Chou–Orlandi base
-// OTs; Ferret's silent OT in package ferret). [Session] derives every OT kind
+// OTs with a global Δ in both directions (IKNP, with Chou–Orlandi base
+// OTs, in package iknp; Ferret's silent OT in package ferret). [Session] derives every OT kind
 // from any Core, once: COT_l with chosen or random choice bits, random OT,
 // chosen-message OT, 1-out-of-N OT, block COTs, with batch headers, framing,
 // argument checks and sticky errors. A core whose receiver chooses its bits
@@ -12,7 +12,7 @@
 // 1-of-N in place of the derivation from log2 N COTs; a [Reservoir]
 // (Ferret) can be carved into ranges for interleaved batches. A new source
 // implements Core and passes the conformance suite of package ottest. What
-// follows describes IKNP's session ([NewSession]); docs/ferret.md gives
+// follows describes IKNP's session (iknp.NewSession); docs/ferret.md gives
 // Ferret's costs.
 //
 // # Calls
@@ -29,7 +29,7 @@
 //
 // # Sessions
 //
-// [NewSession] runs once per pair of parties and connection: a hello, 128
+// iknp.NewSession runs once per pair of parties and connection: a hello, 128
 // Chou–Orlandi base OTs in each direction (over edwards25519 with cofactor
 // clearing), and, bootstrapped from those by IKNP, 256 base OTs per
 // direction for the KK13 1-out-of-N extension. Afterwards either party can be

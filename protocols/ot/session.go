@@ -12,7 +12,7 @@ import (
 )
 
 // Session is one party's end of an OT session with the peer on one connection: the OT kinds of
-// this package derived from a [Core] (IKNP's from [NewSession], Ferret's from package ferret).
+// this package derived from a [Core] (IKNP's from package iknp, Ferret's from package ferret).
 // See the package documentation. A Session is not safe for concurrent use.
 type Session struct {
 	core   Core

@@ -14,6 +14,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/iknp"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
@@ -175,7 +176,7 @@ func New(ctx context.Context, conn *transport.Conn, party int, r ring.Ring, opt 
 	start := time.Now()
 	conns := append([]*transport.Conn{conn}, opt.Streams...)
 	before := sumStats(conns)
-	o, err := ot.NewSession(ctx, conn, party)
+	o, err := iknp.NewSession(ctx, conn, party)
 	if err != nil {
 		return nil, fmt.Errorf("sci: New: %w", err)
 	}

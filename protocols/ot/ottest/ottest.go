@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/iknp"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -53,8 +54,8 @@ func Sessions(t testing.TB, c0, c1 []*transport.Conn) (o0, o1 []*ot.Session) {
 	}
 	ctx := context.Background()
 	var s0, s1 *ot.Session
-	MustBoth(t, func() (err error) { s0, err = ot.NewSession(ctx, c0[0], 0); return },
-		func() (err error) { s1, err = ot.NewSession(ctx, c1[0], 1); return })
+	MustBoth(t, func() (err error) { s0, err = iknp.NewSession(ctx, c0[0], 0); return },
+		func() (err error) { s1, err = iknp.NewSession(ctx, c1[0], 1); return })
 	o0, o1 = []*ot.Session{s0}, []*ot.Session{s1}
 	for i := 1; i < len(c0); i++ {
 		var f0, f1 *ot.Session

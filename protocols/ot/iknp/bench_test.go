@@ -1,4 +1,4 @@
-package ot
+package iknp
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
 // tcpSessions connects two sessions over loopback TCP.
-func tcpSessions(b *testing.B) (*Session, *Session) {
+func tcpSessions(b *testing.B) (*ot.Session, *ot.Session) {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -25,7 +26,7 @@ func tcpSessions(b *testing.B) (*Session, *Session) {
 		b.Fatal(e0, e1)
 	}
 	b.Cleanup(func() { c0.Close(); c1.Close() })
-	var s0, s1 *Session
+	var s0, s1 *ot.Session
 	e0, e1 := testenv.Both(func() (err error) { s0, err = NewSession(ctx, c0, 0); return },
 		func() (err error) { s1, err = NewSession(ctx, c1, 1); return })
 	if e0 != nil || e1 != nil {
@@ -36,7 +37,7 @@ func tcpSessions(b *testing.B) (*Session, *Session) {
 
 // benchBatches runs b.N batches of n instances and reports OTs/s and the
 // wire bytes per instance (both directions).
-func benchBatches(b *testing.B, n int, s0, s1 *Session, f0, f1 func() error) {
+func benchBatches(b *testing.B, n int, s0, s1 *ot.Session, f0, f1 func() error) {
 	if e0, e1 := testenv.Both(f0, f1); e0 != nil || e1 != nil { // warm-up
 		b.Fatal(e0, e1)
 	}

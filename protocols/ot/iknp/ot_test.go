@@ -1,7 +1,8 @@
-package ot
+package iknp
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -14,17 +15,18 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
 // newPair returns two sessions over an in-memory pipe.
-func newPair(t testing.TB, opt transport.Options) (*Session, *Session) {
+func newPair(t testing.TB, opt transport.Options) (*ot.Session, *ot.Session) {
 	t.Helper()
 	c0, c1 := transport.Pipe(opt)
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	ctx := context.Background()
-	var s0, s1 *Session
+	var s0, s1 *ot.Session
 	e0, e1 := testenv.Both(func() (err error) { s0, err = NewSession(ctx, c0, 0); return },
 		func() (err error) { s1, err = NewSession(ctx, c1, 1); return })
 	if e0 != nil || e1 != nil {
@@ -35,8 +37,22 @@ func newPair(t testing.TB, opt transport.Options) (*Session, *Session) {
 
 var testOpt = transport.Options{Timeout: 20 * time.Second}
 
+// headerSize is the size of the batch header of package ot's derived layer.
+const headerSize = 24
+
+// cotHeader is the batch header that package ot's COT receiver sends first: kind 2 (COT), l, w,
+// n and the stream index ctr of the batch's first instance.
+func cotHeader(l, w int, n, ctr uint64) [headerSize]byte {
+	var b [headerSize]byte
+	b[0], b[1] = 2, byte(l)
+	binary.LittleEndian.PutUint32(b[4:], uint32(w))
+	binary.LittleEndian.PutUint64(b[8:], n)
+	binary.LittleEndian.PutUint64(b[16:], ctr)
+	return b
+}
+
 // tcpPair returns two sessions over loopback TCP.
-func tcpPair(t *testing.T) (*Session, *Session) {
+func tcpPair(t *testing.T) (*ot.Session, *ot.Session) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,7 +64,7 @@ func tcpPair(t *testing.T) (*Session, *Session) {
 	testenv.MustBoth(t, func() (err error) { c0, err = transport.Accept(ctx, ln, testOpt); return },
 		func() (err error) { c1, err = transport.Dial(ctx, ln.Addr().String(), testOpt); return })
 	t.Cleanup(func() { c0.Close(); c1.Close() })
-	var s0, s1 *Session
+	var s0, s1 *ot.Session
 	testenv.MustBoth(t, func() (err error) { s0, err = NewSession(ctx, c0, 0); return },
 		func() (err error) { s1, err = NewSession(ctx, c1, 1); return })
 	return s0, s1
@@ -322,7 +338,7 @@ func TestZeroInstances(t *testing.T) {
 }
 
 // exchange returns the per-direction statistics of one batch.
-func exchange(t *testing.T, s0, s1 *Session, f0, f1 func() error) (transport.Stats, transport.Stats) {
+func exchange(t *testing.T, s0, s1 *ot.Session, f0, f1 func() error) (transport.Stats, transport.Stats) {
 	t.Helper()
 	b0, b1 := s0.Conn().Stats(), s1.Conn().Stats()
 	testenv.MustBoth(t, f0, f1)
@@ -335,7 +351,7 @@ func exchange(t *testing.T, s0, s1 *Session, f0, f1 func() error) (transport.Sta
 func TestCommunication(t *testing.T) {
 	s0, s1 := newPair(t, testOpt)
 	ctx := context.Background()
-	const lambda = Lambda
+	const lambda = ot.Lambda
 	// Receiver: header frame + one frame per chunk of cols·⌈nc/64⌉ words.
 	recvBytes := func(n, cols int) int64 {
 		b := int64(transport.HeaderSize + headerSize)
@@ -431,7 +447,7 @@ func TestArgumentErrorsKeepSessionUsable(t *testing.T) {
 		{"l=0", s0.SendCOT(ctx, 0, ten, ten)},
 		{"l=65", s1.RecvCOT(ctx, 65, ten, ten)},
 		{"w=0", s0.SendCOTWide(ctx, 0, 8, ten, ten)},
-		{"w too big", s0.SendOTWide(ctx, MaxWidth+1, 8, ten, ten)},
+		{"w too big", s0.SendOTWide(ctx, ot.MaxWidth+1, 8, ten, ten)},
 		{"len not multiple of w", s1.RecvCOTWide(ctx, 3, 8, ten, ten)},
 		{"len(x) != len(r)", s0.SendCOT(ctx, 8, ten, ten[:9])},
 		{"len(m0) != len(m1)", s0.SendOT(ctx, 8, ten, ten[:9])},
@@ -463,18 +479,22 @@ func TestPeerMismatchAborts(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name   string
-		f0, f1 func(s0, s1 *Session) error
+		f0, f1 func(s0, s1 *ot.Session) error
 	}{
-		{"n differs", func(s0, _ *Session) error { return s0.SendCOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
-			func(_, s1 *Session) error { return s1.RecvCOT(ctx, 8, make([]uint64, 4), make([]uint64, 200)) }},
-		{"l differs", func(s0, _ *Session) error { return s0.SendOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
-			func(_, s1 *Session) error { return s1.RecvOT(ctx, 9, make([]uint64, 2), make([]uint64, 100)) }},
-		{"kind differs", func(s0, _ *Session) error { return s0.SendOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
-			func(_, s1 *Session) error { return s1.RecvCOT(ctx, 8, make([]uint64, 2), make([]uint64, 100)) }},
-		{"N differs", func(s0, _ *Session) error { return s0.SendOTN(ctx, 8, 2, make([]uint64, 800)) },
-			func(_, s1 *Session) error { return s1.RecvOTN(ctx, 4, 2, make([]uint8, 200), make([]uint64, 200)) }},
-		{"w differs", func(s0, _ *Session) error { return s0.SendCOTWide(ctx, 2, 8, make([]uint64, 200), make([]uint64, 200)) },
-			func(_, s1 *Session) error { return s1.RecvCOTWide(ctx, 1, 8, make([]uint64, 4), make([]uint64, 200)) }},
+		{"n differs", func(s0, _ *ot.Session) error { return s0.SendCOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
+			func(_, s1 *ot.Session) error { return s1.RecvCOT(ctx, 8, make([]uint64, 4), make([]uint64, 200)) }},
+		{"l differs", func(s0, _ *ot.Session) error { return s0.SendOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
+			func(_, s1 *ot.Session) error { return s1.RecvOT(ctx, 9, make([]uint64, 2), make([]uint64, 100)) }},
+		{"kind differs", func(s0, _ *ot.Session) error { return s0.SendOT(ctx, 8, make([]uint64, 100), make([]uint64, 100)) },
+			func(_, s1 *ot.Session) error { return s1.RecvCOT(ctx, 8, make([]uint64, 2), make([]uint64, 100)) }},
+		{"N differs", func(s0, _ *ot.Session) error { return s0.SendOTN(ctx, 8, 2, make([]uint64, 800)) },
+			func(_, s1 *ot.Session) error { return s1.RecvOTN(ctx, 4, 2, make([]uint8, 200), make([]uint64, 200)) }},
+		{"w differs", func(s0, _ *ot.Session) error {
+			return s0.SendCOTWide(ctx, 2, 8, make([]uint64, 200), make([]uint64, 200))
+		},
+			func(_, s1 *ot.Session) error {
+				return s1.RecvCOTWide(ctx, 1, 8, make([]uint64, 4), make([]uint64, 200))
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -506,15 +526,15 @@ func TestPeerDisconnects(t *testing.T) {
 		e0, _ := testenv.Both(func() error { return s0.SendCOT(ctx, 32, make([]uint64, n), make([]uint64, n)) },
 			func() error {
 				// Send a valid header and one chunk of the extension matrix, then vanish.
-				h := header{op: opCOT, l: 32, w: 1, n: uint64(n), ctr: s1.Core().Count(false)}
-				if err := s1.open(ctx, h, true, false); err != nil {
+				h := cotHeader(32, 1, uint64(n), s1.Core().Count(false))
+				if err := s1.Conn().Send(ctx, h[:]); err != nil {
 					return err
 				}
 				u := make([]uint64, 128*chunkOTs/64)
-				if err := s1.conn.SendUint64s(ctx, u); err != nil {
+				if err := s1.Conn().SendUint64s(ctx, u); err != nil {
 					return err
 				}
-				return s1.conn.Close()
+				return s1.Conn().Close()
 			})
 		if !errors.Is(e0, transport.ErrPeerClosed) {
 			t.Fatalf("sender: got %v, want ErrPeerClosed", e0)
@@ -525,10 +545,10 @@ func TestPeerDisconnects(t *testing.T) {
 		n := 1000
 		_, e1 := testenv.Both(func() error {
 			var hb [headerSize]byte
-			if err := s0.conn.Recv(ctx, hb[:]); err != nil {
+			if err := s0.Conn().Recv(ctx, hb[:]); err != nil {
 				return err
 			}
-			return s0.conn.Close()
+			return s0.Conn().Close()
 		}, func() error { return s1.RecvOTN(ctx, 16, 2, make([]uint8, n), make([]uint64, n)) })
 		if !errors.Is(e1, transport.ErrPeerClosed) {
 			t.Fatalf("receiver: got %v, want ErrPeerClosed", e1)
@@ -588,7 +608,7 @@ func TestForkConcurrentStreams(t *testing.T) {
 	a0, a1 := transport.Pipe(testOpt)
 	defer a0.Close()
 	defer a1.Close()
-	var f0, f1 *Session
+	var f0, f1 *ot.Session
 	testenv.MustBoth(t, func() (err error) { f0, err = s0.Fork(ctx, a0); return },
 		func() (err error) { f1, err = s1.Fork(ctx, a1); return })
 	r := rand.New(rand.NewPCG(7, 7))
@@ -641,7 +661,7 @@ func TestForkOrderMismatch(t *testing.T) {
 	a0, a1 := transport.Pipe(testOpt)
 	defer a0.Close()
 	defer a1.Close()
-	s0.core.(*iknpCore).sh.forks.Add(1) // party 0 "already forked once"
+	s0.Core().(*iknpCore).sh.forks.Add(1) // party 0 "already forked once"
 	e0, e1 := testenv.Both(func() error { _, err := s0.Fork(ctx, a0); return err },
 		func() error { _, err := s1.Fork(ctx, a1); return err })
 	if e0 == nil || e1 == nil || !strings.Contains(e0.Error(), "fork order") {
@@ -675,9 +695,9 @@ func TestBaseOT(t *testing.T) {
 }
 
 func TestHadamardDistance(t *testing.T) {
-	for a := 0; a < MaxN; a++ {
+	for a := 0; a < ot.MaxN; a++ {
 		ca := hadamard(a)
-		for b := a + 1; b < MaxN; b++ {
+		for b := a + 1; b < ot.MaxN; b++ {
 			cb := hadamard(b)
 			d := 0
 			for h := 0; h < 2; h++ {

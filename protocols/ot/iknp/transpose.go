@@ -1,4 +1,4 @@
-package ot
+package iknp
 
 import "github.com/cryptflow-go/cryptflow/protocols/prg"
 

@@ -1,4 +1,4 @@
-package ot
+package iknp
 
 import (
 	"context"
@@ -9,21 +9,13 @@ import (
 	"sync/atomic"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
-// Lambda is the computational security parameter (bits) and the IKNP width.
-const Lambda = 128
-
 // kkCols is the KK13 code length (Walsh–Hadamard code, distance 128).
 const kkCols = 256
-
-// MaxN is the largest N of a 1-out-of-N OT.
-const MaxN = 256
-
-// MaxWidth is the largest number of words per instance in the Wide calls.
-const MaxWidth = 1 << 16
 
 const (
 	protoVersion = 1
@@ -32,7 +24,7 @@ const (
 
 var helloMagic = [4]byte{'C', 'F', 'O', 'T'}
 
-// famKK is KK13's purpose in the hash tweak (next to PurposePads and PurposeOTN).
+// famKK is KK13's purpose in the hash tweak (next to ot.PurposePads and ot.PurposeOTN).
 const famKK = 2
 
 // shared is the base-OT material of a session and its forks (immutable
@@ -46,14 +38,14 @@ type shared struct {
 	kkKeys   []prg.Seed
 	kkK0     []prg.Seed
 	kkK1     []prg.Seed
-	code     [MaxN][2]prg.Block // Walsh–Hadamard codewords (lo, hi halves)
-	kkMasked [MaxN][2]prg.Block // code[j] ∧ s for the KK sender
+	code     [ot.MaxN][2]prg.Block // Walsh–Hadamard codewords (lo, hi halves)
+	kkMasked [ot.MaxN][2]prg.Block // code[j] ∧ s for the KK sender
 	forks    atomic.Uint32
 }
 
 // iknpCore is the IKNP source: block COTs with Δ = the IKNP sender's secret s, the receiver
-// choosing its bits in the extension matrix ([ChosenCore]), and KK13 1-out-of-N OT
-// ([OTNCore]). One stream per connection; forks share the base OTs ([Forker]).
+// choosing its bits in the extension matrix ([ot.ChosenCore]), and KK13 1-out-of-N OT
+// ([ot.OTNCore]). One stream per connection; forks share the base OTs ([ot.Forker]).
 type iknpCore struct {
 	conn   *transport.Conn
 	party  int
@@ -81,7 +73,7 @@ type iknpScratch struct {
 // other end of conn: a version/role handshake, base OTs in both directions
 // and the KK13 base OTs. The session uses conn exclusively while a call
 // runs; the caller keeps ownership (Close it when done).
-func NewSession(ctx context.Context, conn *transport.Conn, party int) (*Session, error) {
+func NewSession(ctx context.Context, conn *transport.Conn, party int) (*ot.Session, error) {
 	if conn == nil {
 		return nil, errors.New("ot: NewSession: nil connection")
 	}
@@ -104,7 +96,7 @@ func NewSession(ctx context.Context, conn *transport.Conn, party int) (*Session,
 	c.sh = sh
 	c.snd = newExtSender(sh.iknpS, sh.iknpKeys, 0)
 	c.rcv = newExtReceiver(sh.iknpK0, sh.iknpK1, 0)
-	s, err := New(c)
+	s, err := ot.New(c)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +132,7 @@ func NewSession(ctx context.Context, conn *transport.Conn, party int) (*Session,
 	if err := second(); err != nil {
 		return nil, fmt.Errorf("ot: NewSession: KK13 base OTs: %w", err)
 	}
-	for v := 0; v < MaxN; v++ {
+	for v := 0; v < ot.MaxN; v++ {
 		sh.code[v] = hadamard(v)
 		sLo := prg.Block{sh.kkS[0], sh.kkS[1]}
 		sHi := prg.Block{sh.kkS[2], sh.kkS[3]}
@@ -159,7 +151,7 @@ func NewSession(ctx context.Context, conn *transport.Conn, party int) (*Session,
 // sessions on the two can be used concurrently from different goroutines. No
 // base OTs are run; the forks are numbered, and both parties must fork in
 // the same order (a handshake on conn checks this).
-func (c *iknpCore) Fork(ctx context.Context, conn *transport.Conn) (Core, error) {
+func (c *iknpCore) Fork(ctx context.Context, conn *transport.Conn) (ot.Core, error) {
 	id := c.sh.forks.Add(1)
 	rng, err := prg.NewRandom()
 	if err != nil {
@@ -203,7 +195,7 @@ func (c *iknpCore) OTNCount(send bool) uint64 {
 }
 
 // Domain is the tweak's high word for this stream, purpose and direction (sender is the party
-// that sends the OTs): stream<<32 | sender<<24 | purpose<<16. PurposePads is the IKNP family
+// that sends the OTs): stream<<32 | sender<<24 | purpose<<16. ot.PurposePads is the IKNP family
 // of the hashes of the 1-of-2 kinds; famKK (2) is KK13's.
 func (c *iknpCore) Domain(sender int, purpose uint8) uint64 {
 	return uint64(c.stream)<<32 | uint64(sender)<<24 | uint64(purpose)<<16

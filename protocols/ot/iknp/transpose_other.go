@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package ot
+package iknp
 
 import "github.com/cryptflow-go/cryptflow/protocols/prg"
 

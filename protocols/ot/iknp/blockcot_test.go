@@ -1,10 +1,11 @@
-package ot
+package iknp
 
 import (
 	"context"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -18,7 +19,7 @@ func TestBlockCOT(t *testing.T) {
 			if dir == 1 {
 				snd, rcv = s1, s0
 			}
-			b := make([]uint64, BitWords(n))
+			b := make([]uint64, ot.BitWords(n))
 			k := make([]prg.Block, n)
 			m := make([]prg.Block, n)
 			st := rcv.Conn().Stats()
@@ -27,7 +28,7 @@ func TestBlockCOT(t *testing.T) {
 			d := snd.Delta()
 			for i := 0; i < n; i++ {
 				want := k[i]
-				if Bit(b, i) == 1 {
+				if ot.Bit(b, i) == 1 {
 					want = want.Xor(d)
 				}
 				if m[i] != want {
@@ -38,7 +39,7 @@ func TestBlockCOT(t *testing.T) {
 			want := int64(headerSize + transport.HeaderSize)
 			for off := 0; off < n; off += chunkOTs {
 				nc := min(chunkOTs, n-off)
-				want += int64(128*8*BitWords(nc)) + transport.HeaderSize
+				want += int64(128*8*ot.BitWords(nc)) + transport.HeaderSize
 			}
 			if got := rcv.Conn().Stats().Sub(st); got.BytesSent != want || got.BytesRecv != 0 {
 				t.Fatalf("n=%d: receiver sent %d bytes (want %d), received %d", n, got.BytesSent, want, got.BytesRecv)

@@ -1,4 +1,4 @@
-package ot
+package iknp
 
 import (
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
@@ -99,4 +99,18 @@ func columnsToRows(rows []prg.Block, buf []uint64, W, col0 int, transpose func(*
 		}
 		transpose(m)
 	}
+}
+
+func growU(b *[]uint64, n int) []uint64 {
+	if cap(*b) < n {
+		*b = make([]uint64, n)
+	}
+	return (*b)[:n]
+}
+
+func growB(b *[]prg.Block, n int) []prg.Block {
+	if cap(*b) < n {
+		*b = make([]prg.Block, n)
+	}
+	return (*b)[:n]
 }

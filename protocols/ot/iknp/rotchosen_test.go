@@ -1,4 +1,4 @@
-package ot
+package iknp
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -125,7 +126,7 @@ func TestROTChosenCommunication(t *testing.T) {
 		bytes, frames = int64(transport.HeaderSize+headerSize), 1
 		for off := 0; off < n; off += chunkOTs {
 			nc := min(chunkOTs, n-off)
-			bytes += int64(transport.HeaderSize + Lambda*8*((nc+63)/64)) // λ columns of ⌈nc/64⌉ words
+			bytes += int64(transport.HeaderSize + ot.Lambda*8*((nc+63)/64)) // λ columns of ⌈nc/64⌉ words
 			frames++
 		}
 		return bytes, frames
@@ -154,8 +155,8 @@ func TestROTChosenCommunication(t *testing.T) {
 		// Payload net of the batch header: exactly λ bits per instance
 		// when n is a multiple of 64, whatever w and l.
 		if c.n%64 == 0 {
-			if got := 8 * (st1.PayloadSent() - headerSize); got != int64(Lambda*c.n) {
-				t.Fatalf("%s: %d payload bits, want λ·n = %d", name, got, Lambda*c.n)
+			if got := 8 * (st1.PayloadSent() - headerSize); got != int64(ot.Lambda*c.n) {
+				t.Fatalf("%s: %d payload bits, want λ·n = %d", name, got, ot.Lambda*c.n)
 			}
 		}
 		checkROTChosen(t, name, c.n, c.w, c.l, b, m0, m1, m)
@@ -165,15 +166,15 @@ func TestROTChosenCommunication(t *testing.T) {
 
 // handOver has from send one byte to to, so that to's next send starts a
 // new flight.
-func handOver(t *testing.T, from, to *Session) {
+func handOver(t *testing.T, from, to *ot.Session) {
 	t.Helper()
 	ctx := context.Background()
 	testenv.MustBoth(t, func() error {
-		if err := from.conn.Send(ctx, []byte{1}); err != nil {
+		if err := from.Conn().Send(ctx, []byte{1}); err != nil {
 			return err
 		}
-		return from.conn.Flush(ctx)
-	}, func() error { return to.conn.Recv(ctx, make([]byte, 1)) })
+		return from.Conn().Flush(ctx)
+	}, func() error { return to.Conn().Recv(ctx, make([]byte, 1)) })
 }
 
 // The linear layers' use: per chunk, the receiver's flight carries the
@@ -194,8 +195,8 @@ func TestROTChosenInterplay(t *testing.T) {
 	handOver(t, s0, s1) // NewSession ended with a flight of party 1
 	var st0, st1 transport.Stats
 	testenv.MustBoth(t, func() error {
-		before := s0.conn.Stats()
-		defer func() { st0 = s0.conn.Stats().Sub(before) }()
+		before := s0.Conn().Stats()
+		defer func() { st0 = s0.Conn().Stats().Sub(before) }()
 		m0, m1 := make([]uint64, n*w), make([]uint64, n*w)
 		e := make([]uint64, 2*n*w)
 		for c := 0; c < chunks; c++ {
@@ -203,21 +204,21 @@ func TestROTChosenInterplay(t *testing.T) {
 				return err
 			}
 			p := make([]byte, len(ping))
-			if err := s0.conn.Recv(ctx, p); err != nil || string(p) != string(ping) {
+			if err := s0.Conn().Recv(ctx, p); err != nil || string(p) != string(ping) {
 				return fmt.Errorf("chunk %d: receiver's message: %q, %v", c, p, err)
 			}
 			for i := 0; i < n*w; i++ {
 				e[i] = x0[c*n*w+i] ^ m0[i]
 				e[n*w+i] = x1[c*n*w+i] ^ m1[i]
 			}
-			if err := s0.conn.SendUint64s(ctx, e); err != nil {
+			if err := s0.Conn().SendUint64s(ctx, e); err != nil {
 				return err
 			}
 		}
-		return s0.conn.Flush(ctx)
+		return s0.Conn().Flush(ctx)
 	}, func() error {
-		before := s1.conn.Stats()
-		defer func() { st1 = s1.conn.Stats().Sub(before) }()
+		before := s1.Conn().Stats()
+		defer func() { st1 = s1.Conn().Stats().Sub(before) }()
 		m := make([]uint64, n*w)
 		e := make([]uint64, 2*n*w)
 		for c := 0; c < chunks; c++ {
@@ -226,10 +227,10 @@ func TestROTChosenInterplay(t *testing.T) {
 			if err := s1.RecvROTChosenWide(ctx, w, l, bc, m); err != nil {
 				return err
 			}
-			if err := s1.conn.Send(ctx, ping); err != nil {
+			if err := s1.Conn().Send(ctx, ping); err != nil {
 				return err
 			}
-			if err := s1.conn.RecvUint64s(ctx, e); err != nil {
+			if err := s1.Conn().RecvUint64s(ctx, e); err != nil {
 				return err
 			}
 			for i := 0; i < n; i++ {
@@ -366,14 +367,14 @@ func TestROTChosenArgumentsAndEmpty(t *testing.T) {
 			t.Errorf("%s: got %v, want an ot: error", name, err)
 		}
 	}
-	before0, before1 := s0.conn.Stats(), s1.conn.Stats()
+	before0, before1 := s0.Conn().Stats(), s1.Conn().Stats()
 	if err := s0.SendROTChosen(ctx, 8, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s1.RecvROTChosenWide(ctx, 4, 8, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if s0.conn.Stats() != before0 || s1.conn.Stats() != before1 {
+	if s0.Conn().Stats() != before0 || s1.Conn().Stats() != before1 {
 		t.Fatal("an empty batch talked")
 	}
 	// Still usable.

@@ -1,4 +1,4 @@
-package ot
+package iknp
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"filippo.io/edwards25519"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -164,7 +165,7 @@ func TestBaseOTRefusesTorsionInA(t *testing.T) {
 		if choice != nil {
 			right = 0
 			for j := 0; j < numBase; j++ {
-				if Bit(choice, j) == Bit(leaked, j) {
+				if ot.Bit(choice, j) == ot.Bit(leaked, j) {
 					right++
 				}
 			}

@@ -1,4 +1,4 @@
-package ot
+package iknp
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 )
 
 // KK13 (Kolesnikov–Kumaresan 2013) with a length-256 Walsh–Hadamard code: IKNP's native
-// 1-out-of-N random OT (OTNCore). The receiver's extension matrix has 256 columns (2λ bits per
+// 1-out-of-N random OT (ot.OTNCore). The receiver's extension matrix has 256 columns (2λ bits per
 // instance); the sender's pad of message v is the 256-bit hash of q_i ⊕ (code(v) ∧ s), the
 // receiver's the hash of t_i.
 

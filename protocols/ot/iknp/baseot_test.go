@@ -1,4 +1,4 @@
-package ot
+package iknp
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package ot_test
+package iknp_test
 
 import (
 	"context"
