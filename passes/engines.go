@@ -8,7 +8,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
-	"github.com/cryptflow-go/cryptflow/protocols/linear"
+	"github.com/cryptflow-go/cryptflow/protocols/linear/lincost"
 )
 
 // The time model of the engine planner: what one party's CPU does per unit of work, measured on
@@ -31,7 +31,7 @@ type EngineEstimate struct {
 }
 
 // PlanEngines chooses for every matmul and conv of p the engine with the smaller estimated time on
-// the link net: exact traffic (linear.ConvBits / MatMulBits and heplan.ConvCost / MatMulCost) over the
+// the link net: exact traffic (lincost.ConvBits / MatMulBits and heplan.ConvCost / MatMulCost) over the
 // bandwidth, the flights times half the round-trip time, and a CPU model. It records the choice in
 // the instructions (fixed.Instr.Engine) and returns the estimates. A layer HE cannot run goes to OT.
 func PlanEngines(p *fixed.Program, net netmodel.Model) ([]EngineEstimate, error) {
@@ -48,10 +48,10 @@ func PlanEngines(p *fixed.Program, net netmodel.Model) ([]EngineEstimate, error)
 				return nil, fmt.Errorf("plan engines: instruction %d (%s): %w", i, in.Source, err)
 			}
 			var otFlights int64
-			if linear.ConvDirectFor(g, l, false) {
-				e.OTBytes, otFlights = linear.ConvBits(g, l)/8, 3
+			if lincost.ConvDirectFor(g, l, false) {
+				e.OTBytes, otFlights = lincost.ConvBits(g, l)/8, 3
 			} else {
-				e.OTBytes, otFlights = linear.ConvIm2colBits(g, l, false)/8, int64(2*l)
+				e.OTBytes, otFlights = lincost.ConvIm2colBits(g, l, false)/8, int64(2*l)
 			}
 			e.OTTime = linkTime(net, e.OTBytes, otFlights) + time.Duration(float64(e.OTBytes)/otCPUBytesPerSec*float64(time.Second))
 			hc, herr = heplan.ConvCost(g, l)
@@ -59,7 +59,7 @@ func PlanEngines(p *fixed.Program, net netmodel.Model) ([]EngineEstimate, error)
 			w := p.Weights[in.Weight].Shape
 			x := p.Tensors[in.In[0]].Shape
 			m, k, n := w[0], w[1], x[1]
-			e.OTBytes = linear.MatMulBits(m, k, n, l) / 8
+			e.OTBytes = lincost.MatMulBits(m, k, n, l) / 8
 			e.OTTime = linkTime(net, e.OTBytes, int64(2*l)) + time.Duration(float64(e.OTBytes)/otCPUBytesPerSec*float64(time.Second))
 			hc, herr = heplan.MatMulCost(m, k, n, l)
 		default:

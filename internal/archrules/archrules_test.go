@@ -76,6 +76,8 @@ func violations(name string, deps []string) []string {
 			out = append(out, fmt.Sprintf("vm depends on %s: vm knows backends through its interface only", rel(d)))
 		case (under(p, "passes") || name == "cmd/athosc") && strings.Contains(d, "lattigo"):
 			out = append(out, fmt.Sprintf("%s links %s: the compiler plans HE layers from cost formulas, never the scheme", name, d))
+		case (under(p, "passes") || name == "cmd/athosc") && own && under(d, "protocols/transport"):
+			out = append(out, fmt.Sprintf("%s links %s: the compiler plans OT layers from cost formulas (protocols/linear/lincost), never the protocols' transport", name, rel(d)))
 		case (under(p, "protocols") || under(p, "ring") || under(p, "netmodel") || under(p, "sciir") || under(p, "ir")) &&
 			own && under(d, "internal"):
 			out = append(out, fmt.Sprintf("%s depends on %s: the libraries below the commands never reach up into internal/", name, rel(d)))
@@ -116,6 +118,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"vm", module + "/protocols/ot"},
 		{"vm", module + "/protocols/bitvec"},
 		{"passes", "github.com/tuneinsight/lattigo/v6/core/rlwe"},
+		{"passes", module + "/protocols/transport"},
+		{"cmd/athosc", module + "/protocols/transport"},
 		{"sciir", module + "/internal/atomicfile"},
 		{"protocols/ot/ottest", module + "/internal/testenv"},
 		{"cmd/scirun", module + "/internal/serve/servetest"},

@@ -5,83 +5,19 @@ import (
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
-	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/linear/lincost"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
 
-// axisCover returns, for one spatial axis of n input positions, out output positions, kernel k,
-// stride s, padding p and dilation d, how many (kernel offset, output position) pairs read each
-// input position.
-func axisCover(n, out, k, s, p, d int) []int32 {
-	cnt := make([]int32, n)
-	for kk := 0; kk < k; kk++ {
-		for o := 0; o < out; o++ {
-			if i := o*s - p + kk*d; i >= 0 && i < n {
-				cnt[i]++
-			}
-		}
-	}
-	return cnt
-}
-
-// coverStats returns the number of positions read at least once, the total number of reads and
-// the largest number of reads of one position.
-func coverStats(cnt []int32) (touched, reads, most int) {
-	for _, v := range cnt {
-		if v > 0 {
-			touched++
-		}
-		reads += int(v)
-		most = max(most, int(v))
-	}
-	return
-}
-
-// planeCover returns, for one input plane (H×W), the number of positions that some window reads,
-// the number of (kernel offset, output position) pairs that read an input position (the non-padding
-// entries of one channel's im2col matrix) and the largest number of pairs reading one position.
-// The window is separable, so each is a product of per-axis counts.
-func planeCover(c ring.ConvGeom) (touched, nnz, most int) {
-	th, nh, mh := coverStats(axisCover(c.H, c.OH, c.KH, c.SH, c.PH, c.DH))
-	tw, nw, mw := coverStats(axisCover(c.W, c.OW, c.KW, c.SW, c.PW, c.DW))
-	return th * tw, nh * nw, mh * mw
-}
-
 // ConvBits is the communication of Conv2D over Z_{2^l} in bits, both directions together, without
-// the OT layer's per-batch constants and the one-time base OTs. With t the input positions of a
-// plane that some window reads and z the (kernel offset, output position) pairs that read an input
-// position (the non-padding entries of one channel's im2col matrix):
-//
-//	N·C·t·l·(λ+1)  +  N·C·(M/Groups)·z·l(l+1)/2
-//
-// — one OT per bit of every read input element (λ bits from party 1 and one flip bit), and per
-// element and bit i, l−i bits for each of the M/Groups output channels at each of the output
-// positions it reaches. The second term is l(l+1)/2 bits per multiply-accumulate that does not
-// touch padding. It is 0 for an invalid shape.
-func ConvBits(c ring.ConvGeom, l int) int64 {
-	if c.Validate() != nil {
-		return 0
-	}
-	t, z, _ := planeCover(c)
-	nc := int64(c.N) * int64(c.C)
-	return nc*int64(t)*int64(l)*(Lambda+1) + nc*int64(c.M/c.Groups)*int64(z)*int64(l*(l+1)/2)
-}
+// the OT layer's per-batch constants and the one-time base OTs (lincost.ConvBits).
+func ConvBits(c ring.ConvGeom, l int) int64 { return lincost.ConvBits(c, l) }
 
 // ConvIm2colBits is the communication of the same convolution as one MatMul per group of the
-// weights (M/Groups × C/Groups·KH·KW) with the im2col matrix (C/Groups·KH·KW × N·OH·OW, padding
-// included): Groups·MatMulBits, plus one flip bit per OT in the one-batch mode. It is 0 for an
-// invalid shape.
+// weights with the im2col matrix, plus one flip bit per OT in the one-batch mode
+// (lincost.ConvIm2colBits).
 func ConvIm2colBits(c ring.ConvGeom, l int, oneBatch bool) int64 {
-	if c.Validate() != nil {
-		return 0
-	}
-	mg, kg, cols := c.M/c.Groups, c.C/c.Groups*c.KH*c.KW, c.N*c.OH*c.OW
-	bits := int64(c.Groups) * MatMulBits(mg, kg, cols, l)
-	if oneBatch {
-		blocks := int64((mg + ot.MaxWidth - 1) / ot.MaxWidth)
-		bits += int64(c.Groups) * blocks * int64(kg) * int64(cols) * int64(l)
-	}
-	return bits
+	return lincost.ConvIm2colBits(c, l, oneBatch)
 }
 
 // ConvDirect reports whether Conv2D runs the convolution c with less communication than MatMul on
@@ -93,16 +29,10 @@ func ConvIm2colBits(c ring.ConvGeom, l int, oneBatch bool) int64 {
 // bits, and the matrix product is kept.
 func (s *Session) ConvDirect(c ring.ConvGeom) bool { return ConvDirectFor(c, s.r.Bits, s.oneBatch) }
 
-// ConvDirectFor is Session.ConvDirect for a session over Z_{2^l} in the given mode.
+// ConvDirectFor is Session.ConvDirect for a session over Z_{2^l} in the given mode
+// (lincost.ConvDirectFor).
 func ConvDirectFor(c ring.ConvGeom, l int, oneBatch bool) bool {
-	if c.Validate() != nil || l < 1 || l > 64 {
-		return false
-	}
-	_, _, most := planeCover(c)
-	if c.M/c.Groups*most*l > maxPadBits {
-		return false
-	}
-	return ConvBits(c, l) < ConvIm2colBits(c, l, oneBatch)
+	return lincost.ConvDirectFor(c, l, oneBatch)
 }
 
 // Conv2D sets dst ([N, M, OH, OW]) to this party's share of the convolution of the shared x

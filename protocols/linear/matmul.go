@@ -4,28 +4,23 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cryptflow-go/cryptflow/protocols/linear/lincost"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // Lambda is the computational security parameter of the OT layer (bits per OT instance sent by
 // the receiver).
-const Lambda = ot.Lambda
+const Lambda = lincost.Lambda
 
 // MatMulBits is the communication of MatMul for W m×k and X k×n over Z_{2^l}, in bits, both
-// directions together, without the per-batch constants of the OT layer (batch header,
-// acknowledgement, frame headers) and without the one-time base OTs: k·n·l correlated OTs of
-// m·(l+1)/2 bits on average, k·n·l·λ + k·n·m·l(l+1)/2. (A W of more than ot.MaxWidth rows runs
-// in blocks of rows, each with its own k·n·l OTs: the λ term is then multiplied by the number of
-// blocks.) In the one-batch mode (Options.OneBatch) add k·n·l flip bits per block.
-func MatMulBits(m, k, n, l int) int64 {
-	kn := int64(k) * int64(n)
-	blocks := int64(max(1, (m+ot.MaxWidth-1)/ot.MaxWidth))
-	return blocks*kn*int64(l)*Lambda + kn*int64(m)*int64(l*(l+1)/2)
-}
+// directions together, without the per-batch constants of the OT layer and the one-time base OTs
+// (lincost.MatMulBits).
+func MatMulBits(m, k, n, l int) int64 { return lincost.MatMulBits(m, k, n, l) }
 
-// MulElemBits is the communication of MulElem on n elements: n·l·λ + n·l(l+1)/2 bits.
-func MulElemBits(n, l int) int64 { return MatMulBits(1, 1, n, l) }
+// MulElemBits is the communication of MulElem on n elements: n·l·λ + n·l(l+1)/2 bits
+// (lincost.MulElemBits).
+func MulElemBits(n, l int) int64 { return lincost.MulElemBits(n, l) }
 
 // MatMul sets dst (m×n, row-major) to this party's share of W·X, where W (m×k, row-major) is party
 // 0's private matrix and X (k×n, row-major) is shared: x is this party's share. Party 0 passes w;

@@ -1,6 +1,7 @@
 package linear
 
 import (
+	"github.com/cryptflow-go/cryptflow/protocols/linear/lincost"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 )
 
@@ -17,10 +18,8 @@ const seedWords = 2
 // layer's domains.
 const padDomain = 0x6c696e2d70616473
 
-// maxPadBits bounds the pad of one OT: 2^22 bits (512 KiB, as wide as the OT layer's widest
-// message, ot.MaxWidth words of 64 bits), which keeps the expander's scratch small and the block
-// index below the tweak's 2^24 blocks.
-const maxPadBits = 1 << 22
+// maxPadBits bounds the pad of one OT (lincost.MaxPadBits, 2^22 bits).
+const maxPadBits = lincost.MaxPadBits
 
 // expander expands OT seeds into pads; each stream has its own (scratch is not shared).
 type expander struct {
