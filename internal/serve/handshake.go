@@ -299,7 +299,9 @@ func handshake(ctx context.Context, nc net.Conn, local Hello, timeout time.Durat
 	}
 
 	msg := local.marshal()
-	if _, err := nc.Write(msg); err != nil {
+	if pc, ok := nc.(*prefixConn); ok && pc.helloSent {
+		// Sent before the client took its session slot (Server.awaitVerdict).
+	} else if _, err := nc.Write(msg); err != nil {
 		return Hello{}, 0, 0, ioErr("sending the hello", err)
 	}
 	sent = int64(len(msg))
