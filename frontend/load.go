@@ -6,6 +6,7 @@
 package frontend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/frontend/tf"
+	"github.com/cryptflow-go/cryptflow/internal/readfile"
 	"github.com/cryptflow-go/cryptflow/ir"
 )
 
@@ -54,7 +56,7 @@ func Detect(path string) (Format, error) {
 	if st.IsDir() {
 		return TF, nil // tf.Load explains SavedModel directories and refuses others
 	}
-	b, err := os.ReadFile(path)
+	b, err := readfile.ReadFile(context.Background(), path)
 	if err != nil {
 		return "", err
 	}
@@ -93,6 +95,12 @@ func Load(path string, opts Options) (*ir.Graph, error) {
 		}
 		g, err := onnx.Load(path, o)
 		if err != nil {
+			// A .pb that starts as a GraphDef and does not parse is a truncated or corrupt
+			// TF model, not a malformed ONNX one.
+			if b, rerr := readfile.ReadFile(context.Background(), path); rerr == nil && tf.StartsLikeGraphDef(b) {
+				_, tfErr := tf.ReadGraphDef(path)
+				return nil, fmt.Errorf("%s starts as a TensorFlow GraphDef but does not parse as one (a truncated or corrupt .pb?): %v", path, tfErr)
+			}
 			// A TF SavedModel's saved_model.pb is not a GraphDef; let tf say what it is.
 			if _, tfErr := tf.ReadGraphDef(path); tfErr != nil && errors.Is(tfErr, tf.ErrUnsupported) && strings.Contains(tfErr.Error(), "SavedModel") {
 				return nil, tfErr

@@ -108,3 +108,22 @@ func TestLoadBothFormats(t *testing.T) {
 		t.Fatalf("ONNX input %v, want batch 2", g.Inputs[0].Shape)
 	}
 }
+
+// Issue 24, finding 7: a truncated TF .pb is reported as a truncated GraphDef, not as a
+// malformed ONNX model ("field 1 (ir_version) has wire type 2").
+func TestTruncatedGraphDefReportedAsTF(t *testing.T) {
+	tfRoot := testenv.SharedTestdata(t, "tf")
+	b, err := os.ReadFile(filepath.Join(tfRoot, "arm_kws_cnn_s", "CNN_S.pb"))
+	if err != nil {
+		t.Skip(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.pb")
+	if err := os.WriteFile(cut, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(cut, Options{})
+	if err == nil || !strings.Contains(err.Error(), "starts as a TensorFlow GraphDef but does not parse") || strings.Contains(err.Error(), "ir_version") {
+		t.Fatalf("truncated .pb: %v", err)
+	}
+	t.Log(err)
+}

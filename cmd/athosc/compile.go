@@ -179,6 +179,9 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 		if err := atomicfile.CheckNotInput(out, c.model); err != nil {
 			return nil, cli.Usagef("-o: %v", err)
 		}
+		if err := atomicfile.CheckNotInside(out, c.validate); err != nil {
+			return nil, cli.Usagef("-o: %v (--validate)", err)
+		}
 	}
 	return c, nil
 }

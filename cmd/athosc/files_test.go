@@ -41,6 +41,25 @@ func TestOutputNeverClobbersInputs(t *testing.T) {
 		t.Fatal("the model was changed")
 	}
 
+	// Issue 24, finding 6: -o inside the validation folder (its labels.txt, one of its samples,
+	// the folder itself, or a path through a symbolic link to it) is refused before anything
+	// runs; before the fix `--validate val -o val/labels.txt` overwrote the labels.
+	labels := filepath.Join(val, "labels.txt")
+	before, _ := os.ReadFile(labels)
+	link := filepath.Join(dir, "vallink")
+	if err := os.Symlink(val, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{labels, filepath.Join(val, "m.sciir"), val, filepath.Join(link, "labels.txt")} {
+		_, err := parseCompile([]string{m, "--validate", val, "-o", out})
+		if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "inside the input folder") {
+			t.Errorf("-o %s with --validate %s: %v, want a usage error", out, val, err)
+		}
+	}
+	if got, _ := os.ReadFile(labels); !bytes.Equal(got, before) {
+		t.Fatal("the labels were changed")
+	}
+
 	cfg, err := parseCompile([]string{m, "--validate", val, "-o", filepath.Join(dir, "no", "such", "m.sciir")})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ package main
 // the accuracy.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -50,9 +51,9 @@ type inputs struct {
 
 // readInputs reads --input path for a program input of shape want: a folder, a batched .npy,
 // or one file (see docs/usage.md, "Batches").
-func readInputs(path string, want []int, prep *sciir.Preprocess) (*inputs, error) {
+func readInputs(ctx context.Context, path string, want []int, prep *sciir.Preprocess) (*inputs, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return readFolder(path, want, prep)
+		return readFolder(ctx, path, want, prep)
 	}
 	stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	if input.IsImage(path) {
@@ -62,7 +63,21 @@ func readInputs(path string, want []int, prep *sciir.Preprocess) (*inputs, error
 		}
 		return &inputs{items: []item{{name: path, stem: stem, x: x, label: -1}}}, nil
 	}
-	a, err := npy.ReadFile(path)
+	// The shape is checked from the header, before the data is read.
+	a, err := npy.ReadFileChecked(ctx, path, func(shape []int) error {
+		if _, ok := batchSize(shape, want); ok {
+			return nil
+		}
+		return input.CheckShape(shape, want)
+	})
+	if err != nil && strings.Contains(err.Error(), "does not fit the input") && len(want) > 0 && want[0] == 1 {
+		dims := make([]string, len(want))
+		dims[0] = "B"
+		for i, d := range want[1:] {
+			dims[i+1] = strconv.Itoa(d)
+		}
+		return nil, fmt.Errorf("input: %w; nor is it a batch of such inputs (shape [%s])", err, strings.Join(dims, ","))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("input: %w", err)
 	}
@@ -73,19 +88,7 @@ func readInputs(path string, want []int, prep *sciir.Preprocess) (*inputs, error
 	if input.CheckShape(a.Shape, want) == nil {
 		return &inputs{items: []item{{name: path, stem: stem, x: x, label: -1}}}, nil
 	}
-	b, ok := batchSize(a.Shape, want)
-	if !ok {
-		err := input.CheckShape(a.Shape, want)
-		if len(want) > 0 && want[0] == 1 {
-			dims := make([]string, len(want))
-			dims[0] = "B"
-			for i, d := range want[1:] {
-				dims[i+1] = strconv.Itoa(d)
-			}
-			return nil, fmt.Errorf("input: %s: %w; nor is it a batch of such inputs (shape [%s])", path, err, strings.Join(dims, ","))
-		}
-		return nil, fmt.Errorf("input: %s: %w", path, err)
-	}
+	b, _ := batchSize(a.Shape, want) // the header check admitted the input or a batch
 	n := len(x) / b
 	in := &inputs{batch: true}
 	for i := range b {
@@ -110,7 +113,7 @@ func batchSize(got, want []int) (int, bool) {
 // readFolder reads every .npy or PNG/JPEG file of dir, in sorted order, and labels.txt if there.
 // Anything else in the folder (subfolders, other files, .npy arrays mixed with images) is an
 // error naming it, so that a mistaken folder does not run half of what it holds.
-func readFolder(dir string, want []int, prep *sciir.Preprocess) (*inputs, error) {
+func readFolder(ctx context.Context, dir string, want []int, prep *sciir.Preprocess) (*inputs, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("input folder: %w", err)
@@ -172,7 +175,12 @@ func readFolder(dir string, want []int, prep *sciir.Preprocess) (*inputs, error)
 	}
 	in := &inputs{batch: true, labelled: labels != nil}
 	for _, name := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("input folder %s: %w", dir, err)
+		}
 		stem := strings.TrimSuffix(name, filepath.Ext(name))
+		// Only regular files are read (a named pipe is refused at once), and a .npy's shape is
+		// checked from its header before its data is read.
 		x, err := input.Read(filepath.Join(dir, name), want, prep)
 		if err != nil {
 			return nil, fmt.Errorf("input: %w", err)
@@ -213,7 +221,7 @@ type batchRun struct {
 // loadInputs reads and encodes --input, checking every value against the range the program was
 // validated on (see checkRange), the labels against the program's classes, and --output against
 // the kind of input. It runs before any connection is made.
-func (c *config) loadInputs(f *sciir.File, e *env) (*batchRun, error) {
+func (c *config) loadInputs(ctx context.Context, f *sciir.File, e *env) (*batchRun, error) {
 	p := f.Program
 	if len(p.Inputs) != 1 {
 		return nil, fmt.Errorf("the program has %d inputs; scirun takes one --input", len(p.Inputs))
@@ -223,7 +231,7 @@ func (c *config) loadInputs(f *sciir.File, e *env) (*batchRun, error) {
 		return nil, err
 	}
 	in := p.Tensors[p.Inputs[0].Tensor]
-	ins, err := readInputs(c.input, in.Shape, f.Meta.Preprocess)
+	ins, err := readInputs(ctx, c.input, in.Shape, f.Meta.Preprocess)
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,7 @@ type config struct {
 	threads                  int
 	memLimit                 string
 	set                      map[string]bool // flags given explicitly
+	empty                    []string        // TLS flags given explicitly with an empty value
 }
 
 func parse(args []string) (*config, error) {
@@ -58,7 +59,12 @@ func parse(args []string) (*config, error) {
 		return nil, err
 	}
 	c.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) {
+		c.set[f.Name] = true
+		if strings.HasPrefix(f.Name, "tls-") && f.Value.String() == "" {
+			c.empty = append(c.empty, f.Name)
+		}
+	})
 	if len(pos) != 1 {
 		return nil, cli.Usagef("want one program file, got %d arguments", len(pos))
 	}
@@ -126,6 +132,11 @@ func (c *config) check() error {
 		return cli.Usagef("choose a mode: --clear, --party 0 (server), --party 1 (client) or --local")
 	case modes > 1:
 		return cli.Usagef("--clear, --party and --local exclude each other")
+	}
+	// An empty security flag (--tls-pin "$PIN" with PIN unset) would silently run the session
+	// in plaintext, unauthenticated.
+	if len(c.empty) > 0 {
+		return cli.Usagef("--%s is empty (an unset variable?): give its value, or leave the flag out to run without TLS", c.empty[0])
 	}
 	only := func(mode string, ok bool, flags ...string) error {
 		for _, f := range flags {

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cryptflow-go/cryptflow/internal/cli"
@@ -60,19 +61,10 @@ or per layer as the compiler planned (auto); every OT comes from IKNP extension 
 const softwareName = "scirun (cryptflow-go)"
 
 func main() {
-	// The first SIGINT/SIGTERM drains a --serve server (or cancels a single run); the second
-	// cancels everything.
 	ctx, cancel := context.WithCancel(context.Background())
 	drain := make(chan struct{})
-	sig := make(chan os.Signal, 2)
+	sig := make(chan os.Signal, 3)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		s := <-sig
-		fmt.Fprintf(os.Stderr, "scirun: %v: stopping (a --serve server finishes its running sessions; again to abort them)\n", s)
-		close(drain)
-		<-sig
-		cancel()
-	}()
 	e := &env{
 		stdout:   os.Stdout,
 		stderr:   os.Stderr,
@@ -80,9 +72,31 @@ func main() {
 		drain:    drain,
 		backends: map[string]serve.BackendFunc{},
 	}
+	go onSignals(sig, e, cancel, func(code int) { os.Exit(code) })
 	err := run(ctx, os.Args[1:], e)
 	cancel()
 	cli.Exit("scirun", err)
+}
+
+// onSignals handles SIGINT and SIGTERM (docs/usage.md): the first drains a --serve server (it
+// stops accepting and finishes its running sessions) or cancels any other run; the next aborts
+// a draining server's sessions; any signal after the run was cancelled exits at once, so that no
+// signal is ever ignored, whatever the run is blocked in.
+func onSignals(sig <-chan os.Signal, e *env, cancel context.CancelFunc, exit func(int)) {
+	s := <-sig
+	if e.serving.Load() {
+		fmt.Fprintf(e.stderr, "scirun: %v: draining: no new sessions, the running ones finish (again to abort them)\n", s)
+		close(e.drain)
+		s = <-sig
+		fmt.Fprintf(e.stderr, "scirun: %v: aborting the running sessions (again to exit at once)\n", s)
+	} else {
+		fmt.Fprintf(e.stderr, "scirun: %v: stopping (again to exit at once)\n", s)
+		close(e.drain)
+	}
+	cancel()
+	s = <-sig
+	fmt.Fprintf(e.stderr, "scirun: %v: exiting at once\n", s)
+	exit(130)
 }
 
 // env is what run needs from the process: its streams, the available backends, whether stderr
@@ -90,7 +104,8 @@ func main() {
 type env struct {
 	stdout, stderr io.Writer
 	terminal       bool
-	drain          <-chan struct{}
+	drain          chan struct{}
+	serving        atomic.Bool // a --serve server runs: the first signal drains it
 	backends       map[string]serve.BackendFunc
 	// listening, when set, is told the address a server listens on (tests use port 0).
 	listening func(addr string)

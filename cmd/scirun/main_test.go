@@ -198,6 +198,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--party", "1", client, "--connect", "x:1", "--input", in, "--serve"}, true, "--serve is not used without --party 0"},
 		{[]string{"--party", "0", full, "--max-sessions", "2"}, true, "--max-sessions is not used without --party 0 --serve"},
 		{[]string{"--party", "0", full, "--tls-cert", "c.pem"}, true, "--tls-cert and --tls-key go together"},
+		// Issue 24, finding 2: an explicitly empty TLS flag (--tls-pin "$PIN" with PIN unset) ran
+		// the session in plaintext, unauthenticated.
+		{[]string{"--party", "1", client, "--connect", "x:1", "--input", in, "--tls-pin", ""}, true, "--tls-pin is empty"},
+		{[]string{"--party", "1", client, "--connect", "x:1", "--input", in, "--tls-ca="}, true, "--tls-ca is empty"},
+		{[]string{"--party", "1", client, "--connect", "x:1", "--input", in, "--tls-ca", "", "--tls-server-name", "s"}, true, "--tls-ca is empty"},
+		{[]string{"--party", "1", client, "--connect", "x:1", "--input", in, "--tls-server-name", ""}, true, "--tls-server-name is empty"},
+		{[]string{"--party", "0", full, "--tls-cert", "", "--tls-key", ""}, true, "--tls-cert is empty"},
+		{[]string{"--party", "0", full, "--tls-self", ""}, true, "--tls-self is empty"},
 		{[]string{"--clear", full, "--input", in, "--report", "r.json"}, true, "--report is not used with --clear"},
 		{[]string{"--local", full, "--input", in, "--net", "moon"}, true, `--net: link "moon": want lan, wan or BANDWIDTH`},
 		{[]string{"--local", full, "--input", in, "--timeout", "0s"}, true, "--timeout 0s"},

@@ -336,7 +336,7 @@ func TestSignals(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("server after SIGINT: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "interrupt: stopping") {
+	if !strings.Contains(stderr.String(), "interrupt: draining: no new sessions, the running ones finish") {
 		t.Errorf("server stderr: %s", stderr.String())
 	}
 }

@@ -109,7 +109,7 @@ func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.program, err)
 	}
-	b, err := c.loadInputs(f, e)
+	b, err := c.loadInputs(ctx, f, e)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 }
 
 func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options, e *env) error {
-	b, err := c.loadInputs(f, e)
+	b, err := c.loadInputs(ctx, f, e)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options
 }
 
 func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options, e *env) error {
-	b, err := c.loadInputs(f, e)
+	b, err := c.loadInputs(ctx, f, e)
 	if err != nil {
 		return err
 	}
@@ -242,6 +242,7 @@ func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error
 		}
 		defer jsonl.Close()
 	}
+	e.serving.Store(true)
 	s := &serve.Server{
 		Options:     opt,
 		MaxSessions: c.maxSessions,

@@ -1,12 +1,13 @@
 package onnx
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/cryptflow-go/cryptflow/frontend/pbwire"
+	"github.com/cryptflow-go/cryptflow/internal/readfile"
 )
 
 // ErrUnsupported is wrapped by every error about a construct this front end deliberately does not
@@ -223,7 +224,7 @@ const (
 // ReadModel reads and decodes an .onnx file, loading external tensor data relative to the file's
 // folder.
 func ReadModel(path string) (*Model, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.ReadFile(context.Background(), path)
 	if err != nil {
 		return nil, err
 	}

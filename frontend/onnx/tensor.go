@@ -1,17 +1,18 @@
 package onnx
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/cryptflow-go/cryptflow/frontend/pbwire"
+	"github.com/cryptflow-go/cryptflow/internal/readfile"
 	"github.com/cryptflow-go/cryptflow/ir"
 )
 
@@ -362,7 +363,7 @@ func (t *Tensor) LoadExternal(dir string) error {
 	if length >= 0 && length != want {
 		return tensorErr(t, fmt.Errorf("external data length %d, want %d", length, want))
 	}
-	f, err := os.Open(filepath.Join(dir, clean))
+	f, err := readfile.Open(filepath.Join(dir, clean))
 	if err != nil {
 		return tensorErr(t, fmt.Errorf("external data: %w", err))
 	}
@@ -570,7 +571,7 @@ func halfToFloat(h uint16) float32 {
 // ReadTensor reads a serialized TensorProto file (test_data_set_N/input_K.pb); external data is
 // resolved relative to the file's folder.
 func ReadTensor(path string) (*Tensor, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.ReadFile(context.Background(), path)
 	if err != nil {
 		return nil, err
 	}

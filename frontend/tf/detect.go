@@ -75,3 +75,15 @@ func looksLikeSavedModel(b []byte) bool {
 	})
 	return err == nil && metas > 0
 }
+
+// StartsLikeGraphDef reports whether b begins as a GraphDef does (its first field is a NodeDef
+// with a printable name and op) even if the rest does not parse: a truncated or corrupted .pb,
+// which the caller should report as such rather than as a malformed model of another format.
+func StartsLikeGraphDef(b []byte) bool {
+	first := false
+	_ = pbwire.Each(b, func(f pbwire.Field) error {
+		first = f.Num == 1 && f.Type == protowire.BytesType && looksLikeNode(f.B)
+		return errStop
+	})
+	return first
+}

@@ -1,6 +1,7 @@
 package tf
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cryptflow-go/cryptflow/internal/readfile"
 	"github.com/cryptflow-go/cryptflow/ir"
 )
 
@@ -93,7 +95,7 @@ func ReadGraphDef(path string) (*GraphDef, error) {
 		}
 		return nil, fmt.Errorf("%s is a directory, not a frozen GraphDef file", path)
 	}
-	b, err := os.ReadFile(path)
+	b, err := readfile.ReadFile(context.Background(), path)
 	if err != nil {
 		return nil, err
 	}

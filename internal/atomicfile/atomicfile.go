@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write creates or replaces path with what write writes, atomically: write gets a temporary
@@ -136,6 +137,27 @@ func CheckNotInput(output string, inputs ...string) error {
 		if same {
 			return fmt.Errorf("output %s is the input %s: choose another output name", output, in)
 		}
+	}
+	return nil
+}
+
+// CheckNotInside fails when output is the folder dir or lies anywhere under it (symbolic links
+// resolved as far as the paths exist), naming both, so that a job never writes into the folder
+// of inputs it reads (an athosc -o val/labels.txt with --validate val).
+func CheckNotInside(output, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	co, err := canonical(output)
+	if err != nil {
+		return err
+	}
+	cd, err := canonical(dir)
+	if err != nil {
+		return err
+	}
+	if co == cd || strings.HasPrefix(co, cd+string(filepath.Separator)) {
+		return fmt.Errorf("output %s is inside the input folder %s, whose files it could overwrite: choose an output outside it", output, dir)
 	}
 	return nil
 }

@@ -7,8 +7,8 @@ import (
 	_ "image/jpeg" // register JPEG decoding for LoadImage
 	_ "image/png"  // register PNG decoding for LoadImage
 	"math"
-	"os"
 
+	"github.com/cryptflow-go/cryptflow/internal/readfile"
 	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
@@ -38,7 +38,7 @@ func DefaultPreprocess(shape []int, layout string) (*sciir.Preprocess, error) {
 
 // LoadImage decodes a PNG or JPEG image and preprocesses it as p says.
 func LoadImage(p *sciir.Preprocess, path string) ([]float32, error) {
-	f, err := os.Open(path)
+	f, err := readfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

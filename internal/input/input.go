@@ -5,6 +5,7 @@
 package input
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -45,13 +46,13 @@ func IsImage(name string) bool {
 
 // ReadNpy reads a .npy array for an input of shape want (see CheckShape) as float32 values in the
 // input's element order.
+//
+// The shape is checked from the file's header, before its data is read: a batched array (or
+// any array of another shape) is refused without being read.
 func ReadNpy(path string, want []int) ([]float32, error) {
-	a, err := npy.ReadFile(path)
+	a, err := npy.ReadFileChecked(context.Background(), path, func(shape []int) error { return CheckShape(shape, want) })
 	if err != nil {
 		return nil, err
-	}
-	if err := CheckShape(a.Shape, want); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	x, err := a.Float32()
 	if err != nil {

@@ -7,13 +7,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/cryptflow-go/cryptflow/internal/readfile"
 )
 
 // ReadLabels reads a labels.txt of `FILE LABEL` lines (blank lines and #-comments allowed; labels
 // are non-negative integers, one per file) — the format of athosc --validate folders and scirun
 // batch folders. A missing file gives nil labels and no error.
 func ReadLabels(path string) (map[string]int, error) {
-	f, err := os.Open(path)
+	f, err := readfile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -13,6 +13,7 @@ package npy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 	"math"
 	"os"
 	"strings"
+
+	"github.com/cryptflow-go/cryptflow/internal/readfile"
 )
 
 // DType is the element type of an array as stored in the file.
@@ -143,15 +146,37 @@ const (
 	readChunk = 1 << 20
 )
 
-// ReadFile reads one array from a .npy file. Bytes after the array are an error.
+// ReadFile reads one array from a .npy file. Bytes after the array are an error. Only a regular
+// file is read (a named pipe is refused at once; see internal/readfile).
 func ReadFile(path string) (*Array, error) {
-	f, err := os.Open(path)
+	return ReadFileChecked(context.Background(), path, nil)
+}
+
+// ReadFileChecked is ReadFile that stops when ctx is done and, when check is not nil, calls it
+// with the array's shape as the header announces it, before any data is read: an error from
+// check (say, a shape the caller cannot use) is returned, naming the path, without reading the
+// data. So is a header that announces more data than the file holds.
+func ReadFileChecked(ctx context.Context, path string, check func(shape []int) error) (*Array, error) {
+	f, err := readfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("npy: %w", err)
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
-	a, err := Read(br)
+	br := bufio.NewReader(readfile.Reader(ctx, f))
+	h, err := readHeader(br)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if check != nil {
+		if err := check(h.shape); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if st, err := f.Stat(); err == nil && st.Size()-h.offset < int64(h.bytes()) {
+		return nil, fmt.Errorf("%s: npy: the header announces %d %v elements of shape %v (%d bytes), the file holds %d bytes of data",
+			path, h.n, h.dt, h.shape, h.bytes(), max(st.Size()-h.offset, 0))
+	}
+	a, err := h.readData(br)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -164,6 +189,35 @@ func ReadFile(path string) (*Array, error) {
 // Read reads one array from r. It consumes exactly the header and the array data, so several
 // arrays written back to back can be read in turn.
 func Read(r io.Reader) (*Array, error) {
+	h, err := readHeader(r)
+	if err != nil {
+		return nil, err
+	}
+	return h.readData(r)
+}
+
+// arrayHeader is what a .npy header says about the data that follows it.
+type arrayHeader struct {
+	shape  []int
+	dt     DType
+	order  binary.ByteOrder
+	n      int   // elements
+	offset int64 // bytes before the data
+}
+
+func (h *arrayHeader) bytes() int { return h.n * h.dt.Size() }
+
+// readData reads the array data that follows the header.
+func (h *arrayHeader) readData(r io.Reader) (*Array, error) {
+	raw, err := readN(r, h.bytes())
+	if err != nil {
+		return nil, fmt.Errorf("npy: reading %d %v elements of shape %v: %w", h.n, h.dt, h.shape, err)
+	}
+	return &Array{Shape: h.shape, DType: h.dt, data: decode(raw, h.dt, h.order, h.n)}, nil
+}
+
+// readHeader reads the magic, version and header of a .npy array, leaving r at its data.
+func readHeader(r io.Reader) (*arrayHeader, error) {
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
 		return nil, fmt.Errorf("npy: reading magic: %w", noEOF(err))
@@ -218,11 +272,15 @@ func Read(r io.Reader) (*Array, error) {
 		}
 		n *= d
 	}
-	raw, err := readN(r, n*dt.Size())
-	if err != nil {
-		return nil, fmt.Errorf("npy: reading %d %v elements of shape %v: %w", n, dt, h.shape, err)
+	return &arrayHeader{shape: h.shape, dt: dt, order: order, n: n, offset: int64(len(pre) + lenBytes(major) + hlen)}, nil
+}
+
+// lenBytes is the size of the header length field of format version major.
+func lenBytes(major byte) int {
+	if major == 1 {
+		return 2
 	}
-	return &Array{Shape: h.shape, DType: dt, data: decode(raw, dt, order, n)}, nil
+	return 4
 }
 
 // readN reads exactly n bytes. Large reads grow the buffer as data arrives instead of

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -128,3 +129,70 @@ func TestFloodOnIdleStreamBounded(t *testing.T) {
 }
 
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+// Issue 24, finding 1: a client that passes the handshake and, while the server waits for a
+// small message, announces a 60 MiB frame and sends all of it but the last byte. Before the fix
+// the server admitted the frame (a receive was waiting), grew its buffer to 60 MiB as the bytes
+// came and held it until the timeout (~130 MB of heap per session). Now the frame is refused as
+// soon as its header arrives: the session fails at once, telling both lengths, and the server's
+// heap stays within an honest session's.
+func TestOversizedFrameWhileWaitingBounded(t *testing.T) {
+	full, cfile, _, _ := mnistSmall(t)
+	sopt, copt := streamOptions(options(full), 1, nil), streamOptions(options(cfile), 1, nil)
+	sopt.Timeout, copt.Timeout = 30*time.Second, 30*time.Second
+	ts := startServer(t, &Server{Options: sopt, MaxSessions: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	in := input(t, full, 5)
+	if _, err := streamClient(ctx, ts.addr, copt, nil, in); err != nil {
+		t.Fatal(err)
+	}
+	peak := heapPeak()
+	if _, err := streamClient(ctx, ts.addr, copt, nil, in); err != nil {
+		t.Fatal(err)
+	}
+	honest := peak()
+
+	peak = heapPeak()
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, _, _, err := Handshake(ctx, nc, HelloFor(cfile, 1, copt.backend(), "oversized"), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	const announced = 60 << 20
+	start := time.Now()
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], announced)
+	sent := 0
+	if _, err := nc.Write(hdr[:]); err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for sent < announced-1 {
+		_ = nc.SetWriteDeadline(time.Now().Add(500 * time.Millisecond))
+		n, err := nc.Write(chunk[:min(len(chunk), announced-1-sent)])
+		sent += n
+		if err != nil {
+			break
+		}
+	}
+	waitFor(t, "the refusal in the log", func() bool { return strings.Contains(ts.log.String(), "62914560-byte frame") })
+	took := time.Since(start)
+	attack := peak()
+	t.Logf("honest session: heap peak +%.1f MiB; a %d MiB frame announced while the server waits: %.1f MiB accepted by the server's socket, heap peak +%.1f MiB, session ended after %v",
+		mib(honest), announced>>20, mib(uint64(sent)), mib(attack), took.Round(time.Millisecond))
+	if attack > honest+8<<20 {
+		t.Errorf("under the attack the heap grew by %.1f MiB, over an honest session's %.1f MiB plus 8 MiB", mib(attack), mib(honest))
+	}
+	if sent >= announced-1 {
+		t.Errorf("the server read the whole %d-byte frame", announced)
+	}
+	nc.Close()
+	if err := ts.stop(t); err != nil {
+		t.Error(err)
+	}
+}

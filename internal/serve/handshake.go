@@ -204,6 +204,12 @@ func Compare(local, peer Hello) string {
 		return fmt.Sprintf("client runs program %s, server runs %s%s: recompile or fetch the matching client file",
 			short(client.ProgramID()), short(server.ProgramID()), programDetail(client, server))
 	case local.Backend != peer.Backend:
+		cb, cot, _ := strings.Cut(client.Backend, " ")
+		sb, sot, _ := strings.Cut(server.Backend, " ")
+		if cb == sb {
+			// The same backend with other options (e.g. "sciot ot=iknp" and "sciot ot=ferret").
+			return fmt.Sprintf("client runs backend %s with %s, server with %s: both must use the same --ot", cb, orDefault(cot), orDefault(sot))
+		}
 		return fmt.Sprintf("client runs backend %q, server %q: both must use the same --backend", client.Backend, server.Backend)
 	case local.Streams != peer.Streams:
 		return fmt.Sprintf("client uses %d streams, server %d: both must use the same --streams", client.Streams, server.Streams)
@@ -243,6 +249,13 @@ func programDetail(c, s Hello) string {
 		return " (same model, ring and scale, compiled differently)"
 	}
 	return ""
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "its defaults"
+	}
+	return s
 }
 
 func orUnknown(s string) string {
@@ -299,7 +312,9 @@ func handshake(ctx context.Context, nc net.Conn, local Hello, timeout time.Durat
 	}
 
 	msg := local.marshal()
-	if _, err := nc.Write(msg); err != nil {
+	if pc, ok := nc.(*prefixConn); ok && pc.helloSent {
+		// Sent before the client took its session slot (Server.awaitVerdict).
+	} else if _, err := nc.Write(msg); err != nil {
 		return Hello{}, 0, 0, ioErr("sending the hello", err)
 	}
 	sent = int64(len(msg))

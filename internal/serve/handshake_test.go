@@ -71,6 +71,12 @@ func TestCompare(t *testing.T) {
 	if m := Compare(big, lim); !strings.Contains(m, "a batch of 0 inferences: want at least 1") {
 		t.Errorf("empty batch: %q", m)
 	}
+	// Issue 24, finding 7: an --ot mismatch was reported as "both must use the same --backend".
+	iknp, ferret := testHello(1), testHello(0)
+	iknp.Backend, ferret.Backend = "sciot ot=iknp", "sciot ot=ferret"
+	if m, want := Compare(iknp, ferret), `client runs backend sciot with ot=iknp, server with ot=ferret: both must use the same --ot`; m != want || Compare(ferret, iknp) != m {
+		t.Errorf("--ot mismatch: %q, want %q at both sides", m, want)
+	}
 	for _, tc := range []struct {
 		name   string
 		server Hello

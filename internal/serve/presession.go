@@ -3,6 +3,8 @@ package serve
 import (
 	"container/list"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -97,6 +99,25 @@ func (p *pendingSet) add(nc net.Conn) *pendingConn {
 	return pc
 }
 
+// readd puts pc back at the newest end of the set (it awaits another message), evicting the
+// oldest connection when the set is full.
+func (p *pendingSet) readd(pc *pendingConn) {
+	p.mu.Lock()
+	var victim *pendingConn
+	if pc.elem == nil && !pc.evicted {
+		if p.order.Len() >= p.max {
+			victim = p.order.Remove(p.order.Front()).(*pendingConn)
+			victim.evicted = true
+			victim.elem = nil
+		}
+		pc.elem = p.order.PushBack(pc)
+	}
+	p.mu.Unlock()
+	if victim != nil {
+		_ = victim.nc.Close()
+	}
+}
+
 // done removes pc from the set (it became a session, a stream, or failed) and reports whether
 // it had been evicted.
 func (p *pendingSet) done(pc *pendingConn) (evicted bool) {
@@ -135,6 +156,46 @@ func readHello(nc net.Conn, first []byte) ([]byte, *Hello, error) {
 		return buf, nil, nil
 	}
 	return buf, h, nil
+}
+
+// awaitVerdict sends the server's hello to a client whose hello is acceptable and waits, at most
+// HelloTimeout, for the client's verdict on it, before the client may take a session slot or a
+// place in the queue: so a connection that sends a valid hello and nothing more holds neither.
+// (An honest client answers at once: its verdict needs only the server's hello. The server's
+// verdict, which carries the session token or says the server is busy, follows when the client
+// has a slot.) The connection stays pending meanwhile (evicted like any other). On success, pc
+// replays the client's hello and verdict to the session's handshake, which does not send the
+// hello again.
+func (s *Server) awaitVerdict(ctx context.Context, c *prefixConn, pending *pendingSet, pc *pendingConn) error {
+	wait := s.Options.helloTimeout()
+	_ = c.SetDeadline(time.Now().Add(wait))
+	defer c.SetDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	pending.readd(pc)
+	defer pending.done(pc)
+	if _, err := c.Conn.Write(s.Options.hello(0, 0).marshal()); err != nil {
+		return &HandshakeError{Reason: describeIOError("sending the hello", "client", wait, err), Err: err}
+	}
+	var v [3]byte
+	if _, err := io.ReadFull(c.Conn, v[:]); err != nil {
+		if pending.done(pc) {
+			return errors.New("dropped: too many connections were awaiting their hello or verdict; this was the oldest")
+		}
+		return &HandshakeError{Reason: describeIOError("waiting for the client's verdict on the server's hello", "client", wait, err), Err: err}
+	}
+	n := int(binary.LittleEndian.Uint16(v[1:]))
+	switch {
+	case v[0] == verdictOK && n == 0:
+		c.pre = append(c.pre, v[:]...)
+		c.helloSent = true
+		return nil
+	case v[0] == verdictRefus:
+		r := make([]byte, min(n, maxReason))
+		_, _ = io.ReadFull(c.Conn, r)
+		return &HandshakeError{Reason: "the client refused the session: " + string(r), Refused: true}
+	}
+	return &HandshakeError{Reason: fmt.Sprintf("the client sent an invalid verdict (byte %d, %d-byte payload)", v[0], n)}
 }
 
 // acceptable reports whether a client's hello (nil: unreadable) would pass the handshake with

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // preSessionLimits sets the server's pre-session deadlines for a test.
@@ -266,6 +267,74 @@ func TestQueueAndJoinDeadlines(t *testing.T) {
 		return strings.Contains(ts.log.String(), "stream connections did not all arrive within 300ms")
 	})
 	cancel()
+	if err := ts.stop(t); err != nil {
+		t.Error(err)
+	}
+}
+
+// holdHello opens n connections to addr that each send a whole valid hello for cfile and then
+// nothing (they read nothing either).
+func holdHello(t *testing.T, addr string, cfile *sciir.File, opt *Options, n int) []net.Conn {
+	t.Helper()
+	h := HelloFor(cfile, 1, opt.backend(), "hello-only").marshal()
+	cs := holdIdle(t, addr, n)
+	for _, c := range cs {
+		if _, err := c.Write(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cs
+}
+
+// notClosed reports how many of cs the server has not closed, discarding what it sent them.
+func notClosed(cs []net.Conn) int {
+	n := 0
+	b := make([]byte, 4096)
+	for _, c := range cs {
+		for {
+			_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+			_, err := c.Read(b)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				n++
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = c.SetReadDeadline(time.Time{})
+	}
+	return n
+}
+
+// Issue 24, finding 3: ten connections that each send one valid hello and never continue held
+// every session slot and queue place (a slot for the rest of the handshake, the queue places
+// until a slot came free), so an honest client was refused as busy for ~50 s with the
+// defaults. Now a hello takes no slot until the client has answered the server's hello with its
+// verdict, within HelloTimeout: the honest client is served while the ten are held open, and
+// they are dropped after HelloTimeout, each logged.
+func TestHelloOnlyConnectionsHoldNoSlot(t *testing.T) {
+	full, cfile, _, _ := mnistSmall(t)
+	sopt, copt := options(full), options(cfile)
+	sopt.Timeout = 30 * time.Second
+	preSessionLimits(sopt, 2*time.Second, 30*time.Second)
+	ts := startServer(t, &Server{Options: sopt, MaxSessions: 1}) // 1 slot, 4 queue places
+	attackers := holdHello(t, ts.addr, cfile, copt, 10)
+	time.Sleep(100 * time.Millisecond) // let the server read their hellos
+	in := input(t, full, 6)
+	start := time.Now()
+	res, err := client(context.Background(), ts.addr, copt, nil, in)
+	if err != nil {
+		t.Fatalf("honest client with 10 hello-only connections held open: %v", err)
+	}
+	checkOutputs(t, "under attack", res, clearRun(t, full, in))
+	t.Logf("honest client served in %v while 10 hello-only connections were held", time.Since(start).Round(time.Millisecond))
+	if n := notClosed(attackers); n != len(attackers) {
+		t.Errorf("only %d of %d hello-only connections still open during the honest session", n, len(attackers))
+	}
+	testenv.WaitFor(t, 5*time.Second, "the server to drop the hello-only connections", func() bool { return notClosed(attackers) == 0 })
+	waitFor(t, "the log lines", func() bool {
+		return strings.Count(ts.log.String(), "waiting for the client's verdict on the server's hello: no answer within 2s") == 10
+	})
 	if err := ts.stop(t); err != nil {
 		t.Error(err)
 	}

@@ -197,6 +197,13 @@ func (s *Server) handle(ctx, acceptCtx context.Context, id int, pc *pendingConn,
 		s.session(ctx, log, start, hc, st.reg, onReport)
 		return
 	}
+	// A hello alone takes no slot: the client must answer the server's hello with its verdict
+	// first, as an honest client does at once.
+	if err := s.awaitVerdict(ctx, hc.(*prefixConn), st.pending, pc); err != nil {
+		_ = hc.Close()
+		log.Warn("session failed", "stage", "before the client's verdict", "err", err, "after", time.Since(start).Round(time.Millisecond))
+		return
+	}
 	reason, stopped := s.waitForSlot(acceptCtx, st)
 	switch {
 	case stopped:

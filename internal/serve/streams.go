@@ -268,6 +268,9 @@ func (r *registry) expireWith(t Token, p *pendingStreams, reason string) (comple
 type prefixConn struct {
 	net.Conn
 	pre []byte
+	// helloSent: the server's hello was sent already (awaitVerdict), and pre holds the
+	// client's verdict after its hello.
+	helloSent bool
 }
 
 func (c *prefixConn) Read(b []byte) (int, error) {

@@ -56,6 +56,12 @@ const (
 	minKeep = 4 << 10
 )
 
+// Values of Conn.want other than 1 + an expected length.
+const (
+	wantNone = 0
+	wantAny  = -1
+)
+
 // Errors returned by a Conn; test for them with errors.Is.
 var (
 	ErrPeerClosed = errors.New("transport: peer closed the connection")
@@ -84,9 +90,10 @@ type Options struct {
 	Link *Link
 	// MaxFrame is the largest frame accepted from the peer (and sent).
 	// Zero means DefaultMaxFrame. A larger frame from the peer ends the
-	// connection with an error wrapping ErrFrameSize. The buffer of an
-	// incoming frame grows as its bytes arrive, so a frame header alone does
-	// not make the Conn allocate MaxFrame bytes.
+	// connection with an error wrapping ErrFrameSize. A frame past the
+	// read-ahead bound is read only when a receive waits for exactly its
+	// length (see "Receive buffering"), and its buffer grows as its bytes
+	// arrive, so a frame header alone does not make the Conn allocate.
 	MaxFrame int
 	// MaxQueued bounds the payload bytes received from the peer but not yet
 	// consumed by a receive. When a frame would exceed it, the Conn stops
@@ -169,7 +176,8 @@ type Conn struct {
 	queued atomic.Int64  // payload bytes in frames (readLoop adds, next subtracts)
 	wake   chan struct{} // signalled (capacity 1) when readLoop may admit more: a frame consumed, a receive waiting, a socket write started
 	// What this party is doing, for readLoop's admission of frames.
-	waiting atomic.Int32 // a receive waits for a frame
+	want    atomic.Int64 // a receive waits for a frame: wantNone, wantAny (RecvFrame), or 1 + the length Recv expects
+	nframes atomic.Int64 // frames in frames (readLoop adds, next subtracts): zero-length frames count too
 	writing atomic.Int32 // a socket write is in progress
 	flight  atomic.Int64 // payload bytes sent since the last frame received
 	rerr    error        // set by readLoop before it closes frames
@@ -495,7 +503,7 @@ func (c *Conn) Recv(ctx context.Context, dst []byte) error {
 	if err := c.Flush(ctx); err != nil {
 		return err
 	}
-	buf, err := c.next(ctx)
+	buf, err := c.next(ctx, 1+int64(len(dst)))
 	if err != nil {
 		return err
 	}
@@ -511,7 +519,9 @@ func (c *Conn) Recv(ctx context.Context, dst []byte) error {
 }
 
 // RecvFrame flushes pending sends, then returns the next frame, whatever its
-// length. The caller owns the returned slice.
+// length (up to MaxFrame: a waiting RecvFrame admits any frame, so protocols
+// facing an untrusted peer use Recv, whose expected length bounds what is
+// read). The caller owns the returned slice.
 func (c *Conn) RecvFrame(ctx context.Context) ([]byte, error) {
 	if err := c.beforeRecv(ctx); err != nil {
 		return nil, err
@@ -519,7 +529,7 @@ func (c *Conn) RecvFrame(ctx context.Context) ([]byte, error) {
 	if err := c.Flush(ctx); err != nil {
 		return nil, err
 	}
-	buf, err := c.next(ctx)
+	buf, err := c.next(ctx, wantAny)
 	if err != nil {
 		return nil, err
 	}
@@ -528,8 +538,9 @@ func (c *Conn) RecvFrame(ctx context.Context) ([]byte, error) {
 }
 
 // next waits for the next incoming frame, honouring ctx, the timeout and the
-// network model.
-func (c *Conn) next(ctx context.Context) ([]byte, error) {
+// network model. want is what the receive expects (wantAny, or 1 + its
+// length): readLoop reads a frame past the read-ahead bound only for it.
+func (c *Conn) next(ctx context.Context, want int64) ([]byte, error) {
 	var f frame
 	var ok bool
 	select {
@@ -543,26 +554,27 @@ func (c *Conn) next(ctx context.Context) ([]byte, error) {
 			c.timer.Reset(c.timeout)
 			tc = c.timer.C
 		}
-		// The protocol waits for the next frame: readLoop admits it whatever
-		// its size (up to MaxFrame).
-		c.waiting.Store(1)
+		// The protocol waits for the next frame: readLoop admits it if it
+		// has the length the receive expects (up to MaxFrame).
+		c.want.Store(want)
 		c.signal()
 		select {
 		case f, ok = <-c.frames:
 		case <-ctx.Done():
-			c.waiting.Store(0)
+			c.want.Store(wantNone)
 			c.timer.Stop()
 			return nil, fmt.Errorf("transport: receive: %w", ctx.Err())
 		case <-tc:
-			c.waiting.Store(0)
+			c.want.Store(wantNone)
 			return nil, fmt.Errorf("transport: no message for %v: %w", c.timeout, ErrTimeout)
 		}
-		c.waiting.Store(0)
+		c.want.Store(wantNone)
 		c.timer.Stop()
 	}
 	if !ok {
 		return nil, c.rerr
 	}
+	c.nframes.Add(-1)
 	c.queued.Add(-int64(len(f.buf)))
 	c.signal()
 	if !f.at.IsZero() {
@@ -644,28 +656,33 @@ func (c *Conn) readPayload(r io.Reader, n int) ([]byte, error) {
 }
 
 // admit blocks until readLoop may read the payload of the next frame, of n
-// bytes, into the queue: at once when a receive waits for it (the queue is
-// then empty: the frame is what the protocol asks for); when it fits in the
-// read-ahead bound; or, while this party writes to the socket, when it fits
-// in the read-ahead bound plus this party's current flight (so that two
-// parties sending at once drain each other) and in MaxQueued. It returns
-// false when the Conn is closed. So a peer that sends what the protocol does
-// not wait for makes this Conn hold at most the read-ahead bound, or what
-// this party itself is sending, not MaxQueued.
-func (c *Conn) admit(n int64) bool {
+// bytes, into the queue: when it fits in the read-ahead bound; while this
+// party writes to the socket, when it fits in the read-ahead bound plus this
+// party's current flight (so that two parties sending at once drain each
+// other) and in MaxQueued; or when a receive waits for the next frame (the
+// queue is empty) and expects exactly n bytes. It returns ErrFrameSize when a
+// receive waits for the next frame and expects another length, since no
+// receive can then ever consume the frame (its buffer is never allocated), and
+// ErrClosed when the Conn is closed. So a peer that sends what the protocol
+// does not wait for makes this Conn hold at most the read-ahead bound, or what
+// this party itself is sending, never MaxFrame.
+func (c *Conn) admit(n int64) error {
 	for {
 		q := c.queued.Load()
 		ahead := max(c.ahead, c.raised.Load())
-		switch {
-		case q == 0 && c.waiting.Load() != 0,
-			q+n <= ahead,
-			c.writing.Load() != 0 && q+n <= min(c.maxQ, ahead+c.flight.Load()):
-			return true
+		if q+n <= ahead || c.writing.Load() != 0 && q+n <= min(c.maxQ, ahead+c.flight.Load()) {
+			return nil
+		}
+		if w := c.want.Load(); w != wantNone && c.nframes.Load() == 0 {
+			if w == wantAny || w-1 == n {
+				return nil
+			}
+			return fmt.Errorf("transport: the peer announced a %d-byte frame while this party waits for a %d-byte one: %w", n, w-1, ErrFrameSize)
 		}
 		select {
 		case <-c.wake:
 		case <-c.done:
-			return false
+			return ErrClosed
 		}
 	}
 }
@@ -714,8 +731,8 @@ func (c *Conn) readLoop() {
 			return
 		}
 		// Back-pressure: read the payload only when the protocol's state admits it.
-		if !c.admit(int64(n)) {
-			fail(ErrClosed)
+		if err := c.admit(int64(n)); err != nil {
+			fail(err)
 			return
 		}
 		buf, err := c.readPayload(br, int(n))
@@ -732,6 +749,7 @@ func (c *Conn) readLoop() {
 			at = c.link.arrival(HeaderSize + int(n))
 		}
 		c.queued.Add(int64(n))
+		c.nframes.Add(1)
 		select {
 		case c.frames <- frame{buf: buf, at: at}:
 		case <-c.done:

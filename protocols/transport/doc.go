@@ -26,15 +26,24 @@
 // admits it, so a peer that sends what the protocol does not wait for costs
 // the peer (its writes block), not this party's memory:
 //
-//   - a receive waiting for the next frame admits it, whatever its size (up
-//     to [Options.MaxFrame]; its buffer grows as its bytes arrive);
-//   - otherwise frames are read ahead up to [Options.MaxReadAhead] bytes
-//     (default 4 MiB), which keeps the link busy while this party computes;
+//   - frames are read ahead up to [Options.MaxReadAhead] bytes (default
+//     4 MiB, raised by [Conn.SetReadAhead] while a protocol interleaves
+//     chunks), which keeps the link busy while this party computes;
 //   - while this party writes to the socket, the bound rises by the bytes of
 //     its own current flight (sent since it last received), up to
 //     [Options.MaxQueued]: two parties that both send before they receive
 //     then drain each other (a deadlock would need each flight to exceed the
-//     other's plus the read-ahead), as the protocols rely on.
+//     other's plus the read-ahead), as the protocols rely on;
+//   - past these bounds, a frame is read only when a receive waits for the
+//     next frame and expects exactly its length ([Conn.Recv]; [Conn.RecvFrame]
+//     expects any length up to [Options.MaxFrame]); its buffer grows as its
+//     bytes arrive. A frame announced with another length while a receive
+//     waits ends the connection at once with [ErrFrameSize], before any of
+//     its payload is read.
+//
+// A peer can thus make a Conn hold at most the read-ahead bound (or that
+// plus this party's own flight while it writes) of frames the protocol did
+// not ask for, plus the one frame the waiting receive asked for.
 //
 // # Accounting
 //

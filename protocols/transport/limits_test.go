@@ -177,3 +177,59 @@ func TestFrameLargerThanQueue(t *testing.T) {
 		}
 	}
 }
+
+// Issue 24, finding 1: while a receive waits for a 10-byte message, a peer that announces a
+// frame past the read-ahead bound (here 60 MiB, within MaxFrame) is refused at once: the receive
+// fails with ErrFrameSize naming both lengths, and no buffer for the frame is allocated. Before
+// the fix the waiting receive admitted the frame whatever its length, its buffer grew to 60 MiB
+// as the bytes came, and the session held it until the timeout.
+func TestOversizedFrameWhileWaitingRefused(t *testing.T) {
+	ctx := context.Background()
+	const announced = 60 << 20
+	c, raw := rawPeer(t, Options{Timeout: 5 * time.Second})
+	go func() {
+		_, _ = raw.Write(header(announced))
+		// The payload follows; it must not be read.
+		chunk := make([]byte, 1<<20)
+		for range announced / len(chunk) {
+			if _, err := raw.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	var err error
+	start := time.Now()
+	alloc := allocatedDuring(func() {
+		err = c.Recv(ctx, make([]byte, 10))
+	})
+	took := time.Since(start)
+	t.Logf("a %d-byte frame announced while a 10-byte receive waits: %v after %v, %d bytes allocated", announced, err, took.Round(time.Microsecond), alloc)
+	if !errors.Is(err, ErrFrameSize) || !strings.Contains(err.Error(), "62914560-byte") || !strings.Contains(err.Error(), "10-byte") {
+		t.Fatalf("got %v, want an ErrFrameSize naming the announced and expected lengths", err)
+	}
+	// bufio's 256 KiB reader and the test's 1 MiB chunk; far below the announced 60 MiB.
+	if alloc > 2<<20 {
+		t.Errorf("refusing the frame allocated %d bytes", alloc)
+	}
+	if q := c.queued.Load(); q != 0 {
+		t.Errorf("%d payload bytes queued", q)
+	}
+}
+
+// A frame past the read-ahead bound that the waiting receive expects is still read, and a
+// mismatched frame within the read-ahead bound is consumed by the receive with ErrFrameSize
+// (the connection goes on), as before.
+func TestExpectedLargeFrameAdmitted(t *testing.T) {
+	a, b := pipe(t, Options{Timeout: 5 * time.Second, MaxReadAhead: 64 << 10})
+	ctx := context.Background()
+	big := make([]byte, 8<<20)
+	big[len(big)-1] = 3
+	go func() { _ = a.Send(ctx, []byte{1, 2}); _ = a.Send(ctx, big); _ = a.Flush(ctx) }()
+	if err := b.Recv(ctx, make([]byte, 3)); !errors.Is(err, ErrFrameSize) {
+		t.Fatalf("mismatched small frame: %v, want ErrFrameSize", err)
+	}
+	got := make([]byte, len(big))
+	if err := b.Recv(ctx, got); err != nil || got[len(got)-1] != 3 {
+		t.Fatalf("expected 8 MiB frame: %v", err)
+	}
+}
