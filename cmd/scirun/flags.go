@@ -3,6 +3,7 @@ package main
 // Command-line flags of scirun and the checks that reject flags outside their mode.
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"runtime"
@@ -48,6 +49,9 @@ type config struct {
 	threads                  int
 	memLimit                 string
 	set                      map[string]bool // flags given explicitly
+	// stop cancels the run (not a --serve server): a signal stops a batch between two
+	// inferences as well as within one.
+	stop context.CancelFunc
 }
 
 func parse(args []string) (*config, error) {
@@ -142,7 +146,7 @@ func (c *config) check() error {
 			"hello-timeout", "join-timeout", "max-pending"),
 		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin"),
-		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "quiet", "streams", "ot"),
+		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "streams", "ot"),
 	} {
 		if err != nil {
 			return err

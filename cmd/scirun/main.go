@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/cryptflow-go/cryptflow/internal/cli"
@@ -98,7 +99,7 @@ type env struct {
 
 func run(ctx context.Context, args []string, e *env) error {
 	err := runMode(ctx, args, e)
-	if err != nil && errors.Is(err, context.Canceled) {
+	if err != nil && errors.Is(err, context.Canceled) && !strings.HasPrefix(err.Error(), "interrupted") {
 		select {
 		case <-e.drain:
 			return fmt.Errorf("interrupted: %w", err)
@@ -130,6 +131,7 @@ func runMode(ctx context.Context, args []string, e *env) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
+		c.stop = cancel
 		go func() {
 			select {
 			case <-e.drain:

@@ -38,10 +38,7 @@ func checkRange(x []float32, r *sciir.Range) string {
 // emit prints the revealed outputs and writes --output.
 func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
 	r := ring.Must(f.Program.Bits)
-	var classes []string
-	if f.Meta.Preprocess != nil {
-		classes = f.Meta.Preprocess.ClassDirs
-	}
+	classes := classNames(f)
 	var revealed []vm.Output
 	for _, o := range outs {
 		if o.Revealed {
@@ -56,6 +53,14 @@ func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
 		return fmt.Errorf("--output: %d outputs are revealed to this party, want 1", len(revealed))
 	}
 	return c.writeOutput(c.output, r, revealed[0])
+}
+
+// classNames returns the class names the program records (index k names class k), or nil.
+func classNames(f *sciir.File) []string {
+	if f.Meta.Preprocess != nil {
+		return f.Meta.Preprocess.ClassDirs
+	}
+	return nil
 }
 
 // classRows returns how an output of this shape splits into rows of class scores: the leading and

@@ -113,17 +113,29 @@ func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 	if err != nil {
 		return err
 	}
+	em := c.newEmitter(b, f, e)
 	start := time.Now()
-	outs := make([][]vm.Output, len(b.encoded))
 	for k, in := range b.encoded {
-		if outs[k], err = m.Run(ctx, in); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted after %d of %d inferences: %w", k, len(b.encoded), context.Cause(ctx))
+			break
+		}
+		var outs []vm.Output
+		if outs, err = m.Run(ctx, in); err != nil {
 			if b.batch {
-				return fmt.Errorf("input %s: %w", b.items[k].name, err)
+				err = fmt.Errorf("input %s: %w", b.items[k].name, err)
+				if ctx.Err() != nil {
+					err = fmt.Errorf("interrupted after %d of %d inferences: %w", k, len(b.encoded), err)
+				}
 			}
-			return err
+			break
+		}
+		if err = em.keep(k, outs); err != nil {
+			break
 		}
 	}
-	return c.emitAll(b, outs, f, e, nil, time.Since(start))
+	em.summary(nil, time.Since(start))
+	return em.stopped(err)
 }
 
 func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options, e *env) error {
@@ -143,9 +155,11 @@ func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options
 	opt.DialStream = func(ctx context.Context) (net.Conn, error) {
 		return serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
 	}
+	em := c.newEmitter(b, f, e)
+	opt.OnResult = em.keep
 	res, err := serve.RunBatch(ctx, nc, 1, opt, b.encoded)
 	bar.Done()
-	return c.finishClient(b, f, e, res, err)
+	return c.finishClient(em, res, err)
 }
 
 func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options, e *env) error {
@@ -157,22 +171,27 @@ func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options,
 	copt := *opt
 	sopt.MaxBatch = max(len(b.encoded), sopt.MaxBatch)
 	bar := c.progress(e, &copt)
+	em := c.newEmitter(b, f, e)
+	copt.OnResult = em.keep
 	res, _, err := serve.RunLocalBatch(ctx, &sopt, &copt, b.encoded)
 	bar.Done()
-	return c.finishClient(b, f, e, res, err)
+	return c.finishClient(em, res, err)
 }
 
-// finishClient writes a client run's outputs and reports; after a failure, the reports of what
-// ran (the error is the run's).
-func (c *config) finishClient(b *batchRun, f *sciir.File, e *env, res *serve.Result, err error) error {
+// finishClient ends a client run whose results em kept as they came: the batch summary and the
+// reports, also after a failure or an interruption (the error is then the run's, saying where
+// the finished outputs are).
+func (c *config) finishClient(em *emitter, res *serve.Result, err error) error {
+	var rep *serve.Report
+	if res != nil {
+		rep = res.Report
+	}
+	em.summary(rep, 0)
 	if err != nil {
-		c.writeReports(res, e)
-		return err
+		c.writeReports(res, em.e)
+		return em.stopped(err)
 	}
-	if err := c.emitAll(b, res.Batch, f, e, res.Report, 0); err != nil {
-		return err
-	}
-	return c.writeReports(res, e)
+	return c.writeReports(res, em.e)
 }
 
 func (c *config) clientTLS() (*tls.Config, error) {
