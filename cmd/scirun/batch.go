@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
+	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
@@ -279,6 +280,7 @@ type emitter struct {
 	e       *env
 	r       ring.Ring
 	classes []string
+	bar     *cli.Progress // the run's progress: erased before a result is printed, told each one
 	// done counts the results kept; correct and judged the labelled predictions among them.
 	done, correct, judged int
 }
@@ -292,6 +294,8 @@ func (c *config) newEmitter(b *batchRun, f *sciir.File, e *env) *emitter {
 // stops the run, so that the next inference does not start.
 func (em *emitter) keep(k int, outs []vm.Output) error {
 	c, e, it := em.c, em.e, em.b.items[k]
+	em.bar.Erase()
+	defer em.bar.Items(k+1, len(em.b.items))
 	defer func() {
 		if c.stop == nil {
 			return

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -179,5 +180,50 @@ func TestSIGINTMidBatch(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "scirun: interrupted after ") {
 		t.Errorf("stderr: %s", stderr.String())
+	}
+}
+
+// TestProgressLinesOffTerminal: with stderr not a terminal, a client's progress is plain lines
+// (no carriage returns): connecting, waiting for the server, the set-up, then on each tick of
+// the (injected) clock the inputs done, the rate, and the layer running.
+func TestProgressLinesOffTerminal(t *testing.T) {
+	full, client, data := program(t)
+	in := batchFolder(t, data, 4)
+	ts := startServer(t, "--party", "0", full, "--serve", "--quiet")
+	e, _, stderr := testEnv()
+	tick := make(chan time.Time)
+	e.progress.Tick = tick
+	stopTicks := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case tick <- time.Now():
+			case <-stopTicks:
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	err := run(context.Background(), []string{"--party", "1", client, "--connect", ts.addr, "--input", in}, e)
+	close(stopTicks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stderr.String()
+	if strings.Contains(s, "\r") || strings.Contains(s, "\033") {
+		t.Errorf("control characters off a terminal: %q", s)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^secure run: [0-9.]+s connecting to ` + regexp.QuoteMeta(ts.addr) + `…$`),
+		regexp.MustCompile(`(?m)^secure run: [0-9.]+s waiting for the server at ` + regexp.QuoteMeta(ts.addr) + `… \(a busy server queues its clients\)$`),
+		regexp.MustCompile(`(?m)^secure run: [0-9.]+s setting up the session \(backend sciot`),
+		regexp.MustCompile(`(?m)^secure run: [1-3]/4 done, [0-9.]+/s, ETA [0-9.]+s, [0-9.]+s running [0-9]+ [a-z]+`),
+	} {
+		if !want.MatchString(s) {
+			t.Errorf("stderr has no line matching %s:\n%s", want, s)
+		}
+	}
+	if err := ts.stop(t); err != nil {
+		t.Error(err)
 	}
 }

@@ -95,6 +95,8 @@ type env struct {
 	backends       map[string]serve.BackendFunc
 	// listening, when set, is told the address a server listens on (tests use port 0).
 	listening func(addr string)
+	// progress is the template of the progress displays (tests inject a clock).
+	progress cli.ProgressOptions
 }
 
 func run(ctx context.Context, args []string, e *env) error {

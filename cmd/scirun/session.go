@@ -114,8 +114,14 @@ func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 		return err
 	}
 	em := c.newEmitter(b, f, e)
+	if b.batch {
+		em.bar = c.progress(e, "clear run")
+		defer em.bar.Done()
+		em.bar.Items(0, len(b.encoded))
+	}
 	start := time.Now()
 	for k, in := range b.encoded {
+		em.bar.Update(k, len(b.encoded), b.items[k].name)
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted after %d of %d inferences: %w", k, len(b.encoded), context.Cause(ctx))
 			break
@@ -147,7 +153,10 @@ func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options
 	if err != nil {
 		return err
 	}
-	bar := c.progress(e, opt)
+	bar := c.progress(e, "secure run")
+	defer bar.Done()
+	watch(bar, opt, fmt.Sprintf("waiting for the server at %s… (a busy server queues its clients)", c.connect))
+	bar.Status(fmt.Sprintf("connecting to %s…", c.connect))
 	nc, err := serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
 	if err != nil {
 		return err
@@ -156,6 +165,7 @@ func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options
 		return serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
 	}
 	em := c.newEmitter(b, f, e)
+	em.bar = bar
 	opt.OnResult = em.keep
 	res, err := serve.RunBatch(ctx, nc, 1, opt, b.encoded)
 	bar.Done()
@@ -170,8 +180,11 @@ func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options,
 	sopt := *opt
 	copt := *opt
 	sopt.MaxBatch = max(len(b.encoded), sopt.MaxBatch)
-	bar := c.progress(e, &copt)
+	bar := c.progress(e, "secure run")
+	defer bar.Done()
+	watch(bar, &copt, "handshake…")
 	em := c.newEmitter(b, f, e)
+	em.bar = bar
 	copt.OnResult = em.keep
 	res, _, err := serve.RunLocalBatch(ctx, &sopt, &copt, b.encoded)
 	bar.Done()
@@ -242,7 +255,10 @@ func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error
 		e.listening(addr)
 	}
 	if !c.serveMany {
-		bar := c.progress(e, opt)
+		bar := c.progress(e, "secure run")
+		defer bar.Done()
+		watch(bar, opt, "handshake with a client…")
+		bar.Status(fmt.Sprintf("waiting for a client on %s…", addr))
 		s := &serve.Server{Options: opt, TLS: tlsConf, MaxPending: c.maxPending}
 		res, err := s.ServeOne(ctx, ln)
 		bar.Done()

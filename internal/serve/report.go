@@ -257,8 +257,8 @@ type recorder struct {
 	layers   []Layer
 	cur      int  // the instruction running now
 	running  bool // the program runs (vm.New also asks about engines, before it)
-	// onStart, when set, is told when instruction i of inference k starts (Options.Running).
-	onStart  func(k, i int, in *fixed.Instr)
+	// onStart, when set, is told when instruction i of inference k of n starts (Options.Running).
+	onStart  func(k, n, i int, in *fixed.Instr)
 	mark     time.Time
 	progress func(done, total int, in *fixed.Instr)
 	batch    int   // inferences in the session
@@ -339,7 +339,7 @@ func (rc *recorder) start(k int) {
 // started tells the Running hook that instruction i of the current inference starts.
 func (rc *recorder) started(i int) {
 	if rc.onStart != nil && i < len(rc.prog.Instrs) {
-		rc.onStart(rc.k, i, rc.prog.Instrs[i])
+		rc.onStart(rc.k, rc.batch, i, rc.prog.Instrs[i])
 	}
 }
 

@@ -93,10 +93,10 @@ type Options struct {
 	// Progress, when set, is called after every instruction with the number done and the total.
 	// It runs on the session's goroutine and must be quick.
 	Progress func(done, total int, in *fixed.Instr)
-	// Running, when set, is called when instruction i of inference k (both 0-based) starts, so
-	// that a display can name the layer while it runs. It runs on the session's goroutine and
-	// must be quick.
-	Running func(k, i int, in *fixed.Instr)
+	// Running, when set, is called when instruction i of inference k (both 0-based) of the n
+	// in the session starts, so that a display can name the layer while it runs. It runs on the
+	// session's goroutine and must be quick.
+	Running func(k, n, i int, in *fixed.Instr)
 	// Phase, when set, is called as the session enters each phase before the program runs:
 	// PhaseHandshake (waiting for the peer's hello: a busy server queues its clients there),
 	// PhaseStreams (opening or awaiting the extra connections) and PhaseSetup (the backend
