@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, e *env) error {
 
 func runMode(ctx context.Context, args []string, e *env) error {
 	if len(args) > 0 && args[0] == "plot" {
-		return runPlot(args[1:], e.stdout)
+		return cli.ForCommand("scirun plot", runPlot(args[1:], e.stdout))
 	}
 	c, err := parse(args)
 	if err != nil {

@@ -56,12 +56,7 @@ func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
 }
 
 // classNames returns the class names the program records (index k names class k), or nil.
-func classNames(f *sciir.File) []string {
-	if f.Meta.Preprocess != nil {
-		return f.Meta.Preprocess.ClassDirs
-	}
-	return nil
-}
+func classNames(f *sciir.File) []string { return f.Meta.ClassNames() }
 
 // classRows returns how an output of this shape splits into rows of class scores: the leading and
 // trailing 1-dimensions of a classifier output are one vector ([1,1000,1,1] is one row of 1000

@@ -97,6 +97,10 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 
 func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 	p := f.Program
+	if !p.HasWeights() {
+		return fmt.Errorf("%s has no weights (it is a client copy): --clear runs the whole model in the clear and needs the full program file (%s, the one athosc -o wrote)",
+			c.program, strings.Replace(c.program, ".client.sciir", ".sciir", 1))
+	}
 	r, err := ring.New(p.Bits)
 	if err != nil {
 		return err
