@@ -51,9 +51,9 @@ type inputs struct {
 
 // readInputs reads --input path for a program input of shape want: a folder, a batched .npy,
 // or one file (see docs/usage.md, "Batches").
-func readInputs(path string, want []int, prep *sciir.Preprocess) (*inputs, error) {
+func readInputs(path string, want []int, prep *sciir.Preprocess, classes []string) (*inputs, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return readFolder(path, want, prep)
+		return readFolder(path, want, prep, classes)
 	}
 	stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	if input.IsImage(path) {
@@ -108,10 +108,11 @@ func batchSize(got, want []int) (int, bool) {
 	return got[0], true
 }
 
-// readFolder reads every .npy or PNG/JPEG file of dir, in sorted order, and labels.txt if there.
+// readFolder reads every .npy or PNG/JPEG file of dir, in sorted order, and labels.txt if there
+// (whose labels are class indices or names of the program's classes).
 // Anything else in the folder (subfolders, other files, .npy arrays mixed with images) is an
 // error naming it, so that a mistaken folder does not run half of what it holds.
-func readFolder(dir string, want []int, prep *sciir.Preprocess) (*inputs, error) {
+func readFolder(dir string, want []int, prep *sciir.Preprocess, classes []string) (*inputs, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("input folder: %w", err)
@@ -154,7 +155,7 @@ func readFolder(dir string, want []int, prep *sciir.Preprocess) (*inputs, error)
 	slices.Sort(files)
 	var labels map[string]int
 	if hasLabels {
-		if labels, err = input.ReadLabels(filepath.Join(dir, labelsFile)); err != nil {
+		if labels, err = input.ReadLabelsNamed(filepath.Join(dir, labelsFile), classes); err != nil {
 			return nil, err
 		}
 		for name := range labels {
@@ -224,7 +225,7 @@ func (c *config) loadInputs(f *sciir.File, e *env) (*batchRun, error) {
 		return nil, err
 	}
 	in := p.Tensors[p.Inputs[0].Tensor]
-	ins, err := readInputs(c.input, in.Shape, f.Meta.Preprocess)
+	ins, err := readInputs(c.input, in.Shape, f.Meta.Preprocess, classNames(f))
 	if err != nil {
 		return nil, err
 	}
@@ -399,12 +400,7 @@ func (em *emitter) stopped(err error) error {
 func printTopLine(w io.Writer, r ring.Ring, o vm.Output, classes []string, label int) int {
 	vals := r.DecodeTensor(o.Value, o.Scale)
 	rows, d := classRows(o.Value.Shape, len(vals))
-	name := func(j int) string {
-		if len(classes) == d {
-			return fmt.Sprintf("%d (%s)", j, classes[j])
-		}
-		return fmt.Sprint(j)
-	}
+	name := classLabel(classes, d)
 	pred := -1
 	for row := range rows {
 		top := r.ArgMax(o.Value.Data[row*d : (row+1)*d])

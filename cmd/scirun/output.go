@@ -58,6 +58,17 @@ func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
 // classNames returns the class names the program records (index k names class k), or nil.
 func classNames(f *sciir.File) []string { return f.Meta.ClassNames() }
 
+// classLabel returns how class j of an output of d classes is printed: "3 cat" when the
+// program names its d classes, else "3".
+func classLabel(classes []string, d int) func(j int) string {
+	return func(j int) string {
+		if len(classes) == d && j < d {
+			return fmt.Sprintf("%d %s", j, classes[j])
+		}
+		return fmt.Sprint(j)
+	}
+}
+
 // classRows returns how an output of this shape splits into rows of class scores: the leading and
 // trailing 1-dimensions of a classifier output are one vector ([1,1000,1,1] is one row of 1000
 // classes), and otherwise each row of the last remaining axis is one prediction ([2,10]: two rows).
@@ -85,12 +96,7 @@ func printTop(w io.Writer, r ring.Ring, o vm.Output, k int, classes []string) {
 	vals := r.DecodeTensor(o.Value, o.Scale)
 	shape := o.Value.Shape
 	rows, d := classRows(shape, len(vals))
-	name := func(j int) string {
-		if len(classes) == d {
-			return fmt.Sprintf("%d (%s)", j, classes[j])
-		}
-		return fmt.Sprint(j)
-	}
+	name := classLabel(classes, d)
 	for row := range rows {
 		data := o.Value.Data[row*d : (row+1)*d]
 		v := vals[row*d : (row+1)*d]

@@ -291,7 +291,9 @@ func TestServeTLS(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "closed the connection (if the server uses TLS: pass --tls-pin with the fingerprint it printed at start") {
 		t.Errorf("plaintext client: %v", err)
 	}
-	waitFor(t, "the TLS failure log", func() bool { return strings.Contains(ts.log.String(), "a client without TLS? it needs --tls-pin with the fingerprint printed at start (--tls-self) or --tls-ca") })
+	waitFor(t, "the TLS failure log", func() bool {
+		return strings.Contains(ts.log.String(), "a client without TLS? it needs --tls-pin with the fingerprint printed at start (--tls-self) or --tls-ca")
+	})
 	// A client that trusts another CA.
 	_, other := tlsPair(t)
 	if _, err := client(context.Background(), ts.addr, options(cfile), other, in); err == nil || !strings.Contains(err.Error(), "is --tls-ca the certificate") {
