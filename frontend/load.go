@@ -60,7 +60,57 @@ func Detect(path string) (Format, error) {
 	if err != nil {
 		return "", err
 	}
+	if what, hint := NotAModel(b); what != "" {
+		return "", fmt.Errorf("%w: %s is %s, not a model: athosc takes an ONNX model (.onnx) or a TensorFlow frozen graph (.pb)%s",
+			ErrNotAModel, path, what, hint)
+	}
 	return DetectBytes(b), nil
+}
+
+// ErrNotAModel is wrapped by the error of Detect (and Load) for a file that is recognisably
+// something else: an image, a .npy array, a .sciir program, an archive, text.
+var ErrNotAModel = errors.New("not a model file")
+
+// NotAModel recognises the files a user may give in place of a model by their first bytes, and
+// returns what the file is and a hint where it belongs ("" when it may be a model).
+func NotAModel(b []byte) (what, hint string) {
+	has := func(prefix string) bool { return strings.HasPrefix(string(b), prefix) }
+	const image = "; images go in a --validate DIR (one subfolder per class) or to 'scirun --input'"
+	switch {
+	case has("\x89PNG\r\n\x1a\n"):
+		return "a PNG image", image
+	case has("\xff\xd8\xff"):
+		return "a JPEG image", image
+	case has("GIF87a"), has("GIF89a"):
+		return "a GIF image", image
+	case has("\x93NUMPY"):
+		return "a .npy array", "; inputs go in a --validate DIR or to 'scirun --input'"
+	case has("\x89SCI\r\n\x1a\n"):
+		return "a .sciir program (already compiled)", "; run it with scirun, or read it with 'athosc disasm'"
+	case has("PK\x03\x04"):
+		return "a zip archive (a PyTorch .pt/.pth checkpoint?)", "; export PyTorch models with torch.onnx.export"
+	case has("\x1f\x8b"):
+		return "a gzip file", "; unpack it first (MNIST .gz files are data: 'mkdata mnist' reads them)"
+	case has("%PDF"):
+		return "a PDF document", ""
+	case len(b) > 0 && isText(b[:min(len(b), 4096)]):
+		return "a text file", " (a text-format .pbtxt or .json is not read: convert it to the binary format)"
+	}
+	return "", ""
+}
+
+// isText reports whether b looks like UTF-8 text (printable, tabs and newlines). Binary
+// protobufs start with a field tag byte that is a control character or a high byte soon.
+func isText(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' {
+			return false
+		}
+		if c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // DetectBytes returns the format of a model's bytes: a binary GraphDef is TF, anything else is

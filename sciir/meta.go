@@ -18,6 +18,21 @@ type Meta struct {
 	Passes       []string    `json:"passes,omitempty"`        // clean-up and peephole actions taken
 	InputRange   *Range      `json:"input_range,omitempty"`   // the input values the program was validated on
 	Net          string      `json:"net,omitempty"`           // backend auto: the link the linear layers were planned for ("lan", "wan" or BANDWIDTH,RTT; netmodel.Parse)
+	// Classes names the classes of the model's output: Classes[k] is class k (athosc --classes,
+	// the validation folder's classes.txt, or its sorted class subfolders). Programs written
+	// before this field have none (ClassNames falls back to Preprocess.ClassDirs).
+	Classes []string `json:"classes,omitempty"`
+}
+
+// ClassNames returns the class names the program records (index k names class k), or nil.
+func (m *Meta) ClassNames() []string {
+	if len(m.Classes) > 0 {
+		return m.Classes
+	}
+	if m.Preprocess != nil {
+		return m.Preprocess.ClassDirs
+	}
+	return nil
 }
 
 // Range is a closed interval of real values [Min, Max].
@@ -160,6 +175,9 @@ func (m *Meta) summary() string {
 				fmt.Fprintf(&b, "  %5d %5d %9s %8.2f%% %9d\n", r.Bits, r.Scale, acc, 100*r.Agreement, r.BitsUsed)
 			}
 		}
+	}
+	if len(m.Classes) > 0 {
+		fmt.Fprintf(&b, "classes %d: %s\n", len(m.Classes), strings.Join(m.Classes, ", "))
 	}
 	for _, p := range m.Passes {
 		fmt.Fprintf(&b, "pass: %s\n", p)

@@ -36,7 +36,10 @@ The compiler runs one table of named passes (--list-passes prints it with its or
 
 Validation folders: (a) NNNNN.npy inputs plus an optional labels.txt ("file label" per line);
 (b) one subfolder per class of PNG/JPEG images, preprocessed as the image flags say (recorded in
-the program so that the client preprocesses the same way). ImageNet-style preprocessing is
+the program so that the client preprocesses the same way); class k is the k-th subfolder in
+sorted name order, so renaming or adding a folder renumbers the classes. Class names (printed by
+scirun with every prediction) come from --classes FILE, a classes.txt beside labels.txt, or the
+subfolder names; labels.txt may give names instead of indices when they are known. ImageNet-style preprocessing is
 --resize-shorter 256 --center-crop 224x224: resize the shorter side, cut out the centre, then
 resize to --image-size (a no-op when the crop already has the input's size).
 
@@ -47,6 +50,7 @@ Flags:
 // compileConfig is the parsed command line of athosc compile.
 type compileConfig struct {
 	model, out, validate, backend string
+	classes                       string
 	net                           string
 	bits, scale, headroom, jobs   int
 	batch, limit                  int
@@ -96,6 +100,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	c.modelFlags.register(fs)
 	fs.StringVar(&c.out, "o", "", "output program `FILE` (default: the model's base name + .sciir in the current directory)")
 	fs.StringVar(&c.validate, "validate", "", "validation `DIR` for autotuning l and s")
+	fs.StringVar(&c.classes, "classes", "", "class names `FILE`: one per line, line k (from 0) naming class k; recorded in the program so scirun prints them (default: the validation folder's classes.txt, or its class subfolders in sorted order)")
 	fs.IntVar(&c.bits, "bitwidth", 0, fmt.Sprintf("pin the ring bitwidth `l` (%d..%d; 0 = choose)", passes.MinBits, passes.MaxBits))
 	fs.IntVar(&c.scale, "scale", -1, "pin the fixed-point scale `s` (-1 = choose)")
 	fs.IntVar(&c.headroom, "headroom", 1, "bits kept free above the largest magnitude seen in validation")
@@ -360,6 +365,21 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	if c.backend == "auto" {
 		meta.Net = c.net // scirun's --ot auto follows it
 	}
+	var given []string
+	if c.classes != "" {
+		if given, err = input.ReadClasses(c.classes); err != nil {
+			return fmt.Errorf("--classes: %w", err)
+		}
+	}
+	outClasses := 0
+	if v := g.Values[firstOr(g.Outputs)]; v != nil {
+		outClasses = classCount(v.Shape)
+	}
+	if given != nil && outClasses > 1 && len(given) != outClasses {
+		return fmt.Errorf("--classes %s names %d classes, but the model's output %s has %d: give one name per output class, in index order",
+			c.classes, len(given), firstOr(g.Outputs), outClasses)
+	}
+	meta.Classes = given
 	var ds *dataset.Dataset
 	if c.validate != "" {
 		if len(g.Inputs) != 1 {
@@ -371,7 +391,10 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		if ds, err = dataset.Load(c.validate, g.Inputs[0], prep); err != nil {
+		if ds, err = dataset.LoadWith(c.validate, g.Inputs[0], prep, given); err != nil {
+			return err
+		}
+		if err := c.recordClasses(ds, outClasses, &meta, stdout, stderr); err != nil {
 			return err
 		}
 		if v := g.Values[firstOr(g.Outputs)]; ds.Labelled && v != nil {
@@ -447,6 +470,49 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 		c.out, fileSize(c.out), cp, fileSize(cp), f.IDString())
 	say("ring Z_2^%d, scale %d; compiled in %.1fs\n", bits, scale, time.Since(start).Seconds())
 	return nil
+}
+
+// recordClasses records the validation folder's class names in meta (unless --classes gave
+// them), prints the rule that numbers class subfolders, and warns when the folder's classes are
+// not the model's output classes.
+func (c *compileConfig) recordClasses(ds *dataset.Dataset, outClasses int, meta *sciir.Meta, stdout, stderr io.Writer) error {
+	if ds.Format == "images" {
+		n := len(ds.Preprocess.ClassDirs)
+		fmt.Fprintf(stdout, "classes: the %d subfolders of %s in sorted name order are classes 0..%d: %s (renaming or adding a folder renumbers them: recompile after)\n",
+			n, c.validate, n-1, numbered(ds.Preprocess.ClassDirs))
+		if outClasses > 1 && n != outClasses {
+			fmt.Fprintf(stderr, "athosc: warning: %s has %d class subfolders, but the model's output has %d classes: folder k is taken for class k, so the labels are likely wrong (one subfolder per output class, named so that they sort in class order)\n",
+				c.validate, n, outClasses)
+		}
+	}
+	if meta.Classes != nil || len(ds.Classes) == 0 {
+		return nil
+	}
+	if ds.ClassSource == dataset.ClassesFile {
+		fmt.Fprintf(stdout, "classes: %d names from %s\n", len(ds.Classes), filepath.Join(c.validate, dataset.ClassesFile))
+		if outClasses > 1 && len(ds.Classes) != outClasses {
+			fmt.Fprintf(stderr, "athosc: warning: %s names %d classes, but the model's output has %d: the names are not recorded (give --classes FILE)\n",
+				filepath.Join(c.validate, dataset.ClassesFile), len(ds.Classes), outClasses)
+			return nil
+		}
+	}
+	meta.Classes = ds.Classes
+	return nil
+}
+
+// numbered lists names as "0 a, 1 b, ..." (the first and last few of a long list).
+func numbered(names []string) string {
+	var parts []string
+	for k, n := range names {
+		if len(names) > 12 && k >= 5 && k < len(names)-3 {
+			if k == 5 {
+				parts = append(parts, "…")
+			}
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", k, n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func tuneMeta(res *passes.TuneResult, c *compileConfig, dir string) *sciir.Autotune {

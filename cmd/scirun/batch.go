@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
+	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
@@ -51,9 +52,9 @@ type inputs struct {
 
 // readInputs reads --input path for a program input of shape want: a folder, a batched .npy,
 // or one file (see docs/usage.md, "Batches").
-func readInputs(ctx context.Context, path string, want []int, prep *sciir.Preprocess) (*inputs, error) {
+func readInputs(ctx context.Context, path string, want []int, prep *sciir.Preprocess, classes []string) (*inputs, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return readFolder(ctx, path, want, prep)
+		return readFolder(ctx, path, want, prep, classes)
 	}
 	stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	if input.IsImage(path) {
@@ -110,10 +111,11 @@ func batchSize(got, want []int) (int, bool) {
 	return got[0], true
 }
 
-// readFolder reads every .npy or PNG/JPEG file of dir, in sorted order, and labels.txt if there.
+// readFolder reads every .npy or PNG/JPEG file of dir, in sorted order, and labels.txt if there
+// (whose labels are class indices or names of the program's classes).
 // Anything else in the folder (subfolders, other files, .npy arrays mixed with images) is an
 // error naming it, so that a mistaken folder does not run half of what it holds.
-func readFolder(ctx context.Context, dir string, want []int, prep *sciir.Preprocess) (*inputs, error) {
+func readFolder(ctx context.Context, dir string, want []int, prep *sciir.Preprocess, classes []string) (*inputs, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("input folder: %w", err)
@@ -156,7 +158,7 @@ func readFolder(ctx context.Context, dir string, want []int, prep *sciir.Preproc
 	slices.Sort(files)
 	var labels map[string]int
 	if hasLabels {
-		if labels, err = input.ReadLabels(filepath.Join(dir, labelsFile)); err != nil {
+		if labels, err = input.ReadLabelsNamed(filepath.Join(dir, labelsFile), classes); err != nil {
 			return nil, err
 		}
 		for name := range labels {
@@ -231,7 +233,7 @@ func (c *config) loadInputs(ctx context.Context, f *sciir.File, e *env) (*batchR
 		return nil, err
 	}
 	in := p.Tensors[p.Inputs[0].Tensor]
-	ins, err := readInputs(ctx, c.input, in.Shape, f.Meta.Preprocess)
+	ins, err := readInputs(ctx, c.input, in.Shape, f.Meta.Preprocess, classNames(f))
 	if err != nil {
 		return nil, err
 	}
@@ -276,72 +278,129 @@ func (c *config) loadInputs(ctx context.Context, f *sciir.File, e *env) (*batchR
 	return b, nil
 }
 
-// emitAll prints and writes the outputs of every item: the single-input output as before, or
-// for a batch one line per input and output, NAME.npy files under --output DIR/, and a summary
-// (with rep, the session's report, or elapsed, the clear run's time).
-func (c *config) emitAll(b *batchRun, outs [][]vm.Output, f *sciir.File, e *env, rep *serve.Report, elapsed time.Duration) error {
-	if !b.batch && !outputDir(c.output) {
-		return c.emit(outs[0], f, e)
-	}
-	r := ring.Must(f.Program.Bits)
-	var classes []string
-	if f.Meta.Preprocess != nil {
-		classes = f.Meta.Preprocess.ClassDirs
-	}
-	correct, judged := 0, 0
-	for k, it := range b.items {
-		var revealed []vm.Output
-		for _, o := range outs[k] {
-			if o.Revealed {
-				revealed = append(revealed, o)
-			}
+// emitter keeps the results of a run as they finish: for a batch, each input's NAME.npy is
+// written under --output DIR/ and then its line printed, before the next inference starts, so
+// that an interrupted or failed batch keeps everything that finished; summary then gives the
+// throughput and the accuracy of what ran.
+type emitter struct {
+	c       *config
+	b       *batchRun
+	f       *sciir.File
+	e       *env
+	r       ring.Ring
+	classes []string
+	bar     *cli.Progress // the run's progress: erased before a result is printed, told each one
+	// done counts the results kept; correct and judged the labelled predictions among them.
+	done, correct, judged int
+}
+
+func (c *config) newEmitter(b *batchRun, f *sciir.File, e *env) *emitter {
+	return &emitter{c: c, b: b, f: f, e: e, r: ring.Must(f.Program.Bits), classes: classNames(f)}
+}
+
+// keep prints and writes the outputs of item k (the single-input output as before, or for a
+// batch one line per output and DIR/NAME.npy). After a signal (the drain channel closed) it
+// stops the run, so that the next inference does not start.
+func (em *emitter) keep(k int, outs []vm.Output) error {
+	c, e, it := em.c, em.e, em.b.items[k]
+	em.bar.Erase()
+	defer em.bar.Items(k+1, len(em.b.items))
+	defer func() {
+		if c.stop == nil {
+			return
 		}
-		for _, o := range revealed {
-			named := o
-			named.Name = it.name + " " + o.Name
-			if c.set["top"] || !b.batch {
-				printTop(e.stdout, r, named, c.top, classes)
-				continue
-			}
-			pred := printTopLine(e.stdout, r, named, classes, it.label)
-			if it.label >= 0 && len(revealed) == 1 && pred >= 0 {
-				judged++
-				if pred == it.label {
-					correct++
-				}
-			}
+		select {
+		case <-e.drain:
+			c.stop()
+		default:
 		}
-		if c.output != "" {
-			if len(revealed) != 1 {
-				return fmt.Errorf("--output: %d outputs are revealed to this party, want 1", len(revealed))
-			}
-			if err := c.writeOutput(filepath.Join(c.output, it.stem+".npy"), r, revealed[0]); err != nil {
-				return err
-			}
+	}()
+	if !em.b.batch && !outputDir(c.output) {
+		if err := c.emit(outs, em.f, e); err != nil {
+			return err
 		}
-	}
-	if !b.batch {
+		em.done++
 		return nil
 	}
-	n := len(b.items)
-	switch {
-	case rep != nil && rep.PerInference != nil:
-		fmt.Fprintf(e.stdout, "batch: %d inferences in one session in %s (handshake %s and set-up %s once, %s sent and %s received): %s and %s sent, %s received per inference; %.2f inferences/s\n",
-			n, fmtSeconds(rep.TotalMS), fmtSeconds(rep.HandshakeMS), fmtSeconds(rep.SetupMS),
-			serve.FormatBytes(rep.Handshake.BytesSent+rep.Setup.BytesSent), serve.FormatBytes(rep.Handshake.BytesRecv+rep.Setup.BytesRecv),
-			fmtSeconds(rep.PerInferenceMS), serve.FormatBytes(rep.PerInference.BytesSent), serve.FormatBytes(rep.PerInference.BytesRecv), rep.InferencesPerSec)
-	case elapsed > 0:
-		fmt.Fprintf(e.stdout, "batch: %d inferences in the clear in %s: %s per inference; %.2f inferences/s\n",
-			n, elapsed.Round(time.Millisecond), (elapsed / time.Duration(n)).Round(time.Microsecond), float64(n)/elapsed.Seconds())
+	var revealed []vm.Output
+	for _, o := range outs {
+		if o.Revealed {
+			revealed = append(revealed, o)
+		}
 	}
-	switch {
-	case !b.labelled:
-	case judged == n:
-		fmt.Fprintf(e.stdout, "accuracy: %d/%d (%.2f%%) against %s\n", correct, n, 100*float64(correct)/float64(n), labelsFile)
-	default:
-		fmt.Fprintf(e.stdout, "accuracy: not measured: the program's revealed output is not one row of class scores\n")
+	if c.output != "" {
+		if len(revealed) != 1 {
+			return fmt.Errorf("--output: %d outputs are revealed to this party, want 1", len(revealed))
+		}
+		if err := c.writeOutput(filepath.Join(c.output, it.stem+".npy"), em.r, revealed[0]); err != nil {
+			return err
+		}
 	}
+	for _, o := range revealed {
+		named := o
+		named.Name = it.name + " " + o.Name
+		if c.set["top"] || !em.b.batch {
+			printTop(e.stdout, em.r, named, c.top, em.classes)
+			continue
+		}
+		pred := printTopLine(e.stdout, em.r, named, em.classes, it.label)
+		if it.label >= 0 && len(revealed) == 1 && pred >= 0 {
+			em.judged++
+			if pred == it.label {
+				em.correct++
+			}
+		}
+	}
+	em.done++
 	return nil
+}
+
+// summary prints a batch's summary: with rep, the session's report, or elapsed, the clear
+// run's time; an interrupted or failed batch says how many of its inferences finished and where
+// their outputs are.
+func (em *emitter) summary(rep *serve.Report, elapsed time.Duration) {
+	if !em.b.batch {
+		return
+	}
+	w, n, total := em.e.stdout, em.done, len(em.b.items)
+	if n < total {
+		where := ""
+		if em.c.output != "" && n > 0 {
+			where = fmt.Sprintf("; their outputs are in %s", em.c.output)
+		}
+		fmt.Fprintf(w, "batch: stopped after %d of %d inferences%s\n", n, total, where)
+	} else {
+		switch {
+		case rep != nil && rep.PerInference != nil:
+			fmt.Fprintf(w, "batch: %d inferences in one session in %s (handshake %s and set-up %s once, %s sent and %s received): %s and %s sent, %s received per inference; %.2f inferences/s\n",
+				n, fmtSeconds(rep.TotalMS), fmtSeconds(rep.HandshakeMS), fmtSeconds(rep.SetupMS),
+				serve.FormatBytes(rep.Handshake.BytesSent+rep.Setup.BytesSent), serve.FormatBytes(rep.Handshake.BytesRecv+rep.Setup.BytesRecv),
+				fmtSeconds(rep.PerInferenceMS), serve.FormatBytes(rep.PerInference.BytesSent), serve.FormatBytes(rep.PerInference.BytesRecv), rep.InferencesPerSec)
+		case elapsed > 0:
+			fmt.Fprintf(w, "batch: %d inferences in the clear in %s: %s per inference; %.2f inferences/s\n",
+				n, elapsed.Round(time.Millisecond), (elapsed / time.Duration(n)).Round(time.Microsecond), float64(n)/elapsed.Seconds())
+		}
+	}
+	switch {
+	case !em.b.labelled || n == 0:
+	case em.judged == n:
+		of := ""
+		if n < total {
+			of = fmt.Sprintf(" (the %d that finished)", n)
+		}
+		fmt.Fprintf(w, "accuracy: %d/%d (%.2f%%) against %s%s\n", em.correct, n, 100*float64(em.correct)/float64(n), labelsFile, of)
+	default:
+		fmt.Fprintf(w, "accuracy: not measured: the program's revealed output is not one row of class scores\n")
+	}
+}
+
+// stopped wraps the error that ended a run after some of its results were kept, saying where
+// they are.
+func (em *emitter) stopped(err error) error {
+	if err == nil || em.done == 0 || !em.b.batch || em.c.output == "" {
+		return err
+	}
+	return fmt.Errorf("%w (the outputs of the %d inferences that finished are in %s)", err, em.done, em.c.output)
 }
 
 // printTopLine prints one line for output o: its top class and score, and with a label whether
@@ -349,12 +408,7 @@ func (c *config) emitAll(b *batchRun, outs [][]vm.Output, f *sciir.File, e *env,
 func printTopLine(w io.Writer, r ring.Ring, o vm.Output, classes []string, label int) int {
 	vals := r.DecodeTensor(o.Value, o.Scale)
 	rows, d := classRows(o.Value.Shape, len(vals))
-	name := func(j int) string {
-		if len(classes) == d {
-			return fmt.Sprintf("%d (%s)", j, classes[j])
-		}
-		return fmt.Sprint(j)
-	}
+	name := classLabel(classes, d)
 	pred := -1
 	for row := range rows {
 		top := r.ArgMax(o.Value.Data[row*d : (row+1)*d])

@@ -197,7 +197,7 @@ func TestBatchInputErrors(t *testing.T) {
 		{"unlabelled", []string{"--input", mk(map[string]string{"a.npy": in0, "b.npy": in0, "labels.txt": "a.npy 7\n"})}, "has no label for b.npy"},
 		{"label of nothing", []string{"--input", mk(map[string]string{"a.npy": in0, "labels.txt": "a.npy 7\nz.npy 1\n"})}, "names z.npy, which is not an input"},
 		{"label range", []string{"--input", mk(map[string]string{"a.npy": in0, "labels.txt": "a.npy 10\n"})}, "label 10 for a.npy, but the program has 10 classes (0..9)"},
-		{"bad labels", []string{"--input", mk(map[string]string{"a.npy": in0, "labels.txt": "a.npy seven\n"})}, `label "seven" is not a non-negative integer`},
+		{"bad labels", []string{"--input", mk(map[string]string{"a.npy": in0, "labels.txt": "a.npy seven\n"})}, `label "seven" is not a class index, and no class names are known`},
 		{"bad array", []string{"--input", mk(map[string]string{"a.npy": in0, "b.npy": "junk"})}, "b.npy"},
 		{"same stem", []string{"--input", mk(map[string]string{"a.png": "x", "a.jpg": "y"})}, "whose outputs would both be a.npy"},
 		{"batch shape", []string{"--input", bad}, "nor is it a batch of such inputs (shape [B,1,28,28])"},

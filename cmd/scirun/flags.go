@@ -3,6 +3,7 @@ package main
 // Command-line flags of scirun and the checks that reject flags outside their mode.
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"runtime"
@@ -49,6 +50,9 @@ type config struct {
 	memLimit                 string
 	set                      map[string]bool // flags given explicitly
 	empty                    []string        // TLS flags given explicitly with an empty value
+	// stop cancels the run (not a --serve server): a signal stops a batch between two
+	// inferences as well as within one.
+	stop context.CancelFunc
 }
 
 func parse(args []string) (*config, error) {
@@ -109,7 +113,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it)")
 	fs.StringVar(&c.ot, "ot", "auto", fmt.Sprintf("OT source `NAME` of the OT-based protocols: iknp (IKNP extension: least CPU, 128 bits per OT), ferret (silent OT: ~8x less traffic, more CPU), or auto: ferret for a program planned for a link of at most %g MB/s per direction (athosc --backend auto --net wan, or e.g. --net 500Mbit/s), iknp otherwise; both parties must agree", sci.FerretMaxBandwidth/1e6))
 	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (without it: a warning)")
-	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress on stderr (otherwise: a line redrawn in place on a terminal, plain lines every 10 s elsewhere) and no report table")
 	fs.StringVar(&c.memLimit, "memory-limit", "", "soft limit of `SIZE` on this process's memory, e.g. 1800MiB or 2GiB: the garbage collector works harder near it (Go's GOMEMLIMIT)")
 	fs.IntVar(&c.threads, "threads", runtime.NumCPU(), "use at most `N` cores: Go's scheduler and HE ciphertext work; --streams sets the OT streams")
 	fs.IntVar(&c.streams, "streams", defaultStreams(), "run each session over `N` connections (OT streams, one core each); both parties must agree")
@@ -153,7 +157,7 @@ func (c *config) check() error {
 			"hello-timeout", "join-timeout", "max-pending"),
 		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin"),
-		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "quiet", "streams", "ot"),
+		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "streams", "ot"),
 	} {
 		if err != nil {
 			return err

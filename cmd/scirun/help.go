@@ -19,13 +19,13 @@ var helpSections = []struct {
 }{
 	{"Mode (choose one)", []string{"clear", "party", "local"}},
 	{"Input and output (--clear, --local, client)", []string{"input", "output", "raw", "top", "strict"}},
-	{"Secure session (--local, server, client)", []string{"backend", "ot", "streams", "timeout", "net", "report", "quiet"}},
+	{"Secure session (--local, server, client)", []string{"backend", "ot", "streams", "timeout", "net", "report"}},
 	{"Server (--party 0)", []string{"listen", "serve", "max-sessions", "queue-timeout", "max-batch", "session-timeout",
 		"hello-timeout", "join-timeout", "max-pending"}},
 	{"Client (--party 1)", []string{"connect", "connect-timeout"}},
 	{"TLS (server: --tls-self, or --tls-cert and --tls-key; client: --tls-pin or --tls-ca)", []string{"tls-self", "tls-cert",
 		"tls-key", "tls-pin", "tls-ca", "tls-server-name"}},
-	{"Process (any mode)", []string{"threads", "memory-limit"}},
+	{"Process (any mode)", []string{"quiet", "threads", "memory-limit"}},
 }
 
 // helpDefaults says the default of the flags whose default value is not the one to print: one

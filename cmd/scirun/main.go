@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -109,11 +110,13 @@ type env struct {
 	backends       map[string]serve.BackendFunc
 	// listening, when set, is told the address a server listens on (tests use port 0).
 	listening func(addr string)
+	// progress is the template of the progress displays (tests inject a clock).
+	progress cli.ProgressOptions
 }
 
 func run(ctx context.Context, args []string, e *env) error {
 	err := runMode(ctx, args, e)
-	if err != nil && errors.Is(err, context.Canceled) {
+	if err != nil && errors.Is(err, context.Canceled) && !strings.HasPrefix(err.Error(), "interrupted") {
 		select {
 		case <-e.drain:
 			return fmt.Errorf("interrupted: %w", err)
@@ -125,7 +128,7 @@ func run(ctx context.Context, args []string, e *env) error {
 
 func runMode(ctx context.Context, args []string, e *env) error {
 	if len(args) > 0 && args[0] == "plot" {
-		return runPlot(args[1:], e.stdout)
+		return cli.ForCommand("scirun plot", runPlot(args[1:], e.stdout))
 	}
 	c, err := parse(args)
 	if err != nil {
@@ -145,6 +148,7 @@ func runMode(ctx context.Context, args []string, e *env) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
+		c.stop = cancel
 		go func() {
 			select {
 			case <-e.drain:

@@ -299,7 +299,12 @@ func TestProcessErrors(t *testing.T) {
 			t.Errorf("%s: exit %v, want status %d; stderr %q", c.name, err, c.code, stderr.String())
 			continue
 		}
-		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		var lines []string // the error: stderr without the progress lines of a non-terminal
+		for _, l := range strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n") {
+			if !strings.HasPrefix(l, "secure run: ") {
+				lines = append(lines, l)
+			}
+		}
 		wantLines := 1
 		if c.code == 2 {
 			wantLines = 2 // the usage hint

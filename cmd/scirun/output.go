@@ -38,10 +38,7 @@ func checkRange(x []float32, r *sciir.Range) string {
 // emit prints the revealed outputs and writes --output.
 func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
 	r := ring.Must(f.Program.Bits)
-	var classes []string
-	if f.Meta.Preprocess != nil {
-		classes = f.Meta.Preprocess.ClassDirs
-	}
+	classes := classNames(f)
 	var revealed []vm.Output
 	for _, o := range outs {
 		if o.Revealed {
@@ -56,6 +53,20 @@ func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
 		return fmt.Errorf("--output: %d outputs are revealed to this party, want 1", len(revealed))
 	}
 	return c.writeOutput(c.output, r, revealed[0])
+}
+
+// classNames returns the class names the program records (index k names class k), or nil.
+func classNames(f *sciir.File) []string { return f.Meta.ClassNames() }
+
+// classLabel returns how class j of an output of d classes is printed: "3 cat" when the
+// program names its d classes, else "3".
+func classLabel(classes []string, d int) func(j int) string {
+	return func(j int) string {
+		if len(classes) == d && j < d {
+			return fmt.Sprintf("%d %s", j, classes[j])
+		}
+		return fmt.Sprint(j)
+	}
 }
 
 // classRows returns how an output of this shape splits into rows of class scores: the leading and
@@ -85,12 +96,7 @@ func printTop(w io.Writer, r ring.Ring, o vm.Output, k int, classes []string) {
 	vals := r.DecodeTensor(o.Value, o.Scale)
 	shape := o.Value.Shape
 	rows, d := classRows(shape, len(vals))
-	name := func(j int) string {
-		if len(classes) == d {
-			return fmt.Sprintf("%d (%s)", j, classes[j])
-		}
-		return fmt.Sprint(j)
-	}
+	name := classLabel(classes, d)
 	for row := range rows {
 		data := o.Value.Data[row*d : (row+1)*d]
 		v := vals[row*d : (row+1)*d]

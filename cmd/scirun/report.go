@@ -12,21 +12,50 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
-// progress returns the progress bar for a single session (a no-op unless stderr is a terminal)
-// and installs it in opt.
-func (c *config) progress(e *env, opt *serve.Options) *cli.Progress {
-	if !e.terminal || c.quiet {
-		return nil
+// progress returns the progress display of a run: one line redrawn in place when stderr is a
+// terminal, plain lines (on each change of status and every 10 s) when it is not, nothing with
+// --quiet.
+func (c *config) progress(e *env, label string) *cli.Progress {
+	o := e.progress
+	switch {
+	case c.quiet:
+		o.Mode = cli.ProgressOff
+	case e.terminal:
+		o.Mode = cli.ProgressTerminal
+	default:
+		o.Mode = cli.ProgressLines
 	}
-	b := cli.NewProgress(e.stderr, "secure run", true)
-	opt.Progress = func(done, total int, in *fixed.Instr) {
-		label := in.Op.String()
+	return cli.NewProgressWith(e.stderr, label, o)
+}
+
+// watch shows a session's progress on bar: what it waits for before the program runs (waiting:
+// the peer's hello), then the instruction running (named while it runs) and, for a batch,
+// the inputs done with their rate and the time left.
+func watch(bar *cli.Progress, opt *serve.Options, waiting string) {
+	if bar == nil {
+		return
+	}
+	p := opt.File.Program
+	opt.Phase = func(phase string) {
+		switch phase {
+		case serve.PhaseHandshake:
+			bar.Status(waiting)
+		case serve.PhaseStreams:
+			bar.Status(fmt.Sprintf("opening the session's %d stream connections…", opt.Streams))
+		case serve.PhaseSetup:
+			bar.Status(fmt.Sprintf("setting up the session (backend %s: base OTs and keys)…", opt.Backend))
+		}
+	}
+	opt.Running = func(k, n, i int, in *fixed.Instr) {
+		label := fmt.Sprintf("%d %s", i, in.Op)
 		if in.Source != "" {
 			label += " " + in.Source
 		}
-		b.Update(done, total, label)
+		if i == 0 {
+			bar.Items(k, n)
+		}
+		bar.Update(k*len(p.Instrs)+i, n*len(p.Instrs), label)
 	}
-	return b
 }
 
 // writeReports prints the table on stderr and writes the JSON report.

@@ -97,6 +97,10 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 
 func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 	p := f.Program
+	if !p.HasWeights() {
+		return fmt.Errorf("%s has no weights (it is a client copy): --clear runs the whole model in the clear and needs the full program file (%s, the one athosc -o wrote)",
+			c.program, strings.Replace(c.program, ".client.sciir", ".sciir", 1))
+	}
 	r, err := ring.New(p.Bits)
 	if err != nil {
 		return err
@@ -113,17 +117,35 @@ func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 	if err != nil {
 		return err
 	}
+	em := c.newEmitter(b, f, e)
+	if b.batch {
+		em.bar = c.progress(e, "clear run")
+		defer em.bar.Done()
+		em.bar.Items(0, len(b.encoded))
+	}
 	start := time.Now()
-	outs := make([][]vm.Output, len(b.encoded))
 	for k, in := range b.encoded {
-		if outs[k], err = m.Run(ctx, in); err != nil {
+		em.bar.Update(k, len(b.encoded), b.items[k].name)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted after %d of %d inferences: %w", k, len(b.encoded), context.Cause(ctx))
+			break
+		}
+		var outs []vm.Output
+		if outs, err = m.Run(ctx, in); err != nil {
 			if b.batch {
-				return fmt.Errorf("input %s: %w", b.items[k].name, err)
+				err = fmt.Errorf("input %s: %w", b.items[k].name, err)
+				if ctx.Err() != nil {
+					err = fmt.Errorf("interrupted after %d of %d inferences: %w", k, len(b.encoded), err)
+				}
 			}
-			return err
+			break
+		}
+		if err = em.keep(k, outs); err != nil {
+			break
 		}
 	}
-	return c.emitAll(b, outs, f, e, nil, time.Since(start))
+	em.summary(nil, time.Since(start))
+	return em.stopped(err)
 }
 
 func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options, e *env) error {
@@ -135,7 +157,10 @@ func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options
 	if err != nil {
 		return err
 	}
-	bar := c.progress(e, opt)
+	bar := c.progress(e, "secure run")
+	defer bar.Done()
+	watch(bar, opt, fmt.Sprintf("waiting for the server at %s… (a busy server queues its clients)", c.connect))
+	bar.Status(fmt.Sprintf("connecting to %s…", c.connect))
 	nc, err := serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
 	if err != nil {
 		return err
@@ -143,9 +168,12 @@ func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options
 	opt.DialStream = func(ctx context.Context) (net.Conn, error) {
 		return serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
 	}
+	em := c.newEmitter(b, f, e)
+	em.bar = bar
+	opt.OnResult = em.keep
 	res, err := serve.RunBatch(ctx, nc, 1, opt, b.encoded)
 	bar.Done()
-	return c.finishClient(b, f, e, res, err)
+	return c.finishClient(em, res, err)
 }
 
 func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options, e *env) error {
@@ -156,23 +184,31 @@ func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options,
 	sopt := *opt
 	copt := *opt
 	sopt.MaxBatch = max(len(b.encoded), sopt.MaxBatch)
-	bar := c.progress(e, &copt)
+	bar := c.progress(e, "secure run")
+	defer bar.Done()
+	watch(bar, &copt, "handshake…")
+	em := c.newEmitter(b, f, e)
+	em.bar = bar
+	copt.OnResult = em.keep
 	res, _, err := serve.RunLocalBatch(ctx, &sopt, &copt, b.encoded)
 	bar.Done()
-	return c.finishClient(b, f, e, res, err)
+	return c.finishClient(em, res, err)
 }
 
-// finishClient writes a client run's outputs and reports; after a failure, the reports of what
-// ran (the error is the run's).
-func (c *config) finishClient(b *batchRun, f *sciir.File, e *env, res *serve.Result, err error) error {
+// finishClient ends a client run whose results em kept as they came: the batch summary and the
+// reports, also after a failure or an interruption (the error is then the run's, saying where
+// the finished outputs are).
+func (c *config) finishClient(em *emitter, res *serve.Result, err error) error {
+	var rep *serve.Report
+	if res != nil {
+		rep = res.Report
+	}
+	em.summary(rep, 0)
 	if err != nil {
-		c.writeReports(res, e)
-		return err
+		c.writeReports(res, em.e)
+		return em.stopped(err)
 	}
-	if err := c.emitAll(b, res.Batch, f, e, res.Report, 0); err != nil {
-		return err
-	}
-	return c.writeReports(res, e)
+	return c.writeReports(res, em.e)
 }
 
 func (c *config) clientTLS() (*tls.Config, error) {
@@ -223,7 +259,10 @@ func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error
 		e.listening(addr)
 	}
 	if !c.serveMany {
-		bar := c.progress(e, opt)
+		bar := c.progress(e, "secure run")
+		defer bar.Done()
+		watch(bar, opt, "handshake with a client…")
+		bar.Status(fmt.Sprintf("waiting for a client on %s…", addr))
 		s := &serve.Server{Options: opt, TLS: tlsConf, MaxPending: c.maxPending}
 		res, err := s.ServeOne(ctx, ln)
 		bar.Done()

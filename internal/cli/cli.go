@@ -51,19 +51,50 @@ func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// SubcommandError is a usage error of a subcommand (such as "scirun plot"): Exit points at the
+// subcommand's own --help.
+type SubcommandError struct {
+	Command string // e.g. "scirun plot"
+	Err     error  // the usage error
+}
+
+func (e *SubcommandError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the usage error.
+func (e *SubcommandError) Unwrap() error { return e.Err }
+
+// ForCommand marks err, when it is a usage error, as one of the subcommand command, so that the
+// hint names 'command --help'; other errors (and nil) pass unchanged.
+func ForCommand(command string, err error) error {
+	if err == nil || !errors.Is(err, ErrUsage) {
+		return err
+	}
+	return &SubcommandError{Command: command, Err: err}
+}
+
 // Exit reports err for the named program and exits: 0 for nil and for --help, 2 for usage errors,
 // 1 otherwise. Errors are printed on one line, never as a stack trace.
 func Exit(prog string, err error) {
+	os.Exit(Report(os.Stderr, prog, err))
+}
+
+// Report prints err for the named program on w as Exit does and returns the exit status.
+func Report(w io.Writer, prog string, err error) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
+		return 0
 	case errors.Is(err, ErrUsage):
 		msg := strings.TrimPrefix(err.Error(), ErrUsage.Error()+": ")
-		fmt.Fprintf(os.Stderr, "%s: %s\nRun '%s --help' for usage.\n", prog, msg, prog)
-		os.Exit(2)
+		help := prog
+		var sub *SubcommandError
+		if errors.As(err, &sub) {
+			help = sub.Command
+		}
+		fmt.Fprintf(w, "%s: %s\nRun '%s --help' for usage.\n", prog, msg, help)
+		return 2
 	default:
-		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
-		os.Exit(1)
+		fmt.Fprintf(w, "%s: %v\n", prog, err)
+		return 1
 	}
 }
 

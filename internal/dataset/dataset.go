@@ -28,7 +28,15 @@ type Dataset struct {
 	Labelled   bool              // every sample has a label
 	Format     string            // "npy" or "images"
 	Preprocess *sciir.Preprocess // for "images": how each image became an input
+	// Classes names the classes (Classes[k] is class k), from ClassSource: "folders" (the
+	// sorted class subfolders), "classes.txt" (beside labels.txt) or "given" (LoadWith's).
+	Classes     []string
+	ClassSource string
 }
+
+// ClassesFile is the class-name list beside labels.txt (one name per line, line k naming class
+// k), as mkdata writes it.
+const ClassesFile = "classes.txt"
 
 // ErrValidationFormat is wrapped by the error for a folder in neither accepted format.
 var ErrValidationFormat = errors.New("unrecognised validation folder")
@@ -43,6 +51,12 @@ const validationFormats = "accepted formats: (a) NNNNN.npy input tensors plus an
 // (nil: sciir.DefaultPreprocess for the input's shape, NCHW). Anything else is an error saying
 // which formats are accepted.
 func Load(dir string, input ir.Value, prep *sciir.Preprocess) (*Dataset, error) {
+	return LoadWith(dir, input, prep, nil)
+}
+
+// LoadWith is Load with the class names (athosc --classes), which also resolve class names in
+// labels.txt; nil takes a classes.txt beside labels.txt (as mkdata writes it) when there is one.
+func LoadWith(dir string, input ir.Value, prep *sciir.Preprocess, classes []string) (*Dataset, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("validation folder: %w", err)
@@ -63,19 +77,36 @@ func Load(dir string, input ir.Value, prep *sciir.Preprocess) (*Dataset, error) 
 		return nil, fmt.Errorf("%w %s: it holds both .npy files (%s, ...) and subfolders (%s, ...); a folder is either layout (a) or (b), not both; %s",
 			ErrValidationFormat, dir, npys[0], subdirs[0], validationFormats)
 	case len(npys) > 0:
-		return loadNpyFolder(dir, npys, input)
+		return loadNpyFolder(dir, npys, input, classes)
 	case len(subdirs) > 0:
-		return loadImageFolder(dir, subdirs, input, prep)
+		ds, err := loadImageFolder(dir, subdirs, input, prep)
+		if err == nil && classes != nil {
+			ds.Classes, ds.ClassSource = classes, "given"
+		}
+		return ds, err
 	}
 	return nil, fmt.Errorf("%w %s: no .npy files and no class subfolders; %s", ErrValidationFormat, dir, validationFormats)
 }
 
-func loadNpyFolder(dir string, files []string, in ir.Value) (*Dataset, error) {
-	labels, err := input.ReadLabels(filepath.Join(dir, "labels.txt"))
+func loadNpyFolder(dir string, files []string, in ir.Value, classes []string) (*Dataset, error) {
+	source := "given"
+	if classes == nil {
+		path := filepath.Join(dir, ClassesFile)
+		if _, err := os.Stat(path); err == nil {
+			if classes, err = input.ReadClasses(path); err != nil {
+				return nil, fmt.Errorf("validation folder: %w", err)
+			}
+			source = ClassesFile
+		}
+	}
+	labels, err := input.ReadLabelsNamed(filepath.Join(dir, "labels.txt"), classes)
 	if err != nil {
 		return nil, err
 	}
 	ds := &Dataset{Format: "npy", Labelled: labels != nil}
+	if classes != nil {
+		ds.Classes, ds.ClassSource = classes, source
+	}
 	want := in.Shape
 	for _, name := range files {
 		x, err := input.ReadNpy(filepath.Join(dir, name), want)
@@ -118,7 +149,7 @@ func loadImageFolder(dir string, classes []string, in ir.Value, prep *sciir.Prep
 	}
 	p := *prep
 	p.ClassDirs = classes
-	ds := &Dataset{Format: "images", Labelled: true, Preprocess: &p}
+	ds := &Dataset{Format: "images", Labelled: true, Preprocess: &p, Classes: classes, ClassSource: "folders"}
 	for label, class := range classes {
 		entries, err := os.ReadDir(filepath.Join(dir, class))
 		if err != nil {

@@ -51,8 +51,10 @@ func TestLoadNpyFolder(t *testing.T) {
 	}
 	for _, c := range []struct{ labels, want string }{
 		{"00000.npy 3\n", "no label for 00001.npy"},
-		{"00000.npy 3\n00001.npy x\n", "not a non-negative integer"},
-		{"00000.npy 3 4\n", "want `file label`"},
+		{"00000.npy 3\n00001.npy x\n", `label "x" is not a class index, and no class names are known`},
+		{"00000.npy 3 4\n", `label "3 4" is not a class index`},
+		{"00000.npy\n", "want `file label`"},
+		{"00000.npy -1\n", "label -1 is negative"},
 		{"00000.npy 3\n00001.npy 1\n00002.npy 1\n", "not a .npy file"},
 		{"00000.npy 3\n00000.npy 1\n", "second label"},
 	} {

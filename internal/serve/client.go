@@ -67,9 +67,9 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, timeout time.Du
 		var hn x509.HostnameError
 		switch {
 		case errors.As(err, &rh):
-			return nil, fmt.Errorf("TLS handshake with %s: %w (the server does not use TLS? drop --tls-ca)", addr, err)
+			return nil, fmt.Errorf("TLS handshake with %s: %w (the server does not use TLS? drop --tls-ca and --tls-pin)", addr, err)
 		case errors.As(err, &ua):
-			return nil, fmt.Errorf("TLS handshake with %s: %w (is --tls-ca the certificate that signed the server's?)", addr, err)
+			return nil, fmt.Errorf("TLS handshake with %s: %w (is --tls-ca the certificate that signed the server's? a --tls-self server has no CA: pass --tls-pin with the fingerprint it printed at start instead)", addr, err)
 		case errors.As(err, &hn):
 			return nil, fmt.Errorf("TLS handshake with %s: %w (connect by a name in the certificate, or set --tls-server-name)", addr, err)
 		}

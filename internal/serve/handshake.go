@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -21,8 +22,9 @@ import (
 // It is bumped whenever two builds could no longer run a session together.
 //
 // Version 3 added the batch field: a client announces how many inferences it runs in the session,
-// a server the most it accepts.
-const HandshakeVersion = 3
+// a server the most it accepts. Version 4 added the compile description (Hello.Compiled), so that
+// two programs compiled differently from the same model are told apart by what differs.
+const HandshakeVersion = 4
 
 // handshake wire constants (docs/usage.md, "Handshake").
 const (
@@ -54,6 +56,9 @@ type Hello struct {
 	// Batch is, in a client's hello, the number of inferences the client runs in the session
 	// (at least 1); in a server's, the most it accepts in one session (Options.MaxBatch).
 	Batch int
+	// Compiled describes the program's public compile settings beyond the model, ring and
+	// scale (CompiledSettings): when two program IDs differ, the hellos name what differs.
+	Compiled string
 
 	// Token identifies the session's extra stream connections. It is not part of the hello:
 	// party 0 sets it before the handshake and sends it in its accepting verdict; at party 1 the
@@ -78,7 +83,92 @@ func HelloFor(f *sciir.File, party int, backend, software string) Hello {
 		ModelSHA:  f.Meta.SourceSHA256,
 		Software:  software,
 		Batch:     1,
+		Compiled:  CompiledSettings(f),
 	}
+}
+
+// maxCompiled bounds Hello.Compiled on the wire.
+const maxCompiled = 2048
+
+// CompiledSettings describes the public compile settings of f that are part of its program ID
+// besides the model, ring and scale: one "name: value" line each (the image preprocessing, the
+// class names, the recorded backend and link, the validation range, the passes), for naming what
+// differs between two programs.
+func CompiledSettings(f *sciir.File) string {
+	m := f.Meta
+	var lines []string
+	add := func(name string, format string, args ...any) {
+		lines = append(lines, name+": "+fmt.Sprintf(format, args...))
+	}
+	add("backend", "%s", f.Backend)
+	if m.Net != "" {
+		add("planned link (--net)", "%s", m.Net)
+	}
+	if p := m.Preprocess; p != nil {
+		add("image size", "%dx%d", p.Width, p.Height)
+		add("channels", "%d", p.Channels)
+		add("layout", "%s", p.Layout)
+		add("pixel scale (--pixel-scale)", "%g", p.Scale)
+		add("preprocessing mean (--mean)", "%v", p.Mean)
+		add("preprocessing std (--std)", "%v", p.Std)
+		add("resize filter (--resize)", "%s", p.Resize)
+		add("shorter-side resize (--resize-shorter)", "%d", p.ResizeShorter)
+		add("centre crop (--center-crop)", "%dx%d", p.CropWidth, p.CropHeight)
+	}
+	if names := m.ClassNames(); len(names) > 0 {
+		sum := sha256.Sum256([]byte(strings.Join(names, "\n")))
+		add("class names", "%d (%s…, sha256 %x)", len(names), names[0], sum[:4])
+	}
+	if r := m.InputRange; r != nil {
+		add("validated input range", "[%.6g, %.6g]", r.Min, r.Max)
+	}
+	if a := m.Autotune; a != nil {
+		add("validation", "%d samples of %s", a.Samples, orUnknown(a.Validation))
+	}
+	sum := sha256.Sum256([]byte(strings.Join(m.Passes, "\n")))
+	add("passes", "%d (sha256 %x)", len(m.Passes), sum[:4])
+	s := strings.Join(lines, "\n")
+	if len(s) > maxCompiled {
+		s = s[:maxCompiled]
+	}
+	return s
+}
+
+// settingsDiff names the compile settings that differ between two CompiledSettings texts.
+func settingsDiff(client, server string) string {
+	parse := func(s string) (map[string]string, []string) {
+		m := map[string]string{}
+		var order []string
+		for _, l := range strings.Split(s, "\n") {
+			if k, v, ok := strings.Cut(l, ": "); ok {
+				m[k] = v
+				order = append(order, k)
+			}
+		}
+		return m, order
+	}
+	c, order := parse(client)
+	s, sorder := parse(server)
+	for _, k := range sorder {
+		if _, ok := c[k]; !ok {
+			order = append(order, k)
+		}
+	}
+	var diffs []string
+	for _, k := range order {
+		cv, cok := c[k]
+		sv, sok := s[k]
+		switch {
+		case cok && sok && cv == sv:
+			continue
+		case !cok:
+			cv = "none"
+		case !sok:
+			sv = "none"
+		}
+		diffs = append(diffs, fmt.Sprintf("%s: client %s, server %s", k, cv, sv))
+	}
+	return strings.Join(diffs, "; ")
 }
 
 // ProgramID returns the program ID in hex.
@@ -103,7 +193,7 @@ func (h Hello) ringString() string {
 	return r.String()
 }
 
-// marshal encodes the hello: the fixed 12-byte prefix and the version-3 body.
+// marshal encodes the hello: the fixed 12-byte prefix and the version-4 body.
 func (h Hello) marshal() []byte {
 	body := make([]byte, 0, 128)
 	body = append(body, h.Program[:]...)
@@ -118,6 +208,12 @@ func (h Hello) marshal() []byte {
 		body = append(body, byte(len(s)))
 		body = append(body, s...)
 	}
+	compiled := h.Compiled
+	if len(compiled) > maxCompiled {
+		compiled = compiled[:maxCompiled]
+	}
+	body = binary.LittleEndian.AppendUint16(body, uint16(len(compiled)))
+	body = append(body, compiled...)
 	b := make([]byte, 0, prefixSize+len(body))
 	b = append(b, helloMagic...)
 	b = binary.LittleEndian.AppendUint16(b, uint16(h.Version))
@@ -144,7 +240,7 @@ func parsePrefix(b []byte) (version, party, bodyLen int, err error) {
 func garbageError(b []byte) error {
 	if len(b) >= 3 && b[0] == 0x16 && b[1] == 0x03 {
 		return errors.New("the peer started a TLS handshake, but this side has no TLS configured " +
-			"(server: --tls-cert and --tls-key; client: --tls-ca)")
+			"(server: --tls-self, or --tls-cert and --tls-key; client: --tls-pin or --tls-ca)")
 	}
 	printable := strings.Map(func(r rune) rune {
 		if r < 0x20 || r > 0x7e {
@@ -159,7 +255,7 @@ func garbageError(b []byte) error {
 // code counts in int).
 const maxBatchWire = 1<<31 - 1
 
-// parseBody decodes a version-3 body into h.
+// parseBody decodes a version-4 body into h.
 func (h *Hello) parseBody(b []byte) error {
 	if len(b) < 32+1+8+1+1+4 {
 		return fmt.Errorf("hello body of %d bytes is too short", len(b))
@@ -178,6 +274,12 @@ func (h *Hello) parseBody(b []byte) error {
 		*s = string(b[1 : 1+int(b[0])])
 		b = b[1+int(b[0]):]
 	}
+	if len(b) < 2 || len(b) < 2+int(binary.LittleEndian.Uint16(b)) {
+		return errors.New("hello body is truncated")
+	}
+	n := int(binary.LittleEndian.Uint16(b))
+	h.Compiled = string(b[2 : 2+n])
+	b = b[2+n:]
 	if len(b) != 0 {
 		return fmt.Errorf("hello body has %d trailing bytes", len(b))
 	}
@@ -246,7 +348,10 @@ func programDetail(c, s Hello) string {
 		return fmt.Sprintf(" (different ring or scale: client %s scale %d, server %s scale %d)",
 			c.ringString(), c.Scale, s.ringString(), s.Scale)
 	case c.ModelSHA != "" && c.ModelSHA == s.ModelSHA:
-		return " (same model, ring and scale, compiled differently)"
+		if d := settingsDiff(c.Compiled, s.Compiled); d != "" {
+			return " (same model, ring and scale, compiled differently: " + d + ")"
+		}
+		return " (same model, ring and scale, compiled differently: in what the hellos do not describe: the program's code, e.g. from another athosc release)"
 	}
 	return ""
 }
@@ -453,7 +558,7 @@ func describeIOError(what, peerRole string, timeout time.Duration, err error) st
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		hint := ""
 		if peerRole == "server" {
-			hint = " (if the server uses TLS, pass --tls-ca)"
+			hint = " (if the server uses TLS: pass --tls-pin with the fingerprint it printed at start, for a --tls-self server, or --tls-ca with the certificate that signed its own)"
 		}
 		return fmt.Sprintf("%s: the %s closed the connection%s", what, peerRole, hint)
 	}

@@ -16,7 +16,8 @@ import (
 
 func testHello(party int) Hello {
 	h := Hello{Version: HandshakeVersion, Party: party, RingKind: ring.Pow2, RingParam: 32, Scale: 12,
-		Backend: "sciot", Streams: 1, Model: "model.onnx", ModelSHA: "a18601277b701b25", Software: "test", Batch: 1}
+		Backend: "sciot", Streams: 1, Model: "model.onnx", ModelSHA: "a18601277b701b25", Software: "test", Batch: 1,
+		Compiled: "backend: sciot\npreprocessing mean (--mean): [0]\npreprocessing std (--std): [1]"}
 	for i := range h.Program {
 		h.Program[i] = byte(i)
 	}
@@ -92,7 +93,12 @@ func TestCompare(t *testing.T) {
 				" recompile or fetch the matching client file"},
 		{"scale", other(func(h *Hello) { h.Program[0] = 0xff; h.Scale = 8 }),
 			"(different ring or scale: client Z_2^32 scale 12, server Z_2^32 scale 8)"},
-		{"same model", other(func(h *Hello) { h.Program[0] = 0xff }), "(same model, ring and scale, compiled differently)"},
+		{"same model", other(func(h *Hello) { h.Program[0] = 0xff }), "(same model, ring and scale, compiled differently: in what the hellos do not describe"},
+		{"preprocessing", other(func(h *Hello) {
+			h.Program[0] = 0xff
+			h.Compiled = "backend: sciot\npreprocessing mean (--mean): [0.1307]\npreprocessing std (--std): [0.3081]"
+		}), "(same model, ring and scale, compiled differently: preprocessing mean (--mean): client [0], server [0.1307]; " +
+			"preprocessing std (--std): client [1], server [0.3081])"},
 		{"backend", other(func(h *Hello) { h.Backend = "scihe" }), `client runs backend "sciot", server "scihe"`},
 		{"ring only", other(func(h *Hello) { h.RingParam = 20 }), "client runs Z_2^32 at scale 12, server Z_2^20 at scale 12"},
 		{"batch cap", other(func(h *Hello) { h.Batch = 0 }),
@@ -212,7 +218,7 @@ func TestHandshakeGarbageAndSilence(t *testing.T) {
 		{"tls", func(nc net.Conn) { nc.Write([]byte{0x16, 0x03, 0x01, 0x00, 0xa5, 0x01}); drain(nc) },
 			"started a TLS handshake"},
 		{"short garbage then close", func(nc net.Conn) { nc.Write([]byte("xy")) }, "not speaking the scirun protocol"},
-		{"close", func(nc net.Conn) {}, "the server closed the connection (if the server uses TLS, pass --tls-ca)"},
+		{"close", func(nc net.Conn) {}, "the server closed the connection (if the server uses TLS: pass --tls-pin with the fingerprint it printed at start"},
 		{"silence", func(nc net.Conn) { drain(nc) }, "no answer within 300ms"},
 		{"bad verdict", func(nc net.Conn) {
 			nc.Write(testHello(0).marshal())

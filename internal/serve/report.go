@@ -83,7 +83,9 @@ type Report struct {
 	Total       Traffic   `json:"total"`
 	Error       string    `json:"error,omitempty"`
 
-	Inferences       int         `json:"inferences"`                 // program runs in the session
+	Inferences       int         `json:"inferences"`                 // program runs completed in the session
+	Requested        int         `json:"requested,omitempty"`        // inferences asked for, when fewer completed
+	Interrupted      string      `json:"interrupted,omitempty"`      // "interrupted after N of M inferences" when this party was cancelled
 	Each             []Inference `json:"each,omitempty"`             // per inference, for a batch
 	PerInferenceMS   float64     `json:"per_inference_ms,omitempty"` // RunMS / Inferences
 	PerInference     *Traffic    `json:"per_inference,omitempty"`    // the run's traffic / Inferences (rounded down)
@@ -254,6 +256,8 @@ type recorder struct {
 	labels   []string
 	layers   []Layer
 	cur      int // the instruction running now
+	// onStart, when set, is told when instruction i of inference k of n starts (Options.Running).
+	onStart  func(k, n, i int, in *fixed.Instr)
 	mark     time.Time
 	progress func(done, total int, in *fixed.Instr)
 	batch    int   // inferences in the session
@@ -333,6 +337,14 @@ func (rc *recorder) start(k int) {
 	rc.mark = time.Now()
 	if len(rc.labels) > 0 {
 		setPhase(rc.conns, rc.labels[0])
+		rc.started(0)
+	}
+}
+
+// started tells the Running hook that instruction i of the current inference starts.
+func (rc *recorder) started(i int) {
+	if rc.onStart != nil && i < len(rc.prog.Instrs) {
+		rc.onStart(rc.k, rc.batch, i, rc.prog.Instrs[i])
 	}
 }
 
@@ -353,6 +365,7 @@ func (rc *recorder) finish(i int) {
 		n := len(rc.layers)
 		rc.progress(rc.k*n+i+1, rc.batch*n, rc.prog.Instrs[i])
 	}
+	rc.started(rc.cur)
 }
 
 // observe is the Machine's Observe hook.
@@ -367,6 +380,7 @@ func (rc *recorder) Reveal(ctx context.Context, to int, x ring.Tensor) (bool, er
 	if j != rc.cur && j < len(rc.labels) {
 		rc.cur = j
 		setPhase(rc.conns, rc.labels[j])
+		rc.started(j)
 	}
 	ok, err := rc.Backend.Reveal(ctx, to, x)
 	if err == nil && j < len(rc.layers) {

@@ -257,7 +257,7 @@ func (s *Server) wrapTLS(ctx context.Context, nc net.Conn, deadline time.Time) (
 		}
 		var rh tls.RecordHeaderError
 		if errors.As(err, &rh) {
-			return nil, fmt.Errorf("TLS handshake: %w (a client without TLS? it needs --tls-ca)", err)
+			return nil, fmt.Errorf("TLS handshake: %w (a client without TLS? it needs --tls-pin with the fingerprint printed at start (--tls-self) or --tls-ca)", err)
 		}
 		return nil, fmt.Errorf("TLS handshake: %w", err)
 	}

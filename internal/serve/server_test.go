@@ -288,10 +288,12 @@ func TestServeTLS(t *testing.T) {
 	}
 	// A plaintext client to the TLS server.
 	_, err = client(context.Background(), ts.addr, options(cfile), nil, in)
-	if err == nil || !strings.Contains(err.Error(), "closed the connection (if the server uses TLS, pass --tls-ca)") {
+	if err == nil || !strings.Contains(err.Error(), "closed the connection (if the server uses TLS: pass --tls-pin with the fingerprint it printed at start") {
 		t.Errorf("plaintext client: %v", err)
 	}
-	waitFor(t, "the TLS failure log", func() bool { return strings.Contains(ts.log.String(), "a client without TLS? it needs --tls-ca") })
+	waitFor(t, "the TLS failure log", func() bool {
+		return strings.Contains(ts.log.String(), "a client without TLS? it needs --tls-pin with the fingerprint printed at start (--tls-self) or --tls-ca")
+	})
 	// A client that trusts another CA.
 	_, other := tlsPair(t)
 	if _, err := client(context.Background(), ts.addr, options(cfile), other, in); err == nil || !strings.Contains(err.Error(), "is --tls-ca the certificate") {
@@ -302,7 +304,7 @@ func TestServeTLS(t *testing.T) {
 	}
 	// A TLS client to a plaintext server.
 	plain := startServer(t, &Server{Options: options(full)})
-	if _, err := client(context.Background(), plain.addr, options(cfile), ctls, in); err == nil || !strings.Contains(err.Error(), "the server does not use TLS? drop --tls-ca") {
+	if _, err := client(context.Background(), plain.addr, options(cfile), ctls, in); err == nil || !strings.Contains(err.Error(), "the server does not use TLS? drop --tls-ca and --tls-pin") {
 		t.Errorf("TLS client, plaintext server: %v", err)
 	}
 	waitFor(t, "the plaintext server's log", func() bool { return strings.Contains(plain.log.String(), "started a TLS handshake") })

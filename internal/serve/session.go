@@ -93,6 +93,20 @@ type Options struct {
 	// Progress, when set, is called after every instruction with the number done and the total.
 	// It runs on the session's goroutine and must be quick.
 	Progress func(done, total int, in *fixed.Instr)
+	// Running, when set, is called when instruction i of inference k (both 0-based) of the n
+	// in the session starts, so that a display can name the layer while it runs. It runs on the
+	// session's goroutine and must be quick.
+	Running func(k, n, i int, in *fixed.Instr)
+	// Phase, when set, is called as the session enters each phase before the program runs:
+	// PhaseHandshake (waiting for the peer's hello: a busy server queues its clients there),
+	// PhaseStreams (opening or awaiting the extra connections) and PhaseSetup (the backend
+	// set-up: base OTs and the like). It runs on the session's goroutine and must be quick.
+	Phase func(phase string)
+	// OnResult, when set, is called at party 1 after each inference of the session with its
+	// index (0-based) and outputs, before the next inference starts, so that results can be
+	// kept as they come rather than only at the end. An error from it ends the session. It
+	// runs on the session's goroutine.
+	OnResult func(k int, outs []vm.Output) error
 	// Software is announced in the handshake (free text, for the peer's logs).
 	Software string
 	// Streams is the number of connections per session, 1 to MaxStreams (0 means 1); both
@@ -188,6 +202,20 @@ func (o *Options) Check(party int) error {
 		}
 	}
 	return nil
+}
+
+// The phases of a session that Options.Phase announces.
+const (
+	PhaseHandshake = "handshake"
+	PhaseStreams   = "streams"
+	PhaseSetup     = "setup"
+)
+
+// phase announces phase p to opt.Phase.
+func (o *Options) phase(p string) {
+	if o.Phase != nil {
+		o.Phase(p)
+	}
 }
 
 // Result is what a session produced at this party.
@@ -344,11 +372,13 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 		pending = reg.open(tok, nstreams)
 	}
 	t0 := time.Now()
+	opt.phase(PhaseHandshake)
 	peer, hs, hr, err := Handshake(ctx, nc, hello, hsTimeout)
 	rep.Handshake = Traffic{BytesSent: hs, BytesRecv: hr, Rounds: 2}
 	res.Peer = peer
 	var extra []net.Conn
 	if err == nil && nstreams > 1 {
+		opt.phase(PhaseStreams)
 		if party == 0 {
 			extra, err = reg.wait(ctx, hello.Token, pending, nc, opt.joinTimeout())
 		} else {
@@ -402,6 +432,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	}
 
 	setPhase(conns, "setup")
+	opt.phase(PhaseSetup)
 	t0 = time.Now()
 	be, err := opt.NewBackend(ctx, conn, conns[1:], party, r)
 	if err != nil {
@@ -419,6 +450,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	rep.Setup = trafficOf(phaseStats(conns, "setup"))
 
 	rec := newRecorder(be, conns, p, opt.Progress, count)
+	rec.onStart = opt.Running
 	m, err := vm.New(p, rec.backend())
 	if err != nil {
 		abort(err)
@@ -427,6 +459,12 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	m.Observe = rec.observe
 	t0 = time.Now()
 	for k := range count {
+		if ctx.Err() != nil {
+			// Cancelled between two inferences (a result handler may cancel at once): the
+			// finished ones are kept, the rest not started.
+			err = context.Cause(ctx)
+			break
+		}
 		clock.next(k)
 		inputs := serverInputs
 		if party == 1 {
@@ -446,6 +484,12 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 			break
 		}
 		res.Batch = append(res.Batch, outs)
+		if party == 1 && opt.OnResult != nil {
+			if err = opt.OnResult(k, outs); err != nil {
+				err = fmt.Errorf("inference %d of %d: %w", k+1, count, err)
+				break
+			}
+		}
 	}
 	if err == nil {
 		err = finish(ctx, conn, party)
@@ -454,6 +498,14 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	rep.Layers = rec.result()
 	rep.Total = rep.Handshake.add(trafficOf(totalStats(conns)))
 	if err != nil {
+		if done := len(res.Batch); done < count {
+			// The report counts what finished, and says what was asked.
+			rep.Inferences, rep.Requested = done, count
+			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrSessionTimeout) {
+				rep.Interrupted = fmt.Sprintf("interrupted after %d of %d inferences", done, count)
+				err = fmt.Errorf("%s: %w", rep.Interrupted, err)
+			}
+		}
 		abort(err)
 		return fail(explain(err, party))
 	}
