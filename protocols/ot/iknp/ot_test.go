@@ -555,7 +555,17 @@ func TestPeerDisconnects(t *testing.T) {
 		}
 	})
 	t.Run("stalled peer times out", func(t *testing.T) {
-		s0, _ := newPair(t, transport.Options{Timeout: 100 * time.Millisecond})
+		// The base OTs run under the generous test timeout (they can take longer than the short
+		// one on a loaded machine); the stall is tested on a fork over a connection with the
+		// short timeout, which needs only a hello.
+		p0, p1 := newPair(t, opt)
+		c0, c1 := transport.Pipe(transport.Options{Timeout: 300 * time.Millisecond})
+		t.Cleanup(func() { c0.Close(); c1.Close() })
+		var s0 *ot.Session
+		if e0, e1 := testenv.Both(func() (err error) { s0, err = p0.Fork(ctx, c0); return },
+			func() error { _, err := p1.Fork(ctx, c1); return err }); e0 != nil || e1 != nil {
+			t.Fatalf("Fork: %v / %v", e0, e1)
+		}
 		err := s0.SendCOT(ctx, 32, make([]uint64, 10), make([]uint64, 10))
 		if !errors.Is(err, transport.ErrTimeout) {
 			t.Fatalf("got %v, want ErrTimeout", err)
