@@ -1,0 +1,117 @@
+package golden
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/ir/interp"
+	"github.com/cryptflow-go/cryptflow/passes"
+	"github.com/cryptflow-go/cryptflow/ring"
+)
+
+// SigmoidTanhMLP returns a small multilayer perceptron for golden tests of the math functions:
+// input [1, 12]; fully connected to 16, Sigmoid; fully connected to 10, Tanh; fully connected to
+// 4 logits. Weights are random from seed.
+func SigmoidTanhMLP(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("sigmoid-tanh-mlp-%d", seed), seed, ir.Shape{1, 12})
+	x := b.node(ir.Sigmoid, nil, b.gemm("input", 16))
+	x = b.node(ir.Tanh, nil, b.gemm(x, 10))
+	return b.done(b.gemm(x, 4))
+}
+
+// SigmoidHeadCNN returns a small CNN with a sigmoid head (multi-label style): input [1, 2, 8, 8];
+// 3×3 convolution to 4 channels, ReLU, 2×2 max pooling; 3×3 convolution to 4 channels, Tanh;
+// flatten, fully connected to 5, Sigmoid (the output).
+func SigmoidHeadCNN(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("sigmoid-head-cnn-%d", seed), seed, ir.Shape{1, 2, 8, 8})
+	x := b.node(ir.Relu, nil, b.conv("input", 4, 3, 1, 1, 1, 1, true))
+	x = b.pool(ir.MaxPool, x, 2, 2, 0, false)
+	x = b.node(ir.Tanh, nil, b.conv(x, 4, 3, 1, 1, 1, 1, true))
+	return b.done(b.node(ir.Sigmoid, nil, b.gemm(b.flatten(x), 5)))
+}
+
+// mathConfigs are the secure configurations the math golden tests run: SCI_OT and SCI_HE, each on
+// IKNP and on Ferret silent OT (Ferret not with -short: its setup is seconds of CPU).
+func mathConfigs() []imagenetRun {
+	if testing.Short() {
+		return []imagenetRun{sciotIKNP, sciheIKNP}
+	}
+	return []imagenetRun{sciotIKNP, sciheIKNP, sciotFerret, sciheFerret}
+}
+
+// checkMathModel compiles g at (bits, scale), checks the math opcodes it must contain, checks the
+// cleartext run against the float interpreter within tol (absolute, in real units), and requires
+// every secure configuration to reveal exactly the cleartext outputs.
+func checkMathModel(t *testing.T, g *ir.Graph, bits, scale int, want map[fixed.Opcode]int, samples []dataset.Sample, tol float64, keepSoftmax bool) {
+	t.Helper()
+	opts := passes.DefaultOptions()
+	opts.Bits, opts.Scale, opts.KeepSoftmax = bits, scale, keepSoftmax
+	prog, _ := compileOpts(t, g, opts)
+	ops := map[fixed.Opcode]int{}
+	for _, in := range prog.server.Instrs {
+		ops[in.Op]++
+	}
+	for op, n := range want {
+		if ops[op] != n {
+			t.Fatalf("%d %s instructions, want %d (program: %v)", ops[op], op, n, ops)
+		}
+	}
+	inputs := encodeInputs(t, prog.server, inputsOf(samples))
+	clear := runClear(t, prog.server, inputs)
+	r := ring.Must(prog.server.Bits)
+	worst := 0.0
+	for i, smp := range samples {
+		ref, err := interp.Run(g, map[string]*ir.Tensor{"input": {Shape: g.Inputs[0].Shape, Data: smp.Input}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, o := range clear[i] {
+			f := ref[g.Outputs[k]].Data
+			for j, v := range o.Value.Data {
+				got := math.Ldexp(float64(r.Signed(v)), -o.Scale)
+				d := math.Abs(got - float64(f[j]))
+				worst = max(worst, d)
+				if d > tol {
+					t.Fatalf("sample %d output %q[%d]: fixed %g, float %g", i, o.Name, j, got, f[j])
+				}
+			}
+		}
+	}
+	t.Logf("%s l=%d s=%d: largest |fixed − float| %.3g over %d samples", g.Name, bits, scale, worst, len(samples))
+	for _, c := range mathConfigs() {
+		sec := runWith(t, prog, inputs, 1, c.opt(prog.server))
+		compareRuns(t, clear, sec)
+		logProfile(t, fmt.Sprintf("%s %s l=%d s=%d", g.Name, c.name, bits, scale), sec, len(inputs))
+	}
+}
+
+// TestSigmoidTanhMLPSecure runs the sigmoid/tanh MLP securely (SCI_OT and SCI_HE, IKNP and
+// Ferret) and requires the revealed outputs to equal the cleartext run bit for bit.
+func TestSigmoidTanhMLPSecure(t *testing.T) {
+	for _, c := range []struct{ bits, scale int }{{32, 12}, {40, 14}} {
+		t.Run(fmt.Sprintf("l%d_s%d", c.bits, c.scale), func(t *testing.T) {
+			g, err := SigmoidTanhMLP(uint64(c.scale))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Inputs of ±4 drive the sigmoid into both tails and the tanh across its range.
+			checkMathModel(t, g, c.bits, c.scale, map[fixed.Opcode]int{fixed.OpSigmoid: 1, fixed.OpTanh: 1},
+				randomSamples(g, uint64(c.bits), 3, 4), 0.01, false)
+		})
+	}
+}
+
+// TestSigmoidHeadCNNSecure runs the CNN with a Tanh layer and a sigmoid head securely and requires
+// the revealed probabilities to equal the cleartext run bit for bit.
+func TestSigmoidHeadCNNSecure(t *testing.T) {
+	g, err := SigmoidHeadCNN(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpSigmoid: 1, fixed.OpTanh: 1, fixed.OpMaxPool: 1},
+		randomSamples(g, 9, 2, 2), 0.01, false)
+}
