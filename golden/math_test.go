@@ -115,3 +115,24 @@ func TestSigmoidHeadCNNSecure(t *testing.T) {
 	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpSigmoid: 1, fixed.OpTanh: 1, fixed.OpMaxPool: 1},
 		randomSamples(g, 9, 2, 2), 0.01, false)
 }
+
+// SoftmaxMLP returns an MLP with a Softmax in the middle (an attention-like normalisation over 8
+// features) and one as its output: input [2, 12]; fully connected to 8, Softmax; fully connected
+// to 6, Softmax.
+func SoftmaxMLP(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("softmax-mlp-%d", seed), seed, ir.Shape{2, 12})
+	x := b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(1)}, b.gemm("input", 8))
+	x = b.gemm(x, 6)
+	return b.done(b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(1)}, x))
+}
+
+// TestSoftmaxSecure runs the softmax MLP securely, the trailing Softmax kept (KeepSoftmax), and
+// requires the revealed probabilities to equal the cleartext run bit for bit.
+func TestSoftmaxSecure(t *testing.T) {
+	g, err := SoftmaxMLP(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpExp: 2, fixed.OpRecip: 2, fixed.OpMaxPool: 2, fixed.OpMul: 2},
+		randomSamples(g, 11, 3, 4), 0.01, true)
+}

@@ -70,6 +70,14 @@ const (
 	Softmax Op = "Softmax"
 	// ArgMax: X -> Int64. Attrs: axis int (non-negative), keepdims int, select_last_index int.
 	ArgMax Op = "ArgMax"
+	// ReduceSum, ReduceMean, ReduceMax: X. Attrs: axes ints (non-negative, sorted, distinct, not
+	// empty: the front end resolves ONNX's "empty means all axes" and turns a no-op reduction into
+	// Identity), keepdims int. The reduced axes become 1 (keepdims = 1) or are removed.
+	ReduceSum  Op = "ReduceSum"
+	ReduceMean Op = "ReduceMean"
+	ReduceMax  Op = "ReduceMax"
+	// Erf: one input, the error function (float reference; see passes.Lower for its fixed point).
+	Erf Op = "Erf"
 )
 
 // AllOps returns every HLIL operator, in the order used by error messages and reports.
@@ -78,5 +86,6 @@ func AllOps() []Op {
 		Conv, Gemm, MatMul, Add, Sub, Mul, Div, Sum, Relu, LeakyRelu, Clip, Sigmoid, Tanh, Exp,
 		MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, LRN,
 		Flatten, Reshape, Transpose, Concat, Pad, Squeeze, Unsqueeze, Identity, Softmax, ArgMax,
+		ReduceSum, ReduceMean, ReduceMax, Erf,
 	}
 }

@@ -27,8 +27,8 @@ type lowerOptions struct {
 // Scale. Inputs are encoded at scale s, weights at s, products of a linear layer are at 2s and
 // get their bias (encoded at 2s) before an explicit Trunc back to s; the sum of two tensors at
 // different scales scales the lower one up; so is a product of two runtime tensors (OpMul, at 2s).
-// An operator without a fixed-point lowering (Sigmoid, LRN, Softmax not at the end, Div by a
-// runtime tensor, ...) is an error naming it.
+// An operator without a fixed-point lowering (LRN, Div by a runtime tensor, ...) is an error
+// naming it.
 func lower(g *ir.Graph, opts lowerOptions) (*fixed.Program, error) {
 	if opts.Bits < 1 || opts.Bits > 64 {
 		return nil, fmt.Errorf("lower: bitwidth %d is not in 1..64", opts.Bits)
@@ -288,7 +288,9 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 	case ir.ArgMax:
 		return l.argmax(n)
 	case ir.Softmax:
-		return noLowering("Softmax is supported only as the final layer of a classifier, where it is dropped")
+		return l.softmax(n)
+	case ir.ReduceSum, ir.ReduceMean, ir.ReduceMax:
+		return l.reduce(n)
 	}
 	return noLowering("%s is supported by the float interpreter only", n.Op)
 }

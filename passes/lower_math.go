@@ -9,9 +9,9 @@ import (
 )
 
 // math lowers Sigmoid and Tanh to the fixed-point math opcodes (docs/fixed-point.md, "Math
-// functions"), at the program's scale. Exp is not lowered yet: the fixed-point exp is
-// exp(min(x, 0)), and the compiler cannot yet prove an input non-positive (that needs the
-// max-subtraction of a Softmax lowering, which is not implemented either).
+// functions"), at the program's scale. A bare Exp is not lowered: the fixed-point exp is
+// exp(min(x, 0)), and nothing proves an arbitrary input non-positive. Softmax (lower_reduce.go)
+// emits OpExp itself, on x − max(x), which is non-positive by construction.
 func (l *lowerer) math(n *ir.Node) error {
 	var op fixed.Opcode
 	switch n.Op {
@@ -20,7 +20,7 @@ func (l *lowerer) math(n *ir.Node) error {
 	case ir.Tanh:
 		op = fixed.OpTanh
 	default:
-		return fmt.Errorf("%w: %s (the fixed-point exp is exp(min(x, 0)) and is lowered only where its input is known to be non-positive; no lowering proves that yet — a Softmax lowering with max subtraction is not implemented)", ErrNoLowering, n.Op)
+		return fmt.Errorf("%w: %s (the fixed-point exp is exp(min(x, 0)) and is lowered only where its input is known to be non-positive; only Softmax's own x − max(x) is known to be)", ErrNoLowering, n.Op)
 	}
 	if s := l.p.Scale; s < 1 || l.p.Bits < fxmath.MinBits(s) {
 		return fmt.Errorf("%w: %s needs scale ≥ 1 and l ≥ 2s+5 = %d (have l = %d, s = %d)", ErrNoLowering, n.Op, fxmath.MinBits(s), l.p.Bits, s)
