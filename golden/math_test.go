@@ -136,3 +136,31 @@ func TestSoftmaxSecure(t *testing.T) {
 	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpExp: 2, fixed.OpRecip: 2, fixed.OpMaxPool: 2, fixed.OpMul: 2},
 		randomSamples(g, 11, 3, 4), 0.01, true)
 }
+
+// ReduceNet returns a graph of the ONNX reductions, a Concat with a constant block and a cube:
+// input [1, 4, 6]; a = ReduceMean over the last axis (keepdims), the centred x − a squared and
+// summed over axes 1, 2 (a variance-like [1]); the ReduceMax over axis 1 concatenated with a
+// constant [1, 2, 6] block and cubed (x·x·x, as the importer writes Pow(x, 3)).
+func ReduceNet(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("reduce-net-%d", seed), seed, ir.Shape{1, 4, 6})
+	red := func(op ir.Op, x string, keep int, axes ...int) string {
+		return b.node(op, ir.Attrs{"axes": ir.IntsAttr(axes), "keepdims": ir.IntAttr(keep)}, x)
+	}
+	a := red(ir.ReduceMean, "input", 1, 2)
+	d := b.node(ir.Sub, nil, "input", a)
+	v := red(ir.ReduceSum, b.node(ir.Mul, nil, d, d), 0, 1, 2)
+	c := b.node(ir.Concat, ir.Attrs{"axis": ir.IntAttr(1)}, red(ir.ReduceMax, "input", 1, 1), b.konst("block", ir.Shape{1, 2, 6}, 1))
+	cube := b.node(ir.Mul, nil, b.node(ir.Mul, nil, c, c), c)
+	return b.done(cube, v, a)
+}
+
+// TestReduceSecure runs ReduceNet securely and requires the revealed outputs to equal the
+// cleartext run bit for bit.
+func TestReduceSecure(t *testing.T) {
+	g, err := ReduceNet(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpMaxPool: 1, fixed.OpDiv: 1, fixed.OpMul: 3},
+		randomSamples(g, 13, 3, 2), 0.02, false)
+}

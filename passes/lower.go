@@ -971,12 +971,28 @@ func (l *lowerer) concat(n *ir.Node) error {
 		return err
 	}
 	ids := make([]int, len(n.Inputs))
-	top := 0
-	for i := range n.Inputs {
+	top, ref := 0, -1
+	for i, in := range n.Inputs {
+		if l.isConst(in) {
+			continue
+		}
 		if ids[i], err = l.input(n, i); err != nil {
 			return err
 		}
 		top = max(top, l.p.Tensors[ids[i]].Scale)
+		ref = ids[i]
+	}
+	if ref < 0 {
+		return fmt.Errorf("all operands are constants (constant folding should have removed this node)")
+	}
+	// Constant operands (a class token, a fixed feature block) become shared tensors made locally
+	// (constTensor), at the runtime operands' scale.
+	for i, in := range n.Inputs {
+		if l.isConst(in) {
+			if ids[i], err = l.constTensor(in, l.constOf(in), ref, top, n.Outputs[0]+"_"+in); err != nil {
+				return err
+			}
+		}
 	}
 	for i, id := range ids {
 		if sc := l.p.Tensors[id].Scale; sc < top {

@@ -1,0 +1,89 @@
+package onnx
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/interp"
+)
+
+// TestImportReduce imports ReduceSum/ReduceMean/ReduceMax with axes as attributes (opset 13 for
+// Mean/Max) and as a constant input (ReduceSum-13), negative axes, keepdims 0/1, an empty axes
+// list, noop_with_empty_axes, and checks the HLIL attributes and the float results on 0..11.
+func TestImportReduce(t *testing.T) {
+	x := make([]float32, 12)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	for _, c := range []struct {
+		name  string
+		node  pb
+		inits []pb
+		op    ir.Op
+		shape ir.Shape
+		want  []float32
+	}{
+		{"mean attr", node("ReduceMean", "r", []string{"x"}, []string{"y"}, aInts("axes", -1)), nil,
+			ir.ReduceMean, ir.Shape{2, 3, 1}, []float32{0.5, 2.5, 4.5, 6.5, 8.5, 10.5}},
+		{"max attr keepdims 0", node("ReduceMax", "r", []string{"x"}, []string{"y"}, aInts("axes", 0, 2), aInt("keepdims", 0)), nil,
+			ir.ReduceMax, ir.Shape{3}, []float32{7, 9, 11}},
+		{"sum input", node("ReduceSum", "r", []string{"x", "ax"}, []string{"y"}, aInt("keepdims", 0)),
+			[]pb{tensorI64("ax", []int64{1}, []int64{1})}, ir.ReduceSum, ir.Shape{2, 2}, []float32{6, 9, 24, 27}},
+		{"sum all", node("ReduceSum", "r", []string{"x"}, []string{"y"}), nil,
+			ir.ReduceSum, ir.Shape{1, 1, 1}, []float32{66}},
+		{"sum noop", node("ReduceSum", "r", []string{"x"}, []string{"y"}, aInt("noop_with_empty_axes", 1)), nil,
+			"", ir.Shape{2, 3, 2}, x},
+	} {
+		b := modelBytes(13, graphSpec{nodes: []pb{c.node}, inits: c.inits,
+			inputs: []pb{valueInfo("x", Float, 2, 3, 2)}, outputs: []pb{valueInfo("y", Float)}})
+		g := mustImport(t, b, Options{})
+		if c.op != "" && (len(g.Nodes) != 1 || g.Nodes[0].Op != c.op) {
+			t.Errorf("%s: nodes %v", c.name, g.Nodes)
+		}
+		out, err := interp.Run(g, map[string]*ir.Tensor{"x": {Shape: ir.Shape{2, 3, 2}, Data: x}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		y := out[g.Outputs[0]]
+		if !y.Shape.Equal(c.shape) || !slices.Equal(y.Data, c.want) {
+			t.Errorf("%s: %v %v, want %v %v", c.name, y.Shape, y.Data, c.shape, c.want)
+		}
+	}
+}
+
+// TestImportPow imports Pow by constant integer exponents as products of x by itself (square-
+// and-multiply) and refuses other exponents.
+func TestImportPow(t *testing.T) {
+	x := []float32{-1.5, 0.5, 2, 3}
+	for _, p := range []float32{1, 2, 3, 5, 8} {
+		b := modelBytes(13, graphSpec{nodes: []pb{node("Pow", "p", []string{"x", "e"}, []string{"y"})},
+			inits:  []pb{tensorF("e", nil, []float32{p})},
+			inputs: []pb{valueInfo("x", Float, 4)}, outputs: []pb{valueInfo("y", Float)}})
+		g := mustImport(t, b, Options{})
+		for _, n := range g.Nodes {
+			if n.Op != ir.Mul && n.Op != ir.Identity {
+				t.Errorf("x^%g: node %v", p, n)
+			}
+		}
+		out, err := interp.Run(g, map[string]*ir.Tensor{"x": {Shape: ir.Shape{4}, Data: x}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range out[g.Outputs[0]].Data {
+			if w := math.Pow(float64(x[i]), float64(p)); math.Abs(float64(v)-w) > 1e-5*math.Abs(w) {
+				t.Errorf("x^%g at %g: %g, want %g", p, x[i], v, w)
+			}
+		}
+	}
+	for _, p := range []float32{0.5, -1, 0, 9} {
+		b := modelBytes(13, graphSpec{nodes: []pb{node("Pow", "p", []string{"x", "e"}, []string{"y"})},
+			inits:  []pb{tensorF("e", nil, []float32{p})},
+			inputs: []pb{valueInfo("x", Float, 4)}, outputs: []pb{valueInfo("y", Float)}})
+		if err := importErr(t, b); !strings.Contains(err.Error(), "Pow") {
+			t.Errorf("x^%g: %v", p, err)
+		}
+	}
+}
