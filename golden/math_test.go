@@ -164,3 +164,29 @@ func TestReduceSecure(t *testing.T) {
 	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpMaxPool: 1, fixed.OpDiv: 1, fixed.OpMul: 3},
 		randomSamples(g, 13, 3, 2), 0.02, false)
 }
+
+// geluTanh adds GELU in its tanh form as the ONNX importer writes Gelu(approximate="tanh"):
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x·x·x))).
+func (b *builder) geluTanh(x string) string {
+	x3 := b.node(ir.Mul, nil, b.node(ir.Mul, nil, x, x), x)
+	s := b.node(ir.Add, nil, x, b.node(ir.Mul, nil, x3, b.scalar("c", 0.044715)))
+	t := b.node(ir.Tanh, nil, b.node(ir.Mul, nil, s, b.scalar("k", float32(math.Sqrt(2/math.Pi)))))
+	return b.node(ir.Mul, nil, b.node(ir.Mul, nil, x, b.scalar("half", 0.5)), b.node(ir.Add, nil, t, b.scalar("one", 1)))
+}
+
+// GeluMLP returns a transformer-style feed-forward block: input [2, 8]; fully connected to 16,
+// GELU (tanh form); fully connected to 4.
+func GeluMLP(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("gelu-mlp-%d", seed), seed, ir.Shape{2, 8})
+	return b.done(b.gemm(b.geluTanh(b.gemm("input", 16)), 4))
+}
+
+// TestGeluSecure runs the GELU (tanh form) block securely, bitwise equal to the cleartext run.
+func TestGeluSecure(t *testing.T) {
+	g, err := GeluMLP(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpTanh: 1, fixed.OpMul: 3},
+		randomSamples(g, 17, 3, 2), 0.02, false)
+}

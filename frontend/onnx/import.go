@@ -112,7 +112,7 @@ func init() {
 		"Shape": (*importer).shapeNode, "Gather": (*importer).gather, "Cast": (*importer).cast,
 		"Slice": (*importer).slice, "HardSigmoid": (*importer).hardSigmoid, "HardSwish": (*importer).hardSwish,
 		"ReduceSum": (*importer).reduce, "ReduceMean": (*importer).reduce, "ReduceMax": (*importer).reduce,
-		"Erf": (*importer).unary, "Pow": (*importer).pow,
+		"Erf": (*importer).unary, "Pow": (*importer).pow, "Gelu": (*importer).gelu,
 	}
 }
 

@@ -139,3 +139,76 @@ func (im *importer) pow(n *Node) error {
 	}
 	return nil
 }
+
+// scalarConst adds an HLIL scalar constant and returns its name.
+func (im *importer) scalarConst(base string, v float32) string {
+	name := im.fresh(base)
+	im.g.Consts[name] = &ir.Tensor{Shape: ir.Shape{}, Data: []float32{v}}
+	return name
+}
+
+// gelu imports Gelu (opset 20) as its defining formula: approximate="tanh" gives
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) — products, constants and Tanh, all lowered to
+// fixed point; approximate="none" gives 0.5·x·(1 + erf(x/√2)), whose Erf is float only.
+func (im *importer) gelu(n *Node) error {
+	out, err := arityOutput(n, 1, 1)
+	if err != nil {
+		return err
+	}
+	approx, err := n.stringAttr("approximate", "none")
+	if err != nil {
+		return err
+	}
+	if approx != "none" && approx != "tanh" {
+		return fmt.Errorf("approximate %q (want none or tanh)", approx)
+	}
+	x, err := im.data(n.Inputs[0])
+	if err != nil {
+		return err
+	}
+	add := func(op ir.Op, a, b string) (string, error) {
+		o := im.fresh(out + "/gelu")
+		return o, im.addNode(&ir.Node{Name: n.Name, Op: op, Inputs: []string{a, b}, Outputs: []string{o}, Attrs: ir.Attrs{}})
+	}
+	var inner string // the argument of tanh or erf
+	if approx == "tanh" {
+		x2, err := add(ir.Mul, x, x)
+		if err != nil {
+			return err
+		}
+		x3, err := add(ir.Mul, x2, x)
+		if err != nil {
+			return err
+		}
+		c3, err := add(ir.Mul, x3, im.scalarConst(out+"/gelu_c", 0.044715))
+		if err != nil {
+			return err
+		}
+		s, err := add(ir.Add, x, c3)
+		if err != nil {
+			return err
+		}
+		if inner, err = add(ir.Mul, s, im.scalarConst(out+"/gelu_k", float32(math.Sqrt(2/math.Pi)))); err != nil {
+			return err
+		}
+	} else if inner, err = add(ir.Mul, x, im.scalarConst(out+"/gelu_k", float32(1/math.Sqrt2))); err != nil {
+		return err
+	}
+	op := ir.Tanh
+	if approx == "none" {
+		op = ir.Erf
+	}
+	f := im.fresh(out + "/gelu")
+	if err := im.addNode(&ir.Node{Name: n.Name, Op: op, Inputs: []string{inner}, Outputs: []string{f}, Attrs: ir.Attrs{}}); err != nil {
+		return err
+	}
+	one, err := add(ir.Add, f, im.scalarConst(out+"/gelu_one", 1))
+	if err != nil {
+		return err
+	}
+	half, err := add(ir.Mul, x, im.scalarConst(out+"/gelu_half", 0.5))
+	if err != nil {
+		return err
+	}
+	return im.addNode(&ir.Node{Name: n.Name, Op: ir.Mul, Inputs: []string{half, one}, Outputs: []string{out}, Attrs: ir.Attrs{}})
+}

@@ -87,3 +87,35 @@ func TestImportPow(t *testing.T) {
 		}
 	}
 }
+
+// TestImportGelu imports Gelu (opset 20) in both forms and checks the float results against the
+// formulas; the tanh form has no Erf (it lowers to fixed point), the exact form has one.
+func TestImportGelu(t *testing.T) {
+	x := []float32{-3, -1, -0.25, 0, 0.5, 1, 2.5, 4}
+	for _, approx := range []string{"none", "tanh"} {
+		b := modelBytes(20, graphSpec{nodes: []pb{node("Gelu", "g", []string{"x"}, []string{"y"}, aString("approximate", approx))},
+			inputs: []pb{valueInfo("x", Float, 8)}, outputs: []pb{valueInfo("y", Float)}})
+		g := mustImport(t, b, Options{})
+		ops := map[ir.Op]int{}
+		for _, n := range g.Nodes {
+			ops[n.Op]++
+		}
+		if approx == "tanh" && (ops[ir.Tanh] != 1 || ops[ir.Erf] != 0) || approx == "none" && ops[ir.Erf] != 1 {
+			t.Errorf("%s: operators %v", approx, ops)
+		}
+		out, err := interp.Run(g, map[string]*ir.Tensor{"x": {Shape: ir.Shape{8}, Data: x}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range out[g.Outputs[0]].Data {
+			xf := float64(x[i])
+			w := 0.5 * xf * (1 + math.Erf(xf/math.Sqrt2))
+			if approx == "tanh" {
+				w = 0.5 * xf * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(xf+0.044715*xf*xf*xf)))
+			}
+			if math.Abs(float64(v)-w) > 1e-5 {
+				t.Errorf("%s gelu(%g) = %g, want %g", approx, xf, v, w)
+			}
+		}
+	}
+}
