@@ -190,3 +190,34 @@ func TestGeluSecure(t *testing.T) {
 	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpTanh: 1, fixed.OpMul: 3},
 		randomSamples(g, 17, 3, 2), 0.02, false)
 }
+
+// TransformerBlock returns a small transformer-style block on 4 tokens of 8 features: input
+// [4, 8]; LayerNorm over the features (affine); fully connected to 8 and a Softmax over the
+// features (an attention-like normalisation, mid-graph); fully connected to 12, GELU (tanh form);
+// fully connected to 8; a second LayerNorm (no affine) as the output.
+func TransformerBlock(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("transformer-block-%d", seed), seed, ir.Shape{4, 8})
+	ln := func(x string, affine bool) string {
+		g, beta := b.konstIn("gamma", ir.Shape{8}, 0.5, 1.5), b.konst("beta", ir.Shape{8}, 0.5)
+		if !affine {
+			g = b.konstIn("gamma", ir.Shape{8}, 1, 1)
+			return b.node(ir.LayerNormalization, ir.Attrs{"axis": ir.IntAttr(1), "epsilon": ir.FloatAttr(1e-5)}, x, g)
+		}
+		return b.node(ir.LayerNormalization, ir.Attrs{"axis": ir.IntAttr(1), "epsilon": ir.FloatAttr(1e-5)}, x, g, beta)
+	}
+	x := ln("input", true)
+	x = b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(1)}, b.gemm(x, 8))
+	x = b.gemm(b.geluTanh(b.gemm(x, 12)), 8)
+	return b.done(ln(x, false))
+}
+
+// TestTransformerBlockSecure runs the transformer-style block (LayerNorm, Softmax, GELU) at
+// l = 40, s = 12 securely, bitwise equal to the cleartext run.
+func TestTransformerBlockSecure(t *testing.T) {
+	g, err := TransformerBlock(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMathModel(t, g, 40, 12, map[fixed.Opcode]int{fixed.OpRsqrt: 2, fixed.OpExp: 1, fixed.OpTanh: 1, fixed.OpRecip: 1},
+		randomSamples(g, 19, 2, 2), 0.05, false)
+}

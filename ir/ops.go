@@ -76,6 +76,10 @@ const (
 	ReduceSum  Op = "ReduceSum"
 	ReduceMean Op = "ReduceMean"
 	ReduceMax  Op = "ReduceMax"
+	// LayerNormalization: X, Scale, optional B (each of the normalised shape X.shape[axis:], or
+	// broadcastable to it). Attrs: axis int (non-negative), epsilon float. y = (x − mean)/
+	// sqrt(var + epsilon)·Scale + B over the axes axis..rank−1 (ONNX opset 17, inference outputs).
+	LayerNormalization Op = "LayerNormalization"
 	// Erf: one input, the error function (float reference; see passes.Lower for its fixed point).
 	Erf Op = "Erf"
 )
@@ -86,6 +90,6 @@ func AllOps() []Op {
 		Conv, Gemm, MatMul, Add, Sub, Mul, Div, Sum, Relu, LeakyRelu, Clip, Sigmoid, Tanh, Exp,
 		MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, LRN,
 		Flatten, Reshape, Transpose, Concat, Pad, Squeeze, Unsqueeze, Identity, Softmax, ArgMax,
-		ReduceSum, ReduceMean, ReduceMax, Erf,
+		ReduceSum, ReduceMean, ReduceMax, Erf, LayerNormalization,
 	}
 }

@@ -96,6 +96,8 @@ func opArity(op Op) (lo, hi int, ok bool) {
 		return 2, 3, true
 	case BatchNormalization:
 		return 5, 5, true
+	case LayerNormalization:
+		return 2, 3, true
 	case Sum, Concat:
 		return 1, math.MaxInt, true
 	}
@@ -139,6 +141,20 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 	case Relu, Sigmoid, Tanh, Exp, Erf, Identity:
 	case ReduceSum, ReduceMean, ReduceMax:
 		return inferReduce(a, in[0])
+	case LayerNormalization:
+		axis, err := axisAttr(a, len(in[0]))
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := checkAttrs(a, Attrs.Float, "epsilon"); err != nil {
+			return nil, 0, err
+		}
+		norm := in[0][axis:]
+		for i, p := range in[1:] {
+			if b, err := Broadcast(norm, p); err != nil || !b.Equal(norm) {
+				return nil, 0, fmt.Errorf("parameter %d of shape %v does not broadcast to the normalised shape %v", i+1, p, norm)
+			}
+		}
 	case LeakyRelu:
 		if err := checkAttrs(a, Attrs.Float, "alpha"); err != nil {
 			return nil, 0, err

@@ -291,6 +291,8 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 		return l.softmax(n)
 	case ir.ReduceSum, ir.ReduceMean, ir.ReduceMax:
 		return l.reduce(n)
+	case ir.LayerNormalization:
+		return l.layerNorm(n)
 	}
 	return noLowering("%s is supported by the float interpreter only", n.Op)
 }

@@ -113,6 +113,7 @@ func init() {
 		"Slice": (*importer).slice, "HardSigmoid": (*importer).hardSigmoid, "HardSwish": (*importer).hardSwish,
 		"ReduceSum": (*importer).reduce, "ReduceMean": (*importer).reduce, "ReduceMax": (*importer).reduce,
 		"Erf": (*importer).unary, "Pow": (*importer).pow, "Gelu": (*importer).gelu,
+		"LayerNormalization": (*importer).layerNorm,
 	}
 }
 

@@ -212,3 +212,32 @@ func (im *importer) gelu(n *Node) error {
 	}
 	return im.addNode(&ir.Node{Name: n.Name, Op: ir.Mul, Inputs: []string{half, one}, Outputs: []string{out}, Attrs: ir.Attrs{}})
 }
+
+// layerNorm imports LayerNormalization (opset 17): X, Scale, optional B; axis (default −1) and
+// epsilon (default 1e-5); the Mean and InvStdDev outputs must be unused.
+func (im *importer) layerNorm(n *Node) error {
+	out, xs, err := im.arityOutputShape(n, 2, 3)
+	if err != nil {
+		return err
+	}
+	if err := im.extraOutputsUnused(n, "LayerNormalization statistics"); err != nil {
+		return err
+	}
+	a, err := n.intAttr("axis", -1)
+	if err != nil {
+		return err
+	}
+	axis, err := normAxis64(a, len(xs))
+	if err != nil {
+		return err
+	}
+	eps, err := n.floatAttr("epsilon", 1e-5)
+	if err != nil {
+		return err
+	}
+	ins := []string{n.Inputs[0], n.Inputs[1]}
+	if input(n, 2) != "" {
+		ins = append(ins, n.Inputs[2])
+	}
+	return im.emit(n, ir.LayerNormalization, ins, out, ir.Attrs{"axis": ir.IntAttr(axis), "epsilon": ir.FloatAttr(eps)})
+}

@@ -119,3 +119,37 @@ func TestImportGelu(t *testing.T) {
 		}
 	}
 }
+
+// TestImportLayerNorm imports LayerNormalization (opset 17, axis −1, with B) and checks the float
+// result against the formula.
+func TestImportLayerNorm(t *testing.T) {
+	x := []float32{1, 2, 3, 4, -1, 0, 0, 5}
+	b := modelBytes(17, graphSpec{nodes: []pb{node("LayerNormalization", "ln", []string{"x", "g", "b"}, []string{"y"}, aFloat("epsilon", 1e-3))},
+		inits:  []pb{tensorF("g", []int64{4}, []float32{1, 2, 0.5, -1}), tensorF("b", []int64{4}, []float32{0, 0.25, 0, 1})},
+		inputs: []pb{valueInfo("x", Float, 2, 4)}, outputs: []pb{valueInfo("y", Float)}})
+	g := mustImport(t, b, Options{})
+	if len(g.Nodes) != 1 || g.Nodes[0].Op != ir.LayerNormalization {
+		t.Fatalf("nodes %v", g.Nodes)
+	}
+	out, err := interp.Run(g, map[string]*ir.Tensor{"x": {Shape: ir.Shape{2, 4}, Data: x}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gam, bet := []float64{1, 2, 0.5, -1}, []float64{0, 0.25, 0, 1}
+	for r := 0; r < 2; r++ {
+		row := x[4*r : 4*r+4]
+		m, v := 0.0, 0.0
+		for _, e := range row {
+			m += float64(e) / 4
+		}
+		for _, e := range row {
+			v += (float64(e) - m) * (float64(e) - m) / 4
+		}
+		for i, e := range row {
+			w := (float64(e)-m)/math.Sqrt(v+1e-3)*gam[i] + bet[i]
+			if got := out[g.Outputs[0]].Data[4*r+i]; math.Abs(float64(got)-w) > 1e-5 {
+				t.Errorf("row %d [%d]: %g, want %g", r, i, got, w)
+			}
+		}
+	}
+}

@@ -194,6 +194,10 @@ func TestAllOpsRun(t *testing.T) {
 			return b.node(ir.ReduceMax, ir.Attrs{"axes": ints(0, 1, 2, 3), "keepdims": ir.IntAttr(0)}, "y", "x")
 		},
 		ir.Erf: func(b *builder) *builder { return b.node(ir.Erf, nil, "y", "x") },
+		ir.LayerNormalization: func(b *builder) *builder {
+			return b.constant("s", ir.Shape{2, 2}, ones(4)).constant("b", ir.Shape{2}, ones(2)).
+				node(ir.LayerNormalization, ir.Attrs{"axis": ir.IntAttr(2), "epsilon": ir.FloatAttr(1e-5)}, "y", "x", "s", "b")
+		},
 		ir.ArgMax: func(b *builder) *builder {
 			return b.node(ir.ArgMax, ir.Attrs{"axis": ir.IntAttr(1), "keepdims": ir.IntAttr(1), "select_last_index": ir.IntAttr(0)}, "y", "x")
 		},

@@ -70,3 +70,68 @@ func reduce(op ir.Op, attrs ir.Attrs, x, out *slot) (func(), error) {
 		}
 	}, nil
 }
+
+// layerNorm is inference LayerNormalization over the axes axis..rank−1: per row, mean and
+// (biased) variance in float64, y = (x − mean)/sqrt(var + eps)·scale (+ B), scale and B
+// broadcast to the normalised shape.
+func layerNorm(attrs ir.Attrs, in []*slot, out *slot) (func(), error) {
+	axis, err := attrs.Int("axis")
+	if err != nil {
+		return nil, err
+	}
+	eps, err := attrs.Float("epsilon")
+	if err != nil {
+		return nil, err
+	}
+	x := in[0]
+	norm := x.shape[axis:]
+	width := norm.Size()
+	rows := x.shape[:axis].Size()
+	expand := func(p *slot) []float32 { // p broadcast to the normalised shape
+		e := make([]float32, width)
+		ps := p.shape
+		for i := range e {
+			r, o, st := i, 0, 1
+			for a := len(norm) - 1; a >= 0; a-- {
+				c := r % norm[a]
+				r /= norm[a]
+				if pa := a - (len(norm) - len(ps)); pa >= 0 {
+					if ps[pa] != 1 {
+						o += c * st
+					}
+					st *= ps[pa]
+				}
+			}
+			e[i] = p.data[o]
+		}
+		return e
+	}
+	return func() {
+		scale := expand(in[1])
+		var bias []float32
+		if len(in) > 2 {
+			bias = expand(in[2])
+		}
+		for r := 0; r < rows; r++ {
+			xs, ys := x.data[r*width:(r+1)*width], out.data[r*width:(r+1)*width]
+			mean := 0.0
+			for _, v := range xs {
+				mean += float64(v)
+			}
+			mean /= float64(width)
+			variance := 0.0
+			for _, v := range xs {
+				variance += (float64(v) - mean) * (float64(v) - mean)
+			}
+			variance /= float64(width)
+			inv := 1 / math.Sqrt(variance+float64(eps))
+			for i, v := range xs {
+				y := (float64(v) - mean) * inv * float64(scale[i])
+				if bias != nil {
+					y += float64(bias[i])
+				}
+				ys[i] = float32(y)
+			}
+		}
+	}, nil
+}
