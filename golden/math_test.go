@@ -3,9 +3,12 @@ package golden
 import (
 	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/dataset"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
@@ -220,4 +223,44 @@ func TestTransformerBlockSecure(t *testing.T) {
 	}
 	checkMathModel(t, g, 40, 12, map[fixed.Opcode]int{fixed.OpRsqrt: 2, fixed.OpExp: 1, fixed.OpTanh: 1, fixed.OpRecip: 1},
 		randomSamples(g, 19, 2, 2), 0.05, false)
+}
+
+// TestExpandedSoftmaxSecure compiles ONNX's Softmax node tests in their expanded form
+// (ReduceMax, Sub, Exp, ReduceSum, Div: the Softmax function body, with axes as an attribute and,
+// for opset 18, as an input) and requires the program to give exactly the fused Softmax's
+// outputs — the lowering recognises max-shifted exps and the sum they make — and the secure run
+// to equal the cleartext run bit for bit.
+func TestExpandedSoftmaxSecure(t *testing.T) {
+	root := testenv.SharedTestdata(t, "onnx-node")
+	for _, name := range []string{"test_softmax_axis_1", "test_softmax_axis_0", "test_softmax_default_axis"} {
+		t.Run(name, func(t *testing.T) {
+			opts := passes.DefaultOptions()
+			opts.Bits, opts.Scale, opts.KeepSoftmax, opts.Check = 32, 12, true, true
+			// These graphs have no weights, so the two .sciir copies are the same (compileOpts
+			// requires a client copy without weights, which a weightless program cannot show).
+			compile := func(path string) *program {
+				p, _, err := passes.Compile(loadModel(t, path), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return &program{server: p, client: p}
+			}
+			fused := compile(filepath.Join(root, name, "model.onnx"))
+			g := loadModel(t, filepath.Join(root, name, "model.onnx"))
+			samples := randomSamples(g, 23, 2, 3)
+			inputs := encodeInputs(t, fused.server, inputsOf(samples))
+			want := runClear(t, fused.server, inputs)
+			for _, exp := range []string{name + "_expanded", name + "_expanded_ver18"} {
+				prog := compile(filepath.Join(root, exp, "model.onnx"))
+				clear := runClear(t, prog.server, inputs)
+				for i := range clear {
+					if !slices.Equal(clear[i][0].Value.Data, want[i][0].Value.Data) || clear[i][0].Scale != want[i][0].Scale {
+						t.Fatalf("%s input %d: expanded %v differs from fused %v", exp, i, head(clear[i][0].Value.Data), head(want[i][0].Value.Data))
+					}
+				}
+				sec := runWith(t, prog, inputs, 1, sciotIKNP.opt(prog.server))
+				compareRuns(t, clear, sec)
+			}
+		})
+	}
 }

@@ -248,6 +248,9 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 		}
 		return l.mulConst(n, false)
 	case ir.Div:
+		if !l.isConst(n.Inputs[1]) && !l.isConst(n.Inputs[0]) && l.sumOfShiftedExps(n.Inputs[1]) {
+			return l.divBySum(n) // lower_expsum.go
+		}
 		return l.mulConst(n, true)
 	case ir.Relu:
 		x, err := l.input(n, 0)
