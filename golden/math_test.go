@@ -264,3 +264,22 @@ func TestExpandedSoftmaxSecure(t *testing.T) {
 		})
 	}
 }
+
+// geluErf adds GELU in its exact form as the ONNX importer writes Gelu(approximate="none"):
+// 0.5·x·(1 + erf(x/√2)).
+func (b *builder) geluErf(x string) string {
+	e := b.node(ir.Erf, nil, b.node(ir.Mul, nil, x, b.scalar("rsqrt2", float32(1/math.Sqrt2))))
+	return b.node(ir.Mul, nil, b.node(ir.Mul, nil, x, b.scalar("half", 0.5)), b.node(ir.Add, nil, e, b.scalar("one", 1)))
+}
+
+// TestGeluErfSecure runs a feed-forward block with GELU in its erf form (the fixed-point erf of
+// docs/fixed-point.md, "Erf") securely, bitwise equal to the cleartext run.
+func TestGeluErfSecure(t *testing.T) {
+	b := newBuilder("gelu-erf-mlp", 8, ir.Shape{2, 8})
+	g, err := b.done(b.gemm(b.geluErf(b.gemm("input", 16)), 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpTanh: 1, fixed.OpMul: 3},
+		randomSamples(g, 29, 3, 2), 0.02, false)
+}

@@ -80,7 +80,8 @@ const (
 	// broadcastable to it). Attrs: axis int (non-negative), epsilon float. y = (x − mean)/
 	// sqrt(var + epsilon)·Scale + B over the axes axis..rank−1 (ONNX opset 17, inference outputs).
 	LayerNormalization Op = "LayerNormalization"
-	// Erf: one input, the error function (float reference; see passes.Lower for its fixed point).
+	// Erf: one input, the error function (its fixed-point form is a tanh-based definition, see
+	// docs/fixed-point.md, "Erf").
 	Erf Op = "Erf"
 )
 

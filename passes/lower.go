@@ -296,6 +296,8 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 		return l.reduce(n)
 	case ir.LayerNormalization:
 		return l.layerNorm(n)
+	case ir.Erf:
+		return l.erf(n)
 	}
 	return noLowering("%s is supported by the float interpreter only", n.Op)
 }

@@ -62,3 +62,32 @@ func TestLowerLayerNorm(t *testing.T) {
 		}
 	}
 }
+
+// TestLowerErf sweeps the fixed-point erf (tanh(a·c + b·c³), c = clip(x, ±3)) over x ∈ [−5, 5]
+// at l = 32, s = 12 and l = 40, s = 16 against math.Erf of the encoded input.
+func TestLowerErf(t *testing.T) {
+	for _, c := range []struct{ bits, scale int }{{32, 12}, {40, 16}} {
+		n := 4001
+		b := newGB(1, ir.Shape{1, n})
+		g := b.done(t, b.node(ir.Erf, nil, "x"))
+		p, err := build(g, c.bits, c.scale, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(-5 + 10*float64(i)/float64(n-1))
+		}
+		got, sc := runFixedRaw(t, p, x)
+		worst, mean := 0.0, 0.0
+		for i, v := range got {
+			xe := math.Floor(math.Ldexp(float64(x[i]), c.scale))
+			e := math.Abs(float64(v) - math.Ldexp(math.Erf(math.Ldexp(xe, -c.scale)), sc))
+			worst, mean = max(worst, e), mean+e/float64(n)
+		}
+		t.Logf("erf l=%d s=%d: max %.2f ULP, mean %.2f ULP (%.1e absolute)", c.bits, c.scale, worst, mean, math.Ldexp(worst, -c.scale))
+		if math.Ldexp(worst, -c.scale) > 7e-4 {
+			t.Errorf("erf l=%d s=%d: error %g", c.bits, c.scale, math.Ldexp(worst, -c.scale))
+		}
+	}
+}

@@ -149,7 +149,7 @@ func (im *importer) scalarConst(base string, v float32) string {
 
 // gelu imports Gelu (opset 20) as its defining formula: approximate="tanh" gives
 // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) — products, constants and Tanh, all lowered to
-// fixed point; approximate="none" gives 0.5·x·(1 + erf(x/√2)), whose Erf is float only.
+// fixed point; approximate="none" gives 0.5·x·(1 + erf(x/√2)), with the fixed-point erf.
 func (im *importer) gelu(n *Node) error {
 	out, err := arityOutput(n, 1, 1)
 	if err != nil {
