@@ -70,6 +70,19 @@ const (
 	Softmax Op = "Softmax"
 	// ArgMax: X -> Int64. Attrs: axis int (non-negative), keepdims int, select_last_index int.
 	ArgMax Op = "ArgMax"
+	// ReduceSum, ReduceMean, ReduceMax: X. Attrs: axes ints (non-negative, sorted, distinct, not
+	// empty: the front end resolves ONNX's "empty means all axes" and turns a no-op reduction into
+	// Identity), keepdims int. The reduced axes become 1 (keepdims = 1) or are removed.
+	ReduceSum  Op = "ReduceSum"
+	ReduceMean Op = "ReduceMean"
+	ReduceMax  Op = "ReduceMax"
+	// LayerNormalization: X, Scale, optional B (each of the normalised shape X.shape[axis:], or
+	// broadcastable to it). Attrs: axis int (non-negative), epsilon float. y = (x − mean)/
+	// sqrt(var + epsilon)·Scale + B over the axes axis..rank−1 (ONNX opset 17, inference outputs).
+	LayerNormalization Op = "LayerNormalization"
+	// Erf: one input, the error function (its fixed-point form is a tanh-based definition, see
+	// docs/fixed-point.md, "Erf").
+	Erf Op = "Erf"
 )
 
 // AllOps returns every HLIL operator, in the order used by error messages and reports.
@@ -78,5 +91,6 @@ func AllOps() []Op {
 		Conv, Gemm, MatMul, Add, Sub, Mul, Div, Sum, Relu, LeakyRelu, Clip, Sigmoid, Tanh, Exp,
 		MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, LRN,
 		Flatten, Reshape, Transpose, Concat, Pad, Squeeze, Unsqueeze, Identity, Softmax, ArgMax,
+		ReduceSum, ReduceMean, ReduceMax, Erf, LayerNormalization,
 	}
 }

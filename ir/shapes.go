@@ -3,6 +3,7 @@ package ir
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // InferShapes checks every node of g in order and records the type and static shape of each node
@@ -87,7 +88,7 @@ func arity(in []Shape, lo, hi int) error {
 func opArity(op Op) (lo, hi int, ok bool) {
 	switch op {
 	case Relu, Sigmoid, Tanh, Exp, Identity, LeakyRelu, Clip, LRN, GlobalAveragePool, GlobalMaxPool, MaxPool, AveragePool,
-		Flatten, Reshape, Transpose, Pad, Squeeze, Unsqueeze, Softmax, ArgMax:
+		Flatten, Reshape, Transpose, Pad, Squeeze, Unsqueeze, Softmax, ArgMax, ReduceSum, ReduceMean, ReduceMax, Erf:
 		return 1, 1, true
 	case Add, Sub, Mul, Div, MatMul:
 		return 2, 2, true
@@ -95,6 +96,8 @@ func opArity(op Op) (lo, hi int, ok bool) {
 		return 2, 3, true
 	case BatchNormalization:
 		return 5, 5, true
+	case LayerNormalization:
+		return 2, 3, true
 	case Sum, Concat:
 		return 1, math.MaxInt, true
 	}
@@ -135,7 +138,23 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 	}
 	a := n.Attrs
 	switch n.Op {
-	case Relu, Sigmoid, Tanh, Exp, Identity:
+	case Relu, Sigmoid, Tanh, Exp, Erf, Identity:
+	case ReduceSum, ReduceMean, ReduceMax:
+		return inferReduce(a, in[0])
+	case LayerNormalization:
+		axis, err := axisAttr(a, len(in[0]))
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := checkAttrs(a, Attrs.Float, "epsilon"); err != nil {
+			return nil, 0, err
+		}
+		norm := in[0][axis:]
+		for i, p := range in[1:] {
+			if b, err := Broadcast(norm, p); err != nil || !b.Equal(norm) {
+				return nil, 0, fmt.Errorf("parameter %d of shape %v does not broadcast to the normalised shape %v", i+1, p, norm)
+			}
+		}
 	case LeakyRelu:
 		if err := checkAttrs(a, Attrs.Float, "alpha"); err != nil {
 			return nil, 0, err
@@ -296,6 +315,40 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 	}
 	// The remaining operators are elementwise: the output has the shape of the input.
 	return in[0].Clone(), Float32, nil
+}
+
+// inferReduce is the shape of a ReduceSum/ReduceMean/ReduceMax.
+func inferReduce(a Attrs, x Shape) (Shape, DType, error) {
+	axes, err := a.Ints("axes")
+	if err != nil {
+		return nil, 0, err
+	}
+	keep, err := a.Int("keepdims")
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(axes) == 0 {
+		return nil, 0, fmt.Errorf("no axes to reduce")
+	}
+	if err := checkAxes(axes, len(x)); err != nil {
+		return nil, 0, err
+	}
+	return ReducedShape(x, axes, keep != 0), Float32, nil
+}
+
+// ReducedShape is the shape of a reduction of x over axes (valid, sorted): the reduced axes
+// become 1 (keep) or are removed.
+func ReducedShape(x Shape, axes []int, keep bool) Shape {
+	out := Shape{}
+	for i, d := range x {
+		switch {
+		case !slices.Contains(axes, i):
+			out = append(out, d)
+		case keep:
+			out = append(out, 1)
+		}
+	}
+	return out
 }
 
 func inferArgMax(a Attrs, x Shape) (Shape, DType, error) {

@@ -27,8 +27,8 @@ type lowerOptions struct {
 // Scale. Inputs are encoded at scale s, weights at s, products of a linear layer are at 2s and
 // get their bias (encoded at 2s) before an explicit Trunc back to s; the sum of two tensors at
 // different scales scales the lower one up; so is a product of two runtime tensors (OpMul, at 2s).
-// An operator without a fixed-point lowering (Sigmoid, LRN, Softmax not at the end, Div by a
-// runtime tensor, ...) is an error naming it.
+// An operator without a fixed-point lowering (LRN, Div by a runtime tensor, ...) is an error
+// naming it.
 func lower(g *ir.Graph, opts lowerOptions) (*fixed.Program, error) {
 	if opts.Bits < 1 || opts.Bits > 64 {
 		return nil, fmt.Errorf("lower: bitwidth %d is not in 1..64", opts.Bits)
@@ -248,6 +248,9 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 		}
 		return l.mulConst(n, false)
 	case ir.Div:
+		if !l.isConst(n.Inputs[1]) && !l.isConst(n.Inputs[0]) && l.sumOfShiftedExps(n.Inputs[1]) {
+			return l.divBySum(n) // lower_expsum.go
+		}
 		return l.mulConst(n, true)
 	case ir.Relu:
 		x, err := l.input(n, 0)
@@ -288,7 +291,13 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 	case ir.ArgMax:
 		return l.argmax(n)
 	case ir.Softmax:
-		return noLowering("Softmax is supported only as the final layer of a classifier, where it is dropped")
+		return l.softmax(n)
+	case ir.ReduceSum, ir.ReduceMean, ir.ReduceMax:
+		return l.reduce(n)
+	case ir.LayerNormalization:
+		return l.layerNorm(n)
+	case ir.Erf:
+		return l.erf(n)
 	}
 	return noLowering("%s is supported by the float interpreter only", n.Op)
 }
@@ -969,12 +978,28 @@ func (l *lowerer) concat(n *ir.Node) error {
 		return err
 	}
 	ids := make([]int, len(n.Inputs))
-	top := 0
-	for i := range n.Inputs {
+	top, ref := 0, -1
+	for i, in := range n.Inputs {
+		if l.isConst(in) {
+			continue
+		}
 		if ids[i], err = l.input(n, i); err != nil {
 			return err
 		}
 		top = max(top, l.p.Tensors[ids[i]].Scale)
+		ref = ids[i]
+	}
+	if ref < 0 {
+		return fmt.Errorf("all operands are constants (constant folding should have removed this node)")
+	}
+	// Constant operands (a class token, a fixed feature block) become shared tensors made locally
+	// (constTensor), at the runtime operands' scale.
+	for i, in := range n.Inputs {
+		if l.isConst(in) {
+			if ids[i], err = l.constTensor(in, l.constOf(in), ref, top, n.Outputs[0]+"_"+in); err != nil {
+				return err
+			}
+		}
 	}
 	for i, id := range ids {
 		if sc := l.p.Tensors[id].Scale; sc < top {

@@ -37,7 +37,7 @@ var compileTable = table{
 			run: runSlots},
 	},
 	Order: []OrderRule{
-		{"compile", "drop-softmax", "lower", "lowering has no Softmax: a trailing Softmax must be gone"},
+		{"compile", "drop-softmax", "lower", "a trailing Softmax is dropped before lowering, which would otherwise compute it (exp, reciprocal, products of shares)"},
 		{"compile", "fold-batchnorm", "lower", "a folded BatchNormalization costs nothing; lowered alone it costs a multiply by a constant, an add and a truncation per element"},
 		{"compile", "dead-code", "autotune", "autotune measures programs built from the final HLIL: every clean-up pass runs before it"},
 		{"compile", "autotune", "lower", "lowering needs the l and s autotune chooses; autotune's verified program is the one emitted, not lowered again"},

@@ -111,6 +111,9 @@ func init() {
 		"Constant": (*importer).constantNode, "ConstantOfShape": (*importer).constantOfShape,
 		"Shape": (*importer).shapeNode, "Gather": (*importer).gather, "Cast": (*importer).cast,
 		"Slice": (*importer).slice, "HardSigmoid": (*importer).hardSigmoid, "HardSwish": (*importer).hardSwish,
+		"ReduceSum": (*importer).reduce, "ReduceMean": (*importer).reduce, "ReduceMax": (*importer).reduce,
+		"Erf": (*importer).unary, "Pow": (*importer).pow, "Gelu": (*importer).gelu,
+		"LayerNormalization": (*importer).layerNorm,
 	}
 }
 

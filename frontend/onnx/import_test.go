@@ -608,14 +608,14 @@ func TestImportErrors(t *testing.T) {
 	// Unsupported operators are all listed with their nodes and the supported set.
 	b := modelBytes(13, graphSpec{
 		nodes: []pb{
-			node("Erf", "t1", []string{"x"}, []string{"a"}),
-			node("Erf", "t2", []string{"a"}, []string{"b"}),
+			node("Sin", "t1", []string{"x"}, []string{"a"}),
+			node("Sin", "t2", []string{"a"}, []string{"b"}),
 			cat(node("FusedConv", "fc", []string{"b"}, []string{"y"}), fString(nodeDomain, "com.microsoft")),
 		},
 		inputs: []pb{valueInfo("x", Float, s...)}, outputs: []pb{valueInfo("y", Float)},
 	})
 	err := importErr(t, b)
-	for _, want := range []string{`Erf (2 node(s), first Erf node "t1")`, `com.microsoft::FusedConv (1 node(s)`, "supported operators", "Conv, ", "Unsqueeze"} {
+	for _, want := range []string{`Sin (2 node(s), first Sin node "t1")`, `com.microsoft::FusedConv (1 node(s)`, "supported operators", "Conv, ", "Unsqueeze"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("unsupported-op error lacks %q: %v", want, err)
 		}

@@ -312,11 +312,13 @@ func activationFold(op string) func(float32) float32 {
 		return func(v float32) float32 { return float32(math.Tanh(float64(v))) }
 	case "Exp":
 		return func(v float32) float32 { return float32(math.Exp(float64(v))) }
+	case "Erf":
+		return func(v float32) float32 { return float32(math.Erf(float64(v))) }
 	}
 	return nil
 }
 
-// unary imports Relu, Sigmoid, Tanh, Exp, GlobalAveragePool and GlobalMaxPool.
+// unary imports Relu, Sigmoid, Tanh, Exp, Erf, GlobalAveragePool and GlobalMaxPool.
 func (im *importer) unary(n *Node) error {
 	out, err := arityOutput(n, 1, 1)
 	if err != nil {

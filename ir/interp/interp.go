@@ -392,6 +392,12 @@ func (c *compiler) kernel(n *ir.Node, in []*slot, out *slot) (func(), error) {
 		return pad(a, in[0], out)
 	case ir.Softmax:
 		return softmax(a, in[0], out)
+	case ir.ReduceSum, ir.ReduceMean, ir.ReduceMax:
+		return reduce(n.Op, a, in[0], out)
+	case ir.LayerNormalization:
+		return layerNorm(a, in, out)
+	case ir.Erf:
+		return unary(in[0], out, func(x float32) float32 { return float32(math.Erf(float64(x))) }), nil
 	case ir.ArgMax:
 		return argMax(a, in[0], out)
 	}

@@ -184,6 +184,20 @@ func TestAllOpsRun(t *testing.T) {
 		ir.Tanh:      func(b *builder) *builder { return b.node(ir.Tanh, nil, "y", "x") },
 		ir.Exp:       func(b *builder) *builder { return b.node(ir.Exp, nil, "y", "x") },
 		ir.Softmax:   func(b *builder) *builder { return b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(3)}, "y", "x") },
+		ir.ReduceSum: func(b *builder) *builder {
+			return b.node(ir.ReduceSum, ir.Attrs{"axes": ints(1, 3), "keepdims": ir.IntAttr(1)}, "y", "x")
+		},
+		ir.ReduceMean: func(b *builder) *builder {
+			return b.node(ir.ReduceMean, ir.Attrs{"axes": ints(2), "keepdims": ir.IntAttr(0)}, "y", "x")
+		},
+		ir.ReduceMax: func(b *builder) *builder {
+			return b.node(ir.ReduceMax, ir.Attrs{"axes": ints(0, 1, 2, 3), "keepdims": ir.IntAttr(0)}, "y", "x")
+		},
+		ir.Erf: func(b *builder) *builder { return b.node(ir.Erf, nil, "y", "x") },
+		ir.LayerNormalization: func(b *builder) *builder {
+			return b.constant("s", ir.Shape{2, 2}, ones(4)).constant("b", ir.Shape{2}, ones(2)).
+				node(ir.LayerNormalization, ir.Attrs{"axis": ir.IntAttr(2), "epsilon": ir.FloatAttr(1e-5)}, "y", "x", "s", "b")
+		},
 		ir.ArgMax: func(b *builder) *builder {
 			return b.node(ir.ArgMax, ir.Attrs{"axis": ir.IntAttr(1), "keepdims": ir.IntAttr(1), "select_last_index": ir.IntAttr(0)}, "y", "x")
 		},

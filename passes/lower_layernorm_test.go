@@ -1,0 +1,93 @@
+package passes
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+)
+
+// TestLowerLayerNorm lowers LayerNormalization (last axis and last two axes, with and without
+// an affine part) at l = 40, s = 12 and compares the clear run with the float graph on inputs of
+// several spreads (row variances from about 0.05 to 50, inside the widened rsqrt domain var + ε ≥
+// 2^−2k = 1/64), reporting the largest error in ULP; it grows with the variance, as rsqrt's result
+// at scale s loses relative precision.
+func TestLowerLayerNorm(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		axis   int
+		affine bool
+	}{{"last axis", 2, true}, {"last two axes", 1, false}} {
+		b := newGB(9, ir.Shape{2, 3, 16})
+		ins := []string{"x"}
+		norm := ir.Shape{3, 16}[c.axis-1:]
+		if c.affine {
+			ins = append(ins, b.konst(norm, 1.5), b.konst(norm, 0.5))
+		} else {
+			ones := ir.NewTensor(norm)
+			for i := range ones.Data {
+				ones.Data[i] = 1
+			}
+			b.g.Consts["ones"] = ones
+			ins = append(ins, "ones")
+		}
+		g := b.done(t, b.node(ir.LayerNormalization, ir.Attrs{"axis": ir.IntAttr(c.axis), "epsilon": ir.FloatAttr(1e-5)}, ins...))
+		cg, _, err := clean(g, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := build(cg, 40, 12, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := map[fixed.Opcode]int{}
+		for _, in := range p.Instrs {
+			ops[in.Op]++
+		}
+		if ops[fixed.OpRsqrt] != 1 || ops[fixed.OpDiv] != 2 {
+			t.Fatalf("%s: program %v", c.name, ops)
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, a := range []float32{0.5, 1, 4, 12} {
+			x := randInput(rng, ir.Shape{2, 3, 16}, a)
+			want := runFloat(t, g, x)
+			got := runFixed(t, p, x)
+			d := maxAbsDiff(got, want)
+			t.Logf("%s, inputs in ±%g: largest error %.1f ULP (%.4f)", c.name, a, d*4096, d)
+			if d > 0.035 || math.IsNaN(d) {
+				t.Errorf("%s ±%g: fixed %v, float %v", c.name, a, got[:6], want[:6])
+			}
+		}
+	}
+}
+
+// TestLowerErf sweeps the fixed-point erf (tanh(a·c + b·c³), c = clip(x, ±3)) over x ∈ [−5, 5]
+// at l = 32, s = 12 and l = 40, s = 16 against math.Erf of the encoded input.
+func TestLowerErf(t *testing.T) {
+	for _, c := range []struct{ bits, scale int }{{32, 12}, {40, 16}} {
+		n := 4001
+		b := newGB(1, ir.Shape{1, n})
+		g := b.done(t, b.node(ir.Erf, nil, "x"))
+		p, err := build(g, c.bits, c.scale, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(-5 + 10*float64(i)/float64(n-1))
+		}
+		got, sc := runFixedRaw(t, p, x)
+		worst, mean := 0.0, 0.0
+		for i, v := range got {
+			xe := math.Floor(math.Ldexp(float64(x[i]), c.scale))
+			e := math.Abs(float64(v) - math.Ldexp(math.Erf(math.Ldexp(xe, -c.scale)), sc))
+			worst, mean = max(worst, e), mean+e/float64(n)
+		}
+		t.Logf("erf l=%d s=%d: max %.2f ULP, mean %.2f ULP (%.1e absolute)", c.bits, c.scale, worst, mean, math.Ldexp(worst, -c.scale))
+		if math.Ldexp(worst, -c.scale) > 7e-4 {
+			t.Errorf("erf l=%d s=%d: error %g", c.bits, c.scale, math.Ldexp(worst, -c.scale))
+		}
+	}
+}
