@@ -63,7 +63,9 @@ func TestCOTBytes(t *testing.T) {
 		h1, d01 := tr.Links[1].Conn().Stats(), c0.Stats()
 		msgs := 0
 		ottest.MustBoth(t, func() error { return k0.SendCOT(ctx, n, func(int, []prg.Block) {}) },
-			func() error { return k1.RecvCOT(ctx, n, func(_ int, m []prg.Block, _ []uint64, _ int) { msgs += len(m) }) })
+			func() error {
+				return k1.RecvCOT(ctx, n, func(_ int, m []prg.Block, _ []uint64, _ int) { msgs += len(m) })
+			})
 		reply, req := COTBytes(MinRefill) // the second draw takes MinRefill−1000 left over and refills
 		got := tr.Links[1].Conn().Stats().Sub(h1)
 		if got.BytesRecv != reply || got.BytesSent != req || c0.Stats().Sub(d01).BytesSent != 0 || msgs != n {

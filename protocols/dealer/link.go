@@ -110,7 +110,9 @@ func (l *Link) Err() error {
 }
 
 // prg returns the generator of a purpose and index from this party's pairwise seed.
-func (l *Link) prg(purpose uint8, idx uint64) *prg.PRG { return prg.NewStream(l.seed, streamID(purpose, idx)) }
+func (l *Link) prg(purpose uint8, idx uint64) *prg.PRG {
+	return prg.NewStream(l.seed, streamID(purpose, idx))
+}
 
 // Done tells the helper that this party will send no more requests.
 func (l *Link) Done(ctx context.Context) error {

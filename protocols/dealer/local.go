@@ -13,7 +13,7 @@ import (
 // Trio is the helper's side of a three-party session in one process: the data parties' links
 // over in-memory pipes and the helper serving them (tests, scirun --local).
 type Trio struct {
-	Links [2]*Link          // the data parties' ends
+	Links [2]*Link           // the data parties' ends
 	Conns [2]*transport.Conn // the helper's ends (for statistics)
 	done  chan struct{}
 	err   error

@@ -187,7 +187,7 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Se
 			r: r, m: opt.M, budget: opt.Budget, alg5: opt.PaperTrunc,
 			rotTriples: plan.ROTTriples, silent: src.Silent, sequential: opt.Sequential,
 			dealer: opt.Dealer,
-			snd: &sendScratch{},
+			snd:    &sendScratch{},
 			// Mirror the roles on odd streams (see New's documentation).
 			last: i & 1,
 		}
