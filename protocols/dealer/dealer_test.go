@@ -132,24 +132,28 @@ func TestLinear(t *testing.T) {
 			shapes = append(shapes, Shape{Kind: KindConv, Conv: ringtest.RandomConvGeom(rng, 9)})
 			shapes = append(shapes, Shape{Kind: KindElem, Len: rng.IntN(300)})
 		}
+		s0.Period = len(shapes)
+		ws, xs, wants := make([][]uint64, len(shapes)), make([][]uint64, len(shapes)), make([][]uint64, len(shapes))
 		for i, sh := range shapes {
 			nw, nx, nz := sh.Sizes()
-			w := ringtest.Values(r, rng, nw)
-			x := ringtest.Values(r, rng, nx)
-			want := make([]uint64, nz)
-			sh.Apply(r, want, w, x)
+			ws[i], xs[i] = ringtest.Values(r, rng, nw), ringtest.Values(r, rng, nx)
+			wants[i] = make([]uint64, nz)
+			sh.Apply(r, wants[i], ws[i], xs[i])
 			if sh.Kind == KindConv {
-				if ref := ringtest.Conv(r, w, sh.Conv, x); fmt.Sprint(ref) != fmt.Sprint(want) {
+				if ref := ringtest.Conv(r, ws[i], sh.Conv, xs[i]); fmt.Sprint(ref) != fmt.Sprint(wants[i]) {
 					t.Fatalf("conv %+v: im2col differs from the definition", sh.Conv)
 				}
 			}
-			for rep := range 2 { // the second call reuses F
-				x0, x1 := ringtest.Share(r, rng, x)
+		}
+		for rep := range 2 { // the second run reuses every F
+			for i, sh := range shapes {
+				_, _, nz := sh.Sizes()
+				x0, x1 := ringtest.Share(r, rng, xs[i])
 				z0, z1 := make([]uint64, nz), make([]uint64, nz)
 				st := [4]transport.Stats{c0.Stats(), c1.Stats(), tr.Links[1].Conn().Stats(), tr.Links[0].Conn().Stats()}
-				ottest.MustBoth(t, func() error { return s0.Apply(ctx, sh, z0, w, x0) },
+				ottest.MustBoth(t, func() error { return s0.Apply(ctx, sh, z0, ws[i], x0) },
 					func() error { return s1.Apply(ctx, sh, z1, nil, x1) })
-				if got := ringtest.Reconstruct(r, z0, z1); fmt.Sprint(got) != fmt.Sprint(want) {
+				if got := ringtest.Reconstruct(r, z0, z1); fmt.Sprint(got) != fmt.Sprint(wants[i]) {
 					t.Fatalf("l=%d shape %d %+v rep %d: wrong product", l, i, sh, rep)
 				}
 				p01, p10, p21, p12 := LinearBytes(sh, l, rep == 0)
@@ -160,6 +164,16 @@ func TestLinear(t *testing.T) {
 						l, sh, rep, g01, p01, g10, p10, g21.BytesRecv, p21, g21.BytesSent, p12, g12.BytesSent+g12.BytesRecv)
 				}
 			}
+		}
+		// A different weight tensor in a slot is refused at party 0.
+		sh := shapes[0]
+		w := append([]uint64(nil), ws[0]...)
+		w[0]++
+		_, _, nz := sh.Sizes()
+		e0, _ := ottest.Both(func() error { return s0.Apply(ctx, sh, make([]uint64, nz), w, xs[0]) },
+			func() error { return s1.Apply(ctx, sh, make([]uint64, nz), nil, xs[0]) })
+		if e0 == nil {
+			t.Fatal("party 0 accepted other weights in a slot")
 		}
 	}
 }

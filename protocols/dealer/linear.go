@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -141,14 +144,14 @@ type Linear struct {
 	r     ring.Ring
 	party int
 	calls uint64
-	ids   map[weightKey]uint64 // party 0: weight tensor → id
-	fs    map[uint64][]uint64  // party 1: id → F = W − B
-}
-
-type weightKey struct {
-	p    *uint64
-	n    int
-	kind Kind
+	// Period is, at party 0, the number of calls per run of the program (the weights of call
+	// t are those of call t − Period): a weight tensor is then identified by t mod Period and
+	// its F crosses once per session. Zero: every call is a new weight tensor.
+	Period int
+	sums   map[uint64]uint64   // party 0: id → checksum of the weights (a local consistency check)
+	seed   maphash.Seed        // for the checksums
+	fs     map[uint64][]uint64 // party 1: id → F = W − B
+	err    error
 }
 
 // NewLinear returns the linear layers of a data party over the ring r.
@@ -159,7 +162,8 @@ func NewLinear(link *Link, conn *transport.Conn, r ring.Ring) (*Linear, error) {
 	if !r.Valid() {
 		return nil, fmt.Errorf("dealer: NewLinear: ring %v", r)
 	}
-	return &Linear{link: link, conn: conn, r: r, party: link.party, ids: map[weightKey]uint64{}, fs: map[uint64][]uint64{}}, nil
+	return &Linear{link: link, conn: conn, r: r, party: link.party, sums: map[uint64]uint64{}, seed: maphash.MakeSeed(),
+		fs: map[uint64][]uint64{}}, nil
 }
 
 // LinearBytes is the traffic of one call, in wire bytes: party 0 → party 1 (the 24-byte header
@@ -175,8 +179,27 @@ func LinearBytes(s Shape, l int, first bool) (p01, p10, p21, p12 int64) {
 }
 
 // Apply sets dst to this party's share of W ∘ x: w is party 0's weights (nil at party 1), x this
-// party's share of the input.
+// party's share of the input. Argument errors leave the Linear usable; any other failure aborts
+// the connection to the other data party (which then fails at once) and the Linear refuses
+// further calls.
 func (s *Linear) Apply(ctx context.Context, sh Shape, dst, w, x []uint64) error {
+	if s.err != nil {
+		return fmt.Errorf("dealer: linear layer: unusable after an earlier failure: %w", s.err)
+	}
+	if err := s.args(sh, dst, w, x); err != nil {
+		return err
+	}
+	if err := s.apply(ctx, sh, dst, w, x); err != nil {
+		s.err = err
+		actx, cancel := context.WithTimeout(context.Background(), timeoutAbort)
+		_ = s.conn.Abort(actx, "dealer: linear layer failed at the peer: "+err.Error())
+		cancel()
+		return err
+	}
+	return nil
+}
+
+func (s *Linear) args(sh Shape, dst, w, x []uint64) error {
 	if err := sh.Validate(); err != nil {
 		return err
 	}
@@ -187,23 +210,32 @@ func (s *Linear) Apply(ctx context.Context, sh Shape, dst, w, x []uint64) error 
 	if s.party == 0 && len(w) != nw || s.party == 1 && w != nil {
 		return fmt.Errorf("dealer: linear layer: party %d has %d weights (want %d at party 0, none at party 1)", s.party, len(w), nw)
 	}
+	return nil
+}
+
+func (s *Linear) apply(ctx context.Context, sh Shape, dst, w, x []uint64) error {
+	nw, nx, nz := sh.Sizes()
 	call := s.calls
 	s.calls++
 	l := s.r.Bits
 	if s.party == 0 {
-		key := weightKey{n: nw, kind: sh.Kind}
-		if nw > 0 {
-			key.p = &w[0]
+		id := call
+		if s.Period > 0 {
+			id = call % uint64(s.Period)
 		}
-		id, seen := s.ids[key]
-		if !seen {
-			id = uint64(len(s.ids))
-			s.ids[key] = id
+		sum := maphash.Bytes(s.seed, bitvec.Bytes(w)) ^ uint64(nw)<<8 ^ uint64(sh.Kind)
+		old, seen := s.sums[id]
+		if seen && old != sum {
+			return fmt.Errorf("dealer: linear call %d: the weights differ from those of call %d (Period %d is wrong)", call, call-uint64(s.Period), s.Period)
 		}
-		var hdr [3]uint64
+		s.sums[id] = sum
+		var hdr [3]uint64 // id, call, and whether F follows: 0 no, 1 yes (keep it), 2 yes (once)
 		hdr[0], hdr[1], hdr[2] = id, call, 1
 		if seen {
 			hdr[2] = 0
+		} else if s.Period == 0 {
+			hdr[2] = 2
+			delete(s.sums, id)
 		}
 		if err := s.conn.SendUint64s(ctx, hdr[:]); err != nil {
 			return err
@@ -246,19 +278,21 @@ func (s *Linear) Apply(ctx context.Context, sh Shape, dst, w, x []uint64) error 
 		return err
 	}
 	id := hdr[0]
-	if hdr[1] != call || hdr[2] > 1 {
+	if hdr[1] != call || hdr[2] > 2 {
 		return fmt.Errorf("dealer: linear layer: party 0 is at call %d, party 1 at %d", hdr[1], call)
 	}
 	f := s.fs[id]
-	if hdr[2] == 1 {
-		if f != nil || id > uint64(len(s.fs)) {
+	if hdr[2] >= 1 {
+		if f != nil || id > call {
 			return fmt.Errorf("dealer: linear layer: party 0 sent weight tensor %d again", id)
 		}
 		f = make([]uint64, nw)
 		if err := recvPacked(ctx, s.conn, f, l); err != nil {
 			return err
 		}
-		s.fs[id] = f
+		if hdr[2] == 1 {
+			s.fs[id] = f
+		}
 	} else if len(f) != nw {
 		return fmt.Errorf("dealer: linear layer: weight tensor %d has %d elements here, %d at party 0", id, len(f), nw)
 	}
