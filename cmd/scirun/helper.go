@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 
 	"github.com/cryptflow-go/cryptflow/internal/serve"
@@ -44,6 +46,37 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model) (serve.BackendFun
 		if err != nil {
 			return nil, err
 		}
-		return sci3.New(ctx, conn, t.Links[party], r, sci3.Options{Streams: streams, LinearPerRun: perRun})
+		b, err := sci3.New(ctx, conn, t.Links[party], r, sci3.Options{Streams: streams, LinearPerRun: perRun})
+		if err != nil {
+			return nil, err
+		}
+		return &sci3Party{Backend: b, quiet: c.quiet}, nil
 	}, nil
+}
+
+// sci3Party prints the traffic with the helper when the session ends (the session report
+// counts the traffic between the data parties only).
+type sci3Party struct {
+	*sci3.Backend
+	quiet bool
+}
+
+func (b *sci3Party) Close() error {
+	err := b.Backend.Close()
+	if !b.quiet {
+		s := b.Link().Conn().Stats()
+		fmt.Fprintf(os.Stderr, "sci3: party %d ↔ helper: %s sent, %s received (%d frames received)\n",
+			b.Party(), byteSize(s.BytesSent), byteSize(s.BytesRecv), s.FramesRecv)
+	}
+	return err
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.3f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d B", n)
 }
