@@ -72,7 +72,7 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 		opt.Backend = so.Describe(ring.Must(f.Program.Bits))
 	}
 	if be == sci3.Name && opt.NewBackend == nil {
-		if opt.NewBackend, err = c.sci3Backend(f, m); err != nil {
+		if opt.NewBackend, err = c.sci3Backend(f, m, e); err != nil {
 			return nil, err
 		}
 	}
