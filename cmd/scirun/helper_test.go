@@ -195,3 +195,31 @@ func TestHelperDropOrStall(t *testing.T) {
 		})
 	}
 }
+
+// TestSci3LocalReport: --local runs the three parties of a sci3 program in one process, bitwise
+// equal to the clear run, and the report gives the traffic with the helper beside the data
+// parties' own.
+func TestSci3LocalReport(t *testing.T) {
+	full, _, data := program(t)
+	in := filepath.Join(data, "inputs", "00002.npy")
+	dir := t.TempDir()
+	clearRaw, secRaw, rep := filepath.Join(dir, "c.npy"), filepath.Join(dir, "s.npy"), filepath.Join(dir, "r.json")
+	if _, _, err := runArgs("--clear", full, "--input", in, "--output", clearRaw, "--raw"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runArgs("--local", full, "--backend", "sci3", "--input", in, "--output", secRaw, "--raw", "--report", rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(readInts(t, clearRaw), readInts(t, secRaw)) {
+		t.Fatal("the sci3 output differs from the clear run")
+	}
+	r := readReport(t, rep)
+	if r.Backend != "sci3" || r.Helper == nil || r.Helper.BytesRecv == 0 || r.Helper.BytesSent == 0 || r.Total.BytesSent == 0 {
+		t.Fatalf("report: backend %q, helper %+v, total %+v", r.Backend, r.Helper, r.Total)
+	}
+	if !strings.Contains(stderr, "sci3: party 1 ↔ helper:") {
+		t.Errorf("stderr has no helper traffic line: %q", stderr)
+	}
+	t.Logf("party 1: data parties %d B sent, %d B received; helper %d B received", r.Total.BytesSent, r.Total.BytesRecv, r.Helper.BytesRecv)
+}

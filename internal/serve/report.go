@@ -81,7 +81,10 @@ type Report struct {
 	Setup       Traffic   `json:"setup"`
 	Layers      []Layer   `json:"layers"`
 	Total       Traffic   `json:"total"`
-	Error       string    `json:"error,omitempty"`
+	// Helper is this party's traffic with the helper (party 2) of a three-party backend (sci3):
+	// Total is then the traffic between the two data parties only.
+	Helper *Traffic `json:"helper,omitempty"`
+	Error  string   `json:"error,omitempty"`
 
 	Inferences       int         `json:"inferences"`                 // program runs in the session
 	Each             []Inference `json:"each,omitempty"`             // per inference, for a batch

@@ -118,6 +118,9 @@ func New(ctx context.Context, conn *transport.Conn, link *dealer.Link, r ring.Ri
 	return &Backend{Backend: sb, link: link, lin: lin, conn: conn}, nil
 }
 
+// HelperStats is this party's traffic with the helper so far.
+func (b *Backend) HelperStats() transport.Stats { return b.link.Conn().Stats() }
+
 // Link returns the link to the helper (for its traffic).
 func (b *Backend) Link() *dealer.Link { return b.link }
 
