@@ -110,7 +110,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.IntVar(&c.batch, "batch", 1, "batch size fixed for a symbolic batch dimension")
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
-	fs.StringVar(&c.backend, "backend", sciir.DefaultBackend, "two-party backend recorded in the program: sciot (linear layers by OT), scihe (by HE), auto (OT or HE per layer, planned for --net); scirun --backend overrides it, and any program also runs with scirun --clear")
+	fs.StringVar(&c.backend, "backend", sciir.DefaultBackend, "two-party backend recorded in the program: sciot (linear layers by OT), scihe (by HE), auto (OT or HE per layer, planned for --net), sci3 (three parties: a helper deals correlations); scirun --backend overrides it, and any program also runs with scirun --clear")
 	fs.StringVar(&c.net, "net", "lan", "with --backend auto: the `LINK` to plan for, "+netmodel.Help+"; recorded in the program; scirun --ot auto takes silent OT (Ferret) when the link is slow enough for its smaller traffic to pay (docs/usage.md)")
 	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
 	fs.BoolVar(&c.listPasses, "list-passes", false, "print the compiler's pass table and ordering rules, then exit")
@@ -157,7 +157,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 		return nil, cli.Usagef("--limit must not be negative")
 	}
 	switch c.backend {
-	case "sciot", "scihe", "auto":
+	case "sciot", "scihe", "auto", "sci3":
 	case "clear":
 		// The recorded backend is the default of a two-party run, and the cleartext backend is
 		// not one: scirun --clear runs any program in the clear, whatever it records.

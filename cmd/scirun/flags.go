@@ -48,6 +48,8 @@ type config struct {
 	quiet, strict            bool
 	threads                  int
 	memLimit                 string
+	helper                   string          // sci3: the helper's address (data parties)
+	helperMode               bool            // --helper without an address: run the helper (party 2)
 	set                      map[string]bool // flags given explicitly
 	empty                    []string        // TLS flags given explicitly with an empty value
 	// stop cancels the run (not a --serve server): a signal stops a batch between two
@@ -58,6 +60,7 @@ type config struct {
 func parse(args []string) (*config, error) {
 	c := &config{}
 	fs := newFlagSet(c)
+	args, c.helperMode = helperArgs(args)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return nil, err
@@ -103,6 +106,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "server: TLS certificate `FILE` (PEM); with --tls-key")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "server: TLS private key `FILE` (PEM)")
 	fs.StringVar(&c.connect, "connect", "", "the server's address, `HOST:PORT`")
+	fs.StringVar(&c.helper, "helper", "", "backend sci3: the helper's address `HOST:PORT` (server and client); bare --helper runs the helper itself (with --listen)")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", serve.DefaultConnectTimeout, "keep retrying a refused connection for `D`")
 	fs.StringVar(&c.tlsSelf, "tls-self", "", "server: use TLS with the key and self-signed certificate kept in `FILE` (made on first start; prints the fingerprint clients pin)")
 	fs.StringVar(&c.tlsPin, "tls-pin", "", "client: use TLS and accept only the server whose key has this `FINGERPRINT` (sha256:..., as the server printed it)")
@@ -123,6 +127,9 @@ func newFlagSet(c *config) *flag.FlagSet {
 // check rejects flags that do not belong to the chosen mode.
 func (c *config) check() error {
 	modes := 0
+	if c.helperMode {
+		return c.checkHelper()
+	}
 	for _, on := range []bool{c.clear, c.local, c.party >= 0} {
 		if on {
 			modes++
@@ -133,7 +140,7 @@ func (c *config) check() error {
 	}
 	switch {
 	case modes == 0:
-		return cli.Usagef("choose a mode: --clear, --party 0 (server), --party 1 (client) or --local")
+		return cli.Usagef("choose a mode: --clear, --party 0 (server), --party 1 (client), --local or --helper (sci3's party 2)")
 	case modes > 1:
 		return cli.Usagef("--clear, --party and --local exclude each other")
 	}

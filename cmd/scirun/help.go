@@ -25,6 +25,7 @@ var helpSections = []struct {
 	{"Client (--party 1)", []string{"connect", "connect-timeout"}},
 	{"TLS (server: --tls-self, or --tls-cert and --tls-key; client: --tls-pin or --tls-ca)", []string{"tls-self", "tls-cert",
 		"tls-key", "tls-pin", "tls-ca", "tls-server-name"}},
+	{"Three parties (--backend sci3: server and client --helper HOST:PORT; the helper: --helper --listen ADDR)", []string{"helper"}},
 	{"Process (any mode)", []string{"quiet", "threads", "memory-limit"}},
 }
 

@@ -164,6 +164,9 @@ func runMode(ctx context.Context, args []string, e *env) error {
 	if c.clear {
 		return runClear(ctx, c, f, e)
 	}
+	if c.helperMode {
+		return runHelper(ctx, c, f, e)
+	}
 	opt, err := c.options(f, e)
 	if err != nil {
 		return err

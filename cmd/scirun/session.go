@@ -26,6 +26,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
+	"github.com/cryptflow-go/cryptflow/vm/sci3"
 )
 
 // sciBackend returns the constructor of an SCI backend (sciot, scihe or auto) on the OT source
@@ -41,7 +42,7 @@ func sciBackend(o sci.Options) serve.BackendFunc {
 // options builds the session options; a server with the client copy fails here, before
 // listening.
 func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
-	m, name, _ := netModel(c.netName)
+	m, name, err := netModel(c.netName)
 	be := c.backend
 	if be == "" {
 		be = f.Backend
@@ -69,6 +70,11 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 		// The handshake carries the whole configuration (mode, OT source and its parameters, HE
 		// parameters), so two parties that would not interoperate stop there, naming both.
 		opt.Backend = so.Describe(ring.Must(f.Program.Bits))
+	}
+	if be == sci3.Name && opt.NewBackend == nil {
+		if opt.NewBackend, err = c.sci3Backend(f, m, e); err != nil {
+			return nil, err
+		}
 	}
 	if opt.NewBackend == nil {
 		names := []string{"auto", "sciot", "scihe"}

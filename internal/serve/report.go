@@ -81,7 +81,10 @@ type Report struct {
 	Setup       Traffic   `json:"setup"`
 	Layers      []Layer   `json:"layers"`
 	Total       Traffic   `json:"total"`
-	Error       string    `json:"error,omitempty"`
+	// Helper is this party's traffic with the helper (party 2) of a three-party backend (sci3):
+	// Total is then the traffic between the two data parties only.
+	Helper *Traffic `json:"helper,omitempty"`
+	Error  string   `json:"error,omitempty"`
 
 	Inferences       int         `json:"inferences"`                 // program runs completed in the session
 	Requested        int         `json:"requested,omitempty"`        // inferences asked for, when fewer completed

@@ -18,6 +18,12 @@ import (
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
+// HelperBackend is a backend with a third party (sci3's helper): its traffic with it goes into
+// Report.Helper.
+type HelperBackend interface {
+	HelperStats() transport.Stats
+}
+
 // BackendFunc starts this party's end of a two-party backend over conn, after the handshake.
 // streams are the session's further connections to the same peer (Options.Streams-1 of them, in
 // the same order at both parties), for a backend that runs work on several streams at once; a
@@ -497,6 +503,10 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	rep.RunMS = ms(time.Since(t0))
 	rep.Layers = rec.result()
 	rep.Total = rep.Handshake.add(trafficOf(totalStats(conns)))
+	if h, ok := be.(HelperBackend); ok {
+		t := trafficOf(h.HelperStats())
+		rep.Helper = &t
+	}
 	if err != nil {
 		if done := len(res.Batch); done < count {
 			// The report counts what finished, and says what was asked.

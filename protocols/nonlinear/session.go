@@ -56,6 +56,18 @@ type Options struct {
 	// protocol (see Trunc). Both parties must agree. For comparisons with
 	// the paper's numbers.
 	PaperTrunc bool
+	// Dealer, when non-nil, deals the Beaver bit triples (a third party's correlations,
+	// package dealer) instead of making them from OT. Both parties must agree (New checks it).
+	Dealer TripleDealer
+}
+
+// A TripleDealer hands out this party's shares of Beaver bit triples made by a third party
+// (package dealer): nReg regular triples (d, e, f with d∧e = f) and nCorr correlated pairs
+// (d, d2, e, f, f2 with d∧e = f and d2∧e = f2), packed, for OT stream `stream`. Calls for one
+// stream come in the same order at both parties; calls for different streams may run
+// concurrently.
+type TripleDealer interface {
+	DealBitTriples(ctx context.Context, stream, nReg, nCorr int) (reg [3][]uint64, corr [5][]uint64, err error)
 }
 
 // TripleMode says how the protocols make Beaver bit triples. Results are
@@ -120,6 +132,9 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Se
 		}
 	}
 	plan := ChoosePlan(src, r.Bits)
+	if opt.Dealer != nil {
+		plan.ROTTriples = false
+	}
 	if opt.M == 0 {
 		opt.M = plan.M
 	}
@@ -153,6 +168,7 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Se
 		streams.HelloFlag("Options.PaperTrunc", opt.PaperTrunc),
 		streams.HelloFlag("Options.Sequential", opt.Sequential),
 		streams.HelloFlag("triples from random OT (Options.Triples or the OT source)", plan.ROTTriples),
+		streams.HelloFlag("dealt triples (Options.Dealer)", opt.Dealer != nil),
 		{Name: "Options.MinSplit", Value: uint64(opt.MinSplit)},
 		{Name: "Options.Budget", Value: uint64(opt.Budget)},
 	}}
@@ -170,7 +186,8 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Se
 			idx: i, ot: o, conn: o.Conn(), party: party, rng: rng,
 			r: r, m: opt.M, budget: opt.Budget, alg5: opt.PaperTrunc,
 			rotTriples: plan.ROTTriples, silent: src.Silent, sequential: opt.Sequential,
-			snd: &sendScratch{},
+			dealer: opt.Dealer,
+			snd:    &sendScratch{},
 			// Mirror the roles on odd streams (see New's documentation).
 			last: i & 1,
 		}

@@ -35,6 +35,8 @@ type stream struct {
 	alg5   bool // truncate with Alg. 5 as published
 	// rotTriples makes bit triples from random OT (see rotTripleReq).
 	rotTriples bool
+	// dealer deals the bit triples (Options.Dealer), or nil.
+	dealer TripleDealer
 	// silent is true on a silent OT source (random OT sends nothing).
 	silent bool
 	last   int // party that sent the most recent flight
@@ -132,6 +134,14 @@ func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
 		total := 0
 		for _, q := range g {
 			total += q.size()
+		}
+		if k.N < 0 {
+			for _, q := range g {
+				if err := q.(*dealtReq).deal(ctx); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		if k.N == 0 {
 			if err := st.runROT(ctx, k.l, total, g); err != nil {

@@ -305,6 +305,7 @@ type triplePool struct {
 	regReq  regReq
 	corrReq corrReq
 	rotReq  rotTripleReq
+	dealt   dealtReq
 }
 
 // reserve returns the requests that produce nReg regular triples and nCorr
@@ -312,6 +313,10 @@ type triplePool struct {
 // OTs, or random OTs when the stream's plan says so.
 func (p *triplePool) reserve(st *stream, nReg, nCorr int) []otnReq {
 	*p = triplePool{reg: bitTriples{n: nReg}, corr: corrTriples{n: nCorr}}
+	if st.dealer != nil {
+		p.dealt = dealtReq{st: st, reg: &p.reg, corr: &p.corr}
+		return []otnReq{&p.dealt}
+	}
 	if st.rotTriples {
 		p.rotReq = rotTripleReq{reg: &p.reg, corr: &p.corr}
 		return []otnReq{&p.rotReq}

@@ -1,0 +1,352 @@
+package serve
+
+// The helper (party 2) of three-party sessions (backend sci3, protocols/dealer): it pairs the
+// two data parties' connections of one session by a token and serves their requests.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/netmodel"
+	"github.com/cryptflow-go/cryptflow/protocols/dealer"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/sciir"
+)
+
+// Helper hello (data party → helper), before the dealer's link hello on the same connection:
+// magic "SCI3HELP" | party u8 | program ID [32] | session token [16] | backend length u8 |
+// backend. Verdict (helper → data party): status u8 (0 accepted) | reason length u16 | reason.
+const helperMagic = "SCI3HELP"
+
+// maxHelperHello bounds a helper hello.
+const maxHelperHello = 8 + 1 + 32 + 16 + 1 + 255
+
+// HelperToken names one three-party session at the helper: party 0 draws it and sends it to
+// party 1, and both present it to the helper.
+type HelperToken [16]byte
+
+// NewHelperToken draws a session token from crypto/rand.
+func NewHelperToken() (HelperToken, error) {
+	var t HelperToken
+	_, err := rand.Read(t[:])
+	return t, err
+}
+
+// HelperOptions configures a helper.
+type HelperOptions struct {
+	// File is the program (the client copy suffices: the helper needs shapes only).
+	File *sciir.File
+	// Backend is the backend the helper serves ("sci3").
+	Backend string
+	// Timeout bounds every wait for a data party once a session runs (DefaultTimeout if zero).
+	Timeout time.Duration
+	// HelloTimeout bounds the wait for a connection's hello (DefaultHelloTimeout if zero).
+	HelloTimeout time.Duration
+	// JoinTimeout bounds the wait of a data party for the other one (DefaultJoinTimeout if zero).
+	JoinTimeout time.Duration
+	// Net emulates a link on the frames the helper receives.
+	Net *netmodel.Model
+	// Log receives one line per session and per refusal (nil: discarded).
+	Log *slog.Logger
+}
+
+func (o *HelperOptions) timeout() time.Duration {
+	if o.Timeout > 0 {
+		return o.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (o *HelperOptions) helloTimeout() time.Duration {
+	if o.HelloTimeout > 0 {
+		return min(o.HelloTimeout, o.timeout())
+	}
+	return min(DefaultHelloTimeout, o.timeout())
+}
+
+func (o *HelperOptions) joinTimeout() time.Duration {
+	if o.JoinTimeout > 0 {
+		return o.JoinTimeout
+	}
+	return DefaultJoinTimeout
+}
+
+func (o *HelperOptions) log() *slog.Logger {
+	if o.Log != nil {
+		return o.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// helperHello is a parsed helper hello.
+type helperHello struct {
+	party   int
+	id      [32]byte
+	token   HelperToken
+	backend string
+}
+
+func (h helperHello) encode() []byte {
+	b := []byte(helperMagic)
+	b = append(b, byte(h.party))
+	b = append(b, h.id[:]...)
+	b = append(b, h.token[:]...)
+	b = append(b, byte(len(h.backend)))
+	return append(b, h.backend...)
+}
+
+func readHelperHello(nc net.Conn) (helperHello, error) {
+	var h helperHello
+	head := make([]byte, 8+1+32+16+1)
+	if _, err := readFull(nc, head); err != nil {
+		return h, err
+	}
+	if string(head[:8]) != helperMagic {
+		return h, errors.New("not a sci3 data party's hello (wrong magic)")
+	}
+	h.party = int(head[8])
+	copy(h.id[:], head[9:41])
+	copy(h.token[:], head[41:57])
+	be := make([]byte, head[57])
+	if _, err := readFull(nc, be); err != nil {
+		return h, err
+	}
+	h.backend = string(be)
+	return h, nil
+}
+
+func readFull(nc net.Conn, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		k, err := nc.Read(b[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func writeHelperVerdict(nc net.Conn, reason string) error {
+	if len(reason) > 4000 {
+		reason = reason[:4000]
+	}
+	b := []byte{0, 0, 0}
+	if reason != "" {
+		b[0] = 1
+	}
+	binary.LittleEndian.PutUint16(b[1:], uint16(len(reason)))
+	_, err := nc.Write(append(b, reason...))
+	return err
+}
+
+func readHelperVerdict(nc net.Conn) error {
+	var b [3]byte
+	if _, err := readFull(nc, b[:]); err != nil {
+		return fmt.Errorf("no verdict from the helper: %w", err)
+	}
+	reason := make([]byte, binary.LittleEndian.Uint16(b[1:]))
+	if _, err := readFull(nc, reason); err != nil {
+		return fmt.Errorf("no verdict from the helper: %w", err)
+	}
+	if b[0] != 0 {
+		return fmt.Errorf("the helper refused: %s", reason)
+	}
+	return nil
+}
+
+// DialHelper connects data party `party` of the session named by token to the helper at addr,
+// announces the program and backend, waits for the helper's verdict (it accepts once both data
+// parties of the session have arrived with the same program and backend) and starts the
+// dealer link on the connection. Every wait is bounded by topt.Timeout.
+func DialHelper(ctx context.Context, addr string, party int, f *sciir.File, backend string, token HelperToken, topt transport.Options) (*dealer.Link, error) {
+	timeout := topt.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	nc, err := Dial(ctx, addr, nil, min(timeout, DefaultConnectTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("helper %s: %w", addr, err)
+	}
+	h := helperHello{party: party, id: f.ID, token: token, backend: backend}
+	_ = nc.SetDeadline(time.Now().Add(timeout))
+	if _, err := nc.Write(h.encode()); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("helper %s: %w", addr, err)
+	}
+	if err := readHelperVerdict(nc); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("helper %s: %w", addr, err)
+	}
+	_ = nc.SetDeadline(time.Time{})
+	conn := transport.NewConn(nc, topt)
+	link, err := dealer.NewLink(ctx, conn, party)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("helper %s: %w", addr, err)
+	}
+	return link, nil
+}
+
+// helperRegistry pairs the data parties' connections by session token.
+type helperRegistry struct {
+	mu      sync.Mutex
+	waiting map[HelperToken]*helperArrival
+}
+
+type helperArrival struct {
+	nc    net.Conn
+	hello helperHello
+	pair  chan net.Conn // the other party's connection, once it arrives
+}
+
+// ServeHelper accepts data parties' connections on ln until ctx ends, pairs the two of each
+// session, checks that both announce the helper's program and backend (refusing others with a
+// reason), and serves each session's requests in its own goroutine.
+func ServeHelper(ctx context.Context, ln net.Listener, opt *HelperOptions) error {
+	if opt.File == nil {
+		return errors.New("helper: no program")
+	}
+	reg := &helperRegistry{waiting: map[HelperToken]*helperArrival{}}
+	go func() { <-ctx.Done(); ln.Close() }()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			opt.handle(ctx, reg, nc)
+		}()
+	}
+}
+
+func (o *HelperOptions) refuse(nc net.Conn, reason string) {
+	o.log().Warn("helper: refused", "peer", nc.RemoteAddr().String(), "reason", reason)
+	_ = nc.SetDeadline(time.Now().Add(time.Second))
+	_ = writeHelperVerdict(nc, reason)
+	nc.Close()
+}
+
+func (o *HelperOptions) handle(ctx context.Context, reg *helperRegistry, nc net.Conn) {
+	_ = nc.SetDeadline(time.Now().Add(o.helloTimeout()))
+	h, err := readHelperHello(nc)
+	if err != nil {
+		o.log().Warn("helper: no hello", "peer", nc.RemoteAddr().String(), "err", err)
+		nc.Close()
+		return
+	}
+	switch {
+	case h.party != 0 && h.party != 1:
+		o.refuse(nc, fmt.Sprintf("party %d is not a data party (0 or 1)", h.party))
+		return
+	case h.id != o.File.ID:
+		o.refuse(nc, fmt.Sprintf("program %x… differs from the helper's %s…", h.id[:4], o.File.IDString()[:8]))
+		return
+	case h.backend != o.Backend:
+		o.refuse(nc, fmt.Sprintf("backend %q differs from the helper's %q", h.backend, o.Backend))
+		return
+	}
+	reg.mu.Lock()
+	first, ok := reg.waiting[h.token]
+	if !ok {
+		a := &helperArrival{nc: nc, hello: h, pair: make(chan net.Conn, 1)}
+		reg.waiting[h.token] = a
+		reg.mu.Unlock()
+		select {
+		case <-a.pair: // the second arrival runs the session
+		case <-time.After(o.joinTimeout()):
+			reg.mu.Lock()
+			if reg.waiting[h.token] == a {
+				delete(reg.waiting, h.token)
+				reg.mu.Unlock()
+				o.refuse(nc, fmt.Sprintf("the other data party did not reach the helper within %v", o.joinTimeout()))
+				return
+			}
+			reg.mu.Unlock()
+			<-a.pair
+		case <-ctx.Done():
+			nc.Close()
+		}
+		return
+	}
+	delete(reg.waiting, h.token)
+	reg.mu.Unlock()
+	first.pair <- nc
+	if first.hello.party == h.party {
+		o.refuse(first.nc, fmt.Sprintf("both connections of the session announce party %d", h.party))
+		o.refuse(nc, fmt.Sprintf("both connections of the session announce party %d", h.party))
+		return
+	}
+	var ncs [2]net.Conn
+	ncs[first.hello.party], ncs[h.party] = first.nc, nc
+	o.session(ctx, ncs)
+}
+
+// session runs one paired session: the verdicts, the link hellos (the pairwise seeds) and the
+// requests until both data parties are done or one fails.
+func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
+	start := time.Now()
+	for _, nc := range ncs {
+		_ = nc.SetDeadline(time.Now().Add(o.timeout()))
+		if err := writeHelperVerdict(nc, ""); err != nil {
+			ncs[0].Close()
+			ncs[1].Close()
+			return
+		}
+		_ = nc.SetDeadline(time.Time{})
+	}
+	topt := transport.Options{Timeout: o.timeout(), Net: o.Net}
+	var conns [2]*transport.Conn
+	for p := range 2 {
+		conns[p] = transport.NewConn(ncs[p], topt)
+		defer conns[p].Close()
+	}
+	errs := make([]error, 2)
+	var seeds [2][16]byte
+	var wg sync.WaitGroup
+	for p := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var q int
+			q, seeds[p], errs[p] = dealer.AcceptLink(ctx, conns[p])
+			if errs[p] == nil && q != p {
+				errs[p] = fmt.Errorf("link of party %d announced party %d", p, q)
+			}
+		}()
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err == nil {
+		err = dealer.NewHelper(seeds[0], seeds[1]).ServeBoth(ctx, conns[0], conns[1])
+	}
+	var st [2]transport.Stats
+	for p := range 2 {
+		st[p] = conns[p].Stats()
+	}
+	if err != nil {
+		o.log().Warn("helper: session failed", "err", err, "time", time.Since(start))
+		actx, cancel := context.WithTimeout(context.Background(), time.Second)
+		for _, c := range conns {
+			_ = c.Abort(actx, "helper: "+err.Error())
+		}
+		cancel()
+		return
+	}
+	o.log().Info("helper: session done", "time", time.Since(start),
+		"to_party0", st[0].BytesSent, "to_party1", st[1].BytesSent, "from_party0", st[0].BytesRecv, "from_party1", st[1].BytesRecv)
+}

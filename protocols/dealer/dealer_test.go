@@ -1,0 +1,229 @@
+package dealer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/ot/ottest"
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/ringtest"
+)
+
+// trio starts a helper and the data parties' links, and a pipe between the data parties.
+func trio(t testing.TB) (*Trio, *transport.Conn, *transport.Conn) {
+	t.Helper()
+	opt := transport.Options{Timeout: 10 * time.Second}
+	tr, err := Local(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tr.Close(ctx)
+	})
+	c0, c1 := transport.Pipe(opt)
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	return tr, c0, c1
+}
+
+// TestConformance: the dealt COT core through the shared conformance suite of package ot.
+func TestConformance(t *testing.T) {
+	ottest.Conformance(t, func(t testing.TB) (*ot.Session, *ot.Session) {
+		tr, c0, c1 := trio(t)
+		s0, err := NewSession(tr.Links[0], c0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s1, err := NewSession(tr.Links[1], c1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s0, s1
+	})
+}
+
+// TestCOTBytes: a draw of n COTs costs the receiver's link one request and the helper's reply of
+// 128 bits per COT of the refill (at least MinRefill), and nothing between the data parties;
+// draws within a refill cost nothing more.
+func TestCOTBytes(t *testing.T) {
+	tr, c0, c1 := trio(t)
+	k0, _ := NewCore(tr.Links[0], c0)
+	k1, _ := NewCore(tr.Links[1], c1)
+	ctx := context.Background()
+	for _, n := range []int{1000, MinRefill + 5} {
+		h1, d01 := tr.Links[1].Conn().Stats(), c0.Stats()
+		msgs := 0
+		ottest.MustBoth(t, func() error { return k0.SendCOT(ctx, n, func(int, []prg.Block) {}) },
+			func() error {
+				return k1.RecvCOT(ctx, n, func(_ int, m []prg.Block, _ []uint64, _ int) { msgs += len(m) })
+			})
+		reply, req := COTBytes(MinRefill) // the second draw takes MinRefill−1000 left over and refills
+		got := tr.Links[1].Conn().Stats().Sub(h1)
+		if got.BytesRecv != reply || got.BytesSent != req || c0.Stats().Sub(d01).BytesSent != 0 || msgs != n {
+			t.Fatalf("n=%d: helper sent %d (want %d), received %d (want %d); data parties %d; %d COTs",
+				n, got.BytesRecv, reply, got.BytesSent, req, c0.Stats().Sub(d01).BytesSent, msgs)
+		}
+	}
+	// MinRefill−1005 COTs left in the refill: a draw of 500 sends nothing.
+	h1 := tr.Links[1].Conn().Stats()
+	ottest.MustBoth(t, func() error { return k0.SendCOT(ctx, 500, func(int, []prg.Block) {}) },
+		func() error { return k1.RecvCOT(ctx, 500, func(int, []prg.Block, []uint64, int) {}) })
+	if d := tr.Links[1].Conn().Stats().Sub(h1); d.BytesSent != 0 || d.BytesRecv != 0 {
+		t.Fatalf("a draw within the refill cost %+v", d)
+	}
+}
+
+// TestTriples: dealt triples reconstruct to d∧e = f (regular) and d∧e = f, d2∧e = f2 (pairs),
+// party 0 sends and receives nothing, and party 1's link carries one request and nReg + 2·nCorr
+// bits per call.
+func TestTriples(t *testing.T) {
+	tr, _, _ := trio(t)
+	d0, d1 := NewTriples(tr.Links[0]), NewTriples(tr.Links[1])
+	ctx := context.Background()
+	for _, c := range []struct{ stream, reg, corr int }{{0, 1, 0}, {0, 1000, 333}, {1, 0, 65}, {0, 4097, 64}, {1, 70000, 5}} {
+		h0, h1 := tr.Links[0].Conn().Stats(), tr.Links[1].Conn().Stats()
+		var r0, r1 [3][]uint64
+		var p0, p1 [5][]uint64
+		ottest.MustBoth(t, func() (err error) { r0, p0, err = d0.DealBitTriples(ctx, c.stream, c.reg, c.corr); return },
+			func() (err error) { r1, p1, err = d1.DealBitTriples(ctx, c.stream, c.reg, c.corr); return })
+		for i := 0; i < c.reg; i++ {
+			d, e, f := bitvec.Bit(r0[0], i)^bitvec.Bit(r1[0], i), bitvec.Bit(r0[1], i)^bitvec.Bit(r1[1], i), bitvec.Bit(r0[2], i)^bitvec.Bit(r1[2], i)
+			if d&e != f {
+				t.Fatalf("%+v: regular triple %d: %d∧%d ≠ %d", c, i, d, e, f)
+			}
+		}
+		for i := 0; i < c.corr; i++ {
+			b := func(k int) uint64 { return bitvec.Bit(p0[k], i) ^ bitvec.Bit(p1[k], i) }
+			if b(0)&b(2) != b(3) || b(1)&b(2) != b(4) {
+				t.Fatalf("%+v: pair %d wrong", c, i)
+			}
+		}
+		reply, req := TripleBytes(c.reg, c.corr)
+		g0, g1 := tr.Links[0].Conn().Stats().Sub(h0), tr.Links[1].Conn().Stats().Sub(h1)
+		if g0.BytesSent != 0 || g0.BytesRecv != 0 || g1.BytesRecv != reply || g1.BytesSent != req {
+			t.Fatalf("%+v: helper–P0 %+v; helper→P1 %d (want %d), P1→helper %d (want %d)", c, g0, g1.BytesRecv, reply, g1.BytesSent, req)
+		}
+	}
+}
+
+// TestLinear: matmul, convolution and elementwise products with party 0's weights on shared
+// inputs reconstruct to the plain product in the ring, bit for bit, with the traffic of
+// LinearBytes per pair; a weight tensor's F crosses once per session.
+func TestLinear(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, l := range []int{8, 32, 37, 64} {
+		r := ring.Must(l)
+		tr, c0, c1 := trio(t)
+		s0, _ := NewLinear(tr.Links[0], c0, r)
+		s1, _ := NewLinear(tr.Links[1], c1, r)
+		ctx := context.Background()
+		var shapes []Shape
+		for range 3 {
+			shapes = append(shapes, Shape{Kind: KindMatMul, M: 1 + rng.IntN(9), K: 1 + rng.IntN(20), N: 1 + rng.IntN(7)})
+			shapes = append(shapes, Shape{Kind: KindConv, Conv: ringtest.RandomConvGeom(rng, 9)})
+			shapes = append(shapes, Shape{Kind: KindElem, Len: rng.IntN(300)})
+		}
+		s0.Period = len(shapes)
+		ws, xs, wants := make([][]uint64, len(shapes)), make([][]uint64, len(shapes)), make([][]uint64, len(shapes))
+		for i, sh := range shapes {
+			nw, nx, nz := sh.Sizes()
+			ws[i], xs[i] = ringtest.Values(r, rng, nw), ringtest.Values(r, rng, nx)
+			wants[i] = make([]uint64, nz)
+			sh.Apply(r, wants[i], ws[i], xs[i])
+			if sh.Kind == KindConv {
+				if ref := ringtest.Conv(r, ws[i], sh.Conv, xs[i]); fmt.Sprint(ref) != fmt.Sprint(wants[i]) {
+					t.Fatalf("conv %+v: im2col differs from the definition", sh.Conv)
+				}
+			}
+		}
+		for rep := range 2 { // the second run reuses every F
+			for i, sh := range shapes {
+				_, _, nz := sh.Sizes()
+				x0, x1 := ringtest.Share(r, rng, xs[i])
+				z0, z1 := make([]uint64, nz), make([]uint64, nz)
+				st := [4]transport.Stats{c0.Stats(), c1.Stats(), tr.Links[1].Conn().Stats(), tr.Links[0].Conn().Stats()}
+				ottest.MustBoth(t, func() error { return s0.Apply(ctx, sh, z0, ws[i], x0) },
+					func() error { return s1.Apply(ctx, sh, z1, nil, x1) })
+				if got := ringtest.Reconstruct(r, z0, z1); fmt.Sprint(got) != fmt.Sprint(wants[i]) {
+					t.Fatalf("l=%d shape %d %+v rep %d: wrong product", l, i, sh, rep)
+				}
+				p01, p10, p21, p12 := LinearBytes(sh, l, rep == 0)
+				g01, g10 := c0.Stats().Sub(st[0]).BytesSent, c1.Stats().Sub(st[1]).BytesSent
+				g21, g12 := tr.Links[1].Conn().Stats().Sub(st[2]), tr.Links[0].Conn().Stats().Sub(st[3])
+				if g01 != p01 || g10 != p10 || g21.BytesRecv != p21 || g21.BytesSent != p12 || g12.BytesSent+g12.BytesRecv != 0 {
+					t.Fatalf("l=%d %+v rep %d: bytes 0→1 %d (%d), 1→0 %d (%d), 2→1 %d (%d), 1→2 %d (%d), 0↔2 %d",
+						l, sh, rep, g01, p01, g10, p10, g21.BytesRecv, p21, g21.BytesSent, p12, g12.BytesSent+g12.BytesRecv)
+				}
+			}
+		}
+		// A different weight tensor in a slot is refused at party 0.
+		sh := shapes[0]
+		w := append([]uint64(nil), ws[0]...)
+		w[0]++
+		_, _, nz := sh.Sizes()
+		e0, _ := ottest.Both(func() error { return s0.Apply(ctx, sh, make([]uint64, nz), w, xs[0]) },
+			func() error { return s1.Apply(ctx, sh, make([]uint64, nz), nil, xs[0]) })
+		if e0 == nil {
+			t.Fatal("party 0 accepted other weights in a slot")
+		}
+	}
+}
+
+// TestNonlinearOnDealer: CrypTFlow2's ReLU and truncation run unchanged on the dealt OT core,
+// with OT-made and with dealt triples, and agree with the spec on edge and random values; the
+// dealt triples cut the data parties' traffic.
+func TestNonlinearOnDealer(t *testing.T) {
+	r := ring.Must(32)
+	rng := rand.New(rand.NewPCG(5, 6))
+	n := 3000
+	v := ringtest.Values(r, rng, n)
+	x0, x1 := ringtest.Share(r, rng, v)
+	var bytes [2]int64
+	for k, dealt := range []bool{false, true} {
+		tr, c0, c1 := trio(t)
+		o0, _ := NewSession(tr.Links[0], c0)
+		o1, _ := NewSession(tr.Links[1], c1)
+		opt0, opt1 := nonlinear.Options{}, nonlinear.Options{}
+		if dealt {
+			opt0.Dealer, opt1.Dealer = NewTriples(tr.Links[0]), NewTriples(tr.Links[1])
+		}
+		ctx := context.Background()
+		var n0, n1 *nonlinear.Session
+		ottest.MustBoth(t, func() (err error) { n0, err = nonlinear.New(ctx, r, opt0, o0); return },
+			func() (err error) { n1, err = nonlinear.New(ctx, r, opt1, o1); return })
+		before := c0.Stats().Add(c1.Stats())
+		y0, y1 := make([]uint64, n), make([]uint64, n)
+		ottest.MustBoth(t, func() error { return n0.ReLU(ctx, y0, x0) }, func() error { return n1.ReLU(ctx, y1, x1) })
+		got := ringtest.Reconstruct(r, y0, y1)
+		for i, x := range v {
+			want := x
+			if r.IsNeg(x) {
+				want = 0
+			}
+			if got[i] != want {
+				t.Fatalf("dealt=%v: ReLU(%d) = %d", dealt, r.Signed(x), r.Signed(got[i]))
+			}
+		}
+		ottest.MustBoth(t, func() error { return n0.Trunc(ctx, y0, x0, 12, false) }, func() error { return n1.Trunc(ctx, y1, x1, 12, false) })
+		got = ringtest.Reconstruct(r, y0, y1)
+		for i, x := range v {
+			if got[i] != r.Trunc(x, 12) {
+				t.Fatalf("dealt=%v: Trunc(%d) = %d", dealt, r.Signed(x), r.Signed(got[i]))
+			}
+		}
+		bytes[k] = c0.Stats().Add(c1.Stats()).Sub(before).BytesSent
+		t.Logf("dealt triples %v: ReLU + Trunc on %d elements: %.1f bits per element between the data parties", dealt, n, float64(8*bytes[k])/float64(n))
+	}
+	if bytes[1] >= bytes[0] {
+		t.Fatalf("dealt triples do not reduce the traffic: %d ≥ %d", bytes[1], bytes[0])
+	}
+}

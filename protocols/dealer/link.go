@@ -1,0 +1,235 @@
+package dealer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cryptflow-go/cryptflow/protocols/prg"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+// Request opcodes (word 0 of a request).
+const (
+	opCOT     = 1 // n COTs on stream s in which party `sender` sends: words s, sender, n
+	opTriples = 2 // bit triples on stream s: words s, nReg, nCorr
+	opLinear  = 3 // a linear layer's correction: words kind, id, call, l, then the shape
+	opDone    = 4 // the data party is done (the helper's loop for this link returns)
+)
+
+// reqWords is the fixed size of a request, in words.
+const reqWords = 32
+
+// helloMagic starts the link hello.
+const helloMagic = 0x31524c4548464321 // "!CFHELR1" little-endian
+
+// maxCount bounds the instances of one request (a refill of COTs, a batch of triples) and the
+// elements of a linear layer's operands, so that a request cannot make the helper allocate
+// without bound.
+const maxCount = 1 << 28
+
+// PRG stream purposes (the top byte of a prg.NewStream number).
+const (
+	purDelta   = 1 // Δ of the COTs a party sends
+	purKeys    = 2 // keys of the COTs a party sends, per OT stream
+	purBits    = 3 // choice bits of the COTs a party receives, per OT stream
+	purTriple  = 4 // triple shares, per OT stream
+	purWeight  = 5 // B of a weight tensor, per id
+	purMaskA   = 6 // A of a linear call, per call
+	purMaskR   = 7 // R of a linear call, per call
+	purTriple1 = 8 // party 1's triple shares (d1, e1), per OT stream
+)
+
+// streamID is the PRG stream number of a purpose and an index.
+func streamID(purpose uint8, idx uint64) uint64 { return uint64(purpose)<<56 | idx&(1<<56-1) }
+
+// Link is a data party's (0 or 1) connection to the helper, with the pairwise seed it shares
+// with it. Requests are serialised (a request and its reply are atomic), so a Link may be shared
+// by the OT streams of a session running in parallel.
+type Link struct {
+	conn  *transport.Conn
+	party int
+	seed  prg.Seed
+	mu    sync.Mutex
+	err   error
+}
+
+// NewLink starts the link of data party `party` over conn (its connection to the helper): it
+// draws the pairwise seed k_{party,2} from crypto/rand and sends it with a hello, and checks the
+// helper's acknowledgement. Both data parties call it at session start; the helper runs
+// [AcceptLink] at the other end.
+func NewLink(ctx context.Context, conn *transport.Conn, party int) (*Link, error) {
+	if conn == nil {
+		return nil, errors.New("dealer: NewLink: nil connection")
+	}
+	if party != 0 && party != 1 {
+		return nil, fmt.Errorf("dealer: NewLink: data party %d (want 0 or 1)", party)
+	}
+	seed, err := prg.RandomSeed()
+	if err != nil {
+		return nil, fmt.Errorf("dealer: NewLink: %w", err)
+	}
+	msg := make([]byte, 8+8+prg.SeedSize)
+	putU64(msg[0:], helloMagic)
+	putU64(msg[8:], uint64(party))
+	copy(msg[16:], seed[:])
+	if err := conn.Send(ctx, msg); err != nil {
+		return nil, fmt.Errorf("dealer: link hello: %w", err)
+	}
+	if err := conn.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("dealer: link hello: %w", err)
+	}
+	var ack [16]byte
+	if err := conn.Recv(ctx, ack[:]); err != nil {
+		return nil, fmt.Errorf("dealer: link hello: no acknowledgement from the helper: %w", err)
+	}
+	if getU64(ack[0:]) != helloMagic || getU64(ack[8:]) != uint64(party) {
+		return nil, errors.New("dealer: link hello: the helper's acknowledgement does not match")
+	}
+	return &Link{conn: conn, party: party, seed: seed}, nil
+}
+
+// NewLinkWithSeed is NewLink without the exchange: the link of a party whose seed the helper
+// already has (tests, and one-process runs that build all three parties together).
+func NewLinkWithSeed(conn *transport.Conn, party int, seed prg.Seed) *Link {
+	return &Link{conn: conn, party: party, seed: seed}
+}
+
+// Party is the data party (0 or 1) at this end of the link.
+func (l *Link) Party() int { return l.party }
+
+// Conn is the connection to the helper (for statistics).
+func (l *Link) Conn() *transport.Conn { return l.conn }
+
+// Err is the error that made the link unusable, or nil.
+func (l *Link) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// prg returns the generator of a purpose and index from this party's pairwise seed.
+func (l *Link) prg(purpose uint8, idx uint64) *prg.PRG {
+	return prg.NewStream(l.seed, streamID(purpose, idx))
+}
+
+// Done tells the helper that this party will send no more requests.
+func (l *Link) Done(ctx context.Context) error {
+	return l.call(ctx, []uint64{opDone}, nil)
+}
+
+// call sends request req (padded to reqWords) and runs recv, which reads the reply, while no
+// other request is in flight on the link. An error makes the link unusable and aborts it, so that
+// the helper stops at once.
+func (l *Link) call(ctx context.Context, req []uint64, recv func() error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return fmt.Errorf("dealer: link unusable after an earlier failure: %w", l.err)
+	}
+	var r [reqWords]uint64
+	if len(req) > reqWords {
+		return fmt.Errorf("dealer: internal error: a request of %d words", len(req))
+	}
+	copy(r[:], req)
+	err := l.conn.SendUint64s(ctx, r[:])
+	if err == nil {
+		err = l.conn.Flush(ctx)
+	}
+	if err == nil && recv != nil {
+		err = recv()
+	}
+	if err != nil {
+		l.err = fmt.Errorf("dealer: request to the helper: %w", err)
+		actx, cancel := context.WithTimeout(context.Background(), timeoutAbort)
+		_ = l.conn.Abort(actx, l.err.Error())
+		cancel()
+		return l.err
+	}
+	return nil
+}
+
+// Abort makes the link unusable and aborts its connection (the helper fails at once).
+func (l *Link) Abort(reason string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.err = errors.New("dealer: aborted: " + reason)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeoutAbort)
+	defer cancel()
+	_ = l.conn.Abort(ctx, reason)
+}
+
+func putU64(b []byte, v uint64) {
+	for i := 0; i < 8; i++ {
+		b[i] = byte(v >> (8 * i))
+	}
+}
+
+func getU64(b []byte) uint64 {
+	var v uint64
+	for i := 0; i < 8; i++ {
+		v |= uint64(b[i]) << (8 * i)
+	}
+	return v
+}
+
+// frameElems bounds the elements of one frame of a long reply (8 MiB of words).
+const frameElems = 1 << 20
+
+// sendWords sends v in frames of at most frameElems words.
+func sendWords(ctx context.Context, c *transport.Conn, v []uint64) error {
+	for off := 0; off < len(v) || off == 0; off += frameElems {
+		if err := c.SendUint64s(ctx, v[off:min(len(v), off+frameElems)]); err != nil {
+			return err
+		}
+		if len(v) == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// recvWords receives what sendWords sent with the same len(dst).
+func recvWords(ctx context.Context, c *transport.Conn, dst []uint64) error {
+	for off := 0; off < len(dst) || off == 0; off += frameElems {
+		if err := c.RecvUint64s(ctx, dst[off:min(len(dst), off+frameElems)]); err != nil {
+			return err
+		}
+		if len(dst) == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// sendPacked sends the l-bit values v in frames of at most frameElems values.
+func sendPacked(ctx context.Context, c *transport.Conn, v []uint64, l int) error {
+	for off := 0; off < len(v); off += frameElems {
+		if err := c.SendPacked(ctx, v[off:min(len(v), off+frameElems)], l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recvPacked receives what sendPacked sent with the same len(dst) and l.
+func recvPacked(ctx context.Context, c *transport.Conn, dst []uint64, l int) error {
+	for off := 0; off < len(dst); off += frameElems {
+		if err := c.RecvPacked(ctx, dst[off:min(len(dst), off+frameElems)], l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PackedFrames is the wire size in bytes of n l-bit values sent by sendPacked.
+func PackedFrames(n, l int) int64 {
+	var b int64
+	for off := 0; off < n; off += frameElems {
+		b += int64(transport.PackedBytes(min(frameElems, n-off), l)) + transport.HeaderSize
+	}
+	return b
+}

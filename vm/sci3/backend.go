@@ -1,0 +1,198 @@
+// Package sci3 is the three-party backend of the VM ("sci3", CrypTFlow's Porthos setting):
+// party 0 (server, weights) and party 1 (client, input) hold additive shares over Z_{2^l} as in
+// the two-party backends, and a helper (party 2, package dealer) deals correlated randomness
+// from the pairwise seeds it shares with each of them. The linear layers run by the dealer's
+// protocol (one message of |x| ring elements online, no OT, no HE); the nonlinear layers run
+// CrypTFlow2's protocols (package nonlinear) unchanged on the helper's dealt COTs, with the bit
+// triples of the millionaires' AND trees dealt directly. The outputs are bitwise those of the
+// cleartext backend.
+package sci3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/protocols/dealer"
+	"github.com/cryptflow-go/cryptflow/protocols/linear"
+	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/sci"
+)
+
+// Name is the backend's name in programs, handshakes and flags.
+const Name = "sci3"
+
+var (
+	_ vm.ConvBackend = (*Backend)(nil)
+	_ vm.MathBackend = (*Backend)(nil)
+)
+
+// Options configures a Backend; both data parties must use the same.
+type Options struct {
+	// Streams are further connections to the other data party (one dealt OT stream each).
+	Streams []*transport.Conn
+	// Nonlinear configures the nonlinear protocols (its Dealer is set by New unless
+	// OTTriples).
+	Nonlinear nonlinear.Options
+	// OTTriples makes the bit triples from the dealt OTs instead of dealing them (for
+	// comparison: docs/decisions.md).
+	OTTriples bool
+	// Linear configures the OT-based products of two shared tensors (Mul, math functions).
+	Linear linear.Options
+	// LinearPerRun is the number of calls with party 0's weights in one run of the program
+	// (LinearCalls): party 0 then sends each weight tensor's mask F once per session. Zero:
+	// F is sent with every call. Only party 0 uses it.
+	LinearPerRun int
+}
+
+// LinearCalls is the number of calls with party 0's weights (MatMul, Conv2D, MulConst) that one
+// run of p makes on a sci3 backend.
+func LinearCalls(p *fixed.Program) int {
+	n := 0
+	for _, in := range p.Instrs {
+		switch in.Op {
+		case fixed.OpMatMul, fixed.OpConv, fixed.OpMulConst:
+			n++
+		}
+	}
+	return n
+}
+
+// Describe is the backend as the handshake announces it.
+func (o Options) Describe() string {
+	if o.OTTriples {
+		return Name + " triples=ot"
+	}
+	return Name
+}
+
+// Backend is a data party's end of a three-party session; it implements vm.Backend. The
+// nonlinear layers, input sharing, reveal and secret×secret products are those of vm/sci on
+// the dealt OT source; the products with party 0's weights are the dealer's.
+type Backend struct {
+	*sci.Backend
+	link *dealer.Link
+	lin  *dealer.Linear
+	conn *transport.Conn
+	prof sci.Cost // the dealer's linear layers
+	err  error
+}
+
+// New sets up a data party's end over conn (to the other data party; plus opt.Streams) with
+// the helper on link. Nothing is exchanged with the helper until the first draw.
+func New(ctx context.Context, conn *transport.Conn, link *dealer.Link, r ring.Ring, opt Options) (*Backend, error) {
+	if conn == nil || link == nil {
+		return nil, errors.New("sci3: New: nil connection or link")
+	}
+	o, err := dealer.NewSession(link, conn)
+	if err != nil {
+		return nil, fmt.Errorf("sci3: New: %w", err)
+	}
+	ots := []*ot.Session{o}
+	for i, c := range opt.Streams {
+		f, err := o.Fork(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("sci3: New: stream %d: %w", i+1, err)
+		}
+		ots = append(ots, f)
+	}
+	nl := opt.Nonlinear
+	if !opt.OTTriples {
+		nl.Dealer = dealer.NewTriples(link)
+	}
+	sb, err := sci.FromOT(ctx, r, sci.Options{Mode: sci.ModeOT, OT: sci.OTIKNP, Nonlinear: nl, Linear: opt.Linear}, ots...)
+	if err != nil {
+		return nil, fmt.Errorf("sci3: %w", err)
+	}
+	lin, err := dealer.NewLinear(link, conn, r)
+	if err != nil {
+		return nil, fmt.Errorf("sci3: %w", err)
+	}
+	lin.Period = opt.LinearPerRun
+	return &Backend{Backend: sb, link: link, lin: lin, conn: conn}, nil
+}
+
+// HelperStats is this party's traffic with the helper so far.
+func (b *Backend) HelperStats() transport.Stats { return b.link.Conn().Stats() }
+
+// Link returns the link to the helper (for its traffic).
+func (b *Backend) Link() *dealer.Link { return b.link }
+
+// Profile returns the accumulated costs, the dealer's linear layers included in Linear (the
+// traffic there is with the other data party; the helper's is Link().Conn().Stats()).
+func (b *Backend) Profile() sci.Profile {
+	p := b.Backend.Profile()
+	p.Linear = p.Linear.Add(b.prof)
+	return p
+}
+
+// Abort makes the backend unusable and aborts its connections and the link.
+func (b *Backend) Abort(reason string) {
+	b.Backend.Abort(reason)
+	b.link.Abort(reason)
+}
+
+func (b *Backend) run(ctx context.Context, op string, sh dealer.Shape, dst, w, x []uint64) error {
+	if b.err != nil {
+		return fmt.Errorf("sci3: %s: backend unusable after an earlier failure: %w", op, b.err)
+	}
+	if err := b.Backend.Err(); err != nil {
+		return fmt.Errorf("sci3: %s: backend unusable after an earlier failure: %w", op, err)
+	}
+	if b.Party() == 0 && w == nil {
+		return errors.New("sci3: party 0 has no weights (was it given the client copy of the program?)")
+	}
+	start, before := time.Now(), b.conn.Stats()
+	err := b.lin.Apply(ctx, sh, dst, w, x)
+	b.prof.Calls++
+	b.prof.Time += time.Since(start)
+	b.prof.Stats = b.prof.Stats.Add(b.conn.Stats().Sub(before))
+	if err != nil {
+		b.err = fmt.Errorf("sci3: %s: %w", op, err)
+		b.Abort(b.err.Error())
+		return b.err
+	}
+	return nil
+}
+
+func data(w *ring.Tensor) []uint64 {
+	if w == nil {
+		return nil
+	}
+	return w.Data
+}
+
+// MatMul sets dst = W·X by the dealer's protocol (the engine is ignored).
+func (b *Backend) MatMul(ctx context.Context, _ fixed.Engine, dst ring.Tensor, w *ring.Tensor, m, k, n int, x ring.Tensor) error {
+	return b.run(ctx, "matmul", dealer.Shape{Kind: dealer.KindMatMul, M: m, K: k, N: n}, dst.Data, data(w), x.Data)
+}
+
+// UseConv2D is true: a convolution by the dealer's protocol sends the input, not its im2col
+// matrix.
+func (b *Backend) UseConv2D(ring.ConvGeom, fixed.Engine) bool { return true }
+
+// Conv2D sets dst = W * X by the dealer's protocol.
+func (b *Backend) Conv2D(ctx context.Context, _ fixed.Engine, dst ring.Tensor, w *ring.Tensor, x ring.Tensor, g ring.ConvGeom) error {
+	return b.run(ctx, "conv", dealer.Shape{Kind: dealer.KindConv, Conv: g}, dst.Data, data(w), x.Data)
+}
+
+// MulConst sets dst = w ⊙ x by the dealer's protocol.
+func (b *Backend) MulConst(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor) error {
+	return b.run(ctx, "mulconst", dealer.Shape{Kind: dealer.KindElem, Len: len(x.Data)}, dst.Data, data(w), x.Data)
+}
+
+// Close tells the helper this party is done.
+func (b *Backend) Close() error {
+	if b.link.Err() != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return b.link.Done(ctx)
+}
