@@ -25,6 +25,7 @@ ref=${prog%.sciir}.$(basename "${input%.npy}").clear.npy
 if [[ ! -f $ref || $ref -ot $prog || $ref -ot $input ]]; then
 	"$scirun" --clear "$prog" --input "$input" --raw --output "$ref" > /dev/null
 fi
+: > "$tmp/server.log" # exists before the loop reads it, however late the server starts
 "$scirun" --party 0 "$prog" --listen 127.0.0.1:0 --quiet "$@" 2> "$tmp/server.log" &
 server=$!
 addr=
