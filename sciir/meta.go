@@ -11,6 +11,7 @@ import (
 // not know.
 type Meta struct {
 	Compiler     string      `json:"compiler,omitempty"`      // e.g. "athosc (cryptflow-go)"
+	Name         string      `json:"name,omitempty"`          // the program's own name (athosc: the -o file's base name without .sciir)
 	Source       string      `json:"source,omitempty"`        // the model file's base name
 	SourceSHA256 string      `json:"source_sha256,omitempty"` // hex SHA-256 of the model file
 	Preprocess   *Preprocess `json:"preprocess,omitempty"`    // how raw inputs become the model input
