@@ -550,7 +550,7 @@ func printTune(w io.Writer, res *passes.TuneResult, quiet bool) {
 		return
 	}
 	fmt.Fprintf(w, "autotune (headroom %d bit(s)); float model accuracy %s\n", res.Headroom, pct(res.FloatAccuracy))
-	fmt.Fprintf(w, "  %8s %6s %9s %10s %10s  %s\n", "bitwidth", "scale", "accuracy", "agreement", "bits used", "widest tensor")
+	fmt.Fprintf(w, "  %8s %6s %9s %10s %8s %10s  %s\n", "bitwidth", "scale", "accuracy", "agreement", "+/- ref", "bits used", "widest tensor")
 	for _, r := range res.Rows {
 		mark := " "
 		if r.Scale == res.Scale {
@@ -560,7 +560,17 @@ func printTune(w io.Writer, res *passes.TuneResult, quiet bool) {
 		if r.Overflow {
 			note = "OVERFLOW  " + note
 		}
-		fmt.Fprintf(w, "%s %8d %6d %9s %10s %10d  %s\n", mark, r.Bits, r.Scale, pct(r.Accuracy), pct(r.Agreement), r.BitsUsed, note)
+		gl := "-"
+		if res.Labelled && len(res.Rows) > 1 {
+			gl = fmt.Sprintf("+%d -%d", r.Gained, r.Lost)
+		}
+		fmt.Fprintf(w, "%s %8d %6d %9s %10s %8s %10d  %s\n", mark, r.Bits, r.Scale, pct(r.Accuracy), pct(r.Agreement), gl, r.BitsUsed, note)
+	}
+	if len(res.Rows) > 1 {
+		fmt.Fprintf(w, "rule: %s; +/- ref: images right here and wrong at the best-agreeing scale, and the reverse\n", passes.SelectionRule)
+	}
+	if res.Reason != "" {
+		fmt.Fprintf(w, "why: %s\n", res.Reason)
 	}
 	verified := "outputs in Z_2^%d identical to the 64-bit run"
 	if !res.Verified {

@@ -47,7 +47,7 @@ func TestCompileWritesBothCopies(t *testing.T) {
 	}
 	report := stdout.String()
 	for _, want := range []string{"folded 1 BatchNormalization", "autotune (headroom 1 bit(s))", "bitwidth",
-		"chose l=", "identical to the 64-bit run", "ReLU elements", "truncated elements", "with slot reuse",
+		"chose l=", "identical to the 64-bit run", "rule: highest agreement with the float model", "+/- ref", "why: s=", "ReLU elements", "truncated elements", "with slot reuse",
 		"mnist.client.sciir", "program id"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
