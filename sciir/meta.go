@@ -107,6 +107,7 @@ type Autotune struct {
 	Pinned     string       `json:"pinned,omitempty"` // "bitwidth", "scale", or both, when set by hand
 	FloatAcc   float64      `json:"float_accuracy"`   // float model accuracy on the validation set (-1 without labels)
 	Rows       []TuneRecord `json:"rows"`
+	Reason     string       `json:"reason,omitempty"` // why the chosen row won (the autotuner's selection rule)
 }
 
 // TuneRecord is one row of the autotune table.
@@ -160,6 +161,9 @@ func (m *Meta) summary() string {
 				}
 				fmt.Fprintf(&b, "  %5d %5d %9s %8.2f%% %9d\n", r.Bits, r.Scale, acc, 100*r.Agreement, r.BitsUsed)
 			}
+		}
+		if a.Reason != "" {
+			fmt.Fprintf(&b, "  why: %s\n", a.Reason)
 		}
 	}
 	for _, p := range m.Passes {

@@ -522,7 +522,7 @@ func clipLeft(s string, n int) string {
 
 func tuneMeta(res *passes.TuneResult, c *compileConfig, dir string) *sciir.Autotune {
 	a := &sciir.Autotune{Validation: dir, Samples: res.Samples, Labelled: res.Labelled, Headroom: res.Headroom,
-		Bits: res.Bits, Scale: res.Scale, FloatAcc: res.FloatAccuracy}
+		Bits: res.Bits, Scale: res.Scale, FloatAcc: res.FloatAccuracy, Reason: res.Reason}
 	var pinned []string
 	if c.bits != 0 {
 		pinned = append(pinned, "bitwidth")

@@ -68,7 +68,7 @@ func TestCompileWritesBothCopies(t *testing.T) {
 		t.Error("full and client copies do not match")
 	}
 	a := full.Meta.Autotune
-	if a == nil || a.Samples != 8 || len(a.Rows) != 2 || full.Meta.SourceSHA256 == "" {
+	if a == nil || a.Samples != 8 || len(a.Rows) != 2 || full.Meta.SourceSHA256 == "" || !strings.Contains(a.Reason, "agrees best") {
 		t.Errorf("metadata %+v", full.Meta)
 	}
 
