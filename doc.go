@@ -13,6 +13,7 @@
 //     the secure output equals bitwise.
 //
 // The commands remain the reference for flags and behaviour (docs/usage.md, docs/usage-athosc.md);
-// this package makes the same choices by default: backend auto planned for a LAN, IKNP OT unless
-// the program was planned for a link slow enough for silent OT, one connection per session.
+// this package makes the same choices by default (backend auto planned for a LAN; IKNP OT unless
+// the program was planned for a link slow enough for silent OT; min(2, CPUs) connections per
+// session), so a Go client talks to a scirun server and a scirun client to Serve.
 package cryptflow

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"slices"
 	"time"
 
@@ -31,7 +32,8 @@ type SessionOptions struct {
 	// OT is the OT source: "auto" (the default: Ferret silent OT for a program planned for a link
 	// of at most 80 MB/s, IKNP otherwise), "iknp" or "ferret".
 	OT string
-	// Streams is the number of connections per session (1 to 16; 0 means 1), one OT stream each.
+	// Streams is the number of connections per session (1 to 16), one OT stream and one core
+	// each; 0 means scirun's default, min(2, CPUs), so that a client of a scirun server agrees.
 	Streams int
 	// TLS, when set, is the server's TLS configuration (Serve) or the client's (Infer).
 	TLS *tls.Config
@@ -92,8 +94,11 @@ func sessionOptions(p *Program, o *SessionOptions, party int) (*serve.Options, e
 	if src == sci.OTFerret {
 		so.Ferret = sci.FerretFor(p.f.Program)
 	}
-	opt := &serve.Options{File: p.f, Timeout: o.Timeout, Software: software, Streams: max(o.Streams, 1),
+	opt := &serve.Options{File: p.f, Timeout: o.Timeout, Software: software, Streams: o.Streams,
 		Backend: so.Describe(ring.Must(p.Bits())), SessionTimeout: -1}
+	if opt.Streams == 0 {
+		opt.Streams = min(2, runtime.NumCPU())
+	}
 	opt.NewBackend = func(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
 		so := so
 		so.Streams = streams
