@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -23,7 +24,7 @@ type tuneOptions struct {
 	Scales []int
 	// Bits pins the bitwidth l (0: choose the smallest that does not overflow).
 	Bits int
-	// Scale pins the scale s (-1: choose the one with the best accuracy).
+	// Scale pins the scale s (-1: choose by SelectionRule).
 	Scale int
 	// Headroom is the number of bits kept free above the largest magnitude seen on the
 	// validation data (0..32).
@@ -47,7 +48,16 @@ type TuneRow struct {
 	BitsUsed    int     // bits of the largest magnitude over all tensors and weights, plus sign
 	Widest      string  // the tensor (or weight) with the largest magnitude
 	Overflow    bool    // BitsUsed + headroom exceeds the (pinned or maximal) bitwidth
+	// Gained and Lost compare the row with the reference row (the one that agrees most with the
+	// float model) on labelled samples: the samples this row classifies right and the reference
+	// wrong, and the reverse. Both 0 without labels and on the reference row itself.
+	Gained, Lost int
 }
+
+// SelectionRule is the autotuner's rule for choosing a scale, as the compile output states it.
+const SelectionRule = "highest agreement with the float model (ties: higher accuracy, fewer bits, smaller scale); " +
+	"a scale with less agreement only for an accuracy gain beyond the validation noise: gained - lost > 2*sqrt(gained + lost) " +
+	"images against that row (McNemar's paired test at z = 2)"
 
 // TuneResult is the autotuner's choice with the table it was made from.
 type TuneResult struct {
@@ -61,6 +71,8 @@ type TuneResult struct {
 	// Verified reports that running the chosen program in Z_{2^Bits} gave outputs identical to the
 	// 64-bit run (so the chosen ring does not overflow on the validation data).
 	Verified bool
+	// Reason says why the chosen row won under SelectionRule (for the compile output).
+	Reason string
 	// Program is the program verified in the chosen ring (no slots assigned yet): the one to
 	// emit, not to be lowered again.
 	Program *fixed.Program
@@ -70,9 +82,10 @@ type TuneResult struct {
 // For each candidate scale it runs the cleartext fixed-point VM on every sample in Z_{2^64},
 // tracking the largest magnitude each tensor reaches; the smallest ring without overflow then has
 // l = bits used + headroom, and because nothing wraps, its results equal the 64-bit run's, so one
-// run per scale measures every (l, s) pair. Among scales that fit, it picks the best accuracy
-// (agreement with the float model ref when the samples have no labels); ties go to the smaller
-// bitwidth, then the smaller scale. A final run in the chosen ring verifies the choice.
+// run per scale measures every (l, s) pair. Among scales that fit, it picks by SelectionRule
+// (chooseRow): the best agreement with the float model ref, unless another scale is more accurate
+// on the labels by more than the validation set's noise; ties go to the smaller bitwidth, then
+// the smaller scale. A final run in the chosen ring verifies the choice.
 //
 // ref is the float model used for agreement (usually the graph before clean-up). Programs come
 // from build(bits, scale, final): one per candidate scale, and with final set the chosen one,
@@ -127,6 +140,7 @@ func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts tuneOptions, buil
 	type scaleRun struct {
 		row  TuneRow
 		outs [][]int64
+		top  []int
 	}
 	var runs []scaleRun
 	for _, s := range scales {
@@ -148,22 +162,30 @@ func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts tuneOptions, buil
 			row.Bits = opts.Bits
 		}
 		row.Overflow = row.BitsUsed+opts.Headroom > limit
-		res.Rows = append(res.Rows, row)
-		runs = append(runs, scaleRun{row: row, outs: run.outs})
+		runs = append(runs, scaleRun{row: row, outs: run.outs, top: run.top})
 	}
-	best := -1
+	rows := make([]TuneRow, len(runs))
+	tops := make([][]int, len(runs))
 	for i, r := range runs {
-		if r.row.Overflow {
-			continue
-		}
-		if best < 0 || better(r.row, runs[best].row, labelled) {
-			best = i
+		rows[i], tops[i] = r.row, r.top
+	}
+	var labels []int
+	if labelled {
+		labels = make([]int, len(samples))
+		for i, s := range samples {
+			labels[i] = s.Label
 		}
 	}
+	best, reason := chooseRow(rows, tops, labels)
+	for i := range runs {
+		runs[i].row = rows[i]
+	}
+	res.Rows = rows
+	res.Reason = reason
 	if best < 0 {
 		if opts.Scale >= 0 && opts.Bits != 0 {
 			// Both pinned by hand: honour the request; the row says it overflows.
-			best = 0
+			best, res.Reason = 0, "bitwidth and scale pinned"
 		} else {
 			need := math.MaxInt
 			for _, r := range runs {
@@ -171,6 +193,9 @@ func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts tuneOptions, buil
 			}
 			return nil, fmt.Errorf("autotune: no scale fits a %d-bit ring with %d bit(s) of headroom (the smallest needs %d bits); lower the scale or the headroom", limit, opts.Headroom, need)
 		}
+	}
+	if opts.Scale >= 0 && res.Reason != "bitwidth and scale pinned" {
+		res.Reason = "scale pinned"
 	}
 	res.Bits, res.Scale = runs[best].row.Bits, runs[best].row.Scale
 	// Verify in the chosen ring.
@@ -190,6 +215,104 @@ func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts tuneOptions, buil
 	res.Verified = equalOutputs(run.outs, runs[best].outs)
 	res.Program = p
 	return res, nil
+}
+
+// chooseRow picks the row to compile under SelectionRule among rows that do not overflow, and
+// says why; -1 when every row overflows. tops[i] are row i's top-1 classes per sample; labels
+// are the samples' labels (nil without labels: agreement alone decides). It fills in the rows'
+// Gained and Lost against the reference row.
+//
+// Why this rule: the programs differ from the float model only by rounding, so agreement with
+// float is what the fixed-point conversion controls; a higher accuracy on a few validation images
+// is as likely rounding noise that happens to fix an image the float model gets wrong. Paired
+// samples make the comparison exact: images both rows classify alike say nothing about which is
+// better, and if the two rows were equally accurate each of the n = gained + lost images they
+// disagree on would be a fair coin, so gained - lost has standard deviation sqrt(n). A gain of
+// more than two standard deviations (one-sided p ≈ 0.023, McNemar's test with z = 2) is
+// accepted; on 40 images one image more with three disagreements (2 gained, 1 lost) is not, six
+// gained with none lost is.
+func chooseRow(rows []TuneRow, tops [][]int, labels []int) (int, string) {
+	ref := -1
+	for i, r := range rows {
+		if r.Overflow {
+			continue
+		}
+		if ref < 0 || moreAgreeing(r, rows[ref]) {
+			ref = i
+		}
+	}
+	if ref < 0 {
+		return -1, ""
+	}
+	if labels == nil {
+		best := ref
+		for i, r := range rows {
+			if !r.Overflow && better(r, rows[best], false) {
+				best = i
+			}
+		}
+		return best, fmt.Sprintf("s=%d agrees best with the float model (%.2f%%); no labels, so agreement alone decides", rows[best].Scale, 100*rows[best].Agreement)
+	}
+	best := ref
+	var passed []string
+	for i := range rows {
+		if i == ref {
+			continue
+		}
+		for k, lab := range labels {
+			a, b := tops[i][k] == lab, tops[ref][k] == lab
+			switch {
+			case a && !b:
+				rows[i].Gained++
+			case b && !a:
+				rows[i].Lost++
+			}
+		}
+		r := rows[i]
+		if r.Overflow || r.Gained <= r.Lost {
+			continue
+		}
+		if !significantGain(r.Gained, r.Lost) {
+			passed = append(passed, fmt.Sprintf("s=%d (+%d -%d)", r.Scale, r.Gained, r.Lost))
+			continue
+		}
+		if best == ref || better(r, rows[best], true) {
+			best = i
+		}
+	}
+	rf := rows[ref]
+	if best != ref {
+		b := rows[best]
+		return best, fmt.Sprintf("s=%d classifies %d more image(s) right than s=%d, the scale that agrees best with float (+%d -%d > 2*sqrt(%d)): a gain beyond the noise",
+			b.Scale, b.Gained-b.Lost, rf.Scale, b.Gained, b.Lost, b.Gained+b.Lost)
+	}
+	why := fmt.Sprintf("s=%d agrees best with the float model (%.2f%%)", rf.Scale, 100*rf.Agreement)
+	if len(passed) > 0 {
+		why += fmt.Sprintf("; more accurate but within the noise: %s, each needs gained - lost > 2*sqrt(gained + lost)", strings.Join(passed, ", "))
+	}
+	return ref, why
+}
+
+// significantGain reports whether gained - lost paired images exceed two standard deviations of
+// the difference under equal accuracy, 2*sqrt(gained + lost).
+func significantGain(gained, lost int) bool {
+	d := float64(gained - lost)
+	return d > 0 && d*d > 4*float64(gained+lost)
+}
+
+// moreAgreeing orders rows for the reference of chooseRow: higher agreement, then higher
+// accuracy, then fewer bits, then a smaller scale.
+func moreAgreeing(a, b TuneRow) bool {
+	if a.Agreement != b.Agreement {
+		return a.Agreement > b.Agreement
+	}
+	if a.Accuracy != b.Accuracy {
+		return a.Accuracy > b.Accuracy
+	}
+	if a.Bits != b.Bits {
+		return a.Bits < b.Bits
+	}
+	return a.Scale < b.Scale
 }
 
 // better reports whether row a beats row b: higher accuracy (agreement without labels), then

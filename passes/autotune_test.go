@@ -2,6 +2,7 @@ package passes
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -68,8 +69,8 @@ func TestAutotune(t *testing.T) {
 		}
 	}
 	for _, r := range res.Rows {
-		if better(r, best, true) {
-			t.Errorf("row %+v beats the chosen %+v", r, best)
+		if moreAgreeing(r, best) && !strings.Contains(res.Reason, "beyond the noise") {
+			t.Errorf("row %+v agrees more than the chosen %+v (%s)", r, best, res.Reason)
 		}
 	}
 	if res.Bits != best.Bits || res.Chosen.Accuracy != best.Accuracy {
@@ -152,5 +153,97 @@ func TestBitsUsedComparedInputs(t *testing.T) {
 	// The same magnitude in a tensor that is not compared needs 8.
 	if got, name := bitsUsed(p, []uint64{0, 3, 100}); got != 8 || name != "z" {
 		t.Fatalf("plain tensor: got %d bits (%s), want 8 (z)", got, name)
+	}
+}
+
+// TestChooseRowPrefersAgreement reproduces issue 23's bad choice: on 40 CIFAR images the
+// autotuner took s = 6 (92.5 % agreement with float) over s = 7 (100 %) because s = 6 classified
+// one image more right. A constructed case with the same counts: float (and s = 7) get 36 of 40
+// right; s = 6 differs from float on 3 images, fixing 2 and breaking 1 (37 of 40). One image is
+// within the noise of 3 disagreements, so s = 7 must win; a gain of 6 with none lost is beyond
+// it and wins; without labels agreement alone decides.
+func TestChooseRowPrefersAgreement(t *testing.T) {
+	const n = 40
+	labels := make([]int, n)
+	float := make([]int, n)
+	for i := range labels {
+		labels[i] = i % 10
+		float[i] = labels[i]
+	}
+	for _, i := range []int{0, 1, 2, 3} { // float gets 36 right
+		float[i] = (labels[i] + 1) % 10
+	}
+	s6 := slices.Clone(float)
+	s6[0], s6[1] = labels[0], labels[1] // fixes two float errors
+	s6[10] = (labels[10] + 1) % 10      // breaks one
+	s7 := slices.Clone(float)
+	row := func(scale, bits int, top []int) TuneRow {
+		return TuneRow{Scale: scale, Bits: bits, Accuracy: accuracyOf(top, labels), Agreement: agreement(top, float)}
+	}
+	rows := []TuneRow{row(6, 20, s6), row(7, 22, s7)}
+	if rows[0].Accuracy != 37.0/n || rows[0].Agreement != 37.0/n || rows[1].Accuracy != 36.0/n || rows[1].Agreement != 1 {
+		t.Fatalf("constructed rows %+v", rows)
+	}
+	if !better(rows[0], rows[1], true) {
+		t.Fatal("the old rule (accuracy first) no longer prefers s=6: the case does not reproduce the issue")
+	}
+	best, why := chooseRow(rows, [][]int{s6, s7}, labels)
+	if best != 1 || !strings.Contains(why, "within the noise") || !strings.Contains(why, "s=6 (+2 -1)") {
+		t.Errorf("chose row %d (%s), want s=7 with s=6 within the noise", best, why)
+	}
+	if rows[0].Gained != 2 || rows[0].Lost != 1 || rows[1].Gained != 0 || rows[1].Lost != 0 {
+		t.Errorf("gained/lost %+v", rows)
+	}
+
+	// Fixing all four float errors with none lost: 4 > 2*sqrt(4) is false, still within the noise.
+	s6b := slices.Clone(float)
+	for _, i := range []int{0, 1, 2, 3} {
+		s6b[i] = labels[i]
+	}
+	rows = []TuneRow{row(6, 20, s6b), row(7, 22, s7)}
+	if best, why := chooseRow(rows, [][]int{s6b, s7}, labels); best != 1 {
+		t.Errorf("+4 -0 chosen over agreement: %s", why)
+	}
+	// Six gained, none lost (float wrong on six): 6 > 2*sqrt(6) = 4.9, a gain beyond the noise.
+	for _, i := range []int{4, 5} {
+		float[i] = (labels[i] + 1) % 10
+	}
+	s7 = slices.Clone(float)
+	s6c := slices.Clone(float)
+	for i := range 6 {
+		s6c[i] = labels[i]
+	}
+	rows = []TuneRow{row(6, 20, s6c), row(7, 22, s7)}
+	if best, why := chooseRow(rows, [][]int{s6c, s7}, labels); best != 0 || !strings.Contains(why, "beyond the noise") {
+		t.Errorf("+6 -0: chose row %d (%s), want s=6", best, why)
+	}
+	// An overflowing row is never the reference nor chosen.
+	rows = []TuneRow{row(6, 20, s6c), row(7, 22, s7)}
+	rows[0].Overflow = true
+	if best, _ := chooseRow(rows, [][]int{s6c, s7}, labels); best != 1 {
+		t.Errorf("overflowing row chosen")
+	}
+	// Without labels: agreement.
+	rows = []TuneRow{row(6, 20, s6), row(7, 22, s7)}
+	if best, why := chooseRow(rows, [][]int{s6, s7}, nil); best != 1 || !strings.Contains(why, "no labels") {
+		t.Errorf("unlabelled: row %d (%s)", best, why)
+	}
+	if best, _ := chooseRow([]TuneRow{{Overflow: true}}, [][]int{s6}, labels); best != -1 {
+		t.Errorf("all overflowing: %d", best)
+	}
+}
+
+func accuracyOf(top, labels []int) float64 {
+	return agreement(top, labels)
+}
+
+func TestSignificantGain(t *testing.T) {
+	for _, c := range []struct {
+		g, l int
+		want bool
+	}{{1, 0, false}, {2, 1, false}, {4, 0, false}, {5, 0, true}, {6, 0, true}, {10, 3, false}, {12, 3, true}, {0, 5, false}} {
+		if got := significantGain(c.g, c.l); got != c.want {
+			t.Errorf("significantGain(%d, %d) = %v", c.g, c.l, got)
+		}
 	}
 }

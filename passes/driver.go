@@ -37,7 +37,10 @@ type Report struct {
 	Tune        *TuneResult     // nil when autotune did not run
 	Peephole    *PeepholeReport // nil when no peephole ran
 	Memory      Memory          // from the slots pass
-	Checked     bool            // whether the checker ran after every pass
+	// Engines are plan-engines' estimates, one per linear layer in program order (nil when the
+	// backend is not auto): the engine chosen and both engines' traffic and time.
+	Engines []EngineEstimate
+	Checked bool // whether the checker ran after every pass
 }
 
 // Lines returns the passes' log lines prefixed with the pass name (for the program metadata).
@@ -93,7 +96,7 @@ func compileWith(tab *table, g *ir.Graph, opts Options) (*fixed.Program, *Report
 		return nil, nil, fmt.Errorf("compile: internal error: the program fails validation: %w", err)
 	}
 	rep.Bits, rep.Scale = st.p.Bits, st.p.Scale
-	rep.Tune, rep.Memory = st.tune, st.mem
+	rep.Tune, rep.Memory, rep.Engines = st.tune, st.mem, st.engines
 	if st.peepRan {
 		r := st.peep
 		rep.Peephole = &r

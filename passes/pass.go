@@ -175,6 +175,7 @@ type state struct {
 	peep        PeepholeReport
 	peepRan     bool
 	tune        *TuneResult
+	engines     []EngineEstimate // plan-engines' estimates (nil when it did not run)
 	mem         Memory
 	// build makes the program of g for (bits, scale) by the running pass's builds table (the
 	// driver sets it for a pass that has one). With final set, the program is the one the

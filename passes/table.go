@@ -231,6 +231,7 @@ func runPlanEngines(st *state) error {
 	if err != nil {
 		return err
 	}
+	st.engines = est
 	var ot, heN int
 	var otB, heB int64
 	for _, e := range est {

@@ -11,6 +11,7 @@ import (
 // not know.
 type Meta struct {
 	Compiler     string      `json:"compiler,omitempty"`      // e.g. "athosc (cryptflow-go)"
+	Name         string      `json:"name,omitempty"`          // the program's own name (athosc: the -o file's base name without .sciir)
 	Source       string      `json:"source,omitempty"`        // the model file's base name
 	SourceSHA256 string      `json:"source_sha256,omitempty"` // hex SHA-256 of the model file
 	Preprocess   *Preprocess `json:"preprocess,omitempty"`    // how raw inputs become the model input
@@ -121,6 +122,7 @@ type Autotune struct {
 	Pinned     string       `json:"pinned,omitempty"` // "bitwidth", "scale", or both, when set by hand
 	FloatAcc   float64      `json:"float_accuracy"`   // float model accuracy on the validation set (-1 without labels)
 	Rows       []TuneRecord `json:"rows"`
+	Reason     string       `json:"reason,omitempty"` // why the chosen row won (the autotuner's selection rule)
 }
 
 // TuneRecord is one row of the autotune table.
@@ -174,6 +176,9 @@ func (m *Meta) summary() string {
 				}
 				fmt.Fprintf(&b, "  %5d %5d %9s %8.2f%% %9d\n", r.Bits, r.Scale, acc, 100*r.Agreement, r.BitsUsed)
 			}
+		}
+		if a.Reason != "" {
+			fmt.Fprintf(&b, "  why: %s\n", a.Reason)
 		}
 	}
 	if len(m.Classes) > 0 {

@@ -110,8 +110,8 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.IntVar(&c.batch, "batch", 1, "batch size fixed for a symbolic batch dimension")
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
-	fs.StringVar(&c.backend, "backend", sciir.DefaultBackend, "two-party backend recorded in the program: sciot (linear layers by OT), scihe (by HE), auto (OT or HE per layer, planned for --net), sci3 (three parties: a helper deals correlations); scirun --backend overrides it, and any program also runs with scirun --clear")
-	fs.StringVar(&c.net, "net", "lan", "with --backend auto: the `LINK` to plan for, "+netmodel.Help+"; recorded in the program; scirun --ot auto takes silent OT (Ferret) when the link is slow enough for its smaller traffic to pay (docs/usage.md)")
+	fs.StringVar(&c.backend, "backend", "auto", "two-party backend recorded in the program: auto (OT or HE per linear layer, whichever the planner expects to be faster on --net), sciot (every linear layer by OT), scihe (every one by HE), sci3 (three parties: a helper deals correlations); the compile output lists each linear layer's engine and expected traffic; scirun --backend overrides it, and any program also runs with scirun --clear")
+	fs.StringVar(&c.net, "net", "lan", "the `LINK` --backend auto plans for (and the traffic estimate assumes), "+netmodel.Help+"; recorded in the program; scirun --ot auto takes silent OT (Ferret) when the link is slow enough for its smaller traffic to pay (docs/usage.md)")
 	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
 	fs.BoolVar(&c.listPasses, "list-passes", false, "print the compiler's pass table and ordering rules, then exit")
 	fs.StringVar(&c.dumpAfter, "dump-after", "", "print the IR after pass `PASS` (HLIL text or the fixed-point program)")
@@ -352,6 +352,10 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 		s, _ := g.ShapeOf(o)
 		say("  output %s %v\n", o, s)
 	}
+	nm, err := passes.NetModelNamed(c.net)
+	if err != nil {
+		return fmt.Errorf("--net: %w", err)
+	}
 	opts := passes.DefaultOptions()
 	opts.Bits, opts.Scale, opts.Check = c.bits, c.scale, c.check
 	opts.Backend, opts.Net = c.backend, c.net
@@ -361,7 +365,8 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	if c.dumpAfter != "" {
 		opts.DumpAfter, opts.Dump = c.dumpAfter, stdout
 	}
-	meta := sciir.Meta{Compiler: "athosc (cryptflow-go)", Source: filepath.Base(c.model), SourceSHA256: sum}
+	meta := sciir.Meta{Compiler: "athosc (cryptflow-go)", Source: filepath.Base(c.model), SourceSHA256: sum,
+		Name: strings.TrimSuffix(filepath.Base(c.out), ".sciir")}
 	if c.backend == "auto" {
 		meta.Net = c.net // scirun's --ot auto follows it
 	}
@@ -449,6 +454,9 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 			meta.Passes = append(meta.Passes, "peepholes: "+strings.TrimSpace(l))
 		}
 	}
+	if err := printEngines(stdout, prog, rep.Engines, c, nm); err != nil {
+		return err
+	}
 	mem := rep.Memory
 	say("memory: tensor storage %s without reuse, %s with slot reuse (%d slots for %d tensors); peak live %s; weights %s as ring elements\n",
 		human(mem.NoReuse), human(mem.WithReuse), mem.Slots, mem.Tensors, human(mem.PeakLive), human(mem.WeightBytes))
@@ -515,9 +523,75 @@ func numbered(names []string) string {
 	return strings.Join(parts, ", ")
 }
 
+// printEngines writes, for every linear layer, the engine the backend will use and the traffic
+// the planner expects (passes.PlanEngines's exact byte counts), with the total; for a pinned
+// backend it adds what backend auto would move on the same link, so that a costly choice shows
+// before any secure run. planned are the compilation's own estimates (backend auto), or nil.
+func printEngines(w io.Writer, prog *fixed.Program, planned []passes.EngineEstimate, c *compileConfig, net netmodel.Model) error {
+	if c.quiet {
+		return nil
+	}
+	est := planned
+	if est == nil {
+		var err error
+		if est, err = passes.EstimateEngines(prog, net, c.backend); err != nil {
+			return fmt.Errorf("traffic estimate: %w", err)
+		}
+	}
+	if len(est) == 0 {
+		fmt.Fprintf(w, "linear layers: none\n")
+		return nil
+	}
+	how := map[string]string{"auto": "planned for " + c.net, "sciot": "every one by OT", "scihe": "every one by HE"}[c.backend]
+	fmt.Fprintf(w, "linear layers, backend %s (%s): engine and expected traffic (both parties, %s link model)\n", c.backend, how, c.net)
+	fmt.Fprintf(w, "  %4s  %-6s  %-28s  %-6s  %10s  %10s  %10s\n", "#", "op", "source", "engine", "expected", "by OT", "by HE")
+	var total, autoTotal int64
+	byEngine := map[fixed.Engine]int{}
+	unsupported := 0
+	for _, e := range est {
+		in := prog.Instrs[e.Instr]
+		b := e.Bytes()
+		he := "-"
+		if e.HEBytes >= 0 && e.HEBytes < 1<<62 {
+			he = human(e.HEBytes)
+		}
+		exp := human(b)
+		if b < 0 {
+			exp, unsupported = "unsupported", unsupported+1
+		} else {
+			total += b
+		}
+		byEngine[e.Chosen]++
+		if e.HETime < e.OTTime {
+			autoTotal += e.HEBytes
+		} else {
+			autoTotal += e.OTBytes
+		}
+		fmt.Fprintf(w, "  %4d  %-6s  %-28s  %-6s  %10s  %10s  %10s\n", e.Instr, in.Op, clipLeft(in.Source, 28), e.Chosen, exp, human(e.OTBytes), he)
+	}
+	fmt.Fprintf(w, "  total: %d linear layers, %d by OT and %d by HE; %s expected for them (ReLU, truncation and pooling come on top)\n",
+		len(est), byEngine[fixed.EngineOT], byEngine[fixed.EngineHE], human(total))
+	if unsupported > 0 {
+		fmt.Fprintf(w, "  WARNING: %d layer(s) cannot run by HE; use --backend auto or sciot\n", unsupported)
+	}
+	if c.backend != "auto" && (unsupported > 0 || autoTotal < total) {
+		fmt.Fprintf(w, "  backend auto would expect %s for the linear layers on %s (--backend auto)\n", human(autoTotal), c.net)
+	}
+	return nil
+}
+
+// clipLeft keeps the last n runes of s (the distinctive end of a node path).
+func clipLeft(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
+}
+
 func tuneMeta(res *passes.TuneResult, c *compileConfig, dir string) *sciir.Autotune {
 	a := &sciir.Autotune{Validation: dir, Samples: res.Samples, Labelled: res.Labelled, Headroom: res.Headroom,
-		Bits: res.Bits, Scale: res.Scale, FloatAcc: res.FloatAccuracy}
+		Bits: res.Bits, Scale: res.Scale, FloatAcc: res.FloatAccuracy, Reason: res.Reason}
 	var pinned []string
 	if c.bits != 0 {
 		pinned = append(pinned, "bitwidth")
@@ -545,7 +619,7 @@ func printTune(w io.Writer, res *passes.TuneResult, quiet bool) {
 		return
 	}
 	fmt.Fprintf(w, "autotune (headroom %d bit(s)); float model accuracy %s\n", res.Headroom, pct(res.FloatAccuracy))
-	fmt.Fprintf(w, "  %8s %6s %9s %10s %10s  %s\n", "bitwidth", "scale", "accuracy", "agreement", "bits used", "widest tensor")
+	fmt.Fprintf(w, "  %8s %6s %9s %10s %8s %10s  %s\n", "bitwidth", "scale", "accuracy", "agreement", "+/- ref", "bits used", "widest tensor")
 	for _, r := range res.Rows {
 		mark := " "
 		if r.Scale == res.Scale {
@@ -555,7 +629,17 @@ func printTune(w io.Writer, res *passes.TuneResult, quiet bool) {
 		if r.Overflow {
 			note = "OVERFLOW  " + note
 		}
-		fmt.Fprintf(w, "%s %8d %6d %9s %10s %10d  %s\n", mark, r.Bits, r.Scale, pct(r.Accuracy), pct(r.Agreement), r.BitsUsed, note)
+		gl := "-"
+		if res.Labelled && len(res.Rows) > 1 {
+			gl = fmt.Sprintf("+%d -%d", r.Gained, r.Lost)
+		}
+		fmt.Fprintf(w, "%s %8d %6d %9s %10s %8s %10d  %s\n", mark, r.Bits, r.Scale, pct(r.Accuracy), pct(r.Agreement), gl, r.BitsUsed, note)
+	}
+	if len(res.Rows) > 1 {
+		fmt.Fprintf(w, "rule: %s; +/- ref: images right here and wrong at the best-agreeing scale, and the reverse\n", passes.SelectionRule)
+	}
+	if res.Reason != "" {
+		fmt.Fprintf(w, "why: %s\n", res.Reason)
 	}
 	verified := "outputs in Z_2^%d identical to the 64-bit run"
 	if !res.Verified {
@@ -575,6 +659,8 @@ func fileSize(path string) string {
 
 func human(b int64) string {
 	switch {
+	case b >= 10<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 	case b >= 10<<20:
 		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 	case b >= 10<<10:

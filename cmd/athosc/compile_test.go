@@ -47,7 +47,7 @@ func TestCompileWritesBothCopies(t *testing.T) {
 	}
 	report := stdout.String()
 	for _, want := range []string{"folded 1 BatchNormalization", "autotune (headroom 1 bit(s))", "bitwidth",
-		"chose l=", "identical to the 64-bit run", "ReLU elements", "truncated elements", "with slot reuse",
+		"chose l=", "identical to the 64-bit run", "rule: highest agreement with the float model", "+/- ref", "why: s=", "ReLU elements", "truncated elements", "with slot reuse",
 		"mnist.client.sciir", "program id"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
@@ -68,7 +68,7 @@ func TestCompileWritesBothCopies(t *testing.T) {
 		t.Error("full and client copies do not match")
 	}
 	a := full.Meta.Autotune
-	if a == nil || a.Samples != 8 || len(a.Rows) != 2 || full.Meta.SourceSHA256 == "" {
+	if a == nil || a.Samples != 8 || len(a.Rows) != 2 || full.Meta.SourceSHA256 == "" || !strings.Contains(a.Reason, "agrees best") {
 		t.Errorf("metadata %+v", full.Meta)
 	}
 
@@ -252,5 +252,55 @@ func TestCompileBackends(t *testing.T) {
 	}
 	if _, err := parseCompile([]string{model, "--backend", "auto", "--net", "moon"}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("--net moon: %v", err)
+	}
+}
+
+// TestCompileDefaultBackendAuto (issue 23): without --backend the program is planned per layer
+// (auto, for --net lan), not all-OT, and the output lists every linear layer's engine and expected
+// traffic with the total; a pinned sciot says what auto would move instead.
+func TestCompileDefaultBackendAuto(t *testing.T) {
+	model, _ := smallModel(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.sciir")
+	cfg, err := parseCompile([]string{model, "--bitwidth", "32", "--scale", "8", "-o", out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if err := compileChecked(cfg, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := sciir.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Backend != "auto" || f.Meta.Net != "lan" {
+		t.Errorf("default backend %q planned for %q, want auto for lan", f.Backend, f.Meta.Net)
+	}
+	if f.Meta.Name != "m" {
+		t.Errorf("program name %q, want m", f.Meta.Name)
+	}
+	o := stdout.String()
+	for _, want := range []string{"linear layers, backend auto (planned for lan)", "/conv1/Conv", "/conv2/Conv", "/fc1/Gemm", "/fc2/Gemm",
+		"total: 4 linear layers", "expected for them"} {
+		if !strings.Contains(o, want) {
+			t.Errorf("output lacks %q:\n%s", want, o)
+		}
+	}
+	for _, in := range f.Program.Instrs {
+		if (in.Op.String() == "conv" || in.Op.String() == "matmul") && !strings.Contains(o, " "+in.Engine.String()+" ") {
+			t.Errorf("%s %s: engine %s not in the output", in.Op, in.Source, in.Engine)
+		}
+	}
+	cfg, err = parseCompile([]string{model, "--backend", "sciot", "--bitwidth", "32", "--scale", "8", "-o", out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if err := compileChecked(cfg, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if o := stdout.String(); !strings.Contains(o, "4 by OT and 0 by HE") || !strings.Contains(o, "backend auto would expect") {
+		t.Errorf("sciot output:\n%s", o)
 	}
 }

@@ -38,7 +38,7 @@ const usage = `usage:
   scirun --party 1 PROGRAM.client.sciir --connect HOST:PORT --input X [--output Y.npy] [--tls-ca F]
   scirun --local   PROGRAM.sciir --input X [--output Y.npy]
   scirun ... --input DIR/ [--output OUT/]   (a batch: every input in DIR, one session)
-  scirun plot REPORT.json -o FILE.png    (per-layer time and traffic of a --report)
+  scirun plot REPORT.json [B.json] -o FILE.png    (per-layer time, traffic and rounds of a --report; two: compared)
 
 --clear runs the program in the clear (the bitwise reference for the secure runs). --party 0 is
 the server: it holds the weights (the full program file), listens, and learns nothing about the

@@ -164,7 +164,11 @@ func packageTable(pkgs []pkg) string {
 		if imports == "" {
 			imports = "—"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", rel(p.ImportPath), doc, imports)
+		name := rel(p.ImportPath)
+		if name == "" {
+			name = "cryptflow" // the module root: the Go API
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", name, doc, imports)
 	}
 	return b.String()
 }

@@ -65,7 +65,8 @@ type Report struct {
 	Role        string    `json:"role"`
 	Peer        string    `json:"peer"`
 	ProgramID   string    `json:"program_id"`
-	Model       string    `json:"model,omitempty"`
+	Model       string    `json:"model,omitempty"`   // the source model's file name
+	Program     string    `json:"program,omitempty"` // the program's own name (athosc -o), when it records one
 	Backend     string    `json:"backend"`
 	Ring        string    `json:"ring"`
 	Scale       int       `json:"scale"`

@@ -345,7 +345,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	nstreams := opt.streams()
 	rep := &Report{
 		Party: party, Role: RoleName(party), Peer: nc.RemoteAddr().String(),
-		ProgramID: opt.File.IDString(), Model: opt.File.Meta.Source, Backend: opt.backend(),
+		ProgramID: opt.File.IDString(), Model: opt.File.Meta.Source, Program: opt.File.Meta.Name, Backend: opt.backend(),
 		Ring: r.String(), Scale: p.Scale, Streams: nstreams, TLS: isTLS(nc), Net: opt.NetName, Started: time.Now(),
 	}
 	res := &Result{Report: rep}
