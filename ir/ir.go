@@ -124,6 +124,11 @@ type Graph struct {
 	Consts  map[string]*Tensor // constants (weights, biases, folded values) by name
 	Nodes   []*Node            // in topological order
 	Values  map[string]*Value  // type and shape of every input and node output (filled by InferShapes)
+	// InputTypes records, for graph inputs the model declares with another floating-point element
+	// type (ONNX float16, bfloat16, double), that declared type ("float16", ...). HLIL computes in
+	// float32: the client converts its data to float32 before encoding it. Nil when every input
+	// is float32.
+	InputTypes map[string]string
 }
 
 // NewGraph returns an empty graph.

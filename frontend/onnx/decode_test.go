@@ -319,7 +319,8 @@ func TestDecodeModel(t *testing.T) {
 
 func TestDecodeModelErrors(t *testing.T) {
 	graphWith := func(nodes ...pb) pb { return modelBytes(13, graphSpec{nodes: nodes}) }
-	subgraph := cat(fString(attrName, "then_branch"), fInt(attrType, int64(AttrGraph)), fBytes(attrG, graphSpec{}.encode()))
+	// GRAPH attributes (If branches) are decoded; GRAPHS attributes are not.
+	subgraph := cat(fString(attrName, "then_branch"), fInt(attrType, int64(AttrGraphs)), fBytes(attrGraphs, graphSpec{}.encode()))
 	cases := []struct {
 		name        string
 		enc         pb
@@ -328,7 +329,7 @@ func TestDecodeModelErrors(t *testing.T) {
 	}{
 		{"empty", nil, "no graph", false},
 		{"not a model", []byte("hello world, this is text"), "decode model", false},
-		{"graph attribute", graphWith(node("If", "branch", []string{"c"}, []string{"y"}, subgraph)), `If node "branch": attribute "then_branch"`, true},
+		{"graphs attribute", graphWith(node("If", "branch", []string{"c"}, []string{"y"}, subgraph)), `If node "branch": attribute "then_branch"`, true},
 		{"untyped ambiguous attribute", graphWith(node("Relu", "r", nil, nil, cat(fString(attrName, "a"), fInt(attrI, 1), fFloat(attrF, 1)))), "has no type", false},
 		{"unknown attribute type", graphWith(node("Relu", "r", nil, nil, cat(fString(attrName, "a"), fInt(attrType, 99)))), "unknown type 99", false},
 		{"tensor attribute without tensor", graphWith(node("Constant", "c", nil, nil, cat(fString(attrName, "value"), fInt(attrType, int64(AttrTensor))))), "has no tensor", false},

@@ -114,6 +114,8 @@ func init() {
 		"ReduceSum": (*importer).reduce, "ReduceMean": (*importer).reduce, "ReduceMax": (*importer).reduce,
 		"Erf": (*importer).unary, "Pow": (*importer).pow, "Gelu": (*importer).gelu,
 		"LayerNormalization": (*importer).layerNorm,
+		"RNN":                (*importer).recurrent, "GRU": (*importer).recurrent, "LSTM": (*importer).recurrent,
+		"If": (*importer).ifNode,
 	}
 }
 
@@ -154,13 +156,32 @@ func checkOps(g *Graph) error {
 	if len(order) == 0 {
 		return nil
 	}
-	parts := make([]string, len(order))
+	// Short: at most maxListed groups, then a count of the rest.
+	const maxListed = 8
+	var parts []string
+	quantized, control := false, false
 	for i, k := range order {
 		b := found[k]
-		parts[i] = fmt.Sprintf("%s (%d node(s), first %s)", k, b.count, b.first)
+		if i < maxListed {
+			parts = append(parts, fmt.Sprintf("%s (%d node(s), first %s)", k, b.count, b.first))
+		}
+		op := b.first.OpType
+		quantized = quantized || strings.HasPrefix(op, "QLinear") || strings.HasPrefix(op, "QGemm") ||
+			strings.HasSuffix(op, "QuantizeLinear") || strings.HasSuffix(op, "Integer")
+		control = control || op == "Loop" || op == "Scan"
 	}
-	return fmt.Errorf("%w operator(s): %s; supported operators (default domain): %s",
-		ErrUnsupported, strings.Join(parts, ", "), strings.Join(SupportedOps(), ", "))
+	if len(order) > maxListed {
+		parts = append(parts, fmt.Sprintf("and %d more operator(s)", len(order)-maxListed))
+	}
+	var hints string
+	if quantized {
+		hints += "; hint: QLinear*/QuantizeLinear: int8 (quantized) models are not supported, compile the float model they were quantized from"
+	}
+	if control {
+		hints += "; hint: Loop/Scan (and If with a runtime predicate) are control flow, which a secure program cannot branch on: export with a static sequence length and unrolled loops, or cut the graph around it with --inputs/--outputs"
+	}
+	return fmt.Errorf("%w operator(s): %s%s; supported operators (default domain): %s",
+		ErrUnsupported, strings.Join(parts, ", "), hints, strings.Join(SupportedOps(), ", "))
 }
 
 func (im *importer) run(src *Graph) error {
@@ -173,16 +194,7 @@ func (im *importer) run(src *Graph) error {
 	for _, v := range src.Inputs {
 		im.taken[v.Name] = true
 	}
-	for _, n := range src.Nodes {
-		for _, o := range n.Outputs {
-			im.taken[o] = true
-		}
-		for _, in := range n.Inputs {
-			if in != "" {
-				im.uses[in]++
-			}
-		}
-	}
+	im.countUses(src.Nodes)
 	for _, o := range src.Outputs {
 		im.uses[o.Name]++
 	}
@@ -216,7 +228,49 @@ func (im *importer) run(src *Graph) error {
 		vv.Shape = val.Shape.Clone()
 		im.g.Values[val.Name] = &vv
 	}
-	for _, n := range src.Nodes {
+	if err := im.importNodes(src.Nodes); err != nil {
+		return err
+	}
+	for _, o := range src.Outputs {
+		if err := im.graphOutput(o.Name); err != nil {
+			return err
+		}
+	}
+	if err := im.g.InferShapes(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// countUses records the names the nodes define and how often each value is read, including
+// reads from inside subgraphs (If branches), which may use outer values.
+func (im *importer) countUses(nodes []*Node) {
+	for _, n := range nodes {
+		for _, o := range n.Outputs {
+			im.taken[o] = true
+		}
+		for _, in := range n.Inputs {
+			if in != "" {
+				im.uses[in]++
+			}
+		}
+		for _, a := range n.Attrs {
+			if a.G != nil {
+				for _, t := range a.G.Initializers {
+					im.taken[t.Name] = true
+				}
+				im.countUses(a.G.Nodes)
+				for _, o := range a.G.Outputs {
+					im.uses[o.Name]++
+				}
+			}
+		}
+	}
+}
+
+// importNodes imports nodes in order.
+func (im *importer) importNodes(nodes []*Node) error {
+	for _, n := range nodes {
 		for _, in := range n.Inputs {
 			if in != "" && !im.defined(in) {
 				return fmt.Errorf("%s: input %q is not defined by an earlier node, an initializer or a graph input", n, in)
@@ -234,14 +288,6 @@ func (im *importer) run(src *Graph) error {
 			return fmt.Errorf("%s: %w", n, err)
 		}
 	}
-	for _, o := range src.Outputs {
-		if err := im.graphOutput(o.Name); err != nil {
-			return err
-		}
-	}
-	if err := im.g.InferShapes(); err != nil {
-		return err
-	}
 	return nil
 }
 
@@ -250,8 +296,16 @@ func (im *importer) graphInput(v *ValueInfo) (ir.Value, error) {
 	if v.Kind != KindTensor {
 		return ir.Value{}, fmt.Errorf("graph input %q: %w input of kind %s", v.Name, ErrUnsupported, v.Kind)
 	}
+	if !v.ElemType.IsFloat() {
+		return ir.Value{}, fmt.Errorf("graph input %q: %w element type %s (only floating-point inputs are supported)", v.Name, ErrUnsupported, v.ElemType)
+	}
 	if v.ElemType != Float {
-		return ir.Value{}, fmt.Errorf("graph input %q: %w element type %s (only float32 inputs are supported)", v.Name, ErrUnsupported, v.ElemType)
+		// float16, bfloat16 and double inputs are float32 in HLIL; the declared type is kept so
+		// that the client converts its data.
+		if im.g.InputTypes == nil {
+			im.g.InputTypes = map[string]string{}
+		}
+		im.g.InputTypes[v.Name] = v.ElemType.String()
 	}
 	if !v.HasShape {
 		return ir.Value{}, fmt.Errorf("graph input %q has no declared shape", v.Name)
@@ -269,9 +323,11 @@ func (im *importer) graphInput(v *ValueInfo) (ir.Value, error) {
 		case d.HasValue:
 			return ir.Value{}, fmt.Errorf("graph input %q: dimension %d is %d", v.Name, i, d.Value)
 		case d.Param != "":
-			return ir.Value{}, fmt.Errorf("graph input %q: dimension %d is symbolic (%q); only the first (batch) dimension may be", v.Name, i, d.Param)
+			return ir.Value{}, fmt.Errorf("graph input %q: dimension %d is symbolic (%q); only the first (batch) dimension may be: give a static shape with --inputs %s:%s (the declared shape is %s; put the size you run for each symbolic dimension)",
+				v.Name, i, d.Param, v.Name, im.suggestShape(v), dimsString(v.Shape))
 		default:
-			return ir.Value{}, fmt.Errorf("graph input %q: dimension %d is unknown; only the first (batch) dimension may be", v.Name, i)
+			return ir.Value{}, fmt.Errorf("graph input %q: dimension %d is unknown; only the first (batch) dimension may be: give a static shape with --inputs %s:%s (the declared shape is %s)",
+				v.Name, i, v.Name, im.suggestShape(v), dimsString(v.Shape))
 		}
 	}
 	if _, err := numElements(toInt64s(shape)); err != nil {
@@ -306,6 +362,23 @@ func (im *importer) graphOutput(name string) error {
 	}
 	im.g.Outputs = append(im.g.Outputs, name)
 	return nil
+}
+
+// suggestShape proposes a static shape for an input with symbolic or unknown dimensions: the
+// batch for the first, the declared size where there is one, 1 elsewhere.
+func (im *importer) suggestShape(v *ValueInfo) string {
+	parts := make([]string, len(v.Shape))
+	for i, d := range v.Shape {
+		switch {
+		case d.HasValue && d.Value > 0:
+			parts[i] = fmt.Sprint(d.Value)
+		case i == 0:
+			parts[i] = fmt.Sprint(im.opts.Batch)
+		default:
+			parts[i] = "1"
+		}
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }
 
 func toInt64s(s []int) []int64 {

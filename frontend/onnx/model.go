@@ -131,6 +131,7 @@ type Attribute struct {
 	Ints    []int64
 	Strings []string
 	Tensors []*Tensor
+	G       *Graph // a GRAPH attribute's subgraph (If branches)
 	RefName string // ref_attr_name (only meaningful inside function bodies)
 }
 
@@ -286,7 +287,7 @@ func Decode(b []byte) (*Model, error) {
 				if m.Graph != nil {
 					return errors.New("model has more than one graph")
 				}
-				m.Graph, err = decodeGraph(gb)
+				m.Graph, err = decodeGraph(gb, 0)
 			}
 		}
 		return err
@@ -327,7 +328,14 @@ func decodeOpset(f pbwire.Field, opsets map[string]int64) error {
 	return nil
 }
 
-func decodeGraph(b []byte) (*Graph, error) {
+// maxGraphDepth bounds the nesting of subgraphs (If branches inside If branches ...).
+const maxGraphDepth = 16
+
+// decodeGraph decodes a GraphProto; depth counts the enclosing graphs.
+func decodeGraph(b []byte, depth int) (*Graph, error) {
+	if depth > maxGraphDepth {
+		return nil, fmt.Errorf("subgraphs nested more than %d deep", maxGraphDepth)
+	}
 	g := &Graph{}
 	err := pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
@@ -336,7 +344,7 @@ func decodeGraph(b []byte) (*Graph, error) {
 			var nb []byte
 			if nb, err = f.Bytes("node"); err == nil {
 				var n *Node
-				if n, err = decodeNode(nb); err != nil {
+				if n, err = decodeNode(nb, depth); err != nil {
 					return fmt.Errorf("node %d: %w", len(g.Nodes), err)
 				}
 				g.Nodes = append(g.Nodes, n)
@@ -379,7 +387,7 @@ func decodeGraph(b []byte) (*Graph, error) {
 	return g, nil
 }
 
-func decodeNode(b []byte) (*Node, error) {
+func decodeNode(b []byte, depth int) (*Node, error) {
 	n := &Node{}
 	var graphAttr string
 	err := pbwire.Each(b, func(f pbwire.Field) error {
@@ -403,10 +411,10 @@ func decodeNode(b []byte) (*Node, error) {
 			var ab []byte
 			if ab, err = f.Bytes("attribute"); err == nil {
 				var a *Attribute
-				if a, err = decodeAttribute(ab); err != nil {
+				if a, err = decodeAttribute(ab, depth); err != nil {
 					return fmt.Errorf("attribute %d: %w", len(n.Attrs), err)
 				}
-				if a.Type == AttrGraph || a.Type == AttrGraphs {
+				if a.Type == AttrGraphs {
 					graphAttr = a.Name
 				}
 				n.Attrs = append(n.Attrs, a)
@@ -421,12 +429,12 @@ func decodeNode(b []byte) (*Node, error) {
 		return nil, err
 	}
 	if graphAttr != "" {
-		return nil, fmt.Errorf("%s: attribute %q: %w: GRAPH attributes (subgraphs of control flow) are not supported", n, graphAttr, ErrUnsupported)
+		return nil, fmt.Errorf("%s: attribute %q: %w: GRAPHS attributes are not supported", n, graphAttr, ErrUnsupported)
 	}
 	return n, nil
 }
 
-func decodeAttribute(b []byte) (*Attribute, error) {
+func decodeAttribute(b []byte, depth int) (*Attribute, error) {
 	a := &Attribute{}
 	seen := map[AttrType]bool{}
 	err := pbwire.Each(b, func(f pbwire.Field) error {
@@ -456,7 +464,9 @@ func decodeAttribute(b []byte) (*Attribute, error) {
 			}
 			seen[AttrTensor] = true
 		case attrG:
-			if _, err = f.Bytes("g"); err == nil {
+			var gb []byte
+			if gb, err = f.Bytes("g"); err == nil {
+				a.G, err = decodeGraph(gb, depth+1)
 				seen[AttrGraph] = true
 			}
 		case attrFloats:

@@ -334,21 +334,8 @@ func (im *importer) unaryNode(n *NodeDef, in []*value) (*value, error) {
 	case "Square":
 		return im.emit(n, ir.Mul, []string{x.name, x.name}, ir.Attrs{}, x.shape, x.perm)
 	case "Tanh":
-		// tanh(x) = 2·sigmoid(2x) − 1
-		two := im.scalarConst(2)
-		t1, err := im.emitTemp(n, ir.Mul, []string{x.name, two}, ir.Attrs{})
-		if err != nil {
-			return nil, err
-		}
-		t2, err := im.emitTemp(n, ir.Sigmoid, []string{t1}, ir.Attrs{})
-		if err != nil {
-			return nil, err
-		}
-		t3, err := im.emitTemp(n, ir.Mul, []string{t2, two}, ir.Attrs{})
-		if err != nil {
-			return nil, err
-		}
-		return im.emit(n, ir.Sub, []string{t3, im.scalarConst(1)}, ir.Attrs{}, x.shape, x.perm)
+		// HLIL's Tanh, lowered to the fixed-point tanh like ONNX's (no longer 2·sigmoid(2x) − 1).
+		return one(ir.Tanh, ir.Attrs{})
 	}
 	return nil, fmt.Errorf("%w: %s of a tensor computed at run time (HLIL has no such operator; only constants fold)", ErrUnsupported, n.Op)
 }
