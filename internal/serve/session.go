@@ -283,6 +283,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	if party == 1 && len(batch) > maxBatchWire {
 		return nil, fmt.Errorf("a batch of %d inferences: at most %d fit in one session", len(batch), maxBatchWire)
 	}
+	hardStop := ctx // cancelled: the caller stops everything, and aborted sessions do not linger
 	ctx, clock, stopClock := startClock(ctx, limit)
 	defer stopClock()
 	// overdue names the session limit in errors caused by it.
@@ -378,9 +379,15 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	if opt.Net != nil {
 		topt.Link = transport.NewLink(*opt.Net) // the session's streams share this party's link
 	}
-	conns := []*transport.Conn{transport.NewConn(nc, topt)}
+	// Each connection closes gracefully after an abort (lingerConn), so the peer reads the
+	// reason even while it is still sending.
+	lingers := []*lingerConn{{Conn: nc}}
 	for _, c := range extra {
-		conns = append(conns, transport.NewConn(c, topt))
+		lingers = append(lingers, &lingerConn{Conn: c})
+	}
+	var conns []*transport.Conn
+	for _, lc := range lingers {
+		conns = append(conns, transport.NewConn(lc, topt))
 	}
 	conn := conns[0]
 	defer func() {
@@ -398,6 +405,12 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 				_ = c.Abort(actx, err.Error())
 			}
 			cancel()
+			if hardStop.Err() == nil {
+				deadline := time.Now().Add(abortLinger)
+				for _, lc := range lingers {
+					lc.aborted(deadline)
+				}
+			}
 		}
 	}
 
