@@ -21,10 +21,12 @@ var helpSections = []struct {
 	{"Input and output (--clear, --local, client)", []string{"input", "output", "raw", "top", "strict"}},
 	{"Secure session (--local, server, client)", []string{"backend", "ot", "streams", "timeout", "net", "report", "quiet"}},
 	{"Server (--party 0)", []string{"listen", "serve", "max-sessions", "queue-timeout", "max-batch", "session-timeout",
-		"hello-timeout", "join-timeout", "max-pending"}},
+		"hello-timeout", "join-timeout", "max-pending", "max-sessions-per-client", "sessions-per-minute", "drain-timeout",
+		"metrics", "log-format"}},
 	{"Client (--party 1)", []string{"connect", "connect-timeout"}},
 	{"TLS (server: --tls-self, or --tls-cert and --tls-key; client: --tls-pin or --tls-ca)", []string{"tls-self", "tls-cert",
-		"tls-key", "tls-pin", "tls-ca", "tls-server-name"}},
+		"tls-key", "tls-pin", "tls-ca", "tls-server-name", "tls-client-ca", "tls-client-pin", "tls-client-pins",
+		"tls-client-cert", "tls-client-key", "tls-client-self"}},
 	{"Process (any mode)", []string{"threads", "memory-limit"}},
 }
 

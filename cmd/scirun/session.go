@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"sort"
@@ -135,6 +134,9 @@ func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options
 	if err != nil {
 		return err
 	}
+	if tlsConf, err = c.withClientCert(tlsConf, e); err != nil {
+		return err
+	}
 	bar := c.progress(e, opt)
 	nc, err := serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
 	if err != nil {
@@ -211,6 +213,10 @@ func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error
 		}
 		fmt.Fprintf(e.stderr, "scirun: TLS key %s %s; clients connect with --tls-pin %s\n", how, c.tlsSelf, fp)
 	}
+	tlsConf, err := c.serverClientAuth(tlsConf)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return listenError(c.listen, err)
@@ -248,9 +254,15 @@ func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error
 		MaxSessions: c.maxSessions,
 		MaxPending:  c.maxPending,
 		TLS:         tlsConf,
-		Log:         slog.New(slog.NewTextHandler(e.stderr, nil)),
+		Log:         c.logger(e),
 		Drain:       e.drain,
 	}
+	stopMetrics, err := c.production(s, e)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
 	if jsonl != nil {
 		enc := json.NewEncoder(jsonl)
 		s.OnReport = func(r *serve.Report) {
