@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/serve/servetest"
-	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -334,7 +333,6 @@ func TestMetricsProbesAndDrain(t *testing.T) {
 		t.Errorf("the log does not say the drain timed out:\n%s", ts.log.String())
 	}
 	ts.cancel()
-	_ = testenv.RepoRoot
 }
 
 func grepLines(s, sub string) string {
