@@ -55,6 +55,14 @@ type config struct {
 	// stop cancels the run (not a --serve server): a signal stops a batch between two
 	// inferences as well as within one.
 	stop context.CancelFunc
+	// A server for production (prod.go).
+	tlsClientCA, tlsClientPins  string
+	tlsClientPin                stringList
+	tlsClientCert, tlsClientKey string
+	tlsClientSelf               string
+	maxPerClient, perMinute     int
+	metrics, logFormat          string
+	drainTimeout                time.Duration
 }
 
 func parse(args []string) (*config, error) {
@@ -112,6 +120,17 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.tlsPin, "tls-pin", "", "client: use TLS and accept only the server whose key has this `FINGERPRINT` (sha256:..., as the server printed it)")
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "client: use TLS and trust the server certificate signed by (or equal to) the PEM `FILE`")
 	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "client: the `NAME` to check the server's certificate against")
+	fs.StringVar(&c.tlsClientCA, "tls-client-ca", "", "server: serve only clients whose TLS certificate is signed by a CA in the PEM `FILE` (mutual TLS)")
+	fs.Var(&c.tlsClientPin, "tls-client-pin", "server: serve only clients whose TLS key has this `FINGERPRINT` (sha256:..., as --tls-client-self prints it); repeatable")
+	fs.StringVar(&c.tlsClientPins, "tls-client-pins", "", "server: like --tls-client-pin, one fingerprint a line in `FILE` (# comments)")
+	fs.StringVar(&c.tlsClientCert, "tls-client-cert", "", "client: present this TLS certificate `FILE` (PEM) to a server that admits only allowed clients; with --tls-client-key")
+	fs.StringVar(&c.tlsClientKey, "tls-client-key", "", "client: the private key `FILE` (PEM) of --tls-client-cert")
+	fs.StringVar(&c.tlsClientSelf, "tls-client-self", "", "client: present the self-made key and certificate kept in `FILE` (made on first use; prints the fingerprint the server pins)")
+	fs.IntVar(&c.maxPerClient, "max-sessions-per-client", 0, "with --serve: at most `N` sessions running or waiting per client (its TLS key, else its IP address; 0: no limit)")
+	fs.IntVar(&c.perMinute, "sessions-per-minute", 0, "with --serve: refuse a client (its TLS key, else its IP address) that starts more than `N` sessions in a minute (0: no limit)")
+	fs.StringVar(&c.metrics, "metrics", "", "with --serve: serve Prometheus metrics on http://`ADDR`/metrics, and the probes /healthz and /readyz")
+	fs.StringVar(&c.logFormat, "log-format", "text", "with --serve: the log's `FORMAT` on stderr, text or json")
+	fs.DurationVar(&c.drainTimeout, "drain-timeout", DefaultDrainTimeout, "with --serve: on SIGTERM or SIGINT, wait at most `D` for the running sessions, then abort the rest and exit 0 (0: wait however long)")
 	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
 	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages (shared by the session's streams): "+netmodel.Help)
 	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it)")
@@ -162,8 +181,11 @@ func (c *config) check() error {
 		only("by the server (--party 0): the client holds the input", !server, "input", "output", "raw", "top", "strict"),
 		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "tls-self", "session-timeout", "max-batch",
 			"hello-timeout", "join-timeout", "max-pending"),
-		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout"),
-		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin"),
+		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout",
+			"max-sessions-per-client", "sessions-per-minute", "metrics", "log-format", "drain-timeout"),
+		only("without --party 0", server, "tls-client-ca", "tls-client-pin", "tls-client-pins"),
+		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin",
+			"tls-client-cert", "tls-client-key", "tls-client-self"),
 		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "streams", "ot"),
 	} {
 		if err != nil {
@@ -189,6 +211,9 @@ func (c *config) check() error {
 		if _, err := serve.ParsePin(c.tlsPin); err != nil {
 			return cli.Usagef("--tls-pin: %v", err)
 		}
+	}
+	if err := c.checkProd(); err != nil {
+		return err
 	}
 	if c.maxBatch < 1 {
 		return cli.Usagef("--max-batch %d: want at least 1", c.maxBatch)

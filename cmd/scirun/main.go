@@ -108,8 +108,9 @@ type env struct {
 	drain          chan struct{}
 	serving        atomic.Bool // a --serve server runs: the first signal drains it
 	backends       map[string]serve.BackendFunc
-	// listening, when set, is told the address a server listens on (tests use port 0).
-	listening func(addr string)
+	// listening, when set, is told the address a server listens on (tests use port 0), and
+	// metricsListening the address of its --metrics endpoint.
+	listening, metricsListening func(addr string)
 	// progress is the template of the progress displays (tests inject a clock).
 	progress cli.ProgressOptions
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"sort"
@@ -163,6 +162,9 @@ func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options
 	if err != nil {
 		return err
 	}
+	if tlsConf, err = c.withClientCert(tlsConf, e); err != nil {
+		return err
+	}
 	bar := c.progress(e, "secure run")
 	defer bar.Done()
 	watch(bar, opt, fmt.Sprintf("waiting for the server at %s… (a busy server queues its clients)", c.connect))
@@ -253,6 +255,10 @@ func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error
 		}
 		fmt.Fprintf(e.stderr, "scirun: TLS key %s %s; clients connect with --tls-pin %s\n", how, c.tlsSelf, fp)
 	}
+	tlsConf, err := c.serverClientAuth(tlsConf)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return listenError(c.listen, err)
@@ -293,9 +299,15 @@ func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error
 		MaxSessions: c.maxSessions,
 		MaxPending:  c.maxPending,
 		TLS:         tlsConf,
-		Log:         slog.New(slog.NewTextHandler(e.stderr, nil)),
+		Log:         c.logger(e),
 		Drain:       e.drain,
 	}
+	stopMetrics, err := c.production(s, e)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
 	if jsonl != nil {
 		enc := json.NewEncoder(jsonl)
 		s.OnReport = func(r *serve.Report) {

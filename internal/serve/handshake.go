@@ -549,6 +549,11 @@ func checkMagic(b []byte) error {
 func describeIOError(what, peerRole string, timeout time.Duration, err error) string {
 	var ne net.Error
 	switch {
+	case peerRole == "server" && (strings.Contains(err.Error(), "remote error: tls: bad certificate") ||
+		strings.Contains(err.Error(), "remote error: tls: certificate required")):
+		// TLS 1.3: the client's handshake ends before the server checks the client's certificate;
+		// the server's alert arrives at the first read.
+		return fmt.Sprintf("%s: the server refused this client's TLS certificate (%v): it admits only allowed clients; present an allowed one with --tls-client-cert and --tls-client-key, or --tls-client-self (and have its fingerprint pinned)", what, err)
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		hint := ""
 		if peerRole == "server" {

@@ -74,6 +74,12 @@ func LoadOrCreateServerKey(path string) (conf *tls.Config, fingerprint string, c
 }
 
 func newSelfSigned() ([]byte, error) {
+	return newSelfSignedFor("scirun server (pinned key)", x509.ExtKeyUsageServerAuth)
+}
+
+// newSelfSignedFor makes a P-256 key and a self-signed certificate for it, named cn, valid for
+// ten years for the given use, and returns both as PEM.
+func newSelfSignedFor(cn string, use x509.ExtKeyUsage) ([]byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -85,11 +91,11 @@ func newSelfSigned() ([]byte, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "scirun server (pinned key)"},
+		Subject:      pkix.Name{CommonName: cn},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.AddDate(10, 0, 0),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  []x509.ExtKeyUsage{use},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

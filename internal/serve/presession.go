@@ -223,7 +223,8 @@ func (s *Server) waitForSlot(acceptCtx context.Context, st *serveState) (reason 
 		return fmt.Sprintf("the server is busy (%d sessions running and %d clients waiting): try again later",
 			cap(st.running), cap(st.queued)), false
 	}
-	defer func() { <-st.queued }()
+	s.Metrics.queue(1)
+	defer func() { <-st.queued; s.Metrics.queue(-1) }()
 	wait := s.Options.queueTimeout()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()

@@ -61,6 +61,7 @@ type Inference struct {
 // Layers sum each instruction over the inferences, Each gives every inference's time and
 // traffic, and the Per* and InferencesPerSec fields summarise them.
 type Report struct {
+	SessionID   string    `json:"session_id,omitempty"` // the same at both parties (Token.ID)
 	Party       int       `json:"party"`
 	Role        string    `json:"role"`
 	Peer        string    `json:"peer"`

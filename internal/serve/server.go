@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,7 +40,27 @@ type Server struct {
 	// OnReport, when set, gets the report of every session that got past the TLS handshake,
 	// failed or not. Calls are serialised.
 	OnReport func(*Report)
+	// DrainTimeout bounds the wait for the running sessions after Drain is closed: the sessions
+	// still running then are aborted (their clients are told the server is shutting down) and
+	// Serve returns nil. Zero means no bound.
+	DrainTimeout time.Duration
+	// MaxSessionsPerClient bounds the sessions one client (ClientIdentity: its TLS key, else its
+	// IP address) may have running or waiting for a slot at once; SessionsPerMinute bounds the
+	// sessions it may start in any minute. A client over either is refused at the handshake with
+	// the reason. Zero means no limit.
+	MaxSessionsPerClient, SessionsPerMinute int
+	// Metrics, when set, records the server's metrics (NewMetrics).
+	Metrics *Metrics
+
+	accepting atomic.Bool
 }
+
+// ErrShutdown is the cause of the sessions aborted when the drain timeout passes.
+var ErrShutdown = errors.New("the server is shutting down (its drain timeout passed)")
+
+// Accepting reports whether Serve accepts new sessions: true from its start until it drains or
+// stops (the readiness probe).
+func (s *Server) Accepting() bool { return s.accepting.Load() }
 
 func (s *Server) log() *slog.Logger {
 	if s.Log != nil {
@@ -65,8 +86,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	log := s.log()
 
+	// Sessions run under sessCtx: cancelled with ctx (a hard stop), or with ErrShutdown when the
+	// drain timeout passes.
+	sessCtx, abortSessions := context.WithCancelCause(ctx)
+	defer abortSessions(nil)
 	acceptCtx, stopAccepting := context.WithCancel(ctx)
 	defer stopAccepting()
+	s.accepting.Store(true)
+	defer s.accepting.Store(false)
+	context.AfterFunc(acceptCtx, func() { s.accepting.Store(false) })
 	if s.Drain != nil {
 		go func() {
 			select {
@@ -86,6 +114,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	st := &serveState{
 		reg:     newRegistry(),
 		pending: newPendingSet(maxPending),
+		limits:  newClientLimits(s.MaxSessionsPerClient, s.SessionsPerMinute),
 		running: make(chan struct{}, limit),
 		queued:  make(chan struct{}, waitingPerSlot*limit),
 	}
@@ -130,14 +159,28 @@ accept:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.handle(ctx, acceptCtx, sid, pc, st, onReport)
+			s.handle(sessCtx, acceptCtx, sid, pc, st, onReport)
 		}()
 	}
 	running := st.running
 	if n := len(running); n > 0 {
-		log.Info("draining: waiting for running sessions", "sessions", n)
+		log.Info("draining: waiting for running sessions", "sessions", n, "drain_timeout", s.DrainTimeout)
 	}
-	wg.Wait()
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	var expired <-chan time.Time
+	if s.DrainTimeout > 0 && ctx.Err() == nil && fatal == nil {
+		t := time.NewTimer(s.DrainTimeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-finished:
+	case <-expired:
+		log.Warn("drain timeout passed: aborting the sessions still running", "sessions", len(running), "drain_timeout", s.DrainTimeout)
+		abortSessions(ErrShutdown)
+		<-finished
+	}
 	if fatal != nil {
 		return fatal
 	}
@@ -163,6 +206,7 @@ type serveState struct {
 	pending *pendingSet   // connections accepted and not yet part of a session
 	running chan struct{} // sessions running
 	queued  chan struct{} // clients waiting for a session slot
+	limits  *clientLimits
 }
 
 // handle classifies an accepted connection: a stream connection joins its session; a client
@@ -185,6 +229,13 @@ func (s *Server) handle(ctx, acceptCtx context.Context, id int, pc *pendingConn,
 		return
 	}
 	if err != nil {
+		var refused *ClientRefusedError
+		if errors.As(err, &refused) {
+			s.Metrics.clientRefused("tls_client")
+			log.Warn("client refused", "why", refused.Reason, "after", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		s.Metrics.clientRefused("before_hello")
 		log.Warn("session failed", "stage", "before the hello", "err", err, "after", time.Since(start).Round(time.Millisecond))
 		return
 	}
@@ -204,14 +255,25 @@ func (s *Server) handle(ctx, acceptCtx context.Context, id int, pc *pendingConn,
 		log.Warn("session failed", "stage", "before the client's verdict", "err", err, "after", time.Since(start).Round(time.Millisecond))
 		return
 	}
+	ident := ClientIdentity(hc)
+	log = log.With("identity", ident)
+	if reason, kind := st.limits.admit(ident); reason != "" {
+		s.refuse(ctx, hc, reason)
+		s.Metrics.clientRefused(kind)
+		log.Warn("client refused", "why", reason)
+		return
+	}
+	defer st.limits.release(ident)
 	reason, stopped := s.waitForSlot(acceptCtx, st)
 	switch {
 	case stopped:
-		_ = hc.Close()
-		log.Info("closed a waiting client: the server stopped accepting sessions")
+		s.refuse(ctx, hc, "the server is shutting down: try again (another replica)")
+		s.Metrics.clientRefused("shutdown")
+		log.Info("refused a waiting client: the server stopped accepting sessions")
 		return
 	case reason != "":
 		s.refuse(ctx, hc, reason)
+		s.Metrics.clientRefused("busy")
 		log.Warn("session refused", "err", reason, "after", time.Since(start).Round(time.Millisecond))
 		return
 	}
@@ -227,11 +289,22 @@ func (s *Server) refuse(ctx context.Context, nc net.Conn, reason string) {
 
 // session runs one client's session and logs its outcome.
 func (s *Server) session(ctx context.Context, log *slog.Logger, start time.Time, nc net.Conn, reg *registry, onReport func(*Report)) {
+	tok, err := newToken()
+	if err != nil {
+		_ = nc.Close()
+		log.Error("session failed", "err", err)
+		return
+	}
+	log = log.With("session_id", tok.ID())
 	log.Info("session started")
-	res, err := run(ctx, nc, 0, s.Options, nil, s.sessionTimeout(), reg)
+	s.Metrics.sessionStarted()
+	res, err := run(ctx, nc, 0, s.Options, nil, s.sessionTimeout(), reg, tok)
+	var rep *Report
 	if res != nil {
+		rep = res.Report
 		onReport(res.Report)
 	}
+	s.Metrics.sessionEnded(rep, err)
 	if err != nil {
 		log.Warn("session failed", "err", err, "after", time.Since(start).Round(time.Millisecond))
 		return
@@ -302,7 +375,7 @@ func (s *Server) ServeOne(ctx context.Context, ln net.Listener) (*Result, error)
 			wg.Wait()
 		}()
 	}
-	return run(ctx, nc, 0, s.Options, nil, s.sessionTimeout(), reg)
+	return run(ctx, nc, 0, s.Options, nil, s.sessionTimeout(), reg, Token{})
 }
 
 // acceptStreams accepts connections on ln until it is closed, delivering stream connections to

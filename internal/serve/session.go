@@ -259,7 +259,7 @@ func RunBatch(ctx context.Context, nc net.Conn, party int, opt *Options, batch [
 		_ = nc.Close()
 		return nil, fmt.Errorf("%d streams: the server side of a multi-stream session needs a Server (it accepts the extra connections)", opt.streams())
 	}
-	return run(ctx, nc, party, opt, batch, opt.SessionTimeout, nil)
+	return run(ctx, nc, party, opt, batch, opt.SessionTimeout, nil, Token{})
 }
 
 // sessionClock enforces the session bound of Options.SessionTimeout: limit for the first
@@ -302,8 +302,9 @@ func (c *sessionClock) next(i int) {
 }
 
 // run is RunBatch with the session bound limit (≤ 0: none). At party 0, reg receives the
-// session's extra connections (it may be nil with one stream).
-func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ring.Tensor, limit time.Duration, reg *registry) (*Result, error) {
+// session's extra connections (it may be nil with one stream), and tok is the session's token
+// (zero: run makes one); the token also names the session (Token.ID) at both parties.
+func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ring.Tensor, limit time.Duration, reg *registry, tok Token) (*Result, error) {
 	defer nc.Close()
 	if err := opt.Check(party); err != nil {
 		return nil, err
@@ -317,11 +318,12 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	if party == 1 && len(batch) > maxBatchWire {
 		return nil, fmt.Errorf("a batch of %d inferences: at most %d fit in one session", len(batch), maxBatchWire)
 	}
+	hardStop := ctx // cancelled: the caller stops everything, and aborted sessions do not linger
 	ctx, clock, stopClock := startClock(ctx, limit)
 	defer stopClock()
 	// overdue names the session limit in errors caused by it.
 	overdue := func(err error) error {
-		if cause := context.Cause(ctx); errors.Is(cause, ErrSessionTimeout) && !errors.Is(err, ErrSessionTimeout) {
+		if cause := context.Cause(ctx); (errors.Is(cause, ErrSessionTimeout) || errors.Is(cause, ErrShutdown)) && !errors.Is(err, cause) {
 			return fmt.Errorf("%w: %w", cause, err)
 		}
 		return err
@@ -365,15 +367,22 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	}
 	hello := opt.hello(party, len(batch))
 	var pending *pendingStreams
+	if party == 0 {
+		// Every session has a token: it names the session in both parties' reports and logs,
+		// and with several streams it admits their connections.
+		if tok == (Token{}) {
+			var err error
+			if tok, err = newToken(); err != nil {
+				return fail(err)
+			}
+		}
+		hello.Token = tok
+		rep.SessionID = tok.ID()
+	}
 	if party == 0 && nstreams > 1 {
 		if reg == nil {
 			return fail(errors.New("a multi-stream session at the server needs the server's registry"))
 		}
-		tok, err := newToken()
-		if err != nil {
-			return fail(err)
-		}
-		hello.Token = tok
 		// Registered before the verdict that reveals the token, so no join can come first.
 		pending = reg.open(tok, nstreams)
 	}
@@ -382,6 +391,9 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	peer, hs, hr, err := Handshake(ctx, nc, hello, hsTimeout)
 	rep.Handshake = Traffic{BytesSent: hs, BytesRecv: hr, Rounds: 2}
 	res.Peer = peer
+	if party == 1 && peer.Token != (Token{}) {
+		rep.SessionID = peer.Token.ID() // older servers send none with one stream
+	}
 	var extra []net.Conn
 	if err == nil && nstreams > 1 {
 		opt.phase(PhaseStreams)
@@ -414,9 +426,15 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	if opt.Net != nil {
 		topt.Link = transport.NewLink(*opt.Net) // the session's streams share this party's link
 	}
-	conns := []*transport.Conn{transport.NewConn(nc, topt)}
+	// Each connection closes gracefully after an abort (lingerConn), so the peer reads the
+	// reason even while it is still sending.
+	lingers := []*lingerConn{{Conn: nc}}
 	for _, c := range extra {
-		conns = append(conns, transport.NewConn(c, topt))
+		lingers = append(lingers, &lingerConn{Conn: c})
+	}
+	var conns []*transport.Conn
+	for _, lc := range lingers {
+		conns = append(conns, transport.NewConn(lc, topt))
 	}
 	conn := conns[0]
 	defer func() {
@@ -434,6 +452,12 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 				_ = c.Abort(actx, err.Error())
 			}
 			cancel()
+			if hardStop.Err() == nil || errors.Is(context.Cause(hardStop), ErrShutdown) {
+				deadline := time.Now().Add(abortLinger)
+				for _, lc := range lingers {
+					lc.aborted(deadline)
+				}
+			}
 		}
 	}
 

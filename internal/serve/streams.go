@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
@@ -25,6 +26,13 @@ type Token [16]byte
 
 // String returns the first bytes of the token in hex (for logs; not enough to join).
 func (t Token) String() string { return hex.EncodeToString(t[:4]) + "…" }
+
+// ID names the session in logs and reports at both parties: 16 hex digits of a hash of the
+// token, which do not help to join the session.
+func (t Token) ID() string {
+	sum := sha256.Sum256(append([]byte("scirun session id\x00"), t[:]...))
+	return hex.EncodeToString(sum[:8])
+}
 
 func newToken() (Token, error) {
 	var t Token
