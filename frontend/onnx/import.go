@@ -111,6 +111,7 @@ func init() {
 		"Constant": (*importer).constantNode, "ConstantOfShape": (*importer).constantOfShape,
 		"Shape": (*importer).shapeNode, "Gather": (*importer).gather, "Cast": (*importer).cast,
 		"Slice": (*importer).slice, "HardSigmoid": (*importer).hardSigmoid, "HardSwish": (*importer).hardSwish,
+		"Pow": (*importer).pow,
 	}
 }
 
