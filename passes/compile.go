@@ -153,6 +153,9 @@ type driver struct {
 // opts.Check is set or in tests. With opts.Samples the autotune pass chooses l and s (unless
 // pinned) and the program it verified is the one returned.
 func Compile(g *ir.Graph, opts Options) (*fixed.Program, *Report, error) {
+	if opts.Backend == BackendFHE {
+		return compileWith(fheTable(), nil, g, opts) // passes/fhe.go
+	}
 	return compileWith(passTable, passOrder, g, opts)
 }
 

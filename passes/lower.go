@@ -21,6 +21,9 @@ type LowerOptions struct {
 	// InputParty owns the graph inputs (default 1, the client); OutputParty receives the outputs
 	// (default 1).
 	InputParty, OutputParty int
+	// NoTrunc lowers for the fhe mode: no truncation is ever emitted, so products keep their
+	// scale and scales add up through the network (docs/fixed-point.md, "The fhe mode").
+	NoTrunc bool
 }
 
 // Lower converts a cleaned HLIL graph (see Clean) to a fixed-point program over Z_{2^Bits} at scale
@@ -41,7 +44,7 @@ func Lower(g *ir.Graph, opts LowerOptions) (*fixed.Program, error) {
 			return nil, fmt.Errorf("lower: %w", err)
 		}
 	}
-	l := &lowerer{g: g, s: opts.Scale, p: &fixed.Program{Bits: opts.Bits, Scale: opts.Scale},
+	l := &lowerer{g: g, s: opts.Scale, noTrunc: opts.NoTrunc, p: &fixed.Program{Bits: opts.Bits, Scale: opts.Scale},
 		vals: map[string]*fval{}, uses: map[string]int{}}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {
@@ -100,12 +103,13 @@ type fval struct {
 }
 
 type lowerer struct {
-	g    *ir.Graph
-	p    *fixed.Program
-	s    int
-	vals map[string]*fval
-	uses map[string]int
-	node *ir.Node
+	noTrunc bool
+	g       *ir.Graph
+	p       *fixed.Program
+	s       int
+	vals    map[string]*fval
+	uses    map[string]int
+	node    *ir.Node
 }
 
 func (l *lowerer) source() string {
@@ -160,6 +164,9 @@ func (l *lowerer) atScale(v *fval, name string) (int, error) {
 	}
 	if sc < l.s {
 		return l.op(&fixed.Instr{Op: fixed.OpScaleUp, In: []int{v.id}, Shift: l.s - sc}, name)
+	}
+	if l.noTrunc {
+		return v.id, nil // the fhe mode: the value keeps its product scale
 	}
 	if v.truncated {
 		return v.trunc, nil

@@ -1,6 +1,8 @@
 package sciir
 
 import (
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+
 	"fmt"
 	"math"
 	"strings"
@@ -18,6 +20,9 @@ type Meta struct {
 	Passes       []string    `json:"passes,omitempty"`        // clean-up and peephole actions taken
 	InputRange   *Range      `json:"input_range,omitempty"`   // the input values the program was validated on
 	Net          string      `json:"net,omitempty"`           // backend auto: the link the linear layers were planned for ("lan", "wan" or BANDWIDTH,RTT; netmodel.Parse)
+	// FHE holds the fhe mode's encryption parameters; sciir.Write fills it from the program and
+	// the reader puts it back into fixed.Program.FHE.
+	FHE *fixed.FHEParams `json:"fhe,omitempty"`
 }
 
 // Range is a closed interval of real values [Min, Max].

@@ -101,7 +101,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.IntVar(&c.batch, "batch", 1, "batch size fixed for a symbolic batch dimension")
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
-	fs.StringVar(&c.backend, "backend", sciir.DefaultBackend, "two-party backend recorded in the program: sciot (linear layers by OT), scihe (by HE), auto (OT or HE per layer, planned for --net); scirun --backend overrides it, and any program also runs with scirun --clear")
+	fs.StringVar(&c.backend, "backend", sciir.DefaultBackend, "two-party backend recorded in the program: sciot (linear layers by OT), scihe (by HE), auto (OT or HE per layer, planned for --net), fhe (non-interactive BGV: polynomial networks only, no truncation, Z_n for a CRT product n; default scales 1-8); scirun --backend overrides it, and any program also runs with scirun --clear")
 	fs.StringVar(&c.net, "net", "lan", "with --backend auto: the `LINK` to plan for, "+netmodel.Help+"; recorded in the program; scirun --ot auto takes silent OT (Ferret) when the link is slow enough for its smaller traffic to pay (docs/usage.md)")
 	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
 	fs.BoolVar(&c.listPasses, "list-passes", false, "print the compiler's pass table and ordering rules, then exit")
@@ -118,6 +118,8 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	scalesSet := false
+	fs.Visit(func(f *flag.Flag) { scalesSet = scalesSet || f.Name == "scales" })
 	if c.listPasses {
 		if len(pos) != 0 {
 			return nil, cli.Usagef("--list-passes takes no model file")
@@ -147,12 +149,16 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	}
 	switch c.backend {
 	case "sciot", "scihe", "auto":
+	case passes.BackendFHE:
+		if !scalesSet {
+			c.scales = passes.DefaultFHEScales // scales add up in the fhe mode: small ones
+		}
 	case "clear":
 		// The recorded backend is the default of a two-party run, and the cleartext backend is
 		// not one: scirun --clear runs any program in the clear, whatever it records.
-		return nil, cli.Usagef("--backend clear: the cleartext backend is not a two-party backend; every program runs in the clear with 'scirun --clear'. Two-party backends: sciot, scihe, auto")
+		return nil, cli.Usagef("--backend clear: the cleartext backend is not a two-party backend; every program runs in the clear with 'scirun --clear'. Two-party backends: sciot, scihe, auto, fhe")
 	default:
-		return nil, cli.Usagef("--backend %q: unknown; two-party backends: sciot, scihe, auto", c.backend)
+		return nil, cli.Usagef("--backend %q: unknown; two-party backends: sciot, scihe, auto, fhe", c.backend)
 	}
 	nm, err := passes.NetModelNamed(c.net)
 	if err != nil {
@@ -426,7 +432,12 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s (%s) and %s (%s, no weights); program id %s\n",
 		c.out, fileSize(c.out), cp, fileSize(cp), f.IDString())
-	say("ring Z_2^%d, scale %d; compiled in %.1fs\n", bits, scale, time.Since(start).Seconds())
+	if prog.FHE != nil {
+		say("fhe: ring Z_%d (%d bits), scale %d; %s\n", prog.Modulus, bits, scale, prog.FHE)
+	}
+	if prog.FHE == nil {
+		say("ring Z_2^%d, scale %d; compiled in %.1fs\n", bits, scale, time.Since(start).Seconds())
+	}
 	return nil
 }
 
