@@ -212,7 +212,7 @@ func (c *config) loadInputs(f *sciir.File, e *env) (*batchRun, error) {
 	if len(p.Inputs) != 1 {
 		return nil, fmt.Errorf("the program has %d inputs; scirun takes one --input", len(p.Inputs))
 	}
-	r, err := ring.New(p.Bits)
+	r, err := p.Ring()
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func parse(args []string) (*config, error) {
 	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "client: the `NAME` to check the server's certificate against (default: the host of --connect)")
 	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
 	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages (shared by the session's streams): "+netmodel.Help)
-	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it); default: the program's")
+	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it), fhe (non-interactive BGV, for programs compiled with athosc --backend fhe: one upload, one result); default: the program's")
 	fs.StringVar(&c.ot, "ot", "auto", fmt.Sprintf("OT source `NAME` of the OT-based protocols: iknp (IKNP extension: least CPU, 128 bits per OT), ferret (silent OT: ~8x less traffic, more CPU), or auto: ferret for a program planned for a link of at most %g MB/s per direction (athosc --backend auto --net wan, or e.g. --net 500Mbit/s), iknp otherwise; both parties must agree", sci.FerretMaxBandwidth/1e6))
 	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (default: warn)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar and no report table on stderr")

@@ -99,7 +99,7 @@ func printTop(w io.Writer, r ring.Ring, o vm.Output, k int, classes []string) {
 		if rows > 1 {
 			prefix = fmt.Sprintf("%s[%d]", o.Name, row)
 		}
-		fmt.Fprintf(w, "%s %v (Z_2^%d, scale %d): top class %s (%.4g)\n", prefix, shape, r.Bits, o.Scale, name(top), v[top])
+		fmt.Fprintf(w, "%s %v (%v, scale %d): top class %s (%.4g)\n", prefix, shape, r, o.Scale, name(top), v[top])
 		if d < 2 {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	fhevm "github.com/cryptflow-go/cryptflow/vm/fhe"
 	"log/slog"
 	"net"
 	"os"
@@ -56,6 +57,9 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 		}
 	}
 	opt.NewBackend = e.backends[be]
+	if be == fhevm.BackendName && opt.NewBackend == nil {
+		opt.NewBackend = fheBackend(f, e)
+	}
 	if mode, err := sci.ParseMode(be); err == nil && opt.NewBackend == nil {
 		src, err := otSource(c.ot, f)
 		if err != nil {
@@ -71,11 +75,11 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 		opt.Backend = so.Describe(ring.Must(f.Program.Bits))
 	}
 	if opt.NewBackend == nil {
-		names := []string{"auto", "sciot", "scihe"}
+		names := []string{"auto", "sciot", "scihe", "fhe"}
 		for n := range e.backends {
 			names = append(names, n)
 		}
-		sort.Strings(names[3:])
+		sort.Strings(names[4:])
 		return nil, fmt.Errorf("backend %q is not available in this build (available: %s)", be, strings.Join(names, ", "))
 	}
 	party := c.party
@@ -97,7 +101,7 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 
 func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 	p := f.Program
-	r, err := ring.New(p.Bits)
+	r, err := p.Ring()
 	if err != nil {
 		return err
 	}
@@ -279,7 +283,12 @@ func orDash(s string) string {
 	return s
 }
 
-func ringName(f *sciir.File) string { return fmt.Sprintf("Z_2^%d", f.Program.Bits) }
+func ringName(f *sciir.File) string {
+	if r, err := f.Program.Ring(); err == nil {
+		return r.String()
+	}
+	return fmt.Sprintf("Z_2^%d", f.Program.Bits)
+}
 
 func tlsNote(t *tls.Config) string {
 	if t != nil {

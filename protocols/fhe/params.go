@@ -117,3 +117,6 @@ func modInverse(a, m uint64) (uint64, bool) {
 	}
 	return uint64(t), true
 }
+
+// GaloisElement is the Galois element of a column rotation by k (the key a rotation needs).
+func (p *Params) GaloisElement(k int) uint64 { return p.comp[0].GaloisElementForColRotation(k) }

@@ -90,3 +90,6 @@ func needsRotations(p *fixed.Program) bool {
 	}
 	return false
 }
+
+// galoisElement is the Galois element of a column rotation by k in the layout's ring.
+func galoisElement(l *Layout, k int) uint64 { return l.Params.GaloisElement(k) }
