@@ -483,6 +483,11 @@ func printTune(w io.Writer, res *passes.TuneResult, quiet bool) {
 		}
 		fmt.Fprintf(w, "%s %8d %6d %9s %10s %10d  %s\n", mark, r.Bits, r.Scale, pct(r.Accuracy), pct(r.Agreement), r.BitsUsed, note)
 	}
+	if res.Program != nil && res.Program.Modulus != 0 { // the fhe mode: bits needed, ring Z_n
+		fmt.Fprintf(w, "chose s=%d (values need %d bits): accuracy %s, agreement %s; outputs in Z_%d identical to the 64-bit run\n",
+			res.Scale, res.Bits, pct(res.Chosen.Accuracy), pct(res.Chosen.Agreement), res.Program.Modulus)
+		return
+	}
 	verified := "outputs in Z_2^%d identical to the 64-bit run"
 	if !res.Verified {
 		verified = "WARNING: outputs in Z_2^%d differ from the 64-bit run (overflow)"

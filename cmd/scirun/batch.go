@@ -269,7 +269,10 @@ func (c *config) emitAll(b *batchRun, outs [][]vm.Output, f *sciir.File, e *env,
 	if !b.batch && !outputDir(c.output) {
 		return c.emit(outs[0], f, e)
 	}
-	r := ring.Must(f.Program.Bits)
+	r, err := f.Program.Ring() // Z_2^l, or the fhe mode's Z_n
+	if err != nil {
+		return err
+	}
 	var classes []string
 	if f.Meta.Preprocess != nil {
 		classes = f.Meta.Preprocess.ClassDirs

@@ -37,7 +37,10 @@ func checkRange(x []float32, r *sciir.Range) string {
 
 // emit prints the revealed outputs and writes --output.
 func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
-	r := ring.Must(f.Program.Bits)
+	r, err := f.Program.Ring() // Z_2^l, or the fhe mode's Z_n
+	if err != nil {
+		return err
+	}
 	var classes []string
 	if f.Meta.Preprocess != nil {
 		classes = f.Meta.Preprocess.ClassDirs

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"sync"
 
 	"github.com/tuneinsight/lattigo/v6/core/rlwe"
 	"github.com/tuneinsight/lattigo/v6/ring"
@@ -43,8 +44,9 @@ type Evaluator struct {
 	ecd   []*bgv.Encoder
 	pkEnc []*rlwe.Encryptor
 	rots  []int
-	buf   []uint64
-	prng  sampling.PRNG
+	buf   [][]uint64      // per component: the slot values being encoded
+	prng  []sampling.PRNG // per component: flooding randomness
+	// Stats counts the operations on one component (every component does the same).
 	Stats Stats
 }
 
@@ -54,12 +56,14 @@ func NewEvaluator(p *Params, k *Keys) (*Evaluator, error) {
 		return nil, fmt.Errorf("fhe: incomplete evaluation keys")
 	}
 	evk := rlwe.NewMemEvaluationKeySet(k.RLK, k.GK...)
-	prng, err := sampling.NewPRNG() // keyed from crypto/rand
-	if err != nil {
-		return nil, fmt.Errorf("fhe: flooding randomness: %w", err)
-	}
-	e := &Evaluator{p: p, rots: slices.Clone(k.Rotations), buf: make([]uint64, p.comp[0].MaxSlots()), prng: prng}
+	e := &Evaluator{p: p, rots: slices.Clone(k.Rotations)}
 	for _, bp := range p.comp {
+		prng, err := sampling.NewPRNG() // keyed from crypto/rand
+		if err != nil {
+			return nil, fmt.Errorf("fhe: flooding randomness: %w", err)
+		}
+		e.prng = append(e.prng, prng)
+		e.buf = append(e.buf, make([]uint64, bp.MaxSlots()))
 		e.ev = append(e.ev, bgv.NewEvaluator(bp, evk))
 		e.ecd = append(e.ecd, bgv.NewEncoder(bp))
 		e.pkEnc = append(e.pkEnc, rlwe.NewEncryptor(bp, k.PK))
@@ -75,12 +79,13 @@ func (e *Evaluator) encode(i int, w []uint64, level int, scale rlwe.Scale) (*rlw
 	bp := e.p.comp[i]
 	t := bp.PlaintextModulus()
 	period := len(w)
-	for j := range e.buf {
-		e.buf[j] = w[j%period] % t
+	buf := e.buf[i]
+	for j := range buf {
+		buf[j] = w[j%period] % t
 	}
 	pt := bgv.NewPlaintext(bp, level)
 	pt.Scale = scale
-	if err := e.ecd[i].Encode(e.buf, pt); err != nil {
+	if err := e.ecd[i].Encode(buf, pt); err != nil {
 		return nil, fmt.Errorf("fhe: encode mod %d: %w", t, err)
 	}
 	return pt, nil
@@ -94,35 +99,39 @@ func (e *Evaluator) Linear(terms []Term, constant []uint64, period, g int) (_ *V
 	if g < 1 || period%g != 0 {
 		return nil, fmt.Errorf("fhe linear: giant step %d does not divide the period %d", g, period)
 	}
-	out := &Vector{}
-	for i := range e.p.comp {
+	out := &Vector{Ct: make([]*rlwe.Ciphertext, len(e.p.comp))}
+	err = e.perComp(func(i int) error {
 		var acc *rlwe.Ciphertext
 		for _, tm := range terms {
 			y, err := e.linearTerm(i, tm, period, g)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if acc, err = e.add(i, acc, y); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if acc == nil {
-			return nil, fmt.Errorf("fhe linear: no terms")
+			return fmt.Errorf("fhe linear: no terms")
 		}
 		if constant != nil {
 			pt, err := e.encode(i, constant, acc.Level(), acc.Scale)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if err := e.ev[i].Add(acc, pt, acc); err != nil {
-				return nil, fmt.Errorf("fhe linear: add constant: %w", err)
+				return fmt.Errorf("fhe linear: add constant: %w", err)
 			}
 		}
 		if err := e.ev[i].Rescale(acc, acc); err != nil {
-			return nil, fmt.Errorf("fhe linear: rescale (the chain is too short for this depth): %w", err)
+			return fmt.Errorf("fhe linear: rescale (the chain is too short for this depth): %w", err)
 		}
-		e.Stats.Rescales++
-		out.Ct = append(out.Ct, acc)
+		e.count(i, &e.Stats.Rescales)
+		out.Ct[i] = acc
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -149,7 +158,7 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 		if err != nil {
 			return nil, fmt.Errorf("fhe linear: rotate: %w", err)
 		}
-		e.Stats.Rotations++
+		e.count(i, &e.Stats.Rotations)
 		baby[b] = r
 	}
 	giant := make([]*rlwe.Ciphertext, maxA+1)
@@ -172,7 +181,7 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 		if err := ev.MulThenAdd(baby[b], pt, giant[a]); err != nil {
 			return nil, fmt.Errorf("fhe linear: multiply by a diagonal: %w", err)
 		}
-		e.Stats.PlainMuls++
+		e.count(i, &e.Stats.PlainMuls)
 	}
 	// Horner: y = u_0 + rot_g(u_1 + rot_g(u_2 + ...)).
 	var acc *rlwe.Ciphertext
@@ -182,7 +191,7 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 			if err != nil {
 				return nil, fmt.Errorf("fhe linear: rotate: %w", err)
 			}
-			e.Stats.Rotations++
+			e.count(i, &e.Stats.Rotations)
 			acc = r
 		}
 		if giant[a] != nil {
@@ -220,37 +229,41 @@ func (e *Evaluator) add(i int, a, b *rlwe.Ciphertext) (*rlwe.Ciphertext, error) 
 // identity up to a scalar.
 func (e *Evaluator) Scale(terms []ScaledTerm, constant []uint64) (_ *Vector, err error) {
 	defer recoverErr(&err)
-	out := &Vector{}
-	var c big.Int
-	for i, bp := range e.p.comp {
-		t := bp.PlaintextModulus()
+	out := &Vector{Ct: make([]*rlwe.Ciphertext, len(e.p.comp))}
+	err = e.perComp(func(i int) error {
+		var c big.Int
+		t := e.p.comp[i].PlaintextModulus()
 		var acc *rlwe.Ciphertext
 		for _, tm := range terms {
 			y := tm.X.Ct[i]
 			if k := tm.C % t; k != 1 {
 				var err error
 				if y, err = e.ev[i].MulNew(y, c.SetUint64(k)); err != nil {
-					return nil, fmt.Errorf("fhe: multiply by a scalar: %w", err)
+					return fmt.Errorf("fhe: multiply by a scalar: %w", err)
 				}
 			}
 			var err error
 			if acc, err = e.add(i, acc, y); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if acc == nil {
-			return nil, fmt.Errorf("fhe scale: no terms")
+			return fmt.Errorf("fhe scale: no terms")
 		}
 		if constant != nil {
 			pt, err := e.encode(i, constant, acc.Level(), acc.Scale)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if err := e.ev[i].Add(acc, pt, acc); err != nil {
-				return nil, fmt.Errorf("fhe: add constant: %w", err)
+				return fmt.Errorf("fhe: add constant: %w", err)
 			}
 		}
-		out.Ct = append(out.Ct, acc)
+		out.Ct[i] = acc
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -258,8 +271,8 @@ func (e *Evaluator) Scale(terms []ScaledTerm, constant []uint64) (_ *Vector, err
 // Mul returns the slot-wise product a·b, relinearised and rescaled: one level.
 func (e *Evaluator) Mul(a, b *Vector) (_ *Vector, err error) {
 	defer recoverErr(&err)
-	out := &Vector{}
-	for i := range e.p.comp {
+	out := &Vector{Ct: make([]*rlwe.Ciphertext, len(e.p.comp))}
+	err = e.perComp(func(i int) error {
 		x, y := a.Ct[i], b.Ct[i]
 		if x.Level() != y.Level() {
 			l := min(x.Level(), y.Level())
@@ -268,18 +281,22 @@ func (e *Evaluator) Mul(a, b *Vector) (_ *Vector, err error) {
 			e.ev[i].DropLevel(y, y.Level()-l)
 		}
 		if x.Level() == 0 {
-			return nil, fmt.Errorf("fhe mul: no level left (the chain is too short for this depth)")
+			return fmt.Errorf("fhe mul: no level left (the chain is too short for this depth)")
 		}
 		z, err := e.ev[i].MulRelinNew(x, y)
 		if err != nil {
-			return nil, fmt.Errorf("fhe mul: %w", err)
+			return fmt.Errorf("fhe mul: %w", err)
 		}
 		if err := e.ev[i].Rescale(z, z); err != nil {
-			return nil, fmt.Errorf("fhe mul: rescale: %w", err)
+			return fmt.Errorf("fhe mul: rescale: %w", err)
 		}
-		e.Stats.CtMuls++
-		e.Stats.Rescales++
-		out.Ct = append(out.Ct, z)
+		e.count(i, &e.Stats.CtMuls)
+		e.count(i, &e.Stats.Rescales)
+		out.Ct[i] = z
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -294,13 +311,14 @@ const FloodBits = 40
 // evaluation noise (circuit privacy; docs/security.md states the bound).
 func (e *Evaluator) Finish(v *Vector) (err error) {
 	defer recoverErr(&err)
-	for i, bp := range e.p.comp {
+	return e.perComp(func(i int) error {
+		bp := e.p.comp[i]
 		ct := v.Ct[i]
 		for ct.Level() > e.p.OutLevel {
 			if err := e.ev[i].Rescale(ct, ct); err != nil {
 				return fmt.Errorf("fhe finish: rescale: %w", err)
 			}
-			e.Stats.Rescales++
+			e.count(i, &e.Stats.Rescales)
 		}
 		if ct.Level() < e.p.OutLevel {
 			return fmt.Errorf("fhe finish: the result is at level %d, below the result level %d (the chain is too short)", ct.Level(), e.p.OutLevel)
@@ -313,24 +331,54 @@ func (e *Evaluator) Finish(v *Vector) (err error) {
 		}
 		ringQ.Add(ct.Value[0], zero.Value[0], ct.Value[0])
 		ringQ.Add(ct.Value[1], zero.Value[1], ct.Value[1])
-		if err := e.flood(ringQ, zero.Value[0]); err != nil {
+		if err := e.flood(i, ringQ, zero.Value[0]); err != nil {
 			return err
 		}
 		ringQ.Add(ct.Value[0], zero.Value[0], ct.Value[0])
+		return nil
+	})
+}
+
+// perComp runs f for every CRT component concurrently (the components are independent: each has
+// its own evaluator, encoder and buffers) and returns the first error; a panic inside lattigo in
+// any of them is an error.
+func (e *Evaluator) perComp(f func(i int) error) error {
+	errs := make([]error, len(e.p.comp))
+	var wg sync.WaitGroup
+	for i := range e.p.comp {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer recoverErr(&errs[i])
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
+// count increments a statistic for component 0 only (every component does the same work).
+func (e *Evaluator) count(i int, n *int) {
+	if i == 0 {
+		*n++
+	}
+}
+
 // flood writes into p (NTT domain) a polynomial whose coefficients are uniform in [-F, F),
 // F = 2^f, f = FloodBits + 2·logN + 8, drawn from the crypto/rand-keyed PRNG.
-func (e *Evaluator) flood(ringQ *ring.Ring, p ring.Poly) error {
+func (e *Evaluator) flood(i int, ringQ *ring.Ring, p ring.Poly) error {
 	f := FloodBits + 2*e.p.LogN + 8
 	if f < 64 || f > 126 {
 		return fmt.Errorf("fhe flood: bound 2^%d outside 2^64..2^126", f)
 	}
 	n := ringQ.N()
 	raw := make([]byte, 16*n)
-	if _, err := e.prng.Read(raw); err != nil {
+	if _, err := e.prng[i].Read(raw); err != nil {
 		return fmt.Errorf("fhe flood: randomness: %w", err)
 	}
 	hiMask := uint64(1)<<uint(f+1-64) - 1 // f+1 bits in total: [0, 2F), then shift by -F
