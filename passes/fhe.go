@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -14,6 +15,9 @@ import (
 // mode"): lowering without truncation, the program over Z_n for the CRT product n of the chosen
 // plaintext primes, and its encryption parameters in the program.
 const BackendFHE = "fhe"
+
+// errNotPolynomial marks the refusal of a network with a non-polynomial layer.
+var errNotPolynomial = errors.New("not a polynomial network")
 
 // DefaultFHEScales are the scales tried for the fhe mode when none are given: scales add up
 // through the network, so they are much smaller than the two-party modes'.
@@ -84,8 +88,13 @@ func runLowerFHE(st *state) error {
 	}
 	var cands []cand
 	best := -1
-	for _, s := range scales {
+	for k, s := range scales {
 		p, depth, err := lowerFHE(st.g, s)
+		if err != nil && k > 0 && !errors.Is(err, ErrNoLowering) && !errors.Is(err, errNotPolynomial) {
+			// Scales add up: past some scale a tensor's scale exceeds the format's maximum.
+			st.logf("scale %d: %v; larger scales not tried", s, err)
+			break
+		}
 		if err != nil {
 			return err
 		}
@@ -145,7 +154,7 @@ func lowerFHE(g *ir.Graph, s int) (*fixed.Program, int, error) {
 	}
 	depth, err := p.FHEDepth()
 	if err != nil {
-		return nil, 0, fmt.Errorf("--backend fhe: %w (the fhe mode evaluates only linear layers, sum pooling and square activations x·x)", err)
+		return nil, 0, fmt.Errorf("--backend fhe: %w: %w (the fhe mode evaluates only linear layers, sum pooling and square activations x·x)", errNotPolynomial, err)
 	}
 	return p, depth, nil
 }
