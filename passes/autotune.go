@@ -523,7 +523,7 @@ type clearRun struct {
 
 // runClear runs program p on the clear backend over all samples.
 func runClear(p *fixed.Program, samples []dataset.Sample, workers int, track bool, prog *progress) (*clearRun, error) {
-	r, err := ring.New(p.Bits)
+	r, err := p.Ring()
 	if err != nil {
 		return nil, err
 	}

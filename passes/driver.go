@@ -80,6 +80,9 @@ func (r *Report) WriteTimes(w io.Writer) error {
 // opts.Check is set. With opts.Samples the autotune pass chooses l and s (unless pinned) and the
 // program it verified is the one returned.
 func Compile(g *ir.Graph, opts Options) (*fixed.Program, *Report, error) {
+	if opts.Backend == BackendFHE {
+		return compileWith(&fheTable, g, opts) // fhe.go
+	}
 	return compileWith(&compileTable, g, opts)
 }
 

@@ -24,6 +24,9 @@ type lowerOptions struct {
 	// InputParty owns the graph inputs (default 1, the client); OutputParty receives the outputs
 	// (default 1).
 	InputParty, OutputParty int
+	// NoTrunc lowers for the fhe mode: no truncation is ever emitted, so products keep their
+	// scale and scales add up through the network (docs/fixed-point.md, "The fhe mode").
+	NoTrunc bool
 }
 
 // fval is the lowering of one HLIL value: a tensor id, and for a value still at a product scale,
@@ -36,12 +39,13 @@ type fval struct {
 }
 
 type lowerer struct {
-	g    *ir.Graph
-	p    *fixed.Program
-	s    int
-	vals map[string]*fval
-	uses map[string]int
-	node *ir.Node
+	noTrunc bool // lowerOptions.NoTrunc
+	g       *ir.Graph
+	p       *fixed.Program
+	s       int
+	vals    map[string]*fval
+	uses    map[string]int
+	node    *ir.Node
 }
 
 func (l *lowerer) source() string {
@@ -96,6 +100,9 @@ func (l *lowerer) atScale(v *fval, name string) (int, error) {
 	}
 	if sc < l.s {
 		return l.op(&fixed.Instr{Op: fixed.OpScaleUp, In: []int{v.id}, Shift: l.s - sc}, name)
+	}
+	if l.noTrunc {
+		return v.id, nil // the fhe mode: the value keeps its product scale
 	}
 	if v.truncated {
 		return v.trunc, nil

@@ -4,6 +4,10 @@ package ring
 // them). It is the plaintext product both the cleartext backend and party 0's local share of a
 // secure product use.
 func (r Ring) MatMul(dst, a []uint64, m, k, n int, b []uint64) {
+	if r.mod != 0 {
+		r.matMulMod(dst, a, m, k, n, b)
+		return
+	}
 	mask := r.Mask()
 	if n < 4 {
 		// Matrix-vector products: dot products along rows of a.

@@ -1,8 +1,9 @@
 // Package ring describes the rings that cryptflow-go computes in and holds the share-tensor type.
 //
 // A Ring is Z_{2^l} (l = 1..64; elements are uint64 values below 2^l, read as two's-complement
-// signed integers) or, for the HE backend of a later issue, Z_n for an odd prime n. Only Z_{2^l} is
-// implemented; constructing a prime ring returns an error saying so.
+// signed integers) or Z_n for an odd modulus 3 <= n < 2^64 (elements below n, read as signed in
+// (-n/2, n/2)): the non-interactive FHE mode computes modulo n, the product of its CRT plaintext
+// primes (docs/fixed-point.md, "The fhe mode").
 //
 // The package is a leaf: it imports nothing from the project, so the VM, the compiler and every
 // protocol can share its types.
@@ -21,7 +22,8 @@ type Kind uint8
 const (
 	// Pow2 is Z_{2^l}, used by the OT-based protocols and the cleartext backend.
 	Pow2 Kind = 1
-	// Prime is Z_n for an odd prime n, reserved for the HE-based backend (not implemented yet).
+	// Prime is Z_n for an odd modulus n (a prime or a product of distinct primes: the fhe mode's
+	// CRT product of plaintext moduli). Build it with NewMod.
 	Prime Kind = 2
 )
 
@@ -35,14 +37,15 @@ func (k Kind) String() string {
 	return fmt.Sprintf("ring-kind(%d)", uint8(k))
 }
 
-// ErrPrimeUnsupported is returned for rings Z_n: they are reserved for the HE backend.
-var ErrPrimeUnsupported = errors.New("prime-modulus rings Z_n are not implemented yet (only Z_{2^l})")
+// ErrPrimeUnsupported is returned by operations that exist only for Z_{2^l} when called on Z_n.
+var ErrPrimeUnsupported = errors.New("this operation is defined only for rings Z_{2^l}, not Z_n")
 
-// Ring is the ring Z_{2^Bits}. The zero value is invalid; build rings with New.
+// Ring is the ring Z_{2^Bits} or Z_n. The zero value is invalid; build rings with New or NewMod.
 type Ring struct {
 	Kind Kind
-	Bits int // l for Z_{2^l}: 1..64
+	Bits int // l for Z_{2^l}: 1..64; for Z_n the bit length of n
 	mask uint64
+	mod  uint64 // n for Z_n, 0 for Z_{2^l}
 }
 
 // New returns Z_{2^l}.
@@ -72,7 +75,7 @@ func Of(kind Kind, param uint64) (Ring, error) {
 		}
 		return New(int(param))
 	case Prime:
-		return Ring{}, ErrPrimeUnsupported
+		return NewMod(param)
 	}
 	return Ring{}, fmt.Errorf("unknown ring kind %d", uint8(kind))
 }
@@ -86,63 +89,122 @@ func maskOf(l int) uint64 {
 
 // Valid reports whether r was built by New (or Of).
 func (r Ring) Valid() bool {
-	return r.Kind == Pow2 && r.Bits >= 1 && r.Bits <= 64 && r.mask == maskOf(r.Bits)
+	if r.Kind == Prime {
+		return r.mod >= 3 && r.mod&1 == 1 && r.Bits == bits.Len64(r.mod) && r.mask == maskOf(r.Bits)
+	}
+	return r.Kind == Pow2 && r.mod == 0 && r.Bits >= 1 && r.Bits <= 64 && r.mask == maskOf(r.Bits)
 }
 
 func (r Ring) String() string {
 	if r.Kind == Pow2 {
 		return fmt.Sprintf("Z_2^%d", r.Bits)
 	}
+	if r.Kind == Prime {
+		return fmt.Sprintf("Z_%d", r.mod)
+	}
 	return fmt.Sprintf("invalid ring (%v, %d bits)", r.Kind, r.Bits)
 }
 
-// Mask is 2^l - 1: x & Mask() reduces x.
+// Mask is 2^l - 1: x & Mask() reduces x in Z_{2^l}. For Z_n it is 2^bitlen(n) - 1, which does
+// not reduce: code that may run on Z_n uses Reduce.
 func (r Ring) Mask() uint64 { return r.mask }
 
-// Reduce reduces x into the ring.
-func (r Ring) Reduce(x uint64) uint64 { return x & r.mask }
+// Modulus is n for Z_n and 0 for Z_{2^l}.
+func (r Ring) Modulus() uint64 { return r.mod }
 
-// Signed reads the ring element v (assumed reduced) as a two's-complement signed integer in
-// [-2^(l-1), 2^(l-1)).
+// Reduce reduces x into the ring.
+func (r Ring) Reduce(x uint64) uint64 {
+	if r.mod != 0 {
+		return x % r.mod
+	}
+	return x & r.mask
+}
+
+// Signed reads the ring element v (assumed reduced) as a signed integer: two's complement in
+// [-2^(l-1), 2^(l-1)) for Z_{2^l}, the representative in (-n/2, n/2) for Z_n.
 func (r Ring) Signed(v uint64) int64 {
+	if r.mod != 0 {
+		return modSigned(v, r.mod)
+	}
 	sh := uint(64 - r.Bits)
 	return int64(v<<sh) >> sh
 }
 
-// FromSigned maps a signed integer to its ring element (reduction modulo 2^l).
-func (r Ring) FromSigned(x int64) uint64 { return uint64(x) & r.mask }
+// FromSigned maps a signed integer to its ring element (reduction modulo 2^l, or n).
+func (r Ring) FromSigned(x int64) uint64 {
+	if r.mod != 0 {
+		return modFromSigned(x, r.mod)
+	}
+	return uint64(x) & r.mask
+}
 
-// MinSigned and MaxSigned bound the signed interpretation: -2^(l-1) and 2^(l-1)-1.
-func (r Ring) MinSigned() int64 { return r.Signed(uint64(1) << uint(r.Bits-1)) }
+// MinSigned and MaxSigned bound the signed interpretation: -2^(l-1) and 2^(l-1)-1 for Z_{2^l},
+// ∓(n-1)/2 for Z_n.
+func (r Ring) MinSigned() int64 {
+	if r.mod != 0 {
+		return -int64((r.mod - 1) / 2)
+	}
+	return r.Signed(uint64(1) << uint(r.Bits-1))
+}
 
-// MaxSigned is 2^(l-1)-1.
-func (r Ring) MaxSigned() int64 { return int64(r.mask >> 1) }
+// MaxSigned is 2^(l-1)-1 (or (n-1)/2).
+func (r Ring) MaxSigned() int64 {
+	if r.mod != 0 {
+		return int64((r.mod - 1) / 2)
+	}
+	return int64(r.mask >> 1)
+}
 
 // Add returns a+b in the ring.
-func (r Ring) Add(a, b uint64) uint64 { return (a + b) & r.mask }
+func (r Ring) Add(a, b uint64) uint64 {
+	if r.mod != 0 {
+		return modAdd(a, b, r.mod)
+	}
+	return (a + b) & r.mask
+}
 
 // Sub returns a-b in the ring.
-func (r Ring) Sub(a, b uint64) uint64 { return (a - b) & r.mask }
+func (r Ring) Sub(a, b uint64) uint64 {
+	if r.mod != 0 {
+		return modSub(a, b, r.mod)
+	}
+	return (a - b) & r.mask
+}
 
 // Neg returns -a in the ring.
-func (r Ring) Neg(a uint64) uint64 { return (-a) & r.mask }
+func (r Ring) Neg(a uint64) uint64 {
+	if r.mod != 0 {
+		return modSub(0, a, r.mod)
+	}
+	return (-a) & r.mask
+}
 
 // Mul returns a*b in the ring.
-func (r Ring) Mul(a, b uint64) uint64 { return (a * b) & r.mask }
+func (r Ring) Mul(a, b uint64) uint64 {
+	if r.mod != 0 {
+		return modMul(a, b, r.mod)
+	}
+	return (a * b) & r.mask
+}
 
-// IsNeg reports whether the element's signed value is negative (its top bit).
-func (r Ring) IsNeg(v uint64) bool { return v>>uint(r.Bits-1)&1 == 1 }
+// IsNeg reports whether the element's signed value is negative (its top bit; above n/2 in Z_n).
+func (r Ring) IsNeg(v uint64) bool {
+	if r.mod != 0 {
+		return v > r.mod/2
+	}
+	return v>>uint(r.Bits-1)&1 == 1
+}
 
 // Trunc returns floor(signed(v) / 2^k) reduced into the ring (an arithmetic shift), for
 // 0 <= k < 64.
 func (r Ring) Trunc(v uint64, k int) uint64 {
 	if k <= 0 {
-		return v & r.mask
+		return r.Reduce(v)
 	}
 	if k >= 64 {
 		k = 63
 	}
-	return uint64(r.Signed(v)>>uint(k)) & r.mask
+	return r.FromSigned(r.Signed(v) >> uint(k))
 }
 
 // Less reports whether signed(a) < signed(b).
@@ -155,7 +217,7 @@ func (r Ring) Encode(x float64, scale int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return uint64(v) & r.mask, nil
+	return r.FromSigned(v), nil
 }
 
 // EncodeInt returns floor(x * 2^scale) as an int64 (the ring-independent form of an encoding).

@@ -1,7 +1,6 @@
 package ring
 
 import (
-	"errors"
 	"math"
 	"testing"
 )
@@ -21,8 +20,11 @@ func TestNewBounds(t *testing.T) {
 	if (Ring{}).Valid() {
 		t.Error("zero Ring is valid")
 	}
-	if _, err := Of(Prime, 65537); !errors.Is(err, ErrPrimeUnsupported) {
-		t.Errorf("Of(Prime) error = %v", err)
+	if r, err := Of(Prime, 65537); err != nil || !r.Valid() || r.Modulus() != 65537 {
+		t.Errorf("Of(Prime, 65537) = %v, %v", r, err)
+	}
+	if _, err := Of(Prime, 65536); err == nil {
+		t.Error("Of(Prime) accepted an even modulus")
 	}
 	if _, err := Of(Kind(9), 8); err == nil {
 		t.Error("unknown kind accepted")

@@ -78,9 +78,15 @@ func (r Ring) DecodeTensor(t Tensor, scale int) []float32 {
 // AddVec sets dst[i] = a[i] + b[i] in the ring. The slices must have equal lengths; dst may alias
 // a or b.
 func (r Ring) AddVec(dst, a, b []uint64) {
-	m := r.mask
 	b = b[:len(a)]
 	dst = dst[:len(a)]
+	if n := r.mod; n != 0 {
+		for i, x := range a {
+			dst[i] = modAdd(x, b[i], n)
+		}
+		return
+	}
+	m := r.mask
 	for i, x := range a {
 		dst[i] = (x + b[i]) & m
 	}
@@ -88,9 +94,15 @@ func (r Ring) AddVec(dst, a, b []uint64) {
 
 // SubVec sets dst[i] = a[i] - b[i] in the ring.
 func (r Ring) SubVec(dst, a, b []uint64) {
-	m := r.mask
 	b = b[:len(a)]
 	dst = dst[:len(a)]
+	if n := r.mod; n != 0 {
+		for i, x := range a {
+			dst[i] = modSub(x, b[i], n)
+		}
+		return
+	}
+	m := r.mask
 	for i, x := range a {
 		dst[i] = (x - b[i]) & m
 	}
@@ -98,9 +110,15 @@ func (r Ring) SubVec(dst, a, b []uint64) {
 
 // MulVec sets dst[i] = a[i] * b[i] in the ring.
 func (r Ring) MulVec(dst, a, b []uint64) {
-	m := r.mask
 	b = b[:len(a)]
 	dst = dst[:len(a)]
+	if n := r.mod; n != 0 {
+		for i, x := range a {
+			dst[i] = modMul(x, b[i], n)
+		}
+		return
+	}
+	m := r.mask
 	for i, x := range a {
 		dst[i] = (x * b[i]) & m
 	}
@@ -108,8 +126,15 @@ func (r Ring) MulVec(dst, a, b []uint64) {
 
 // ScaleVec sets dst[i] = a[i] * c in the ring.
 func (r Ring) ScaleVec(dst, a []uint64, c uint64) {
-	m := r.mask
 	dst = dst[:len(a)]
+	if n := r.mod; n != 0 {
+		c %= n
+		for i, x := range a {
+			dst[i] = modMul(x, c, n)
+		}
+		return
+	}
+	m := r.mask
 	for i, x := range a {
 		dst[i] = (x * c) & m
 	}
@@ -117,6 +142,12 @@ func (r Ring) ScaleVec(dst, a []uint64, c uint64) {
 
 // ReduceVec reduces every element of x in place.
 func (r Ring) ReduceVec(x []uint64) {
+	if n := r.mod; n != 0 {
+		for i := range x {
+			x[i] %= n
+		}
+		return
+	}
 	m := r.mask
 	for i := range x {
 		x[i] &= m

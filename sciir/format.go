@@ -116,7 +116,9 @@ func Write(w io.Writer, f *File, withWeights bool) error {
 	if backend == "" {
 		backend = DefaultBackend
 	}
-	meta, err := json.Marshal(&f.Meta)
+	m := f.Meta
+	m.FHE = p.FHE // the fhe mode's parameters travel in the metadata (part of the program ID)
+	meta, err := json.Marshal(&m)
 	if err != nil {
 		return fmt.Errorf("write program metadata: %w", err)
 	}
@@ -283,8 +285,13 @@ func (e *enc) ints32(v []int) {
 
 func encodeHead(p *fixed.Program, backend string) []byte {
 	var e enc
-	e.u8(ringPow2)
-	e.u64(uint64(p.Bits))
+	if p.Modulus != 0 {
+		e.u8(ringPrime)
+		e.u64(p.Modulus)
+	} else {
+		e.u8(ringPow2)
+		e.u64(uint64(p.Bits))
+	}
 	e.u8(p.Scale)
 	e.str(backend)
 	return e.b

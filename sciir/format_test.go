@@ -260,7 +260,8 @@ func TestReadErrors(t *testing.T) {
 	head := bytes.Index(full, []byte(tagHead))
 	bad = bytes.Clone(full)
 	bad[head+12] = ringPrime
-	check("prime ring", rechecksum(bad), "not supported")
+	binary.LittleEndian.PutUint64(bad[head+13:], 16) // Z_n needs an odd n
+	check("even prime-ring modulus", rechecksum(bad), "must be odd")
 
 	// Weights of another program.
 	other := testFile(t)

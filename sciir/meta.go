@@ -1,6 +1,8 @@
 package sciir
 
 import (
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+
 	"fmt"
 	"math"
 	"strings"
@@ -23,6 +25,9 @@ type Meta struct {
 	// the validation folder's classes.txt, or its sorted class subfolders). Programs written
 	// before this field have none (ClassNames falls back to Preprocess.ClassDirs).
 	Classes []string `json:"classes,omitempty"`
+	// FHE holds the fhe mode's encryption parameters; sciir.Write fills it from the program and
+	// the reader puts it back into fixed.Program.FHE.
+	FHE *fixed.FHEParams `json:"fhe,omitempty"`
 }
 
 // ClassNames returns the class names the program records (index k names class k), or nil.

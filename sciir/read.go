@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
 
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
@@ -138,6 +139,7 @@ func unmarshal(b []byte) (*File, []SectionInfo, error) {
 	if err := json.Unmarshal(payloads[tagMeta], &f.Meta); err != nil {
 		return nil, nil, formatErr("section META: %v", err)
 	}
+	p.FHE = f.Meta.FHE
 	if w, ok := payloads[tagWdat]; ok {
 		d := &dec{b: w}
 		err := decodeWeightData(d, p, f.ID)
@@ -271,11 +273,17 @@ func decodeHead(d *dec, f *File) error {
 			return fmt.Errorf("ring Z_2^%d: bitwidth must be 1..64", param)
 		}
 	case ringPrime:
-		return fmt.Errorf("ring Z_n (n = %d) is not supported by this build (only Z_2^l)", param)
+		if param < 3 || param&1 == 0 {
+			return fmt.Errorf("ring Z_%d: the modulus must be odd and at least 3", param)
+		}
+		f.Program.Modulus = param
+		f.Program.Bits = bits.Len64(param)
 	default:
 		return fmt.Errorf("unknown ring kind %d", kind)
 	}
-	f.Program.Bits = int(param)
+	if kind == ringPow2 {
+		f.Program.Bits = int(param)
+	}
 	f.Program.Scale = scale
 	return nil
 }

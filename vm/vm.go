@@ -53,8 +53,12 @@ func New(p *fixed.Program, b Backend) (*Machine, error) {
 		return nil, fmt.Errorf("vm: invalid program: %w", err)
 	}
 	r := b.Ring()
-	if !r.Valid() || r.Kind != ring.Pow2 || r.Bits != p.Bits {
-		return nil, fmt.Errorf("vm: backend ring %v does not match the program's Z_2^%d", r, p.Bits)
+	want, err := p.Ring()
+	if err != nil {
+		return nil, fmt.Errorf("vm: %w", err)
+	}
+	if !r.Valid() || r != want {
+		return nil, fmt.Errorf("vm: backend ring %v does not match the program's %v", r, want)
 	}
 	party := b.Party()
 	if party != 0 && party != 1 {
@@ -268,6 +272,18 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 		return b.MaxRows(ctx, dst, g, rows, d)
 	case fixed.OpSumPool:
 		d := pl.d
+		if r.Modulus() != 0 {
+			for o := range dst.Data {
+				var s uint64
+				for _, j := range pl.idx[o*d : o*d+d] {
+					if j >= 0 {
+						s = r.Add(s, x.Data[j])
+					}
+				}
+				dst.Data[o] = s
+			}
+			return nil
+		}
 		mask := r.Mask()
 		for o := range dst.Data {
 			var s uint64

@@ -110,7 +110,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.IntVar(&c.batch, "batch", 1, "batch size fixed for a symbolic batch dimension")
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
-	fs.StringVar(&c.backend, "backend", "auto", "two-party backend recorded in the program: auto (OT or HE per linear layer, whichever the planner expects to be faster on --net), sciot (every linear layer by OT), scihe (every one by HE), sci3 (three parties: a helper deals correlations); the compile output lists each linear layer's engine and expected traffic; scirun --backend overrides it, and any program also runs with scirun --clear")
+	fs.StringVar(&c.backend, "backend", "auto", "two-party backend recorded in the program: auto (OT or HE per linear layer, whichever the planner expects to be faster on --net), sciot (every linear layer by OT), scihe (every one by HE), sci3 (three parties: a helper deals correlations), fhe (non-interactive BGV: polynomial networks only, no truncation, Z_n for a CRT product n; default scales 1-8); the compile output lists each linear layer's engine and expected traffic; scirun --backend overrides it, and any program also runs with scirun --clear")
 	fs.StringVar(&c.net, "net", "lan", "the `LINK` --backend auto plans for (and the traffic estimate assumes), "+netmodel.Help+"; recorded in the program; scirun --ot auto takes silent OT (Ferret) when the link is slow enough for its smaller traffic to pay (docs/usage.md)")
 	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
 	fs.BoolVar(&c.listPasses, "list-passes", false, "print the compiler's pass table and ordering rules, then exit")
@@ -129,6 +129,8 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	scalesSet := false
+	fs.Visit(func(f *flag.Flag) { scalesSet = scalesSet || f.Name == "scales" })
 	if c.listPasses {
 		if len(pos) != 0 {
 			return nil, cli.Usagef("--list-passes takes no model file")
@@ -158,12 +160,16 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	}
 	switch c.backend {
 	case "sciot", "scihe", "auto", "sci3":
+	case passes.BackendFHE:
+		if !scalesSet {
+			c.scales = passes.DefaultFHEScales // scales add up in the fhe mode: small ones
+		}
 	case "clear":
 		// The recorded backend is the default of a two-party run, and the cleartext backend is
 		// not one: scirun --clear runs any program in the clear, whatever it records.
-		return nil, cli.Usagef("--backend clear: the cleartext backend is not a two-party backend; every program runs in the clear with 'scirun --clear'. Two-party backends: sciot, scihe, auto")
+		return nil, cli.Usagef("--backend clear: the cleartext backend is not a two-party backend; every program runs in the clear with 'scirun --clear'. Two-party backends: sciot, scihe, auto, fhe")
 	default:
-		return nil, cli.Usagef("--backend %q: unknown; two-party backends: sciot, scihe, auto", c.backend)
+		return nil, cli.Usagef("--backend %q: unknown; two-party backends: sciot, scihe, auto, fhe", c.backend)
 	}
 	nm, err := passes.NetModelNamed(c.net)
 	if err != nil {
@@ -476,7 +482,12 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s (%s) and %s (%s, no weights); program id %s\n",
 		c.out, fileSize(c.out), cp, fileSize(cp), f.IDString())
-	say("ring Z_2^%d, scale %d; compiled in %.1fs\n", bits, scale, time.Since(start).Seconds())
+	if prog.FHE != nil {
+		say("fhe: ring Z_%d (%d bits), scale %d; %s\n", prog.Modulus, bits, scale, prog.FHE)
+	}
+	if prog.FHE == nil {
+		say("ring Z_2^%d, scale %d; compiled in %.1fs\n", bits, scale, time.Since(start).Seconds())
+	}
 	return nil
 }
 
@@ -640,6 +651,11 @@ func printTune(w io.Writer, res *passes.TuneResult, quiet bool) {
 	}
 	if res.Reason != "" {
 		fmt.Fprintf(w, "why: %s\n", res.Reason)
+	}
+	if res.Program != nil && res.Program.Modulus != 0 { // the fhe mode: bits needed, ring Z_n
+		fmt.Fprintf(w, "chose s=%d (values need %d bits): accuracy %s, agreement %s; outputs in Z_%d identical to the 64-bit run\n",
+			res.Scale, res.Bits, pct(res.Chosen.Accuracy), pct(res.Chosen.Agreement), res.Program.Modulus)
+		return
 	}
 	verified := "outputs in Z_2^%d identical to the 64-bit run"
 	if !res.Verified {

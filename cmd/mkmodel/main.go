@@ -41,6 +41,12 @@ func run(args []string, stdout io.Writer) error {
 		{Name: "random", Summary: "a random small CNN of the golden tests", Run: func(a []string) error {
 			return write(a, stdout, "random", false)
 		}},
+		{Name: "poly-cnn", Summary: "a random small polynomial CNN (square activations) for athosc --backend fhe", Run: func(a []string) error {
+			return write(a, stdout, "poly-cnn", false)
+		}},
+		{Name: "poly-mlp", Summary: "a random small polynomial MLP (Gemm, square, Gemm) for athosc --backend fhe", Run: func(a []string) error {
+			return write(a, stdout, "poly-mlp", false)
+		}},
 	}
 	return cli.Dispatch("mkmodel", intro, cmds, nil, args)
 }
@@ -73,9 +79,12 @@ func write(args []string, stdout io.Writer, kind string, batched bool) error {
 		return cli.Usagef("--inputs must not be negative")
 	}
 	var g *ir.Graph
-	if kind == "minionn" {
+	switch kind {
+	case "minionn":
 		g, err = golden.MiniONN(*seed, batch)
-	} else {
+	case "poly-cnn", "poly-mlp":
+		g, err = golden.RandomPolyNet(*seed, kind == "poly-mlp")
+	default:
 		g, err = golden.RandomCNN(*seed)
 	}
 	if err != nil {

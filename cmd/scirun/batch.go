@@ -228,7 +228,7 @@ func (c *config) loadInputs(ctx context.Context, f *sciir.File, e *env) (*batchR
 	if len(p.Inputs) != 1 {
 		return nil, fmt.Errorf("the program has %d inputs; scirun takes one --input", len(p.Inputs))
 	}
-	r, err := ring.New(p.Bits)
+	r, err := p.Ring()
 	if err != nil {
 		return nil, err
 	}
@@ -294,8 +294,12 @@ type emitter struct {
 	done, correct, judged int
 }
 
-func (c *config) newEmitter(b *batchRun, f *sciir.File, e *env) *emitter {
-	return &emitter{c: c, b: b, f: f, e: e, r: ring.Must(f.Program.Bits), classes: classNames(f)}
+func (c *config) newEmitter(b *batchRun, f *sciir.File, e *env) (*emitter, error) {
+	r, err := f.Program.Ring() // Z_2^l, or the fhe mode's Z_n
+	if err != nil {
+		return nil, err
+	}
+	return &emitter{c: c, b: b, f: f, e: e, r: r, classes: classNames(f)}, nil
 }
 
 // keep prints and writes the outputs of item k (the single-input output as before, or for a

@@ -133,7 +133,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", DefaultDrainTimeout, "with --serve: on SIGTERM or SIGINT, wait at most `D` for the running sessions, then abort the rest and exit 0 (0: wait however long)")
 	fs.StringVar(&c.report, "report", "", "write the per-layer report as JSON to `FILE` (with --serve: one JSON line per session)")
 	fs.StringVar(&c.netName, "net", "", "emulate a `LINK` on received messages (shared by the session's streams): "+netmodel.Help)
-	fs.StringVar(&c.backend, "backend", "", "two-party backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it)")
+	fs.StringVar(&c.backend, "backend", "", "backend `NAME`: sciot (linear layers by OT), scihe (by HE), auto (per layer as athosc planned it), sci3 (three parties, with --helper), fhe (non-interactive BGV, for programs compiled with athosc --backend fhe: one upload, one result)")
 	fs.StringVar(&c.ot, "ot", "auto", fmt.Sprintf("OT source `NAME` of the OT-based protocols: iknp (IKNP extension: least CPU, 128 bits per OT), ferret (silent OT: ~8x less traffic, more CPU), or auto: ferret for a program planned for a link of at most %g MB/s per direction (athosc --backend auto --net wan, or e.g. --net 500Mbit/s), iknp otherwise; both parties must agree", sci.FerretMaxBandwidth/1e6))
 	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (without it: a warning)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress on stderr (otherwise: a line redrawn in place on a terminal, plain lines every 10 s elsewhere) and no report table")

@@ -37,7 +37,10 @@ func checkRange(x []float32, r *sciir.Range) string {
 
 // emit prints the revealed outputs and writes --output.
 func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
-	r := ring.Must(f.Program.Bits)
+	r, err := f.Program.Ring() // Z_2^l, or the fhe mode's Z_n
+	if err != nil {
+		return err
+	}
 	classes := classNames(f)
 	var revealed []vm.Output
 	for _, o := range outs {
@@ -105,7 +108,7 @@ func printTop(w io.Writer, r ring.Ring, o vm.Output, k int, classes []string) {
 		if rows > 1 {
 			prefix = fmt.Sprintf("%s[%d]", o.Name, row)
 		}
-		fmt.Fprintf(w, "%s %v (Z_2^%d, scale %d): top class %s (%.4g)\n", prefix, shape, r.Bits, o.Scale, name(top), v[top])
+		fmt.Fprintf(w, "%s %v (%v, scale %d): top class %s (%.4g)\n", prefix, shape, r, o.Scale, name(top), v[top])
 		if d < 2 {
 			continue
 		}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	fhevm "github.com/cryptflow-go/cryptflow/vm/fhe"
+
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/netmodel"
@@ -56,6 +58,9 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 		}
 	}
 	opt.NewBackend = e.backends[be]
+	if be == fhevm.BackendName && opt.NewBackend == nil {
+		opt.NewBackend = fheBackend(f, e)
+	}
 	if mode, err := sci.ParseMode(be); err == nil && opt.NewBackend == nil {
 		src, err := otSource(c.ot, f)
 		if err != nil {
@@ -76,11 +81,11 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 		}
 	}
 	if opt.NewBackend == nil {
-		names := []string{"auto", "sciot", "scihe"}
+		names := []string{"auto", "sciot", "scihe", "fhe"}
 		for n := range e.backends {
 			names = append(names, n)
 		}
-		sort.Strings(names[3:])
+		sort.Strings(names[4:])
 		return nil, fmt.Errorf("backend %q is not available in this build (available: %s)", be, strings.Join(names, ", "))
 	}
 	party := c.party
@@ -106,7 +111,7 @@ func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 		return fmt.Errorf("%s has no weights (it is a client copy): --clear runs the whole model in the clear and needs the full program file (%s, the one athosc -o wrote)",
 			c.program, strings.Replace(c.program, ".client.sciir", ".sciir", 1))
 	}
-	r, err := ring.New(p.Bits)
+	r, err := p.Ring() // Z_2^l, or the fhe mode's Z_n
 	if err != nil {
 		return err
 	}
@@ -122,7 +127,10 @@ func runClear(ctx context.Context, c *config, f *sciir.File, e *env) error {
 	if err != nil {
 		return err
 	}
-	em := c.newEmitter(b, f, e)
+	em, err := c.newEmitter(b, f, e)
+	if err != nil {
+		return err
+	}
 	if b.batch {
 		em.bar = c.progress(e, "clear run")
 		defer em.bar.Done()
@@ -176,7 +184,10 @@ func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options
 	opt.DialStream = func(ctx context.Context) (net.Conn, error) {
 		return serve.Dial(ctx, c.connect, tlsConf, c.connectTimeout)
 	}
-	em := c.newEmitter(b, f, e)
+	em, err := c.newEmitter(b, f, e)
+	if err != nil {
+		return err
+	}
 	em.bar = bar
 	opt.OnResult = em.keep
 	res, err := serve.RunBatch(ctx, nc, 1, opt, b.encoded)
@@ -195,7 +206,10 @@ func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options,
 	bar := c.progress(e, "secure run")
 	defer bar.Done()
 	watch(bar, &copt, "handshake…")
-	em := c.newEmitter(b, f, e)
+	em, err := c.newEmitter(b, f, e)
+	if err != nil {
+		return err
+	}
 	em.bar = bar
 	copt.OnResult = em.keep
 	res, _, err := serve.RunLocalBatch(ctx, &sopt, &copt, b.encoded)
@@ -337,7 +351,12 @@ func orDash(s string) string {
 	return s
 }
 
-func ringName(f *sciir.File) string { return fmt.Sprintf("Z_2^%d", f.Program.Bits) }
+func ringName(f *sciir.File) string {
+	if r, err := f.Program.Ring(); err == nil {
+		return r.String()
+	}
+	return fmt.Sprintf("Z_2^%d", f.Program.Bits)
+}
 
 func tlsNote(t *tls.Config) string {
 	if t != nil {

@@ -218,6 +218,8 @@ func (im *importer) binaryNode(n *NodeDef, in []*value) (*value, error) {
 		return &value{c: c, key: n.Name}, nil
 	}
 	switch n.Op {
+	case "Pow":
+		return im.square(n, a, b)
 	case "Add", "AddV2":
 		return im.binary(n, ir.Add, a, b)
 	case "Sub":

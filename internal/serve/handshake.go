@@ -70,12 +70,16 @@ type Hello struct {
 // stream (set Streams for more) and a batch of one inference (set Batch for more).
 func HelloFor(f *sciir.File, party int, backend, software string) Hello {
 	p := f.Program
+	kind, param := ring.Pow2, uint64(p.Bits)
+	if p.Modulus != 0 {
+		kind, param = ring.Prime, p.Modulus // the fhe mode's Z_n
+	}
 	return Hello{
 		Version:   HandshakeVersion,
 		Party:     party,
 		Program:   f.ID,
-		RingKind:  ring.Pow2,
-		RingParam: uint64(p.Bits),
+		RingKind:  kind,
+		RingParam: param,
 		Scale:     p.Scale,
 		Backend:   backend,
 		Streams:   1,

@@ -199,7 +199,7 @@ func (o *Options) Check(party int) error {
 	if party == 0 && !p.HasWeights() {
 		return vm.ErrNoWeights
 	}
-	if _, err := ring.New(p.Bits); err != nil {
+	if _, err := p.Ring(); err != nil {
 		return fmt.Errorf("program ring: %w", err)
 	}
 	for _, in := range p.Inputs {
@@ -329,7 +329,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 		return err
 	}
 	p := opt.File.Program
-	r, _ := ring.New(p.Bits)
+	r, _ := p.Ring() // checked by opt.Check
 	var serverInputs []ring.Tensor
 	if party == 0 {
 		serverInputs = make([]ring.Tensor, len(p.Inputs))

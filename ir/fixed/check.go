@@ -46,6 +46,9 @@ func (p *Program) Validate() error {
 	if p.Bits < 1 || p.Bits > 64 {
 		return fmt.Errorf("ring bitwidth %d is not in 1..64", p.Bits)
 	}
+	if err := p.checkModulus(); err != nil {
+		return err
+	}
 	if p.Scale < 0 || p.Scale > MaxScale {
 		return fmt.Errorf("scale %d is not in 0..%d", p.Scale, MaxScale)
 	}

@@ -241,10 +241,13 @@ type IO struct {
 	Party  int    // the input's owner, or the party the output is revealed to
 }
 
-// Program is a fixed-point program over Z_{2^Bits} (the only ring kind so far).
+// Program is a fixed-point program over Z_{2^Bits}, or over Z_Modulus when Modulus is set (the
+// fhe mode: the CRT product of the plaintext primes in FHE; Bits is then Modulus's bit length).
 type Program struct {
-	Bits    int // ring bitwidth l
-	Scale   int // the program's scale s (weights and activations between layers)
+	Bits    int        // ring bitwidth l (for Z_n: the bit length of n)
+	Modulus uint64     // n for a program over Z_n (the fhe mode), 0 for Z_{2^Bits}
+	FHE     *FHEParams // the fhe mode's encryption parameters (nil otherwise); see fhe.go
+	Scale   int        // the program's scale s (weights and activations between layers)
 	Tensors []Tensor
 	Weights []Weight
 	Instrs  []*Instr
@@ -264,7 +267,7 @@ func (p *Program) HasWeights() bool {
 
 // Clone returns a deep copy of the program (weight data is shared: it is never modified).
 func (p *Program) Clone() *Program {
-	c := &Program{Bits: p.Bits, Scale: p.Scale}
+	c := &Program{Bits: p.Bits, Modulus: p.Modulus, Scale: p.Scale, FHE: p.FHE.clone()}
 	c.Tensors = make([]Tensor, len(p.Tensors))
 	for i, t := range p.Tensors {
 		t.Shape = t.Shape.Clone()

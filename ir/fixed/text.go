@@ -11,8 +11,11 @@ import (
 // the result's shape, scale and slot). It is what `athosc disasm` shows below the file header.
 func (p *Program) WriteText(w io.Writer) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "ring Z_2^%d  scale %d  (%d tensors, %d weights, %d instructions)\n",
-		p.Bits, p.Scale, len(p.Tensors), len(p.Weights), len(p.Instrs))
+	fmt.Fprintf(b, "ring %v  scale %d  (%d tensors, %d weights, %d instructions)\n",
+		p.ringName(), p.Scale, len(p.Tensors), len(p.Weights), len(p.Instrs))
+	if p.FHE != nil {
+		fmt.Fprintf(b, "fhe: %s\n", p.FHE)
+	}
 	fmt.Fprintf(b, "\ninputs:\n")
 	for i, io := range p.Inputs {
 		fmt.Fprintf(b, "  in%d %q = %%%d %s from party %d\n", i, io.Name, io.Tensor, p.tensorType(io.Tensor), io.Party)

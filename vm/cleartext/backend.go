@@ -53,6 +53,15 @@ func (c *Backend) Reveal(_ context.Context, to int, x ring.Tensor) (bool, error)
 	return true, nil
 }
 
+// pow2 refuses the comparison-based operations on Z_n: the fhe mode computes only polynomials
+// (the compiler refuses such programs, so only a hand-made program reaches this).
+func (c *Backend) pow2(op string) error {
+	if c.r.Kind != ring.Pow2 {
+		return fmt.Errorf("clear %s: not defined over %v (the fhe mode computes only polynomials)", op, c.r)
+	}
+	return nil
+}
+
 func checkLen(what string, t ring.Tensor, n int) error {
 	if len(t.Data) != n {
 		return fmt.Errorf("%s has %d elements, want %d", what, len(t.Data), n)
@@ -97,6 +106,9 @@ func (c *Backend) Mul(_ context.Context, dst, x, y ring.Tensor) error {
 
 // ReLU computes dst = max(signed(x), 0).
 func (c *Backend) ReLU(_ context.Context, dst, x ring.Tensor) error {
+	if err := c.pow2("relu"); err != nil {
+		return err
+	}
 	if err := checkLen("relu result", dst, len(x.Data)); err != nil {
 		return err
 	}
@@ -111,6 +123,9 @@ func (c *Backend) ReLU(_ context.Context, dst, x ring.Tensor) error {
 
 // Trunc computes dst = floor(signed(x) / 2^k).
 func (c *Backend) Trunc(_ context.Context, dst, x ring.Tensor, k int, _ bool) error {
+	if err := c.pow2("trunc"); err != nil {
+		return err
+	}
 	if err := checkLen("trunc result", dst, len(x.Data)); err != nil {
 		return err
 	}
@@ -128,6 +143,9 @@ func (c *Backend) Trunc(_ context.Context, dst, x ring.Tensor, k int, _ bool) er
 
 // Div computes dst = floor(signed(x) / d).
 func (c *Backend) Div(_ context.Context, dst, x ring.Tensor, d int) error {
+	if err := c.pow2("div"); err != nil {
+		return err
+	}
 	if err := checkLen("div result", dst, len(x.Data)); err != nil {
 		return err
 	}
@@ -152,6 +170,9 @@ func FloorDiv(a, d int64) int64 {
 
 // MaxRows computes the signed maximum of each row.
 func (c *Backend) MaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) error {
+	if err := c.pow2("maxrows"); err != nil {
+		return err
+	}
 	if err := firstError(checkLen("maxpool operand", x, rows*d), checkLen("maxpool result", dst, rows)); err != nil {
 		return err
 	}
@@ -174,6 +195,9 @@ func (c *Backend) MaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) er
 
 // ArgMaxRows computes the index of the first signed maximum of each row.
 func (c *Backend) ArgMaxRows(_ context.Context, dst, x ring.Tensor, rows, d int) error {
+	if err := c.pow2("argmaxrows"); err != nil {
+		return err
+	}
 	if err := firstError(checkLen("argmax operand", x, rows*d), checkLen("argmax result", dst, rows)); err != nil {
 		return err
 	}

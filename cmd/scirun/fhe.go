@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/internal/serve"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
+	"github.com/cryptflow-go/cryptflow/vm"
+	fhevm "github.com/cryptflow-go/cryptflow/vm/fhe"
+)
+
+// fheBackend returns the constructor of the fhe mode's backend (vm/fhe) for program f; after
+// every inference each party prints its account (keys, bytes up and down, client encryption and
+// decryption time, the server's time per layer) on stderr.
+func fheBackend(f *sciir.File, e *env) serve.BackendFunc {
+	var mu sync.Mutex // --local runs both parties in one process
+	return func(ctx context.Context, conn *transport.Conn, _ []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
+		return fhevm.NewBackend(ctx, conn, party, r, f.Program, func(party int, s *fhevm.Stats) {
+			mu.Lock()
+			defer mu.Unlock()
+			printFHEStats(e, party, s)
+		})
+	}
+}
+
+func printFHEStats(e *env, party int, s *fhevm.Stats) {
+	mb := func(n int64) string { return fmt.Sprintf("%.2f MB", float64(n)/1e6) }
+	msf := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1e3) }
+	w := e.stderr
+	if party == 1 {
+		fmt.Fprintf(w, "fhe client: %s, slot period %d, rotations %v\n", s.Params, s.Period, s.Rotations)
+		fmt.Fprintf(w, "fhe client: keys %s uploaded once per session (keygen %s); input %s up (encrypt %s); result %s down (decrypt %s)\n",
+			mb(s.KeyBytes), msf(s.KeygenTime), mb(s.UploadBytes), msf(s.EncryptTime), mb(s.DownloadBytes), msf(s.DecryptTime))
+		return
+	}
+	fmt.Fprintf(w, "fhe server: evaluated in %s (%d rotations, %d plaintext products, %d ciphertext products, %d rescalings); keys %s, input %s, result %s\n",
+		msf(s.EvalTime), s.Ops.Rotations, s.Ops.PlainMuls, s.Ops.CtMuls, s.Ops.Rescales, mb(s.KeyBytes), mb(s.UploadBytes), mb(s.DownloadBytes))
+	for _, l := range s.Layers {
+		if l.Time >= time.Millisecond {
+			fmt.Fprintf(w, "fhe server:   %-10s %-28s %s\n", l.Op, l.Source, msf(l.Time))
+		}
+	}
+}

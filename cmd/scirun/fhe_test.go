@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/golden"
+	"github.com/cryptflow-go/cryptflow/internal/cli"
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
+	"github.com/cryptflow-go/cryptflow/internal/npy"
+	"github.com/cryptflow-go/cryptflow/passes"
+	"github.com/cryptflow-go/cryptflow/sciir"
+)
+
+// TestFHELocalEqualsClear compiles a polynomial MLP for the fhe mode and checks that scirun
+// --local (one encrypted round trip) writes the raw ring values scirun --clear writes, and that
+// both parties report their fhe account.
+func TestFHELocalEqualsClear(t *testing.T) {
+	g, err := golden.RandomPolyNet(6, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(6, 1))
+	dir := t.TempDir()
+	var samples []dataset.Sample
+	var first string
+	for i := range 4 {
+		x := make([]float32, g.Inputs[0].Shape.Size())
+		for j := range x {
+			x[j] = float32(2*rng.Float64() - 1)
+		}
+		samples = append(samples, dataset.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
+		path := filepath.Join(dir, fmt.Sprintf("x%d.npy", i))
+		if err := npy.WriteFileFloat32(path, g.Inputs[0].Shape, x); err != nil {
+			t.Fatal(err)
+		}
+		if first == "" {
+			first = path
+		}
+	}
+	opts := passes.DefaultOptions()
+	opts.Backend, opts.Samples, opts.Scales = passes.BackendFHE, samples, []int{2, 3}
+	p, _, err := passes.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(dir, "m.sciir")
+	if err := cli.WriteProgram(full, &sciir.File{Program: p, Backend: passes.BackendFHE}, true); err != nil {
+		t.Fatal(err)
+	}
+	clearRaw, localRaw := filepath.Join(dir, "c.npy"), filepath.Join(dir, "l.npy")
+	if _, _, err := runArgs("--clear", full, "--input", first, "--output", clearRaw, "--raw"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runArgs("--local", full, "--input", first, "--output", localRaw, "--raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(readInts(t, clearRaw), readInts(t, localRaw)) {
+		t.Fatal("the encrypted run differs from the clear run")
+	}
+	for _, want := range []string{"fhe client: keys", "fhe server: evaluated in", "backend fhe"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}

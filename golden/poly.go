@@ -1,0 +1,51 @@
+package golden
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/cryptflow-go/cryptflow/ir"
+)
+
+// RandomPolyNet returns a random small polynomial network for the fhe mode (athosc --backend
+// fhe): batch 1, a few blocks of convolution (any stride and padding, optional bias), square
+// activation x·x, constant padding, per-channel scaling, residual addition, concatenation or
+// sum-free reshaping, then one or two fully connected layers with a square between them. Every
+// layer is a polynomial, so the whole network is one; the weights are random (from seed) and
+// small so that the values stay in a few dozen bits at small scales. With mlp set there is no
+// convolution: the input [1, k] goes through Gemm, square, Gemm (the shape of LoLa's dense layers).
+func RandomPolyNet(seed uint64, mlp bool) (*ir.Graph, error) {
+	rng := rand.New(rand.NewPCG(seed, 21))
+	if mlp {
+		b := newBuilder(fmt.Sprintf("random-poly-mlp-%d", seed), seed, ir.Shape{1, 4 + rng.IntN(12)})
+		h := b.gemm("input", 3+rng.IntN(10))
+		return b.done(b.gemm(b.node(ir.Mul, nil, h, h), 2+rng.IntN(6)))
+	}
+	c := 1 + rng.IntN(2)
+	h := 4 + rng.IntN(4)
+	b := newBuilder(fmt.Sprintf("random-poly-cnn-%d", seed), seed, ir.Shape{1, c, h, h})
+	x := "input"
+	square := func(v string) string { return b.node(ir.Mul, nil, v, v) }
+	blocks := 1 + rng.IntN(2)
+	for i := 0; i < blocks && b.err == nil; i++ {
+		ch := b.shape(x)[1]
+		switch rng.IntN(5) {
+		case 0, 1:
+			kk := 1 + rng.IntN(min(3, b.shape(x)[2]))
+			x = square(b.conv(x, 1+rng.IntN(3), kk, 1+rng.IntN(2), rng.IntN(kk), 1, 1, rng.IntN(3) != 0))
+		case 2:
+			x = b.node(ir.Add, nil, x, b.conv(x, ch, 3, 1, 1, 1, 1, true))
+		case 3:
+			x = b.node(ir.Pad, ir.Attrs{"mode": ir.StringAttr("constant"),
+				"pads": ir.IntsAttr([]int{0, 0, 1, 0, 0, 0, 0, 1}), "value": ir.FloatAttr(0.25)}, x)
+			x = b.node(ir.Mul, nil, x, b.konst("scale", ir.Shape{ch, 1, 1}, 1.5))
+		case 4:
+			x = b.node(ir.Concat, ir.Attrs{"axis": ir.IntAttr(1)}, x, square(x))
+		}
+	}
+	x = b.flatten(x)
+	if rng.IntN(2) == 0 {
+		x = square(b.gemm(x, 3+rng.IntN(6)))
+	}
+	return b.done(b.gemm(x, 2+rng.IntN(6)))
+}

@@ -1,0 +1,432 @@
+package fhe
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"sync"
+
+	"github.com/tuneinsight/lattigo/v6/core/rlwe"
+	"github.com/tuneinsight/lattigo/v6/ring"
+	"github.com/tuneinsight/lattigo/v6/schemes/bgv"
+	"github.com/tuneinsight/lattigo/v6/utils/sampling"
+)
+
+// Diag is one diagonal of a linear map on period-periodic vectors: y[i] += V[i]·x[(i+D) mod period]
+// for i < period (values mod n; rows past the map's output are zero).
+type Diag struct {
+	D int
+	V []uint64
+}
+
+// Term is a linear map applied to one encrypted vector, as its non-zero diagonals.
+type Term struct {
+	X     *Vector
+	Diags []Diag
+}
+
+// ScaledTerm is C·X (C mod n): the trivial linear map, which costs no level.
+type ScaledTerm struct {
+	X *Vector
+	C uint64
+}
+
+// Stats counts the homomorphic operations an Evaluator performed.
+type Stats struct {
+	Rotations, PlainMuls, CtMuls, Rescales int
+}
+
+// Evaluator is the server's side: it evaluates linear maps, products and the final
+// re-randomisation with the client's evaluation keys. It never holds a secret key.
+type Evaluator struct {
+	p     *Params
+	ev    []*bgv.Evaluator
+	ecd   []*bgv.Encoder
+	pkEnc []*rlwe.Encryptor
+	rots  []int
+	buf   [][]uint64      // per component: the slot values being encoded
+	prng  []sampling.PRNG // per component: flooding randomness
+	// Stats counts the operations on one component (every component does the same).
+	Stats Stats
+}
+
+// NewEvaluator prepares evaluation with the client's keys.
+func NewEvaluator(p *Params, k *Keys) (*Evaluator, error) {
+	if k == nil || k.PK == nil || k.RLK == nil || len(k.GK) != len(k.Rotations) {
+		return nil, fmt.Errorf("fhe: incomplete evaluation keys")
+	}
+	evk := rlwe.NewMemEvaluationKeySet(k.RLK, k.GK...)
+	e := &Evaluator{p: p, rots: slices.Clone(k.Rotations)}
+	for _, bp := range p.comp {
+		prng, err := sampling.NewPRNG() // keyed from crypto/rand
+		if err != nil {
+			return nil, fmt.Errorf("fhe: flooding randomness: %w", err)
+		}
+		e.prng = append(e.prng, prng)
+		e.buf = append(e.buf, make([]uint64, bp.MaxSlots()))
+		e.ev = append(e.ev, bgv.NewEvaluator(bp, evk))
+		e.ecd = append(e.ecd, bgv.NewEncoder(bp))
+		e.pkEnc = append(e.pkEnc, rlwe.NewEncryptor(bp, k.PK))
+	}
+	return e, nil
+}
+
+func (e *Evaluator) hasRot(k int) bool { return slices.Contains(e.rots, k) }
+
+// encode writes w (values mod n, one period) replicated across the slots into a plaintext at the
+// given level and scale, reduced mod component i's t.
+func (e *Evaluator) encode(i int, w []uint64, level int, scale rlwe.Scale) (*rlwe.Plaintext, error) {
+	bp := e.p.comp[i]
+	t := bp.PlaintextModulus()
+	period := len(w)
+	buf := e.buf[i]
+	for j := range buf {
+		buf[j] = w[j%period] % t
+	}
+	pt := bgv.NewPlaintext(bp, level)
+	pt.Scale = scale
+	if err := e.ecd[i].Encode(buf, pt); err != nil {
+		return nil, fmt.Errorf("fhe: encode mod %d: %w", t, err)
+	}
+	return pt, nil
+}
+
+// Linear returns Σ_terms (Σ_diags diag ⊙ rot(X, D)) + constant, rescaled once: one level. The
+// rotations are baby steps by 1 and giant steps by g (Horner), so only those two Galois keys are
+// used. constant is one period (values mod n) or nil.
+func (e *Evaluator) Linear(terms []Term, constant []uint64, period, g int) (_ *Vector, err error) {
+	defer recoverErr(&err)
+	if g < 1 || period%g != 0 {
+		return nil, fmt.Errorf("fhe linear: giant step %d does not divide the period %d", g, period)
+	}
+	out := &Vector{Ct: make([]*rlwe.Ciphertext, len(e.p.comp))}
+	err = e.perComp(func(i int) error {
+		var acc *rlwe.Ciphertext
+		for _, tm := range terms {
+			y, err := e.linearTerm(i, tm, period, g)
+			if err != nil {
+				return err
+			}
+			if acc, err = e.add(i, acc, y); err != nil {
+				return err
+			}
+		}
+		if acc == nil {
+			return fmt.Errorf("fhe linear: no terms")
+		}
+		if constant != nil {
+			pt, err := e.encode(i, constant, acc.Level(), acc.Scale)
+			if err != nil {
+				return err
+			}
+			if err := e.ev[i].Add(acc, pt, acc); err != nil {
+				return fmt.Errorf("fhe linear: add constant: %w", err)
+			}
+		}
+		if err := e.ev[i].Rescale(acc, acc); err != nil {
+			return fmt.Errorf("fhe linear: rescale (the chain is too short for this depth): %w", err)
+		}
+		e.count(i, &e.Stats.Rescales)
+		out.Ct[i] = acc
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext, error) {
+	ev := e.ev[i]
+	x := tm.X.Ct[i]
+	level := x.Level()
+	// Group the diagonals by giant step a = D / g; baby steps b = D mod g.
+	maxA, maxB := 0, 0
+	for _, d := range tm.Diags {
+		if d.D < 0 || d.D >= period || len(d.V) != period {
+			return nil, fmt.Errorf("fhe linear: diagonal %d (%d values) for period %d", d.D, len(d.V), period)
+		}
+		maxA, maxB = max(maxA, d.D/g), max(maxB, d.D%g)
+	}
+	if maxB > 0 && !e.hasRot(1) || maxA > 0 && !e.hasRot(g) {
+		return nil, fmt.Errorf("fhe linear: no Galois key for the rotations by 1 and %d", g)
+	}
+	baby := make([]*rlwe.Ciphertext, maxB+1)
+	baby[0] = x
+	for b := 1; b <= maxB; b++ {
+		r, err := ev.RotateColumnsNew(baby[b-1], 1)
+		if err != nil {
+			return nil, fmt.Errorf("fhe linear: rotate: %w", err)
+		}
+		e.count(i, &e.Stats.Rotations)
+		baby[b] = r
+	}
+	giant := make([]*rlwe.Ciphertext, maxA+1)
+	w := make([]uint64, period)
+	for _, d := range tm.Diags {
+		a, b := d.D/g, d.D%g
+		// rot_{-ga}(diag): w[j] = V[(j - ga) mod period].
+		sh := (g * a) % period
+		for j := range w {
+			w[j] = d.V[(j-sh+period)%period]
+		}
+		pt, err := e.encode(i, w, level, e.p.comp[i].DefaultScale())
+		if err != nil {
+			return nil, err
+		}
+		if giant[a] == nil {
+			giant[a] = bgv.NewCiphertext(e.p.comp[i], 1, level)
+			giant[a].Scale = x.Scale
+		}
+		if err := ev.MulThenAdd(baby[b], pt, giant[a]); err != nil {
+			return nil, fmt.Errorf("fhe linear: multiply by a diagonal: %w", err)
+		}
+		e.count(i, &e.Stats.PlainMuls)
+	}
+	// Horner: y = u_0 + rot_g(u_1 + rot_g(u_2 + ...)).
+	var acc *rlwe.Ciphertext
+	for a := maxA; a >= 0; a-- {
+		if acc != nil {
+			r, err := ev.RotateColumnsNew(acc, g)
+			if err != nil {
+				return nil, fmt.Errorf("fhe linear: rotate: %w", err)
+			}
+			e.count(i, &e.Stats.Rotations)
+			acc = r
+		}
+		if giant[a] != nil {
+			var err error
+			if acc, err = e.add(i, acc, giant[a]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if acc == nil { // a map with no diagonals: zero
+		acc = bgv.NewCiphertext(e.p.comp[i], 1, level)
+		acc.Scale = x.Scale
+	}
+	return acc, nil
+}
+
+// add returns a+b (a may be nil), at the lower of their levels.
+func (e *Evaluator) add(i int, a, b *rlwe.Ciphertext) (*rlwe.Ciphertext, error) {
+	if a == nil {
+		return b.CopyNew(), nil
+	}
+	if a.Level() > b.Level() {
+		e.ev[i].DropLevel(a, a.Level()-b.Level())
+	} else if b.Level() > a.Level() {
+		b = b.CopyNew()
+		e.ev[i].DropLevel(b, b.Level()-a.Level())
+	}
+	if err := e.ev[i].Add(a, b, a); err != nil {
+		return nil, fmt.Errorf("fhe: add: %w", err)
+	}
+	return a, nil
+}
+
+// Scale returns Σ C·X + constant without a rescaling (no level): the linear maps that are the
+// identity up to a scalar.
+func (e *Evaluator) Scale(terms []ScaledTerm, constant []uint64) (_ *Vector, err error) {
+	defer recoverErr(&err)
+	out := &Vector{Ct: make([]*rlwe.Ciphertext, len(e.p.comp))}
+	err = e.perComp(func(i int) error {
+		var c big.Int
+		t := e.p.comp[i].PlaintextModulus()
+		var acc *rlwe.Ciphertext
+		for _, tm := range terms {
+			y := tm.X.Ct[i]
+			if k := tm.C % t; k != 1 {
+				var err error
+				if y, err = e.ev[i].MulNew(y, c.SetUint64(k)); err != nil {
+					return fmt.Errorf("fhe: multiply by a scalar: %w", err)
+				}
+			}
+			var err error
+			if acc, err = e.add(i, acc, y); err != nil {
+				return err
+			}
+		}
+		if acc == nil {
+			return fmt.Errorf("fhe scale: no terms")
+		}
+		if constant != nil {
+			pt, err := e.encode(i, constant, acc.Level(), acc.Scale)
+			if err != nil {
+				return err
+			}
+			if err := e.ev[i].Add(acc, pt, acc); err != nil {
+				return fmt.Errorf("fhe: add constant: %w", err)
+			}
+		}
+		out.Ct[i] = acc
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Mul returns the slot-wise product a·b, relinearised and rescaled: one level.
+func (e *Evaluator) Mul(a, b *Vector) (_ *Vector, err error) {
+	defer recoverErr(&err)
+	out := &Vector{Ct: make([]*rlwe.Ciphertext, len(e.p.comp))}
+	err = e.perComp(func(i int) error {
+		x, y := a.Ct[i], b.Ct[i]
+		if x.Level() != y.Level() {
+			l := min(x.Level(), y.Level())
+			x, y = x.CopyNew(), y.CopyNew()
+			e.ev[i].DropLevel(x, x.Level()-l)
+			e.ev[i].DropLevel(y, y.Level()-l)
+		}
+		if x.Level() == 0 {
+			return fmt.Errorf("fhe mul: no level left (the chain is too short for this depth)")
+		}
+		z, err := e.ev[i].MulRelinNew(x, y)
+		if err != nil {
+			return fmt.Errorf("fhe mul: %w", err)
+		}
+		if err := e.ev[i].Rescale(z, z); err != nil {
+			return fmt.Errorf("fhe mul: rescale: %w", err)
+		}
+		e.count(i, &e.Stats.CtMuls)
+		e.count(i, &e.Stats.Rescales)
+		out.Ct[i] = z
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FloodBits is log2 of the flooding bound F relative to N²·2^8 (docs/security.md): the noise
+// added to the result is uniform in [-F, F) with F = 2^(FloodBits + 2·logN + 8).
+const FloodBits = 40
+
+// Finish prepares a result for the client: it switches the ciphertexts down to the result level
+// by rescaling, re-randomises them with a fresh public-key encryption of zero (so the mask part
+// no longer depends on the computation) and adds noise uniform in [-F, F) to hide the
+// evaluation noise (circuit privacy; docs/security.md states the bound).
+func (e *Evaluator) Finish(v *Vector) (err error) {
+	defer recoverErr(&err)
+	return e.perComp(func(i int) error {
+		bp := e.p.comp[i]
+		ct := v.Ct[i]
+		for ct.Level() > e.p.OutLevel {
+			if err := e.ev[i].Rescale(ct, ct); err != nil {
+				return fmt.Errorf("fhe finish: rescale: %w", err)
+			}
+			e.count(i, &e.Stats.Rescales)
+		}
+		if ct.Level() < e.p.OutLevel {
+			return fmt.Errorf("fhe finish: the result is at level %d, below the result level %d (the chain is too short)", ct.Level(), e.p.OutLevel)
+		}
+		level := ct.Level()
+		ringQ := bp.RingQ().AtLevel(level)
+		zero := bgv.NewCiphertext(bp, 1, level)
+		if err := e.pkEnc[i].EncryptZero(zero); err != nil {
+			return fmt.Errorf("fhe finish: encryption of zero: %w", err)
+		}
+		ringQ.Add(ct.Value[0], zero.Value[0], ct.Value[0])
+		ringQ.Add(ct.Value[1], zero.Value[1], ct.Value[1])
+		if err := e.flood(i, ringQ, zero.Value[0]); err != nil {
+			return err
+		}
+		ringQ.Add(ct.Value[0], zero.Value[0], ct.Value[0])
+		return nil
+	})
+}
+
+// perComp runs f for every CRT component concurrently (the components are independent: each has
+// its own evaluator, encoder and buffers) and returns the first error; a panic inside lattigo in
+// any of them is an error.
+func (e *Evaluator) perComp(f func(i int) error) error {
+	errs := make([]error, len(e.p.comp))
+	var wg sync.WaitGroup
+	for i := range e.p.comp {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer recoverErr(&errs[i])
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// count increments a statistic for component 0 only (every component does the same work).
+func (e *Evaluator) count(i int, n *int) {
+	if i == 0 {
+		*n++
+	}
+}
+
+// flood writes into p (NTT domain) a polynomial whose coefficients are uniform in [-F, F),
+// F = 2^f, f = FloodBits + 2·logN + 8, drawn from the crypto/rand-keyed PRNG.
+func (e *Evaluator) flood(i int, ringQ *ring.Ring, p ring.Poly) error {
+	f := FloodBits + 2*e.p.LogN + 8
+	if f < 64 || f > 126 {
+		return fmt.Errorf("fhe flood: bound 2^%d outside 2^64..2^126", f)
+	}
+	n := ringQ.N()
+	raw := make([]byte, 16*n)
+	if _, err := e.prng[i].Read(raw); err != nil {
+		return fmt.Errorf("fhe flood: randomness: %w", err)
+	}
+	hiMask := uint64(1)<<uint(f+1-64) - 1 // f+1 bits in total: [0, 2F), then shift by -F
+	subs := ringQ.SubRings[:ringQ.Level()+1]
+	two64 := make([]uint64, len(subs))
+	fq := make([]uint64, len(subs))
+	for k, s := range subs {
+		q := s.Modulus
+		two64[k] = ((^uint64(0))%q + 1) % q // 2^64 mod q
+		fq[k] = powMod2(f, q)
+	}
+	for j := 0; j < n; j++ {
+		lo := leUint64(raw[16*j:])
+		hi := leUint64(raw[16*j+8:]) & hiMask
+		// v = hi·2^64 + lo - 2^f, reduced mod each q.
+		for k, s := range subs {
+			q := s.Modulus
+			r := addMod(mulMod(hi%q, two64[k], q), lo%q, q)
+			if fq := fq[k]; r >= fq {
+				r -= fq
+			} else {
+				r = r + q - fq
+			}
+			p.Coeffs[k][j] = r
+		}
+	}
+	ringQ.NTT(p, p)
+	return nil
+}
+
+func powMod2(f int, q uint64) uint64 {
+	r := uint64(1) % q
+	for range f {
+		r = addMod(r, r, q)
+	}
+	return r
+}
+
+func leUint64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// recoverErr turns a panic inside lattigo (which reports some misuse by panicking) into an error,
+// so that a malformed input from the peer never crashes a server.
+func recoverErr(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("fhe: evaluation failed inside lattigo: %v", r)
+	}
+}

@@ -1,0 +1,40 @@
+package fheparams
+
+import (
+	"math/big"
+	"math/bits"
+	"testing"
+)
+
+// TestChoose checks the chosen parameters against the rules: the security table holds the chain,
+// the primes are NTT-friendly primes whose product exceeds 2^bits and fits a word.
+func TestChoose(t *testing.T) {
+	for _, c := range []struct{ bits, depth int }{{2, 0}, {20, 1}, {40, 3}, {59, 4}, {60, 6}, {62, 2}, {30, 11}} {
+		p, err := Choose(c.bits, c.depth)
+		if err != nil {
+			t.Fatalf("Choose(%d, %d): %v", c.bits, c.depth, err)
+		}
+		if p.LogQP() > MaxLogQP128[p.LogN] {
+			t.Errorf("Choose(%d, %d): log QP %d > %d for N=2^%d", c.bits, c.depth, p.LogQP(), MaxLogQP128[p.LogN], p.LogN)
+		}
+		if len(p.LogQ) != c.depth+2 {
+			t.Errorf("Choose(%d, %d): %d ciphertext primes", c.bits, c.depth, len(p.LogQ))
+		}
+		prod := new(big.Int).SetInt64(1)
+		for _, q := range p.T {
+			if !new(big.Int).SetUint64(q).ProbablyPrime(20) || q%(2<<uint(p.LogN)) != 1 || bits.Len64(q) > MaxTBits {
+				t.Errorf("Choose(%d, %d): bad plaintext prime %d", c.bits, c.depth, q)
+			}
+			prod.Mul(prod, new(big.Int).SetUint64(q))
+		}
+		if prod.BitLen() > 64 || prod.Cmp(new(big.Int).Lsh(big.NewInt(1), uint(c.bits))) <= 0 || prod.Uint64() != p.Modulus() {
+			t.Errorf("Choose(%d, %d): product %v of %v", c.bits, c.depth, prod, p.T)
+		}
+	}
+	if _, err := Choose(64, 1); err == nil {
+		t.Error("Choose accepted 64 bits")
+	}
+	if _, err := Choose(20, 13); err == nil {
+		t.Error("Choose accepted a depth beyond the security table")
+	}
+}

@@ -1,0 +1,125 @@
+package fhe
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/golden"
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/passes"
+	fheproto "github.com/cryptflow-go/cryptflow/protocols/fhe"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
+)
+
+func randInput(g *ir.Graph, rng *rand.Rand) []float32 {
+	x := make([]float32, g.Inputs[0].Shape.Size())
+	for j := range x {
+		x[j] = float32(2*rng.Float64() - 1)
+	}
+	return x
+}
+
+func compileFHE(t *testing.T, g *ir.Graph, seed uint64) *fixed.Program {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 9))
+	var samples []dataset.Sample
+	for i := range 6 {
+		samples = append(samples, dataset.Sample{Name: fmt.Sprint(i), Input: randInput(g, rng), Label: -1})
+	}
+	opts := passes.DefaultOptions()
+	opts.Backend, opts.Samples, opts.Scales = passes.BackendFHE, samples, []int{2, 3}
+	p, _, err := passes.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestEncryptedEqualsClear is the fhe mode's golden test: random small polynomial CNNs and MLPs
+// compiled with --backend fhe, evaluated on BGV ciphertexts, decrypted and CRT-recombined, equal
+// the cleartext run over Z_n bit for bit — on inputs inside and outside the validated range.
+func TestEncryptedEqualsClear(t *testing.T) {
+	seeds := []uint64{1, 2, 3, 4}
+	if testing.Short() {
+		seeds = seeds[:2]
+	}
+	for _, seed := range seeds {
+		g, err := golden.RandomPolyNet(seed, seed%2 == 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := compileFHE(t, g, seed)
+		r, err := p.Ring()
+		if err != nil {
+			t.Fatal(err)
+		}
+		be, err := cleartext.New(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := vm.New(p, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := NewLayout(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := fheproto.NewClient(l.Params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, err := cl.Keys(l.Rotations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := fheproto.NewEvaluator(l.Params, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(seed, 77))
+		for trial := range 2 {
+			xf := randInput(g, rng)
+			if trial == 1 {
+				for i := range xf {
+					xf[i] *= 50 // far outside the validated range: values wrap mod n in both runs
+				}
+			}
+			x, err := r.EncodeTensor(g.Inputs[0].Shape, xf, p.Tensors[p.Inputs[0].Tensor].Scale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := m.Run(context.Background(), []ring.Tensor{x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cts, err := l.EncryptInputs(cl, []ring.Tensor{x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs, times, err := Evaluate(context.Background(), p, l, ev, cts)
+			if err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			got, err := l.DecryptOutputs(cl, outs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for o := range want {
+				if !slices.Equal(got[o], want[o].Value.Data) {
+					t.Errorf("seed %d trial %d output %d: encrypted %v, clear %v", seed, trial, o, got[o], want[o].Value.Data)
+				}
+			}
+			if trial == 0 {
+				t.Logf("seed %d: %s, period %d, rotations %v, %d instructions, %+v", seed, p.FHE, l.Period, l.Rotations, len(times), ev.Stats)
+			}
+		}
+	}
+}

@@ -1,0 +1,354 @@
+package fhe
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	fheproto "github.com/cryptflow-go/cryptflow/protocols/fhe"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/vm"
+)
+
+// LayerTime is the server's time on one instruction (composition of its linear map, and the
+// homomorphic work it triggered: applying a composed map, a square, the final re-randomisation).
+type LayerTime struct {
+	Source string
+	Op     fixed.Opcode
+	Time   time.Duration
+}
+
+// Evaluate runs program p (with its weights: the server's copy) on the encrypted inputs and
+// returns one encrypted, re-randomised result per output, with the per-instruction times.
+func Evaluate(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Evaluator, inputs []*fheproto.Vector) ([]*fheproto.Vector, []LayerTime, error) {
+	if !p.HasWeights() {
+		return nil, nil, fmt.Errorf("fhe: the server needs the program's weights")
+	}
+	if len(inputs) != len(p.Inputs) {
+		return nil, nil, fmt.Errorf("fhe: %d encrypted inputs for %d program inputs", len(inputs), len(p.Inputs))
+	}
+	r, err := p.Ring()
+	if err != nil {
+		return nil, nil, err
+	}
+	x := &executor{p: p, l: l, ev: ev, r: r, c: composer{r: r}, forms: make([]*form, len(p.Tensors))}
+	for _, v := range inputs {
+		if v == nil || len(v.Ct) != len(l.Params.T) {
+			return nil, nil, fmt.Errorf("fhe: an encrypted input has the wrong number of components")
+		}
+		if v.Level() != l.Params.MaxLevel() {
+			return nil, nil, fmt.Errorf("fhe: an encrypted input is at level %d, not the fresh level %d", v.Level(), l.Params.MaxLevel())
+		}
+	}
+	outs := make([]*fheproto.Vector, len(p.Outputs))
+	var times []LayerTime
+	for _, in := range p.Instrs {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		start := time.Now()
+		if err := x.exec(in, inputs, outs); err != nil {
+			return nil, nil, fmt.Errorf("fhe: instruction %s (%s): %w", in.Op, in.Source, err)
+		}
+		times = append(times, LayerTime{Source: in.Source, Op: in.Op, Time: time.Since(start)})
+	}
+	return outs, times, nil
+}
+
+type executor struct {
+	p     *fixed.Program
+	l     *Layout
+	ev    *fheproto.Evaluator
+	r     ring.Ring
+	c     composer
+	forms []*form
+	vecs  []*fheproto.Vector
+	lens  []int
+}
+
+func (x *executor) srcLen(i int) int { return x.lens[i] }
+
+func (x *executor) newVec(v *fheproto.Vector, n int) *form {
+	x.vecs = append(x.vecs, v)
+	x.lens = append(x.lens, n)
+	return &form{n: n, terms: []term{{src: len(x.vecs) - 1, m: identity(n)}}}
+}
+
+func (x *executor) weight(in *fixed.Instr) []uint64 {
+	w := x.p.Weights[in.Weight].Data
+	out := make([]uint64, len(w))
+	for i, v := range w {
+		out[i] = x.r.FromSigned(v)
+	}
+	return out
+}
+
+func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error {
+	p := x.p
+	size := func(t int) int { return p.Tensors[t].Shape.Size() }
+	var f *form
+	switch in.Op {
+	case fixed.OpInput:
+		f = x.newVec(inputs[in.Index], size(in.Out))
+	case fixed.OpOutput:
+		v, err := x.materialize(x.forms[in.In[0]])
+		if err != nil {
+			return err
+		}
+		if err := x.ev.Finish(v); err != nil {
+			return err
+		}
+		outs[in.Index] = v
+		return nil
+	case fixed.OpReshape:
+		f = x.forms[in.In[0]]
+	case fixed.OpScaleUp:
+		f = x.c.scale(x.forms[in.In[0]], x.r.Reduce(1<<uint(in.Shift)))
+	case fixed.OpAddConst, fixed.OpMulConst:
+		src := x.forms[in.In[0]]
+		w := x.weight(in)
+		b := vm.BroadcastIndex(p.Weights[in.Weight].Shape, p.Tensors[in.In[0]].Shape)
+		if in.Op == fixed.OpAddConst {
+			f = &form{n: src.n, terms: src.terms, c: make([]uint64, src.n)}
+			for i := range f.c {
+				if src.c != nil {
+					f.c[i] = src.c[i]
+				}
+				f.c[i] = x.r.Add(f.c[i], w[b[i]])
+			}
+		} else {
+			L := make(matrix, src.n)
+			for i := range L {
+				if v := w[b[i]]; v != 0 {
+					L[i] = []entry{{col: int32(i), v: v}}
+				}
+			}
+			f = x.c.apply(L, src, x.srcLen)
+		}
+	case fixed.OpAdd, fixed.OpSub:
+		ip, err := vm.PlanIndex(p, in)
+		if err != nil {
+			return err
+		}
+		a := x.gathered(x.forms[in.In[0]], ip.Idx)
+		b := x.gathered(x.forms[in.In[1]], ip.Idx2)
+		s := uint64(1)
+		if in.Op == fixed.OpSub {
+			s = x.r.Neg(1)
+		}
+		f = x.c.sum(a, b, s, x.srcLen)
+	case fixed.OpMul:
+		ip, err := vm.PlanIndex(p, in)
+		if err != nil {
+			return err
+		}
+		a, err := x.materialize(x.gathered(x.forms[in.In[0]], ip.Idx))
+		if err != nil {
+			return err
+		}
+		b := a
+		if in.In[1] != in.In[0] || ip.Idx2 != nil || ip.Idx != nil {
+			if b, err = x.materialize(x.gathered(x.forms[in.In[1]], ip.Idx2)); err != nil {
+				return err
+			}
+		}
+		v, err := x.ev.Mul(a, b)
+		if err != nil {
+			return err
+		}
+		f = x.newVec(v, size(in.Out))
+	case fixed.OpTranspose:
+		ip, err := vm.PlanIndex(p, in)
+		if err != nil {
+			return err
+		}
+		f = x.gathered(x.forms[in.In[0]], ip.Idx)
+	case fixed.OpPad:
+		ip, err := vm.PlanIndex(p, in)
+		if err != nil {
+			return err
+		}
+		f = x.gathered(x.forms[in.In[0]], ip.Idx)
+		if in.PadValue != 0 {
+			if f.c == nil {
+				f.c = make([]uint64, f.n)
+			}
+			pv := x.r.FromSigned(in.PadValue)
+			for i, j := range ip.Idx {
+				if j < 0 {
+					f.c[i] = x.r.Add(f.c[i], pv)
+				}
+			}
+		}
+	case fixed.OpSumPool:
+		ip, err := vm.PlanIndex(p, in)
+		if err != nil {
+			return err
+		}
+		L := make(matrix, size(in.Out))
+		for o := range L {
+			for _, j := range ip.Idx[o*ip.D : o*ip.D+ip.D] {
+				if j >= 0 {
+					L[o] = append(L[o], entry{col: j, v: 1})
+				}
+			}
+		}
+		f = x.c.apply(L, x.forms[in.In[0]], x.srcLen)
+	case fixed.OpMatMul:
+		w := x.weight(in)
+		ws := p.Weights[in.Weight].Shape
+		M, K := ws[0], ws[1]
+		N := p.Tensors[in.In[0]].Shape[1]
+		L := make(matrix, M*N)
+		for m := 0; m < M; m++ {
+			for n := 0; n < N; n++ {
+				for k := 0; k < K; k++ {
+					if v := w[m*K+k]; v != 0 {
+						L[m*N+n] = append(L[m*N+n], entry{col: int32(k*N + n), v: v})
+					}
+				}
+			}
+		}
+		f = x.c.apply(L, x.forms[in.In[0]], x.srcLen)
+	case fixed.OpConv:
+		L, err := x.convMatrix(in)
+		if err != nil {
+			return err
+		}
+		f = x.c.apply(L, x.forms[in.In[0]], x.srcLen)
+	case fixed.OpConcat:
+		out := p.Tensors[in.Out].Shape
+		outer := out[:in.Axis].Size()
+		innerOut := out[in.Axis:].Size()
+		off := 0
+		for _, id := range in.In {
+			inner := p.Tensors[id].Shape[in.Axis:].Size()
+			L := make(matrix, out.Size())
+			for o := 0; o < outer; o++ {
+				for k := 0; k < inner; k++ {
+					L[o*innerOut+off+k] = []entry{{col: int32(o*inner + k), v: 1}}
+				}
+			}
+			g := x.c.apply(L, x.forms[id], x.srcLen)
+			if f == nil {
+				f = g
+			} else {
+				f = x.c.sum(f, g, 1, x.srcLen)
+			}
+			off += inner
+		}
+	default:
+		return fmt.Errorf("%s is not a polynomial: the fhe mode cannot evaluate it", in.Op)
+	}
+	x.forms[in.Out] = f
+	return nil
+}
+
+// gathered returns the form of out[i] = f[idx[i]] (-1: zero); idx nil is f itself.
+func (x *executor) gathered(f *form, idx []int32) *form {
+	if idx == nil {
+		return f
+	}
+	L := make(matrix, len(idx))
+	for i, j := range idx {
+		if j >= 0 {
+			L[i] = []entry{{col: j, v: 1}}
+		}
+	}
+	return x.c.apply(L, f, x.srcLen)
+}
+
+// convMatrix is the convolution as a matrix, from the Machine's im2col table: output
+// [n, g·mg + c, q] = Σ_t W[g·mg + c, t] · x[n, g·C/G·inPlane + idx[t·P + q]].
+func (x *executor) convMatrix(in *fixed.Instr) (matrix, error) {
+	p := x.p
+	ip, err := vm.PlanIndex(p, in)
+	if err != nil {
+		return nil, err
+	}
+	w := x.weight(in)
+	M := p.Weights[in.Weight].Shape[0]
+	xs := p.Tensors[in.In[0]].Shape
+	N, C := xs[0], xs[1]
+	G := in.Group
+	mg, kg, P := M/G, ip.D, ip.P
+	L := make(matrix, p.Tensors[in.Out].Shape.Size())
+	for n := 0; n < N; n++ {
+		for g := 0; g < G; g++ {
+			base := n*C*ip.InPlane + g*(C/G)*ip.InPlane
+			for c := 0; c < mg; c++ {
+				oc := g*mg + c
+				for q := 0; q < P; q++ {
+					var row []entry
+					for t := 0; t < kg; t++ {
+						j := ip.Idx[t*P+q]
+						if j < 0 {
+							continue
+						}
+						if v := w[oc*kg+t]; v != 0 {
+							row = append(row, entry{col: int32(base + int(j)), v: v})
+						}
+					}
+					L[(n*M+oc)*P+q] = row
+				}
+			}
+		}
+	}
+	return L, nil
+}
+
+// materialize evaluates a form into one encrypted vector: as it is (one identity term), as a
+// scaled sum (no level), or by the diagonal method (one level).
+func (x *executor) materialize(f *form) (*fheproto.Vector, error) {
+	P := x.l.Period
+	var cst []uint64
+	if f.c != nil {
+		cst = make([]uint64, P)
+		copy(cst, f.c)
+	}
+	if len(f.terms) == 0 {
+		return nil, fmt.Errorf("a value that does not depend on the encrypted input (a constant) is not supported")
+	}
+	if len(f.terms) == 1 && cst == nil {
+		if s, ok := scaledIdentity(f.terms[0].m, x.lens[f.terms[0].src]); ok && s == 1 && x.lens[f.terms[0].src] == f.n {
+			return x.vecs[f.terms[0].src], nil
+		}
+	}
+	trivial := true
+	var scaled []fheproto.ScaledTerm
+	for _, t := range f.terms {
+		s, ok := scaledIdentity(t.m, x.lens[t.src])
+		if !ok || x.lens[t.src] != f.n {
+			trivial = false
+			break
+		}
+		scaled = append(scaled, fheproto.ScaledTerm{X: x.vecs[t.src], C: s})
+	}
+	if trivial {
+		return x.ev.Scale(scaled, cst)
+	}
+	terms := make([]fheproto.Term, 0, len(f.terms))
+	for _, t := range f.terms {
+		diags := map[int][]uint64{}
+		var order []int
+		for i, row := range t.m {
+			for _, e := range row {
+				d := (int(e.col) - i + P) % P
+				v, ok := diags[d]
+				if !ok {
+					v = make([]uint64, P)
+					diags[d] = v
+					order = append(order, d)
+				}
+				v[i] = x.r.Add(v[i], e.v)
+			}
+		}
+		tm := fheproto.Term{X: x.vecs[t.src]}
+		for _, d := range order {
+			tm.Diags = append(tm.Diags, fheproto.Diag{D: d, V: diags[d]})
+		}
+		terms = append(terms, tm)
+	}
+	return x.ev.Linear(terms, cst, P, x.l.G)
+}

@@ -1,0 +1,367 @@
+package fhe
+
+import (
+	"context"
+	"encoding"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	fheproto "github.com/cryptflow-go/cryptflow/protocols/fhe"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/tuneinsight/lattigo/v6/core/rlwe"
+)
+
+// BackendName is the name of the fhe mode's backend in programs and handshakes.
+const BackendName = "fhe"
+
+// Stats is one party's account of an fhe session (cumulative over its inferences).
+type Stats struct {
+	Params        string
+	Period        int
+	Rotations     []int
+	KeyBytes      int64         // evaluation keys uploaded (once per session)
+	UploadBytes   int64         // encrypted inputs
+	DownloadBytes int64         // encrypted results
+	KeygenTime    time.Duration // client
+	EncryptTime   time.Duration // client
+	DecryptTime   time.Duration // client
+	EvalTime      time.Duration // server
+	Layers        []LayerTime   // server, the last inference's
+	Ops           fheproto.Stats
+}
+
+// Backend is the fhe mode as a vm.Backend for the session machinery of internal/serve (handshake,
+// timeouts, batches, reports): one round trip per inference. At Input the client encrypts its
+// input and uploads it (the evaluation keys went up once, when the backend was set up); at the
+// first Output the server evaluates the whole program on the ciphertexts (Evaluate) and sends the
+// re-randomised results back, which the client decrypts. The VM's own walk over the program is
+// not used for the computation at either party: the layer methods do nothing (the client's
+// tensors hold its own plaintext, the server's zeros), and the non-polynomial ones fail.
+type Backend struct {
+	p      *fixed.Program
+	l      *Layout
+	party  int
+	r      ring.Ring
+	conn   *transport.Conn
+	client *fheproto.Client
+	ev     *fheproto.Evaluator
+	inputs []*fheproto.Vector // server: this inference's encrypted inputs
+	outs   [][]uint64         // client: this inference's decrypted results
+	next   int                // the next output of this inference
+	stats  Stats
+	done   func(party int, s *Stats)
+}
+
+// NewBackend sets up party's end of an fhe session over conn for program p: the client generates
+// its keys and uploads the evaluation keys; the server receives them. done, when set, is called
+// with the party's statistics after every inference.
+func NewBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Ring, p *fixed.Program, done func(party int, s *Stats)) (*Backend, error) {
+	l, err := NewLayout(p)
+	if err != nil {
+		return nil, err
+	}
+	if want, err := p.Ring(); err != nil || want != r {
+		return nil, fmt.Errorf("fhe: the session ring %v is not the program's", r)
+	}
+	for _, o := range p.Outputs {
+		if o.Party != 1 {
+			return nil, fmt.Errorf("fhe: output %q goes to party %d; the fhe mode returns results to the client only", o.Name, o.Party)
+		}
+	}
+	for _, in := range p.Inputs {
+		if in.Party != 1 {
+			return nil, fmt.Errorf("fhe: input %q belongs to party %d; the fhe mode encrypts the client's inputs only", in.Name, in.Party)
+		}
+	}
+	b := &Backend{p: p, l: l, party: party, r: r, conn: conn, done: done}
+	b.stats.Params, b.stats.Period, b.stats.Rotations = l.Params.String(), l.Period, l.Rotations
+	if party == 1 {
+		start := time.Now()
+		if b.client, err = fheproto.NewClient(l.Params); err != nil {
+			return nil, err
+		}
+		keys, err := b.client.Keys(l.Rotations)
+		if err != nil {
+			return nil, err
+		}
+		b.stats.KeygenTime = time.Since(start)
+		objs := []encoding.BinaryMarshaler{keys.PK, keys.RLK}
+		for _, g := range keys.GK {
+			objs = append(objs, g)
+		}
+		n, err := sendAll(ctx, conn, objs)
+		b.stats.KeyBytes = n
+		if err != nil {
+			return nil, fmt.Errorf("fhe: upload the evaluation keys: %w", err)
+		}
+		return b, nil
+	}
+	keys := &fheproto.Keys{PK: new(rlwe.PublicKey), RLK: new(rlwe.RelinearizationKey), Rotations: slices.Clone(l.Rotations)}
+	objs := []encoding.BinaryUnmarshaler{keys.PK, keys.RLK}
+	for range l.Rotations {
+		g := new(rlwe.GaloisKey)
+		keys.GK = append(keys.GK, g)
+		objs = append(objs, g)
+	}
+	n, err := recvAll(ctx, conn, objs)
+	b.stats.KeyBytes = n
+	if err != nil {
+		return nil, fmt.Errorf("fhe: receive the evaluation keys: %w", err)
+	}
+	if err := checkKeys(l, keys); err != nil {
+		return nil, err
+	}
+	if b.ev, err = fheproto.NewEvaluator(l.Params, keys); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkKeys checks that the client's keys are for this ring and these rotations.
+func checkKeys(l *Layout, k *fheproto.Keys) error {
+	n := 1 << uint(l.Params.LogN)
+	if k.PK.Value[0].Q.N() != n {
+		return fmt.Errorf("fhe: the client's public key is for N=%d, not %d", k.PK.Value[0].Q.N(), n)
+	}
+	for i, g := range k.GK {
+		if want := galoisElement(l, l.Rotations[i]); g.GaloisElement != want {
+			return fmt.Errorf("fhe: the client's Galois key %d is for element %d, want %d (rotation by %d)", i, g.GaloisElement, want, l.Rotations[i])
+		}
+	}
+	return nil
+}
+
+// Stats returns the party's statistics so far.
+func (b *Backend) Stats() *Stats { return &b.stats }
+
+// Party is the party this backend plays.
+func (b *Backend) Party() int { return b.party }
+
+// Ring is the program's Z_n.
+func (b *Backend) Ring() ring.Ring { return b.r }
+
+// Input uploads (client) or receives (server) one encrypted input.
+func (b *Backend) Input(ctx context.Context, owner int, x ring.Tensor) error {
+	if owner != 1 {
+		return fmt.Errorf("fhe: an input of party %d (the fhe mode encrypts the client's inputs only)", owner)
+	}
+	if b.next != 0 || len(b.inputs) == len(b.p.Inputs) {
+		b.next, b.inputs, b.outs = 0, nil, nil // a new inference of the batch
+	}
+	if b.party == 1 {
+		start := time.Now()
+		v, err := b.client.Encrypt(x.Data, b.l.Period)
+		if err != nil {
+			return err
+		}
+		b.stats.EncryptTime += time.Since(start)
+		n, err := sendAll(ctx, b.conn, marshalers(v))
+		b.stats.UploadBytes += n
+		if err != nil {
+			return fmt.Errorf("fhe: upload the encrypted input: %w", err)
+		}
+		b.inputs = append(b.inputs, nil) // counts the inputs sent
+		return nil
+	}
+	v, n, err := b.recvVector(ctx, b.l.Params.MaxLevel())
+	b.stats.UploadBytes += n
+	if err != nil {
+		return fmt.Errorf("fhe: receive the encrypted input: %w", err)
+	}
+	b.inputs = append(b.inputs, v)
+	return nil
+}
+
+// Reveal returns output k of this inference: at the first one the server evaluates the program
+// and sends every result, which the client decrypts.
+func (b *Backend) Reveal(ctx context.Context, to int, x ring.Tensor) (bool, error) {
+	if to != 1 {
+		return false, fmt.Errorf("fhe: a result for party %d (the fhe mode returns results to the client only)", to)
+	}
+	k := b.next
+	if k >= len(b.p.Outputs) {
+		return false, fmt.Errorf("fhe: more outputs than the program has")
+	}
+	if k == 0 {
+		if err := b.roundTrip(ctx); err != nil {
+			return false, err
+		}
+	}
+	b.next++
+	defer func() {
+		if b.next == len(b.p.Outputs) && b.done != nil {
+			b.done(b.party, &b.stats)
+		}
+	}()
+	if b.party == 0 {
+		return false, nil
+	}
+	if len(b.outs[k]) != len(x.Data) {
+		return false, fmt.Errorf("fhe: result %d has %d values, the output tensor %d", k, len(b.outs[k]), len(x.Data))
+	}
+	copy(x.Data, b.outs[k])
+	return true, nil
+}
+
+func (b *Backend) roundTrip(ctx context.Context) error {
+	if b.party == 0 {
+		if len(b.inputs) != len(b.p.Inputs) {
+			return fmt.Errorf("fhe: %d encrypted inputs received, the program has %d", len(b.inputs), len(b.p.Inputs))
+		}
+		start := time.Now()
+		before := b.ev.Stats
+		outs, times, err := Evaluate(ctx, b.p, b.l, b.ev, b.inputs)
+		if err != nil {
+			return err
+		}
+		b.stats.EvalTime += time.Since(start)
+		b.stats.Layers = times
+		b.stats.Ops = fheproto.Stats{Rotations: b.ev.Stats.Rotations - before.Rotations, PlainMuls: b.ev.Stats.PlainMuls - before.PlainMuls,
+			CtMuls: b.ev.Stats.CtMuls - before.CtMuls, Rescales: b.ev.Stats.Rescales - before.Rescales}
+		for _, v := range outs {
+			n, err := sendAll(ctx, b.conn, marshalers(v))
+			b.stats.DownloadBytes += n
+			if err != nil {
+				return fmt.Errorf("fhe: send the encrypted result: %w", err)
+			}
+		}
+		return b.conn.Flush(ctx)
+	}
+	if err := b.conn.Flush(ctx); err != nil {
+		return err
+	}
+	vs := make([]*fheproto.Vector, len(b.p.Outputs))
+	for i := range vs {
+		v, n, err := b.recvVector(ctx, b.l.Params.OutLevel)
+		b.stats.DownloadBytes += n
+		if err != nil {
+			return fmt.Errorf("fhe: receive the encrypted result: %w", err)
+		}
+		vs[i] = v
+	}
+	start := time.Now()
+	outs, err := b.l.DecryptOutputs(b.client, vs)
+	if err != nil {
+		return err
+	}
+	b.stats.DecryptTime += time.Since(start)
+	b.outs = outs
+	return nil
+}
+
+// recvVector receives one ciphertext per component and checks its shape: degree 1, the
+// expected level, the ring degree.
+func (b *Backend) recvVector(ctx context.Context, level int) (*fheproto.Vector, int64, error) {
+	v := &fheproto.Vector{}
+	objs := make([]encoding.BinaryUnmarshaler, len(b.l.Params.T))
+	for i := range objs {
+		ct := new(rlwe.Ciphertext)
+		v.Ct = append(v.Ct, ct)
+		objs[i] = ct
+	}
+	n, err := recvAll(ctx, b.conn, objs)
+	if err != nil {
+		return nil, n, err
+	}
+	for _, ct := range v.Ct {
+		if ct.Degree() != 1 || ct.Level() != level || ct.Value[0].N() != 1<<uint(b.l.Params.LogN) || !ct.IsNTT || ct.MetaData == nil {
+			return nil, n, fmt.Errorf("a ciphertext of degree %d at level %d (N=%d), want degree 1 at level %d (N=2^%d) in the NTT domain",
+				ct.Degree(), ct.Level(), ct.Value[0].N(), level, b.l.Params.LogN)
+		}
+	}
+	return v, n, nil
+}
+
+func marshalers(v *fheproto.Vector) []encoding.BinaryMarshaler {
+	out := make([]encoding.BinaryMarshaler, len(v.Ct))
+	for i, c := range v.Ct {
+		out[i] = c
+	}
+	return out
+}
+
+// sendAll sends each object as one frame and returns the bytes sent.
+func sendAll(ctx context.Context, conn *transport.Conn, objs []encoding.BinaryMarshaler) (int64, error) {
+	var n int64
+	for _, o := range objs {
+		data, err := o.MarshalBinary()
+		if err != nil {
+			return n, fmt.Errorf("encode: %w", err)
+		}
+		if err := conn.Send(ctx, data); err != nil {
+			return n, err
+		}
+		n += int64(len(data))
+	}
+	return n, nil
+}
+
+// recvAll receives one frame per object and decodes it (a malformed frame is an error, never a
+// panic) and returns the bytes received.
+func recvAll(ctx context.Context, conn *transport.Conn, objs []encoding.BinaryUnmarshaler) (n int64, err error) {
+	for _, o := range objs {
+		data, err := conn.RecvFrame(ctx)
+		if err != nil {
+			return n, err
+		}
+		n += int64(len(data))
+		if err := unmarshal(o, data); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func unmarshal(o encoding.BinaryUnmarshaler, data []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed object from the peer: %v", r)
+		}
+	}()
+	if err := o.UnmarshalBinary(data); err != nil {
+		return fmt.Errorf("malformed object from the peer: %w", err)
+	}
+	return nil
+}
+
+// The layer methods: the computation happens in Evaluate, at the first output.
+
+// MatMul does nothing (see Backend).
+func (b *Backend) MatMul(context.Context, fixed.Engine, ring.Tensor, *ring.Tensor, int, int, int, ring.Tensor) error {
+	return nil
+}
+
+// MulConst does nothing (see Backend).
+func (b *Backend) MulConst(context.Context, ring.Tensor, *ring.Tensor, ring.Tensor) error { return nil }
+
+// Mul does nothing (see Backend).
+func (b *Backend) Mul(context.Context, ring.Tensor, ring.Tensor, ring.Tensor) error { return nil }
+
+var errNotPoly = fmt.Errorf("fhe: the fhe mode computes only polynomials (the compiler refuses such programs)")
+
+// ReLU fails: not a polynomial.
+func (b *Backend) ReLU(context.Context, ring.Tensor, ring.Tensor) error { return errNotPoly }
+
+// Trunc fails: not a polynomial.
+func (b *Backend) Trunc(context.Context, ring.Tensor, ring.Tensor, int, bool) error {
+	return errNotPoly
+}
+
+// Div fails: not a polynomial.
+func (b *Backend) Div(context.Context, ring.Tensor, ring.Tensor, int) error { return errNotPoly }
+
+// MaxRows fails: not a polynomial.
+func (b *Backend) MaxRows(context.Context, ring.Tensor, ring.Tensor, int, int) error {
+	return errNotPoly
+}
+
+// ArgMaxRows fails: not a polynomial.
+func (b *Backend) ArgMaxRows(context.Context, ring.Tensor, ring.Tensor, int, int) error {
+	return errNotPoly
+}
+
+var _ vm.Backend = (*Backend)(nil)
