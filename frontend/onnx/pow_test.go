@@ -43,7 +43,7 @@ func TestSquareActivations(t *testing.T) {
 		n    pb
 		init []pb
 	}{
-		{"exponent 3", node("Pow", "p", []string{"x", "e"}, []string{"y"}), []pb{tensorF("e", nil, []float32{3})}},
+		{"exponent 2.5", node("Pow", "p", []string{"x", "e"}, []string{"y"}), []pb{tensorF("e", nil, []float32{2.5})}},
 		{"runtime exponent", node("Pow", "p", []string{"x", "x"}, []string{"y"}), nil},
 	} {
 		if err := oneNodeErr(t, 13, []any{2, 3}, c.n, c.init...); !errors.Is(err, ErrUnsupported) {
