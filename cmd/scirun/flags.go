@@ -50,6 +50,7 @@ type config struct {
 	memLimit                 string
 	helper                   string          // sci3: the helper's address (data parties)
 	helperMode               bool            // --helper without an address: run the helper (party 2)
+	helperTLS                helperTLSFlags  // sci3: how the data parties authenticate the helper
 	set                      map[string]bool // flags given explicitly
 	empty                    []string        // TLS flags given explicitly with an empty value
 	// stop cancels the run (not a --serve server): a signal stops a batch between two
@@ -68,7 +69,7 @@ func parse(args []string) (*config, error) {
 	c.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
 		c.set[f.Name] = true
-		if strings.HasPrefix(f.Name, "tls-") && f.Value.String() == "" {
+		if strings.Contains(f.Name, "tls-") && f.Value.String() == "" {
 			c.empty = append(c.empty, f.Name)
 		}
 	})
@@ -107,6 +108,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "server: TLS private key `FILE` (PEM)")
 	fs.StringVar(&c.connect, "connect", "", "the server's address, `HOST:PORT`")
 	fs.StringVar(&c.helper, "helper", "", "backend sci3: the helper's address `HOST:PORT` (server and client); bare --helper runs the helper itself (with --listen)")
+	c.helperTLS.define(fs)
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", serve.DefaultConnectTimeout, "keep retrying a refused connection for `D`")
 	fs.StringVar(&c.tlsSelf, "tls-self", "", "server: use TLS with the key and self-signed certificate kept in `FILE` (made on first start; prints the fingerprint clients pin)")
 	fs.StringVar(&c.tlsPin, "tls-pin", "", "client: use TLS and accept only the server whose key has this `FINGERPRINT` (sha256:..., as the server printed it)")
@@ -129,6 +131,9 @@ func (c *config) check() error {
 	modes := 0
 	if c.helperMode {
 		return c.checkHelper()
+	}
+	if err := c.checkHelperLink(); err != nil {
+		return err
 	}
 	for _, on := range []bool{c.clear, c.local, c.party >= 0} {
 		if on {

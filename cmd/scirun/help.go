@@ -23,9 +23,10 @@ var helpSections = []struct {
 	{"Server (--party 0)", []string{"listen", "serve", "max-sessions", "queue-timeout", "max-batch", "session-timeout",
 		"hello-timeout", "join-timeout", "max-pending"}},
 	{"Client (--party 1)", []string{"connect", "connect-timeout"}},
-	{"TLS (server: --tls-self, or --tls-cert and --tls-key; client: --tls-pin or --tls-ca)", []string{"tls-self", "tls-cert",
+	{"TLS (server and helper: --tls-self, or --tls-cert and --tls-key; client: --tls-pin or --tls-ca)", []string{"tls-self", "tls-cert",
 		"tls-key", "tls-pin", "tls-ca", "tls-server-name"}},
-	{"Three parties (--backend sci3: server and client --helper HOST:PORT; the helper: --helper --listen ADDR)", []string{"helper"}},
+	{"Three parties (--backend sci3: server and client --helper HOST:PORT --helper-tls-pin FP; the helper: --helper --listen ADDR --tls-self FILE)",
+		[]string{"helper", "helper-tls-pin", "helper-tls-ca", "helper-insecure"}},
 	{"Process (any mode)", []string{"quiet", "threads", "memory-limit"}},
 }
 

@@ -25,25 +25,31 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// startHelper runs scirun --helper --listen on prog until the test ends.
-func startHelper(t *testing.T, prog string, extra ...string) string {
+// startHelper runs scirun --helper --listen --tls-self on prog until the test ends and returns
+// its address and the fingerprint it printed.
+func startHelper(t *testing.T, prog string, extra ...string) (addr, pin string) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr = freeAddr(t)
 	e, _, errb := testEnv()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = run(ctx, append([]string{"--helper", "--listen", addr, prog}, extra...), e)
+		_ = run(ctx, append([]string{"--helper", "--listen", addr, "--tls-self", filepath.Join(t.TempDir(), "helper.pem"), prog}, extra...), e)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	waitFor(t, "the helper to listen", func() bool { return strings.Contains(errb.String(), "listening on") })
-	return addr
+	_, after, ok := strings.Cut(errb.String(), "--helper-tls-pin ")
+	if !ok {
+		t.Fatalf("the helper printed no fingerprint: %s", errb.String())
+	}
+	return addr, strings.Fields(after)[0]
 }
 
-// runPair runs the server and the client of a sci3 session against the helper at helper and
-// returns their errors and the time until both ended.
-func runPair(t *testing.T, full, client, in, out, helper string, extra ...string) (e0, e1 error, d time.Duration) {
+// runPair runs the server and the client of a sci3 session against the helper at helper, which
+// they pin (--helper-tls-pin pin), and returns their errors and the time until both ended.
+func runPair(t *testing.T, full, client, in, out, helper, pin string, extra ...string) (e0, e1 error, d time.Duration) {
+	extra = append([]string{"--helper-tls-pin", pin}, extra...)
 	t.Helper()
 	srv := freeAddr(t)
 	start := time.Now()
@@ -69,8 +75,8 @@ func TestHelperThreeProcesses(t *testing.T) {
 	if _, _, err := runArgs("--clear", full, "--input", in, "--output", clearRaw, "--raw"); err != nil {
 		t.Fatal(err)
 	}
-	helper := startHelper(t, client)
-	if e0, e1, _ := runPair(t, full, client, in, secRaw, helper); e0 != nil || e1 != nil {
+	helper, pin := startHelper(t, client)
+	if e0, e1, _ := runPair(t, full, client, in, secRaw, helper, pin); e0 != nil || e1 != nil {
 		t.Fatalf("server: %v; client: %v", e0, e1)
 	}
 	if !slices.Equal(readInts(t, clearRaw), readInts(t, secRaw)) {
@@ -83,13 +89,76 @@ func TestHelperThreeProcesses(t *testing.T) {
 	}
 }
 
+// TestHelperTLSFlags: the data parties refuse a plaintext link to the helper unless
+// --helper-insecure says so (and then warn), and refuse a helper whose key is not the pinned
+// one before sending anything; the helper refuses to serve without TLS unless told.
+func TestHelperTLSFlags(t *testing.T) {
+	full, client, data := program(t)
+	in := filepath.Join(data, "inputs", "00001.npy")
+	_, _, err := runArgs("--party", "1", client, "--backend", "sci3", "--connect", freeAddr(t), "--helper", freeAddr(t), "--input", in)
+	if err == nil || !strings.Contains(err.Error(), "--helper-insecure") || !strings.Contains(err.Error(), "--helper-tls-pin") {
+		t.Fatalf("plaintext helper link without --helper-insecure: %v", err)
+	}
+	_, _, err = runArgs("--helper", "--listen", freeAddr(t), client)
+	if err == nil || !strings.Contains(err.Error(), "--tls-self") {
+		t.Fatalf("helper without TLS or --helper-insecure: %v", err)
+	}
+	_, _, err = runArgs("--party", "0", full, "--backend", "sci3", "--helper", freeAddr(t), "--helper-tls-pin", "sha256:00", "--helper-insecure")
+	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Fatalf("--helper-tls-pin with --helper-insecure: %v", err)
+	}
+	helper, _ := startHelper(t, client)
+	_, wrong := startHelper(t, client)
+	e0, e1, d := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), helper, wrong)
+	for p, err := range []error{e0, e1} {
+		if err == nil || !strings.Contains(err.Error(), "the helper at "+helper) || !strings.Contains(err.Error(), "TLS pin") {
+			t.Fatalf("party %d with a wrong pin: %v", p, err)
+		}
+	}
+	if d > 20*time.Second {
+		t.Fatalf("the refusal took %v", d)
+	}
+	// Plaintext on both sides, explicitly: it runs, and every party says it is insecure.
+	addr := freeAddr(t)
+	e, _, errb := testEnv()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = run(ctx, []string{"--helper", "--listen", addr, "--helper-insecure", client}, e)
+	}()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the helper to listen", func() bool { return strings.Contains(errb.String(), "listening on") })
+	if !strings.Contains(errb.String(), "WARNING: --helper-insecure") {
+		t.Errorf("the plaintext helper does not warn: %s", errb.String())
+	}
+	srv := freeAddr(t)
+	var wg sync.WaitGroup
+	var out0 string
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, out0, e0 = runArgs("--party", "0", full, "--backend", "sci3", "--listen", srv, "--helper", addr, "--helper-insecure")
+	}()
+	_, out1, e1 := runArgs("--party", "1", client, "--backend", "sci3", "--connect", srv, "--helper", addr, "--helper-insecure", "--input", in)
+	wg.Wait()
+	if e0 != nil || e1 != nil {
+		t.Fatalf("--helper-insecure: server: %v; client: %v", e0, e1)
+	}
+	for p, out := range []string{out0, out1} {
+		if !strings.Contains(out, "WARNING: --helper-insecure") {
+			t.Errorf("party %d does not warn of the plaintext link: %s", p, out)
+		}
+	}
+}
+
 // TestHelperRefusesOtherProgram: a helper started with another program refuses both data
 // parties at once, naming the mismatch.
 func TestHelperRefusesOtherProgram(t *testing.T) {
 	full, client, data := program(t)
 	_, other := compileTo(t, filepath.Join(data, "model.onnx"), t.TempDir(), "other", 30, 11)
-	helper := startHelper(t, other)
-	e0, e1, d := runPair(t, full, client, filepath.Join(data, "inputs", "00001.npy"), filepath.Join(t.TempDir(), "o.npy"), helper)
+	helper, pin := startHelper(t, other)
+	e0, e1, d := runPair(t, full, client, filepath.Join(data, "inputs", "00001.npy"), filepath.Join(t.TempDir(), "o.npy"), helper, pin)
 	for p, err := range []error{e0, e1} {
 		if err == nil || !strings.Contains(err.Error(), "the helper refused: program") {
 			t.Fatalf("party %d: %v", p, err)
@@ -177,14 +246,14 @@ func proxy(t *testing.T, target string, limit int64, stall bool) string {
 func TestHelperDropOrStall(t *testing.T) {
 	full, client, data := program(t)
 	in := filepath.Join(data, "inputs", "00001.npy")
-	helper := startHelper(t, client)
+	helper, pin := startHelper(t, client)
 	for _, c := range []struct {
 		stall bool
 		max   time.Duration
 	}{{false, 10 * time.Second}, {true, 20 * time.Second}} {
 		t.Run(fmt.Sprintf("stall=%v", c.stall), func(t *testing.T) {
 			p := proxy(t, helper, 1<<20, c.stall)
-			e0, e1, d := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), p, "--timeout", "4s")
+			e0, e1, d := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), p, pin, "--timeout", "4s")
 			if e0 == nil || e1 == nil {
 				t.Fatalf("server: %v; client: %v: want both to fail", e0, e1)
 			}

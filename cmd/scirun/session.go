@@ -233,25 +233,35 @@ func (c *config) clientTLS() (*tls.Config, error) {
 	return serve.LoadClientTLS(c.tlsCA, c.tlsServerName)
 }
 
-func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error {
-	var tlsConf *tls.Config
+// serverTLS loads the TLS configuration of a server or a helper (--tls-cert and --tls-key, or
+// --tls-self, which prints the fingerprint to pin with pinFlag); nil without TLS flags.
+func (c *config) serverTLS(e *env, pinFlag string) (*tls.Config, error) {
 	switch {
 	case c.tlsCert != "":
-		var err error
-		if tlsConf, err = serve.LoadServerTLS(c.tlsCert, c.tlsKey); err != nil {
-			return err
-		}
+		return serve.LoadServerTLS(c.tlsCert, c.tlsKey)
 	case c.tlsSelf != "":
 		conf, fp, created, err := serve.LoadOrCreateServerKey(c.tlsSelf)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		tlsConf = conf
 		how := "kept in"
 		if created {
 			how = "made and saved to"
 		}
-		fmt.Fprintf(e.stderr, "scirun: TLS key %s %s; clients connect with --tls-pin %s\n", how, c.tlsSelf, fp)
+		who := "clients connect"
+		if pinFlag != "--tls-pin" {
+			who = "the data parties connect"
+		}
+		fmt.Fprintf(e.stderr, "scirun: TLS key %s %s; %s with %s %s\n", how, c.tlsSelf, who, pinFlag, fp)
+		return conf, nil
+	}
+	return nil, nil
+}
+
+func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error {
+	tlsConf, err := c.serverTLS(e, "--tls-pin")
+	if err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {

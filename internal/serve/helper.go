@@ -6,11 +6,14 @@ package serve
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +56,10 @@ type HelperOptions struct {
 	JoinTimeout time.Duration
 	// Net emulates a link on the frames the helper receives.
 	Net *netmodel.Model
+	// TLS, when set, makes every connection a TLS server connection with this configuration
+	// (the same as a server's: --tls-self, or --tls-cert and --tls-key). Without it the
+	// pairwise seeds travel in the clear (scirun requires --helper-insecure for that).
+	TLS *tls.Config
 	// Log receives one line per session and per refusal (nil: discarded).
 	Log *slog.Logger
 }
@@ -109,6 +116,9 @@ func readHelperHello(nc net.Conn) (helperHello, error) {
 		return h, err
 	}
 	if string(head[:8]) != helperMagic {
+		if head[0] == 0x16 { // a TLS handshake record
+			return h, errors.New("a TLS handshake, but this helper has no TLS configured (start it with --tls-self FILE, or --tls-cert and --tls-key)")
+		}
 		return h, errors.New("not a sci3 data party's hello (wrong magic)")
 	}
 	h.party = int(head[8])
@@ -162,37 +172,97 @@ func readHelperVerdict(nc net.Conn) error {
 	return nil
 }
 
-// DialHelper connects data party `party` of the session named by token to the helper at addr,
-// announces the program and backend, waits for the helper's verdict (it accepts once both data
-// parties of the session have arrived with the same program and backend) and starts the
-// dealer link on the connection. Every wait is bounded by topt.Timeout.
-func DialHelper(ctx context.Context, addr string, party int, f *sciir.File, backend string, token HelperToken, topt transport.Options) (*dealer.Link, error) {
+// HelperDial says how a data party reaches the helper.
+type HelperDial struct {
+	// Addr is the helper's address, host:port.
+	Addr string
+	// TLS authenticates the helper (PinnedClientTLS or LoadClientTLS) and encrypts the link,
+	// which carries the data party's pairwise seed with the helper.
+	TLS *tls.Config
+	// Insecure allows a plaintext link when TLS is nil: the pairwise seed then travels in the
+	// clear, and whoever sees it learns this party's dealt randomness. Without it, DialHelper
+	// refuses to connect without TLS.
+	Insecure bool
+}
+
+// ErrHelperPlaintext is DialHelper's refusal to send a pairwise seed over a plaintext link.
+var ErrHelperPlaintext = errors.New("refusing to send the pairwise seed over a plaintext link: authenticate the helper with --helper-tls-pin (the fingerprint it printed at start) or --helper-tls-ca, or accept a plaintext link on a trusted network with --helper-insecure")
+
+// DialHelper connects data party `party` of the session named by token to the helper at d.Addr
+// (over TLS, verified by d.TLS, unless d.Insecure), announces the program and backend, waits
+// for the helper's verdict (it accepts once both data parties of the session have arrived with
+// the same program and backend) and starts the dealer link on the connection: only then is the
+// pairwise seed sent. Every wait is bounded by topt.Timeout. Its errors name the helper.
+func DialHelper(ctx context.Context, d HelperDial, party int, f *sciir.File, backend string, token HelperToken, topt transport.Options) (*dealer.Link, error) {
+	addr := d.Addr
+	fail := func(err error) error { return fmt.Errorf("the helper at %s: %w", addr, err) }
+	if d.TLS == nil && !d.Insecure {
+		return nil, fail(ErrHelperPlaintext)
+	}
 	timeout := topt.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	nc, err := Dial(ctx, addr, nil, min(timeout, DefaultConnectTimeout))
 	if err != nil {
-		return nil, fmt.Errorf("helper %s: %w", addr, err)
+		return nil, fail(errors.New(helperDialText.Replace(err.Error())))
+	}
+	if d.TLS != nil {
+		if nc, err = helperTLSClient(ctx, nc, addr, d.TLS, min(timeout, DefaultConnectTimeout)); err != nil {
+			return nil, fail(err)
+		}
 	}
 	h := helperHello{party: party, id: f.ID, token: token, backend: backend}
 	_ = nc.SetDeadline(time.Now().Add(timeout))
 	if _, err := nc.Write(h.encode()); err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("helper %s: %w", addr, err)
+		return nil, fail(err)
 	}
 	if err := readHelperVerdict(nc); err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("helper %s: %w", addr, err)
+		return nil, fail(err)
 	}
 	_ = nc.SetDeadline(time.Time{})
 	conn := transport.NewConn(nc, topt)
 	link, err := dealer.NewLink(ctx, conn, party)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("helper %s: %w", addr, err)
+		return nil, fail(err)
 	}
 	return link, nil
+}
+
+// helperDialText rewords Dial's errors, written for a client reaching its server.
+var helperDialText = strings.NewReplacer("the server at", "it", "is 'scirun --party 0 ... --listen' running there?",
+	"is 'scirun --helper --listen ADDR PROGRAM' running there?", "(another scirun server?)", "")
+
+// helperTLSClient performs the TLS handshake with the helper within timeout.
+func helperTLSClient(ctx context.Context, nc net.Conn, addr string, conf *tls.Config, timeout time.Duration) (net.Conn, error) {
+	if conf.ServerName == "" {
+		conf = conf.Clone()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			conf.ServerName = host
+		}
+	}
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tc := tls.Client(nc, conf)
+	if err := tc.HandshakeContext(hctx); err != nil {
+		_ = nc.Close()
+		var rh tls.RecordHeaderError
+		var ua x509.UnknownAuthorityError
+		var hn x509.HostnameError
+		switch {
+		case errors.As(err, &rh):
+			return nil, fmt.Errorf("TLS handshake: %w (the helper does not use TLS? start it with --tls-self FILE, or --tls-cert and --tls-key)", err)
+		case errors.As(err, &ua):
+			return nil, fmt.Errorf("TLS handshake: %w (is --helper-tls-ca the certificate that signed the helper's? a --tls-self helper has no CA: pass --helper-tls-pin with the fingerprint it printed at start)", err)
+		case errors.As(err, &hn):
+			return nil, fmt.Errorf("TLS handshake: %w (reach the helper by a name in its certificate)", err)
+		}
+		return nil, fmt.Errorf("TLS handshake: %w (does the helper use TLS?)", err)
+	}
+	return tc, nil
 }
 
 // helperRegistry pairs the data parties' connections by session token.
@@ -243,6 +313,19 @@ func (o *HelperOptions) refuse(nc net.Conn, reason string) {
 
 func (o *HelperOptions) handle(ctx context.Context, reg *helperRegistry, nc net.Conn) {
 	_ = nc.SetDeadline(time.Now().Add(o.helloTimeout()))
+	if o.TLS != nil {
+		tc := tls.Server(nc, o.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			var rh tls.RecordHeaderError
+			if errors.As(err, &rh) {
+				err = fmt.Errorf("%w (a data party without TLS? it needs --helper-tls-pin with the fingerprint printed at start, or --helper-tls-ca)", err)
+			}
+			o.log().Warn("helper: TLS handshake failed", "peer", nc.RemoteAddr().String(), "err", err)
+			nc.Close()
+			return
+		}
+		nc = tc
+	}
 	h, err := readHelperHello(nc)
 	if err != nil {
 		o.log().Warn("helper: no hello", "peer", nc.RemoteAddr().String(), "err", err)
