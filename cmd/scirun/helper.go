@@ -202,6 +202,10 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 	if c.timeout == 0 {
 		topt.Timeout = serve.DefaultTimeout
 	}
+	// A stalled helper is detected a quarter of --timeout before a stalled peer, so that the
+	// data party waiting on the helper aborts the session naming it before the other data
+	// party, waiting on this one, would blame it.
+	topt.Timeout -= topt.Timeout / 4
 	perRun := sci3.LinearCalls(f.Program)
 	var newLink func(ctx context.Context, conn *transport.Conn, party int) (*dealer.Link, error)
 	if c.local {

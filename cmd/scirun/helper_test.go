@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,7 +244,8 @@ func proxy(t *testing.T, target string, limit int64, stall bool) string {
 }
 
 // TestHelperDropOrStall: a helper that disappears in the middle of a session makes both data
-// parties fail at once; one that stops answering makes both fail within --timeout.
+// parties fail at once; one that stops answering makes both fail within --timeout; both name
+// the helper and its address.
 func TestHelperDropOrStall(t *testing.T) {
 	full, client, data := program(t)
 	in := filepath.Join(data, "inputs", "00001.npy")
@@ -259,6 +262,13 @@ func TestHelperDropOrStall(t *testing.T) {
 			}
 			if d > c.max {
 				t.Fatalf("the data parties took %v to fail (server: %v; client: %v)", d, e0, e1)
+			}
+			for party, err := range []error{e0, e1} {
+				// The failure is the helper's, with its address, not the other data party's.
+				msg := err.Error()
+				if !strings.HasPrefix(msg, "the helper at "+p+" ") && !strings.Contains(msg, "lost its link to the helper at "+p+": ") {
+					t.Errorf("party %d does not name the helper: %v", party, err)
+				}
 			}
 			t.Logf("both failed in %v; server: %v; client: %v", d.Round(time.Millisecond), e0, e1)
 		})
@@ -291,4 +301,62 @@ func TestSci3LocalReport(t *testing.T) {
 		t.Errorf("stderr has no helper traffic line: %q", stderr)
 	}
 	t.Logf("party 1: data parties %d B sent, %d B received; helper %d B received", r.Total.BytesSent, r.Total.BytesRecv, r.Helper.BytesRecv)
+}
+
+// TestHelperStopsOnFirstSignal: one SIGINT stops a helper process at once, with a connection
+// that never sent its hello and a session running; both data parties fail naming the helper
+// and saying it was stopped.
+func TestHelperStopsOnFirstSignal(t *testing.T) {
+	full, client, data := program(t)
+	addr := freeAddr(t)
+	cmd := exec.Command(binary, "--helper", "--listen", addr, "--helper-insecure", client)
+	stderr := &testenv.SyncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor(t, "the helper to listen", func() bool { return strings.Contains(stderr.String(), "listening on") })
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	srv := freeAddr(t)
+	in := filepath.Join(data, "inputs", "00001.npy")
+	var e0, e1 error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	// A slow emulated link keeps the session running for seconds.
+	slow := []string{"--backend", "sci3", "--helper", addr, "--helper-insecure", "--net", "20Mbit/s", "--quiet"}
+	go func() {
+		defer wg.Done()
+		_, _, e0 = runArgs(append([]string{"--party", "0", full, "--listen", srv}, slow...)...)
+	}()
+	go func() {
+		defer wg.Done()
+		_, _, e1 = runArgs(append([]string{"--party", "1", client, "--connect", srv, "--input", in}, slow...)...)
+	}()
+	waitFor(t, "the session to start at the helper", func() bool { return strings.Contains(stderr.String(), "session started") })
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the helper still runs 10 s after one SIGINT:\n%s", stderr.String())
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the helper took %v to stop", d)
+	}
+	wg.Wait()
+	for p, err := range []error{e0, e1} {
+		if err == nil || !strings.Contains(err.Error(), "the helper at "+addr) || !strings.Contains(err.Error(), "the helper was stopped") {
+			t.Errorf("party %d: %v", p, err)
+		}
+	}
+	t.Logf("server: %v\nclient: %v", e0, e1)
 }

@@ -195,7 +195,7 @@ var ErrHelperPlaintext = errors.New("refusing to send the pairwise seed over a p
 // pairwise seed sent. Every wait is bounded by topt.Timeout. Its errors name the helper.
 func DialHelper(ctx context.Context, d HelperDial, party int, f *sciir.File, backend string, token HelperToken, topt transport.Options) (*dealer.Link, error) {
 	addr := d.Addr
-	fail := func(err error) error { return fmt.Errorf("the helper at %s: %w", addr, err) }
+	fail := func(err error) error { return &dealer.HelperError{Where: addr, Err: err} }
 	if d.TLS == nil && !d.Insecure {
 		return nil, fail(ErrHelperPlaintext)
 	}
@@ -229,6 +229,7 @@ func DialHelper(ctx context.Context, d HelperDial, party int, f *sciir.File, bac
 		conn.Close()
 		return nil, fail(err)
 	}
+	link.SetWhere(addr)
 	return link, nil
 }
 
@@ -312,6 +313,10 @@ func (o *HelperOptions) refuse(nc net.Conn, reason string) {
 }
 
 func (o *HelperOptions) handle(ctx context.Context, reg *helperRegistry, nc net.Conn) {
+	// Stopping the helper ends a connection at once, in whatever wait (TLS handshake, hello,
+	// the other data party) it is; a running session aborts its links itself (session).
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
 	_ = nc.SetDeadline(time.Now().Add(o.helloTimeout()))
 	if o.TLS != nil {
 		tc := tls.Server(nc, o.TLS)
@@ -376,6 +381,9 @@ func (o *HelperOptions) handle(ctx context.Context, reg *helperRegistry, nc net.
 	}
 	var ncs [2]net.Conn
 	ncs[first.hello.party], ncs[h.party] = first.nc, nc
+	if !stop() {
+		return
+	}
 	o.session(ctx, ncs)
 }
 
@@ -383,6 +391,7 @@ func (o *HelperOptions) handle(ctx context.Context, reg *helperRegistry, nc net.
 // requests until both data parties are done or one fails.
 func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
 	start := time.Now()
+	o.log().Info("helper: session started", "party0", ncs[0].RemoteAddr().String(), "party1", ncs[1].RemoteAddr().String())
 	for _, nc := range ncs {
 		_ = nc.SetDeadline(time.Now().Add(o.timeout()))
 		if err := writeHelperVerdict(nc, ""); err != nil {
@@ -398,6 +407,19 @@ func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
 		conns[p] = transport.NewConn(ncs[p], topt)
 		defer conns[p].Close()
 	}
+	// Stopping the helper (its first signal) aborts both links with a reason the data parties
+	// print, then ends the session's waits.
+	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer scancel()
+	stopped := context.AfterFunc(ctx, func() {
+		actx, cancel := context.WithTimeout(context.Background(), time.Second)
+		for _, c := range conns {
+			_ = c.Abort(actx, "the helper was stopped")
+		}
+		cancel()
+		scancel()
+	})
+	defer stopped()
 	errs := make([]error, 2)
 	var seeds [2][16]byte
 	var wg sync.WaitGroup
@@ -406,7 +428,7 @@ func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
 		go func() {
 			defer wg.Done()
 			var q int
-			q, seeds[p], errs[p] = dealer.AcceptLink(ctx, conns[p])
+			q, seeds[p], errs[p] = dealer.AcceptLink(sctx, conns[p])
 			if errs[p] == nil && q != p {
 				errs[p] = fmt.Errorf("link of party %d announced party %d", p, q)
 			}
@@ -415,11 +437,15 @@ func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
 	wg.Wait()
 	err := errors.Join(errs...)
 	if err == nil {
-		err = dealer.NewHelper(seeds[0], seeds[1]).ServeBoth(ctx, conns[0], conns[1])
+		err = dealer.NewHelper(seeds[0], seeds[1]).ServeBoth(sctx, conns[0], conns[1])
 	}
 	var st [2]transport.Stats
 	for p := range 2 {
 		st[p] = conns[p].Stats()
+	}
+	if err != nil && ctx.Err() != nil {
+		o.log().Warn("helper: session stopped", "time", time.Since(start))
+		return
 	}
 	if err != nil {
 		o.log().Warn("helper: session failed", "err", err, "time", time.Since(start))

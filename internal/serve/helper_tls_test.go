@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -132,7 +133,8 @@ func TestHelperTLSWrongPinSendsNothing(t *testing.T) {
 	}
 	tok, _ := NewHelperToken()
 	_, err = DialHelper(context.Background(), HelperDial{Addr: ln.Addr().String(), TLS: pinned}, 0, helperFile(), "sci3", tok, transport.Options{Timeout: 5 * time.Second})
-	if err == nil || !strings.Contains(err.Error(), "TLS pin") || !strings.Contains(err.Error(), "the helper at "+ln.Addr().String()) {
+	var he *dealer.HelperError
+	if !errors.As(err, &he) || !strings.Contains(err.Error(), "TLS pin") || !strings.HasPrefix(err.Error(), "the helper at "+ln.Addr().String()+": ") {
 		t.Fatalf("wrong pin: %v", err)
 	}
 	<-served
@@ -178,4 +180,72 @@ func TestHelperPlaintextRefused(t *testing.T) {
 		t.Fatalf("TLS data party at a plaintext helper: %v", errs)
 	}
 	t.Logf("TLS data party at a plaintext helper: %v", errs[0])
+}
+
+// TestHelperStopsAtOnce: cancelling the helper (scirun's first signal) ends ServeHelper at
+// once, also with a session whose data parties are idle, and they learn that the helper stopped.
+func TestHelperStopsAtOnce(t *testing.T) {
+	f := helperFile()
+	ln := testenv.ListenLoopback(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ServeHelper(ctx, ln, &HelperOptions{File: f, Backend: "sci3", Timeout: time.Minute})
+	}()
+	tok, _ := NewHelperToken()
+	var links [2]*dealer.Link
+	var wg sync.WaitGroup
+	for p := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			links[p], err = DialHelper(context.Background(), HelperDial{Addr: ln.Addr().String(), Insecure: true}, p, f, "sci3", tok, transport.Options{Timeout: time.Minute})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		cancel()
+		return
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the helper still runs 5 s after its context ended")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the helper took %v to stop", d)
+	}
+	// What a waiting data party receives: the helper's abort, which says it stopped.
+	var b [8]byte
+	err := links[0].Conn().Recv(context.Background(), b[:])
+	var ae *transport.AbortError
+	if !errors.As(err, &ae) || !strings.Contains(ae.Reason, "the helper was stopped") {
+		t.Fatalf("a data party waiting on a stopped helper: %v", err)
+	}
+}
+
+// TestExplainNamesTheHelper: a failure of the link to the helper is reported as the helper's,
+// with its address, not as the peer's.
+func TestExplainNamesTheHelper(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&dealer.HelperError{Where: "h:7301", Err: transport.ErrPeerClosed}, "the helper at h:7301 disconnected: "},
+		{fmt.Errorf("vm: x: %w", &dealer.HelperError{Where: "h:7301", Err: transport.ErrTimeout}), "the helper at h:7301 stalled: vm: x: "},
+		{&dealer.HelperError{Where: "h:7301", Err: &transport.AbortError{Reason: "helper: stopped"}}, "the helper at h:7301 ended the session: helper: stopped"},
+		{&dealer.HelperError{Err: errors.New("odd")}, "the helper failed: "},
+		{&transport.AbortError{Reason: "sci3: conv: " + (&dealer.HelperError{Where: "h:7301", Err: transport.ErrPeerClosed}).Error()}, "the client lost its link to the helper at h:7301: "},
+		{transport.ErrPeerClosed, "the client disconnected: "},
+	} {
+		if got := explain(c.err, 0).Error(); !strings.HasPrefix(got, c.want) {
+			t.Errorf("explain(%v) = %q, want the prefix %q", c.err, got, c.want)
+		}
+	}
 }

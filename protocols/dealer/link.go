@@ -51,9 +51,33 @@ type Link struct {
 	conn  *transport.Conn
 	party int
 	seed  prg.Seed
+	where string // the helper's address, for errors ("" if unknown)
 	mu    sync.Mutex
 	err   error
 }
+
+// HelperError is a failure of the link to the helper (as opposed to one of the other data
+// party): the session layer names the helper instead of blaming the peer.
+type HelperError struct {
+	// Where is the helper's address ("" if unknown).
+	Where string
+	Err   error
+}
+
+func (e *HelperError) Error() string { return e.Helper() + ": " + e.Err.Error() }
+
+func (e *HelperError) Unwrap() error { return e.Err }
+
+// Helper names the helper: "the helper at ADDR", or "the helper".
+func (e *HelperError) Helper() string {
+	if e.Where == "" {
+		return "the helper"
+	}
+	return "the helper at " + e.Where
+}
+
+// SetWhere records the helper's address for the link's errors.
+func (l *Link) SetWhere(addr string) { l.where = addr }
 
 // NewLink starts the link of data party `party` over conn (its connection to the helper): it
 // draws the pairwise seed k_{party,2} from crypto/rand and sends it with a hello, and checks the
@@ -126,6 +150,10 @@ func (l *Link) call(ctx context.Context, req []uint64, recv func() error) error 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
+		var he *HelperError
+		if errors.As(l.err, &he) {
+			return &HelperError{Where: l.where, Err: fmt.Errorf("link unusable after an earlier failure: %w", he.Err)}
+		}
 		return fmt.Errorf("dealer: link unusable after an earlier failure: %w", l.err)
 	}
 	var r [reqWords]uint64
@@ -141,7 +169,7 @@ func (l *Link) call(ctx context.Context, req []uint64, recv func() error) error 
 		err = recv()
 	}
 	if err != nil {
-		l.err = fmt.Errorf("dealer: request to the helper: %w", err)
+		l.err = &HelperError{Where: l.where, Err: err}
 		actx, cancel := context.WithTimeout(context.Background(), timeoutAbort)
 		_ = l.conn.Abort(actx, l.err.Error())
 		cancel()
