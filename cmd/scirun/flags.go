@@ -99,7 +99,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxSessions, "max-sessions", runtime.NumCPU(), "with --serve: at most `N` sessions at a time")
 	fs.IntVar(&c.maxBatch, "max-batch", serve.DefaultMaxBatch, "refuse a client that asks for more than `N` inferences in one session")
 	fs.DurationVar(&c.timeout, "timeout", serve.DefaultTimeout, "end a session when the peer stalls for `D` (any wait: handshake, each message)")
-	fs.DurationVar(&c.sessionTimeout, "session-timeout", serve.DefaultSessionTimeout, "end a session that runs longer than `D` in all (0: no limit)")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", serve.DefaultSessionTimeout, "server and --local: end a session that runs longer than `D` in all (0: no limit)")
 	fs.DurationVar(&c.helloTimeout, "hello-timeout", serve.DefaultHelloTimeout, "drop a connection that has not completed its TLS handshake and hello (or stream join) within `D`")
 	fs.DurationVar(&c.joinTimeout, "join-timeout", serve.DefaultJoinTimeout, "end a session whose extra stream connections have not all joined within `D`")
 	fs.DurationVar(&c.queueTimeout, "queue-timeout", serve.DefaultQueueTimeout, "with --serve: refuse as busy a client that waited `D` for a free session slot")
@@ -165,8 +165,9 @@ func (c *config) check() error {
 	server, client := c.party == 0, c.party == 1
 	for _, err := range []error{
 		only("by the server (--party 0): the client holds the input", !server, "input", "output", "raw", "top", "strict"),
-		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "tls-self", "session-timeout", "max-batch",
+		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "tls-self", "max-batch",
 			"hello-timeout", "join-timeout", "max-pending"),
+		only("without --party 0 or --local", server || c.local, "session-timeout"),
 		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin"),
 		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "streams", "ot"),

@@ -20,7 +20,7 @@ var helpSections = []struct {
 	{"Mode (choose one)", []string{"clear", "party", "local"}},
 	{"Input and output (--clear, --local, client)", []string{"input", "output", "raw", "top", "strict"}},
 	{"Secure session (--local, server, client)", []string{"backend", "ot", "streams", "timeout", "net", "report"}},
-	{"Server (--party 0)", []string{"listen", "serve", "max-sessions", "queue-timeout", "max-batch", "session-timeout",
+	{"Server (--party 0; --session-timeout also --local)", []string{"listen", "serve", "max-sessions", "queue-timeout", "max-batch", "session-timeout",
 		"hello-timeout", "join-timeout", "max-pending"}},
 	{"Client (--party 1)", []string{"connect", "connect-timeout"}},
 	{"TLS (server and helper: --tls-self, or --tls-cert and --tls-key; client: --tls-pin or --tls-ca)", []string{"tls-self", "tls-cert",

@@ -360,3 +360,17 @@ func TestHelperStopsOnFirstSignal(t *testing.T) {
 	}
 	t.Logf("server: %v\nclient: %v", e0, e1)
 }
+
+// TestSci3LocalSessionTimeout: --local honours --session-timeout (a long --local run is not cut
+// at the server's 10-minute default, and a short bound ends it).
+func TestSci3LocalSessionTimeout(t *testing.T) {
+	full, _, data := program(t)
+	in := filepath.Join(data, "inputs", "00001.npy")
+	_, _, err := runArgs("--local", full, "--backend", "sci3", "--input", in, "--session-timeout", "1ms", "--quiet")
+	if err == nil || !strings.Contains(err.Error(), "time limit") {
+		t.Fatalf("--local --session-timeout 1ms: %v", err)
+	}
+	if _, _, err := runArgs("--local", full, "--backend", "sci3", "--input", in, "--session-timeout", "0", "--quiet"); err != nil {
+		t.Fatalf("--local --session-timeout 0: %v", err)
+	}
+}

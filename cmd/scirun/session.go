@@ -51,6 +51,10 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 		MaxBatch: c.maxBatch}
 	if c.party == 0 {
 		opt.HelloTimeout, opt.JoinTimeout, opt.QueueTimeout = c.helloTimeout, c.joinTimeout, c.queueTimeout
+	}
+	if c.party == 0 || c.local {
+		// --local bounds its in-process server's session alike (runLocal clears it for the
+		// client, which the server tells).
 		opt.SessionTimeout = c.sessionTimeout
 		if opt.SessionTimeout == 0 {
 			opt.SessionTimeout = -1 // no limit
@@ -189,6 +193,7 @@ func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options,
 	}
 	sopt := *opt
 	copt := *opt
+	copt.SessionTimeout = 0
 	sopt.MaxBatch = max(len(b.encoded), sopt.MaxBatch)
 	bar := c.progress(e, "secure run")
 	defer bar.Done()
