@@ -12,6 +12,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
@@ -208,6 +209,7 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 	topt.Timeout -= topt.Timeout / 4
 	perRun := sci3.LinearCalls(f.Program)
 	var newLink func(ctx context.Context, conn *transport.Conn, party int) (*dealer.Link, error)
+	var other func(party int) *transport.Stats // the other data party's link traffic (--local)
 	if c.local {
 		lt := &localTrio{}
 		newLink = func(ctx context.Context, _ *transport.Conn, party int) (*dealer.Link, error) {
@@ -216,6 +218,10 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 				return nil, err
 			}
 			return t.Links[party], nil
+		}
+		other = func(party int) *transport.Stats {
+			s := lt.trio.Conns[1-party].Stats()
+			return &s
 		}
 	} else {
 		if c.helper == "" {
@@ -248,15 +254,17 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 		}
 	}
 	return func(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
+		start := time.Now()
 		link, err := newLink(ctx, conn, party)
 		if err != nil {
 			return nil, err
 		}
+		setup, setupStats := time.Since(start), link.Conn().Stats()
 		b, err := sci3.New(ctx, conn, link, r, sci3.Options{Streams: streams, LinearPerRun: perRun})
 		if err != nil {
 			return nil, err
 		}
-		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr}, nil
+		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr, setup: setup, setupStats: setupStats, other: other}, nil
 	}, nil
 }
 
@@ -264,8 +272,20 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 // counts the traffic between the data parties only).
 type sci3Party struct {
 	*sci3.Backend
-	quiet bool
-	out   io.Writer
+	quiet      bool
+	out        io.Writer
+	setup      time.Duration   // reaching the helper
+	setupStats transport.Stats // the link's traffic then
+	other      func(party int) *transport.Stats
+}
+
+// HelperAccount splits the session into set-up, offline and online for the report.
+func (b *sci3Party) HelperAccount() serve.HelperAccount {
+	a := serve.HelperAccount{Setup: b.setup, SetupStats: b.setupStats, Wait: b.Link().Wait()}
+	if b.other != nil {
+		a.Other = b.other(b.Party())
+	}
+	return a
 }
 
 func (b *sci3Party) Close() error {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 )
 
@@ -299,6 +300,35 @@ func TestSci3LocalReport(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "sci3: party 1 ↔ helper:") {
 		t.Errorf("stderr has no helper traffic line: %q", stderr)
+	}
+	// The offline/online split: the run's time is the waits on the helper plus the rest, each
+	// pair's bytes are in their phase (the helper's in offline, the data parties' in online).
+	h := r.Helper
+	if h.OfflineMS <= 0 || h.OnlineMS <= 0 || h.OfflineMS+h.OnlineMS < r.RunMS-0.01 || h.OfflineMS+h.OnlineMS > r.RunMS+0.01 {
+		t.Errorf("times: offline %v + online %v, run %v", h.OfflineMS, h.OnlineMS, r.RunMS)
+	}
+	pairs := map[string]serve.PairTraffic{}
+	for _, p := range h.Pairs {
+		pairs[p.Pair] = p
+	}
+	if p := pairs["0-1"]; p.Online == 0 || p.Offline != 0 || p.Setup == 0 {
+		t.Errorf("pair 0-1: %+v", p)
+	}
+	for _, name := range []string{"0-2", "1-2"} {
+		if p := pairs[name]; p.Offline == 0 || p.Online != 0 || p.Setup == 0 {
+			t.Errorf("pair %s: %+v", name, p)
+		}
+	}
+	if got, want := pairs["1-2"].Setup+pairs["1-2"].Offline, h.BytesSent+h.BytesRecv; got != want {
+		t.Errorf("pair 1-2: %d bytes, the link %d", got, want)
+	}
+	for _, want := range []string{"conv by dealer", "three parties: helper set-up", "0↔1: set-up", "0↔2: set-up", "1↔2: set-up"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the table has no %q:\n%s", want, stderr)
+		}
+	}
+	if _, tail, ok := strings.Cut(stderr, "three parties:"); ok {
+		t.Logf("three parties:%s", tail)
 	}
 	t.Logf("party 1: data parties %d B sent, %d B received; helper %d B received", r.Total.BytesSent, r.Total.BytesRecv, r.Helper.BytesRecv)
 }

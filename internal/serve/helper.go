@@ -459,3 +459,88 @@ func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
 	o.log().Info("helper: session done", "time", time.Since(start),
 		"to_party0", st[0].BytesSent, "to_party1", st[1].BytesSent, "from_party0", st[0].BytesRecv, "from_party1", st[1].BytesRecv)
 }
+
+// HelperAccount is what a three-party backend knows of its link to the helper, for the report
+// (Report.Helper): a backend that implements HelperAccounter gets the offline/online split.
+type HelperAccount struct {
+	// Setup is the time to reach the helper (TCP, TLS, its verdict, the link hello with the
+	// seed) and SetupStats the link's traffic then.
+	Setup      time.Duration
+	SetupStats transport.Stats
+	// Wait is the run's time in requests to the helper (dealer.Link.Wait).
+	Wait time.Duration
+	// Other is the other data party's link traffic, when this process knows it (--local).
+	Other *transport.Stats
+}
+
+// HelperAccounter is a HelperBackend that accounts its link's set-up and waits.
+type HelperAccounter interface {
+	HelperBackend
+	HelperAccount() HelperAccount
+}
+
+// ThreeParty is Report.Helper: this party's traffic with the helper (all phases, as the
+// embedded Traffic), and the session split into set-up, offline and online. Offline is
+// everything the helper deals (input-independent) and the time spent waiting for it; online is
+// the data parties' own protocol. The helper deals on demand today, so the run's wall-clock
+// time is their sum (OfflineMS + OnlineMS = Report.RunMS): OnlineMS is what the run would
+// take with the dealing done ahead.
+type ThreeParty struct {
+	Traffic
+	SetupMS   float64 `json:"setup_ms"`   // reaching the helper: TCP, TLS, verdict, link hello
+	OfflineMS float64 `json:"offline_ms"` // the run's waits on the helper
+	OnlineMS  float64 `json:"online_ms"`  // the run without those waits
+	// Pairs gives the bytes (both directions) of each pair of parties this party can see: its
+	// own two links, and the other data party's link to the helper when known (--local).
+	Pairs []PairTraffic `json:"pairs"`
+}
+
+// PairTraffic is the traffic between two parties in the phases of a three-party session.
+type PairTraffic struct {
+	Pair    string `json:"pair"`          // "0-1", "0-2" or "1-2"
+	Setup   int64  `json:"setup_bytes"`   // handshake and set-up (0-1), link set-up (P-2)
+	Offline int64  `json:"offline_bytes"` // what the helper dealt
+	Online  int64  `json:"online_bytes"`  // the data parties' protocol
+}
+
+func bothWays(s transport.Stats) int64 { return s.BytesSent + s.BytesRecv }
+
+// threeParty builds Report.Helper of party `party` once rep has its totals.
+func threeParty(h HelperBackend, rep *Report, party int) *ThreeParty {
+	all := h.HelperStats()
+	t := &ThreeParty{Traffic: trafficOf(all)}
+	setup := rep.Handshake.BytesSent + rep.Handshake.BytesRecv + rep.Setup.BytesSent + rep.Setup.BytesRecv
+	t.Pairs = append(t.Pairs, PairTraffic{Pair: "0-1", Setup: setup, Online: rep.Total.BytesSent + rep.Total.BytesRecv - setup})
+	a, ok := h.(HelperAccounter)
+	if !ok {
+		t.Pairs = append(t.Pairs, PairTraffic{Pair: fmt.Sprintf("%d-2", party), Offline: bothWays(all)})
+		return t
+	}
+	acc := a.HelperAccount()
+	t.SetupMS = ms(acc.Setup)
+	t.OfflineMS = ms(acc.Wait)
+	t.OnlineMS = max(0, rep.RunMS-t.OfflineMS)
+	own := PairTraffic{Pair: fmt.Sprintf("%d-2", party), Setup: bothWays(acc.SetupStats), Offline: bothWays(all) - bothWays(acc.SetupStats)}
+	if acc.Other == nil {
+		t.Pairs = append(t.Pairs, own)
+		return t
+	}
+	// The link hello has the same size for both data parties.
+	other := PairTraffic{Pair: fmt.Sprintf("%d-2", 1-party), Setup: own.Setup, Offline: bothWays(*acc.Other) - own.Setup}
+	if party == 0 {
+		t.Pairs = append(t.Pairs, own, other)
+	} else {
+		t.Pairs = append(t.Pairs, other, own)
+	}
+	return t
+}
+
+// write writes the three-party lines under the per-layer table.
+func (t *ThreeParty) write(b *strings.Builder, runMS float64) {
+	fmt.Fprintf(b, "three parties: helper set-up %s, offline (waits on the helper) %s, online %s of the run's %s\n",
+		fmtMS(t.SetupMS), fmtMS(t.OfflineMS), fmtMS(t.OnlineMS), fmtMS(runMS))
+	for _, p := range t.Pairs {
+		fmt.Fprintf(b, "  %s: set-up %s, offline %s, online %s\n", strings.Replace(p.Pair, "-", "↔", 1),
+			FormatBytes(p.Setup), FormatBytes(p.Offline), FormatBytes(p.Online))
+	}
+}

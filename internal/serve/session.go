@@ -506,8 +506,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	rep.Layers = rec.result()
 	rep.Total = rep.Handshake.add(trafficOf(totalStats(conns)))
 	if h, ok := be.(HelperBackend); ok {
-		t := trafficOf(h.HelperStats())
-		rep.Helper = &t
+		rep.Helper = threeParty(h, rep, party)
 	}
 	if err != nil {
 		if done := len(res.Batch); done < count {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -54,6 +55,7 @@ type Link struct {
 	where string // the helper's address, for errors ("" if unknown)
 	mu    sync.Mutex
 	err   error
+	wait  time.Duration // time spent in requests (sending, the helper's work, the reply)
 }
 
 // HelperError is a failure of the link to the helper (as opposed to one of the other data
@@ -126,6 +128,15 @@ func (l *Link) Party() int { return l.party }
 // Conn is the connection to the helper (for statistics).
 func (l *Link) Conn() *transport.Conn { return l.conn }
 
+// Wait is the time this party has spent in requests to the helper: sending them, the helper's
+// dealing and receiving the replies (requests are serialised, so it is at most the wall-clock
+// time since the link started). It is what an offline phase would take off the online one.
+func (l *Link) Wait() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.wait
+}
+
 // Err is the error that made the link unusable, or nil.
 func (l *Link) Err() error {
 	l.mu.Lock()
@@ -161,6 +172,8 @@ func (l *Link) call(ctx context.Context, req []uint64, recv func() error) error 
 		return fmt.Errorf("dealer: internal error: a request of %d words", len(req))
 	}
 	copy(r[:], req)
+	start := time.Now()
+	defer func() { l.wait += time.Since(start) }()
 	err := l.conn.SendUint64s(ctx, r[:])
 	if err == nil {
 		err = l.conn.Flush(ctx)
