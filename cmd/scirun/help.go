@@ -26,7 +26,7 @@ var helpSections = []struct {
 	{"TLS (server and helper: --tls-self, or --tls-cert and --tls-key; client: --tls-pin or --tls-ca)", []string{"tls-self", "tls-cert",
 		"tls-key", "tls-pin", "tls-ca", "tls-server-name"}},
 	{"Three parties (--backend sci3: server and client --helper HOST:PORT --helper-tls-pin FP; the helper: --helper --listen ADDR --tls-self FILE)",
-		[]string{"helper", "helper-tls-pin", "helper-tls-ca", "helper-insecure"}},
+		[]string{"helper", "helper-tls-pin", "helper-tls-ca", "helper-insecure", "helper-prefetch"}},
 	{"Process (any mode)", []string{"quiet", "threads", "memory-limit"}},
 }
 

@@ -62,11 +62,13 @@ func helperArgs(args []string) (out []string, mode bool) {
 type helperTLSFlags struct {
 	pin, ca  string
 	insecure bool
+	prefetch int // COTs per OT stream fetched ahead from the helper (0: on demand)
 }
 
 func (h *helperTLSFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&h.pin, "helper-tls-pin", "", "backend sci3 (server and client): reach the helper over TLS and accept only the one whose key has this `FINGERPRINT` (sha256:..., as the helper printed it)")
 	fs.StringVar(&h.ca, "helper-tls-ca", "", "backend sci3 (server and client): reach the helper over TLS and trust its certificate if signed by (or equal to) the PEM `FILE`")
+	fs.IntVar(&h.prefetch, "helper-prefetch", 0, fmt.Sprintf("backend sci3 (server, client, --local): fetch the next `N` COTs of each OT stream from the helper in the background, so that a draw finds them ready (16·N bytes of memory per stream; the last fetch of a session goes unused); e.g. %d; 0: on demand", dealer.MinRefill))
 	fs.BoolVar(&h.insecure, "helper-insecure", false, "backend sci3: allow a plaintext link to the helper (data parties), or serve without TLS (the helper): the pairwise seeds then travel in the clear; on a trusted network only")
 }
 
@@ -90,7 +92,7 @@ const insecureWarning = "scirun: WARNING: --helper-insecure: the link to the hel
 // suffices), TLS (--tls-self, or --tls-cert and --tls-key) or --helper-insecure, nothing that
 // belongs to a data party.
 func (c *config) checkHelper() error {
-	for _, f := range []string{"party", "local", "clear", "connect", "input", "output", "serve", "tls-ca", "tls-pin", "helper-tls-pin", "helper-tls-ca"} {
+	for _, f := range []string{"party", "local", "clear", "connect", "input", "output", "serve", "tls-ca", "tls-pin", "helper-tls-pin", "helper-tls-ca", "helper-prefetch"} {
 		if c.set[f] {
 			return cli.Usagef("--%s is not used by the helper (--helper)", f)
 		}
@@ -121,7 +123,13 @@ func (c *config) checkHelper() error {
 // --helper-tls-pin or --helper-tls-ca, or an explicit --helper-insecure.
 func (c *config) checkHelperLink() error {
 	h := c.helperTLS
+	if h.prefetch < 0 || h.prefetch > 1<<24 {
+		return cli.Usagef("--helper-prefetch %d: want 0 (on demand) to %d COTs", h.prefetch, 1<<24)
+	}
 	if c.helper == "" {
+		if c.set["helper-prefetch"] && !c.local {
+			return cli.Usagef("--helper-prefetch goes with --helper HOST:PORT or --local (backend sci3)")
+		}
 		for _, f := range []string{"helper-tls-pin", "helper-tls-ca", "helper-insecure"} {
 			if c.set[f] {
 				if c.local {
@@ -260,6 +268,7 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 			return nil, err
 		}
 		setup, setupStats := time.Since(start), link.Conn().Stats()
+		link.SetPrefetch(c.helperTLS.prefetch)
 		b, err := sci3.New(ctx, conn, link, r, sci3.Options{Streams: streams, LinearPerRun: perRun})
 		if err != nil {
 			return nil, err

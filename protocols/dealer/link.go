@@ -55,8 +55,17 @@ type Link struct {
 	where string // the helper's address, for errors ("" if unknown)
 	mu    sync.Mutex
 	err   error
-	wait  time.Duration // time spent in requests (sending, the helper's work, the reply)
+	wait  time.Duration // time the online path spent in requests (sending, the helper's work, the reply)
+	// prefetch is the COTs a receiving Core asks for ahead, in the background (0: none).
+	prefetch int
 }
+
+// SetPrefetch makes the COT cores on this link fetch the next n COTs of their stream in the
+// background after each refill, so that the next draw finds them ready (an offline phase for the
+// dominant part of the helper's dealing: 128 bits per COT). Memory: one buffer of n blocks
+// (16n bytes) per OT stream; the last prefetch of a session goes unused (up to 16n bytes per
+// stream more from the helper). Set it before the first draw; 0 turns it off.
+func (l *Link) SetPrefetch(n int) { l.prefetch = max(0, min(n, maxCount)) }
 
 // HelperError is a failure of the link to the helper (as opposed to one of the other data
 // party): the session layer names the helper instead of blaming the peer.
@@ -158,6 +167,18 @@ func (l *Link) Done(ctx context.Context) error {
 // other request is in flight on the link. An error makes the link unusable and aborts it, so that
 // the helper stops at once.
 func (l *Link) call(ctx context.Context, req []uint64, recv func() error) error {
+	return l.request(ctx, req, recv, true)
+}
+
+// addWait counts d as time the online path waited on the helper.
+func (l *Link) addWait(d time.Duration) {
+	l.mu.Lock()
+	l.wait += d
+	l.mu.Unlock()
+}
+
+// request is call; account says whether its time counts in Wait (not for a background fetch).
+func (l *Link) request(ctx context.Context, req []uint64, recv func() error, account bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
@@ -173,7 +194,11 @@ func (l *Link) call(ctx context.Context, req []uint64, recv func() error) error 
 	}
 	copy(r[:], req)
 	start := time.Now()
-	defer func() { l.wait += time.Since(start) }()
+	defer func() {
+		if account {
+			l.wait += time.Since(start)
+		}
+	}()
 	err := l.conn.SendUint64s(ctx, r[:])
 	if err == nil {
 		err = l.conn.Flush(ctx)
