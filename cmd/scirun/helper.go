@@ -109,11 +109,11 @@ func (c *config) checkHelper() error {
 	if c.tlsSelf != "" && c.tlsCert != "" {
 		return cli.Usagef("--tls-self and --tls-cert exclude each other: a self-made key, or a certificate of your PKI")
 	}
-	tls := c.tlsSelf != "" || c.tlsCert != ""
+	useTLS := c.tlsSelf != "" || c.tlsCert != ""
 	switch {
-	case tls && c.helperTLS.insecure:
-		return cli.Usagef("--helper-insecure and --tls-%s exclude each other", map[bool]string{true: "self", false: "cert"}[c.tlsSelf != ""])
-	case !tls && !c.helperTLS.insecure:
+	case useTLS && c.helperTLS.insecure:
+		return cli.Usagef("--helper-insecure excludes --tls-self, --tls-cert and --tls-key: serve TLS, or plaintext")
+	case !useTLS && !c.helperTLS.insecure:
 		return cli.Usagef("the helper receives the data parties' pairwise seeds: serve TLS (--tls-self FILE, or --tls-cert and --tls-key), or pass --helper-insecure to serve them in plaintext on a trusted network")
 	}
 	return nil
