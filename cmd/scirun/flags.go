@@ -50,6 +50,7 @@ type config struct {
 	memLimit                 string
 	helper                   string          // sci3: the helper's address (data parties)
 	helperMode               bool            // --helper without an address: run the helper (party 2)
+	helperTLS                helperTLSFlags  // sci3: how the data parties authenticate the helper
 	set                      map[string]bool // flags given explicitly
 	empty                    []string        // TLS flags given explicitly with an empty value
 	// stop cancels the run (not a --serve server): a signal stops a batch between two
@@ -76,7 +77,7 @@ func parse(args []string) (*config, error) {
 	c.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
 		c.set[f.Name] = true
-		if strings.HasPrefix(f.Name, "tls-") && f.Value.String() == "" {
+		if strings.Contains(f.Name, "tls-") && f.Value.String() == "" {
 			c.empty = append(c.empty, f.Name)
 		}
 	})
@@ -106,7 +107,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxSessions, "max-sessions", runtime.NumCPU(), "with --serve: at most `N` sessions at a time")
 	fs.IntVar(&c.maxBatch, "max-batch", serve.DefaultMaxBatch, "refuse a client that asks for more than `N` inferences in one session")
 	fs.DurationVar(&c.timeout, "timeout", serve.DefaultTimeout, "end a session when the peer stalls for `D` (any wait: handshake, each message)")
-	fs.DurationVar(&c.sessionTimeout, "session-timeout", serve.DefaultSessionTimeout, "end a session that runs longer than `D` in all (0: no limit)")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", serve.DefaultSessionTimeout, "server and --local: end a session that runs longer than `D` in all (0: no limit)")
 	fs.DurationVar(&c.helloTimeout, "hello-timeout", serve.DefaultHelloTimeout, "drop a connection that has not completed its TLS handshake and hello (or stream join) within `D`")
 	fs.DurationVar(&c.joinTimeout, "join-timeout", serve.DefaultJoinTimeout, "end a session whose extra stream connections have not all joined within `D`")
 	fs.DurationVar(&c.queueTimeout, "queue-timeout", serve.DefaultQueueTimeout, "with --serve: refuse as busy a client that waited `D` for a free session slot")
@@ -115,6 +116,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "server: TLS private key `FILE` (PEM)")
 	fs.StringVar(&c.connect, "connect", "", "the server's address, `HOST:PORT`")
 	fs.StringVar(&c.helper, "helper", "", "backend sci3: the helper's address `HOST:PORT` (server and client); bare --helper runs the helper itself (with --listen)")
+	c.helperTLS.define(fs)
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", serve.DefaultConnectTimeout, "keep retrying a refused connection for `D`")
 	fs.StringVar(&c.tlsSelf, "tls-self", "", "server: use TLS with the key and self-signed certificate kept in `FILE` (made on first start; prints the fingerprint clients pin)")
 	fs.StringVar(&c.tlsPin, "tls-pin", "", "client: use TLS and accept only the server whose key has this `FINGERPRINT` (sha256:..., as the server printed it)")
@@ -149,6 +151,9 @@ func (c *config) check() error {
 	if c.helperMode {
 		return c.checkHelper()
 	}
+	if err := c.checkHelperLink(); err != nil {
+		return err
+	}
 	for _, on := range []bool{c.clear, c.local, c.party >= 0} {
 		if on {
 			modes++
@@ -179,8 +184,9 @@ func (c *config) check() error {
 	server, client := c.party == 0, c.party == 1
 	for _, err := range []error{
 		only("by the server (--party 0): the client holds the input", !server, "input", "output", "raw", "top", "strict"),
-		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "tls-self", "session-timeout", "max-batch",
+		only("without --party 0", server, "listen", "serve", "tls-cert", "tls-key", "tls-self", "max-batch",
 			"hello-timeout", "join-timeout", "max-pending"),
+		only("without --party 0 or --local", server || c.local, "session-timeout"),
 		only("without --party 0 --serve", server && c.serveMany, "max-sessions", "queue-timeout",
 			"max-sessions-per-client", "sessions-per-minute", "metrics", "log-format", "drain-timeout"),
 		only("without --party 0", server, "tls-client-ca", "tls-client-pin", "tls-client-pins"),

@@ -20,14 +20,15 @@ var helpSections = []struct {
 	{"Mode (choose one)", []string{"clear", "party", "local"}},
 	{"Input and output (--clear, --local, client)", []string{"input", "output", "raw", "top", "strict"}},
 	{"Secure session (--local, server, client)", []string{"backend", "ot", "streams", "timeout", "net", "report"}},
-	{"Server (--party 0)", []string{"listen", "serve", "max-sessions", "queue-timeout", "max-batch", "session-timeout",
+	{"Server (--party 0; --session-timeout also --local)", []string{"listen", "serve", "max-sessions", "queue-timeout", "max-batch", "session-timeout",
 		"hello-timeout", "join-timeout", "max-pending", "max-sessions-per-client", "sessions-per-minute", "drain-timeout",
 		"metrics", "log-format"}},
 	{"Client (--party 1)", []string{"connect", "connect-timeout"}},
-	{"TLS (server: --tls-self, or --tls-cert and --tls-key; client: --tls-pin or --tls-ca)", []string{"tls-self", "tls-cert",
+	{"TLS (server and helper: --tls-self, or --tls-cert and --tls-key; client: --tls-pin or --tls-ca)", []string{"tls-self", "tls-cert",
 		"tls-key", "tls-pin", "tls-ca", "tls-server-name", "tls-client-ca", "tls-client-pin", "tls-client-pins",
 		"tls-client-cert", "tls-client-key", "tls-client-self"}},
-	{"Three parties (--backend sci3: server and client --helper HOST:PORT; the helper: --helper --listen ADDR)", []string{"helper"}},
+	{"Three parties (--backend sci3: server and client --helper HOST:PORT --helper-tls-pin FP; the helper: --helper --listen ADDR --tls-self FILE)",
+		[]string{"helper", "helper-tls-pin", "helper-tls-ca", "helper-insecure", "helper-prefetch"}},
 	{"Process (any mode)", []string{"quiet", "threads", "memory-limit"}},
 }
 

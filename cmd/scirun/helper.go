@@ -4,12 +4,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
@@ -54,10 +57,42 @@ func helperArgs(args []string) (out []string, mode bool) {
 	return out, mode
 }
 
-// checkHelper checks the flags of helper mode: --listen and the program (the client copy
-// suffices), nothing that belongs to a data party.
+// helperTLSFlags are the data parties' flags for their link to the helper, which carries their
+// pairwise seed: it must be TLS with a verified helper unless --helper-insecure says otherwise.
+type helperTLSFlags struct {
+	pin, ca  string
+	insecure bool
+	prefetch int // COTs per OT stream fetched ahead from the helper (0: on demand)
+}
+
+func (h *helperTLSFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&h.pin, "helper-tls-pin", "", "backend sci3 (server and client): reach the helper over TLS and accept only the one whose key has this `FINGERPRINT` (sha256:..., as the helper printed it)")
+	fs.StringVar(&h.ca, "helper-tls-ca", "", "backend sci3 (server and client): reach the helper over TLS and trust its certificate if signed by (or equal to) the PEM `FILE`")
+	fs.IntVar(&h.prefetch, "helper-prefetch", 0, fmt.Sprintf("backend sci3 (server, client, --local): fetch the next `N` COTs of each OT stream from the helper in the background, so that a draw finds them ready (16·N bytes of memory per stream; the last fetch of a session goes unused); e.g. %d; 0: on demand", dealer.MinRefill))
+	fs.BoolVar(&h.insecure, "helper-insecure", false, "backend sci3: allow a plaintext link to the helper (data parties), or serve without TLS (the helper): the pairwise seeds then travel in the clear; on a trusted network only")
+}
+
+// config returns the TLS configuration of the link to the helper (nil with --helper-insecure).
+func (h *helperTLSFlags) config() (*tls.Config, error) {
+	switch {
+	case h.pin != "":
+		return serve.PinnedClientTLS(h.pin)
+	case h.ca != "":
+		return serve.LoadClientTLS(h.ca, "")
+	}
+	return nil, nil
+}
+
+// insecureWarning is printed by every party that runs a helper link without TLS.
+const insecureWarning = "scirun: WARNING: --helper-insecure: the link to the helper is plaintext and unauthenticated: " +
+	"the pairwise seed on it travels in the clear, and anyone who reads it can strip this party's masks (see docs/security.md). " +
+	"Use it on a trusted network only; otherwise start the helper with --tls-self FILE and pass --helper-tls-pin.\n"
+
+// checkHelper checks the flags of helper mode: --listen, the program (the client copy
+// suffices), TLS (--tls-self, or --tls-cert and --tls-key) or --helper-insecure, nothing that
+// belongs to a data party.
 func (c *config) checkHelper() error {
-	for _, f := range []string{"party", "local", "clear", "connect", "input", "output", "serve", "tls-cert", "tls-key", "tls-self", "tls-ca", "tls-pin"} {
+	for _, f := range []string{"party", "local", "clear", "connect", "input", "output", "serve", "tls-ca", "tls-pin", "helper-tls-pin", "helper-tls-ca", "helper-prefetch"} {
 		if c.set[f] {
 			return cli.Usagef("--%s is not used by the helper (--helper)", f)
 		}
@@ -65,14 +100,82 @@ func (c *config) checkHelper() error {
 	if c.helper != "" {
 		return cli.Usagef("--helper=%s: the helper listens (--listen ADDR); --helper ADDR is for the data parties", c.helper)
 	}
+	if len(c.empty) > 0 {
+		return cli.Usagef("--%s is empty (an unset variable?): give its value", c.empty[0])
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return cli.Usagef("--tls-cert and --tls-key go together")
+	}
+	if c.tlsSelf != "" && c.tlsCert != "" {
+		return cli.Usagef("--tls-self and --tls-cert exclude each other: a self-made key, or a certificate of your PKI")
+	}
+	useTLS := c.tlsSelf != "" || c.tlsCert != ""
+	switch {
+	case useTLS && c.helperTLS.insecure:
+		return cli.Usagef("--helper-insecure excludes --tls-self, --tls-cert and --tls-key: serve TLS, or plaintext")
+	case !useTLS && !c.helperTLS.insecure:
+		return cli.Usagef("the helper receives the data parties' pairwise seeds: serve TLS (--tls-self FILE, or --tls-cert and --tls-key), or pass --helper-insecure to serve them in plaintext on a trusted network")
+	}
 	return nil
 }
 
-// runHelper runs the helper (party 2) of sci3 sessions until interrupted.
+// checkHelperLink checks a data party's flags of its link to the helper: --helper ADDR with
+// --helper-tls-pin or --helper-tls-ca, or an explicit --helper-insecure.
+func (c *config) checkHelperLink() error {
+	h := c.helperTLS
+	if h.prefetch < 0 || h.prefetch > 1<<24 {
+		return cli.Usagef("--helper-prefetch %d: want 0 (on demand) to %d COTs", h.prefetch, 1<<24)
+	}
+	if c.helper == "" {
+		if c.set["helper-prefetch"] && !c.local {
+			return cli.Usagef("--helper-prefetch goes with --helper HOST:PORT or --local (backend sci3)")
+		}
+		for _, f := range []string{"helper-tls-pin", "helper-tls-ca", "helper-insecure"} {
+			if c.set[f] {
+				if c.local {
+					return cli.Usagef("--%s is not used with --local: the helper runs in this process", f)
+				}
+				return cli.Usagef("--%s goes with --helper HOST:PORT (backend sci3)", f)
+			}
+		}
+		return nil
+	}
+	if c.local {
+		return cli.Usagef("--helper %s is not used with --local: the helper runs in this process", c.helper)
+	}
+	n := 0
+	for _, on := range []bool{h.pin != "", h.ca != "", h.insecure} {
+		if on {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return cli.Usagef("--helper-tls-pin, --helper-tls-ca and --helper-insecure exclude each other")
+	case n == 0:
+		return cli.Usagef("--helper %s: %v", c.helper, serve.ErrHelperPlaintext)
+	}
+	if h.pin != "" {
+		if _, err := serve.ParsePin(h.pin); err != nil {
+			return cli.Usagef("--helper-tls-pin: %v", err)
+		}
+	}
+	return nil
+}
+
+// runHelper runs the helper (party 2) of sci3 sessions until interrupted: the first signal
+// stops it (it does not drain; the data parties of a running session fail naming the helper).
 func runHelper(ctx context.Context, c *config, f *sciir.File, e *env) error {
 	m, _, err := netModel(c.netName)
 	if err != nil {
 		return err
+	}
+	tlsConf, err := c.serverTLS(e, "--helper-tls-pin")
+	if err != nil {
+		return err
+	}
+	if tlsConf == nil {
+		fmt.Fprint(e.stderr, strings.Replace(insecureWarning, "the link to the helper is", "the helper serves", 1))
 	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
@@ -80,8 +183,8 @@ func runHelper(ctx context.Context, c *config, f *sciir.File, e *env) error {
 	}
 	defer ln.Close()
 	if !c.quiet {
-		fmt.Fprintf(e.stderr, "helper (party 2, backend sci3) listening on %s: program %s…, %s; it holds no weights and sees no data\n",
-			ln.Addr(), f.IDString()[:8], ringName(f))
+		fmt.Fprintf(e.stderr, "helper (party 2, backend sci3) listening on %s%s: program %s…, %s; it holds no weights and sees no data\n",
+			ln.Addr(), tlsNote(tlsConf), f.IDString()[:8], ringName(f))
 	}
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -97,7 +200,7 @@ func runHelper(ctx context.Context, c *config, f *sciir.File, e *env) error {
 		log = nil
 	}
 	return serve.ServeHelper(hctx, ln, &serve.HelperOptions{File: f, Backend: sci3.Name, Timeout: c.timeout,
-		HelloTimeout: c.helloTimeout, JoinTimeout: c.joinTimeout, Net: m, Log: log})
+		HelloTimeout: c.helloTimeout, JoinTimeout: c.joinTimeout, Net: m, Log: log, TLS: tlsConf})
 }
 
 // sci3Backend returns the constructor of a data party's sci3 backend: with --local, on a
@@ -108,8 +211,13 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 	if c.timeout == 0 {
 		topt.Timeout = serve.DefaultTimeout
 	}
+	// A stalled helper is detected a quarter of --timeout before a stalled peer, so that the
+	// data party waiting on the helper aborts the session naming it before the other data
+	// party, waiting on this one, would blame it.
+	topt.Timeout -= topt.Timeout / 4
 	perRun := sci3.LinearCalls(f.Program)
 	var newLink func(ctx context.Context, conn *transport.Conn, party int) (*dealer.Link, error)
+	var other func(party int) *transport.Stats // the other data party's link traffic (--local)
 	if c.local {
 		lt := &localTrio{}
 		newLink = func(ctx context.Context, _ *transport.Conn, party int) (*dealer.Link, error) {
@@ -119,10 +227,22 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 			}
 			return t.Links[party], nil
 		}
+		other = func(party int) *transport.Stats {
+			s := lt.trio.Conns[1-party].Stats()
+			return &s
+		}
 	} else {
 		if c.helper == "" {
-			return nil, cli.Usagef("backend sci3 needs the helper: --helper HOST:PORT (start it with scirun --helper --listen ADDR PROGRAM)")
+			return nil, cli.Usagef("backend sci3 needs the helper: --helper HOST:PORT with --helper-tls-pin FINGERPRINT (start it with scirun --helper --listen ADDR --tls-self FILE PROGRAM)")
 		}
+		tlsConf, err := c.helperTLS.config()
+		if err != nil {
+			return nil, err
+		}
+		if tlsConf == nil {
+			fmt.Fprint(e.stderr, insecureWarning)
+		}
+		dial := serve.HelperDial{Addr: c.helper, TLS: tlsConf, Insecure: c.helperTLS.insecure}
 		newLink = func(ctx context.Context, conn *transport.Conn, party int) (*dealer.Link, error) {
 			var tok serve.HelperToken
 			var err error
@@ -138,19 +258,22 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 			if err != nil {
 				return nil, fmt.Errorf("sci3 session token: %w", err)
 			}
-			return serve.DialHelper(ctx, c.helper, party, f, sci3.Name, tok, topt)
+			return serve.DialHelper(ctx, dial, party, f, sci3.Name, tok, topt)
 		}
 	}
 	return func(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
+		start := time.Now()
 		link, err := newLink(ctx, conn, party)
 		if err != nil {
 			return nil, err
 		}
+		setup, setupStats := time.Since(start), link.Conn().Stats()
+		link.SetPrefetch(c.helperTLS.prefetch)
 		b, err := sci3.New(ctx, conn, link, r, sci3.Options{Streams: streams, LinearPerRun: perRun})
 		if err != nil {
 			return nil, err
 		}
-		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr}, nil
+		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr, setup: setup, setupStats: setupStats, other: other}, nil
 	}, nil
 }
 
@@ -158,8 +281,20 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 // counts the traffic between the data parties only).
 type sci3Party struct {
 	*sci3.Backend
-	quiet bool
-	out   io.Writer
+	quiet      bool
+	out        io.Writer
+	setup      time.Duration   // reaching the helper
+	setupStats transport.Stats // the link's traffic then
+	other      func(party int) *transport.Stats
+}
+
+// HelperAccount splits the session into set-up, offline and online for the report.
+func (b *sci3Party) HelperAccount() serve.HelperAccount {
+	a := serve.HelperAccount{Setup: b.setup, SetupStats: b.setupStats, Wait: b.Link().Wait()}
+	if b.other != nil {
+		a.Other = b.other(b.Party())
+	}
+	return a
 }
 
 func (b *sci3Party) Close() error {

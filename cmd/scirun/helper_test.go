@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 )
 
@@ -25,25 +28,31 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// startHelper runs scirun --helper --listen on prog until the test ends.
-func startHelper(t *testing.T, prog string, extra ...string) string {
+// startHelper runs scirun --helper --listen --tls-self on prog until the test ends and returns
+// its address and the fingerprint it printed.
+func startHelper(t *testing.T, prog string, extra ...string) (addr, pin string) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr = freeAddr(t)
 	e, _, errb := testEnv()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = run(ctx, append([]string{"--helper", "--listen", addr, prog}, extra...), e)
+		_ = run(ctx, append([]string{"--helper", "--listen", addr, "--tls-self", filepath.Join(t.TempDir(), "helper.pem"), prog}, extra...), e)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	waitFor(t, "the helper to listen", func() bool { return strings.Contains(errb.String(), "listening on") })
-	return addr
+	_, after, ok := strings.Cut(errb.String(), "--helper-tls-pin ")
+	if !ok {
+		t.Fatalf("the helper printed no fingerprint: %s", errb.String())
+	}
+	return addr, strings.Fields(after)[0]
 }
 
-// runPair runs the server and the client of a sci3 session against the helper at helper and
-// returns their errors and the time until both ended.
-func runPair(t *testing.T, full, client, in, out, helper string, extra ...string) (e0, e1 error, d time.Duration) {
+// runPair runs the server and the client of a sci3 session against the helper at helper, which
+// they pin (--helper-tls-pin pin), and returns their errors and the time until both ended.
+func runPair(t *testing.T, full, client, in, out, helper, pin string, extra ...string) (e0, e1 error, d time.Duration) {
+	extra = append([]string{"--helper-tls-pin", pin}, extra...)
 	t.Helper()
 	srv := freeAddr(t)
 	start := time.Now()
@@ -69,8 +78,8 @@ func TestHelperThreeProcesses(t *testing.T) {
 	if _, _, err := runArgs("--clear", full, "--input", in, "--output", clearRaw, "--raw"); err != nil {
 		t.Fatal(err)
 	}
-	helper := startHelper(t, client)
-	if e0, e1, _ := runPair(t, full, client, in, secRaw, helper); e0 != nil || e1 != nil {
+	helper, pin := startHelper(t, client)
+	if e0, e1, _ := runPair(t, full, client, in, secRaw, helper, pin); e0 != nil || e1 != nil {
 		t.Fatalf("server: %v; client: %v", e0, e1)
 	}
 	if !slices.Equal(readInts(t, clearRaw), readInts(t, secRaw)) {
@@ -83,13 +92,76 @@ func TestHelperThreeProcesses(t *testing.T) {
 	}
 }
 
+// TestHelperTLSFlags: the data parties refuse a plaintext link to the helper unless
+// --helper-insecure says so (and then warn), and refuse a helper whose key is not the pinned
+// one before sending anything; the helper refuses to serve without TLS unless told.
+func TestHelperTLSFlags(t *testing.T) {
+	full, client, data := program(t)
+	in := filepath.Join(data, "inputs", "00001.npy")
+	_, _, err := runArgs("--party", "1", client, "--backend", "sci3", "--connect", freeAddr(t), "--helper", freeAddr(t), "--input", in)
+	if err == nil || !strings.Contains(err.Error(), "--helper-insecure") || !strings.Contains(err.Error(), "--helper-tls-pin") {
+		t.Fatalf("plaintext helper link without --helper-insecure: %v", err)
+	}
+	_, _, err = runArgs("--helper", "--listen", freeAddr(t), client)
+	if err == nil || !strings.Contains(err.Error(), "--tls-self") {
+		t.Fatalf("helper without TLS or --helper-insecure: %v", err)
+	}
+	_, _, err = runArgs("--party", "0", full, "--backend", "sci3", "--helper", freeAddr(t), "--helper-tls-pin", "sha256:00", "--helper-insecure")
+	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Fatalf("--helper-tls-pin with --helper-insecure: %v", err)
+	}
+	helper, _ := startHelper(t, client)
+	_, wrong := startHelper(t, client)
+	e0, e1, d := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), helper, wrong)
+	for p, err := range []error{e0, e1} {
+		if err == nil || !strings.Contains(err.Error(), "the helper at "+helper) || !strings.Contains(err.Error(), "TLS pin") {
+			t.Fatalf("party %d with a wrong pin: %v", p, err)
+		}
+	}
+	if d > 20*time.Second {
+		t.Fatalf("the refusal took %v", d)
+	}
+	// Plaintext on both sides, explicitly: it runs, and every party says it is insecure.
+	addr := freeAddr(t)
+	e, _, errb := testEnv()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = run(ctx, []string{"--helper", "--listen", addr, "--helper-insecure", client}, e)
+	}()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the helper to listen", func() bool { return strings.Contains(errb.String(), "listening on") })
+	if !strings.Contains(errb.String(), "WARNING: --helper-insecure") {
+		t.Errorf("the plaintext helper does not warn: %s", errb.String())
+	}
+	srv := freeAddr(t)
+	var wg sync.WaitGroup
+	var out0 string
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, out0, e0 = runArgs("--party", "0", full, "--backend", "sci3", "--listen", srv, "--helper", addr, "--helper-insecure")
+	}()
+	_, out1, e1 := runArgs("--party", "1", client, "--backend", "sci3", "--connect", srv, "--helper", addr, "--helper-insecure", "--input", in)
+	wg.Wait()
+	if e0 != nil || e1 != nil {
+		t.Fatalf("--helper-insecure: server: %v; client: %v", e0, e1)
+	}
+	for p, out := range []string{out0, out1} {
+		if !strings.Contains(out, "WARNING: --helper-insecure") {
+			t.Errorf("party %d does not warn of the plaintext link: %s", p, out)
+		}
+	}
+}
+
 // TestHelperRefusesOtherProgram: a helper started with another program refuses both data
 // parties at once, naming the mismatch.
 func TestHelperRefusesOtherProgram(t *testing.T) {
 	full, client, data := program(t)
 	_, other := compileTo(t, filepath.Join(data, "model.onnx"), t.TempDir(), "other", 30, 11)
-	helper := startHelper(t, other)
-	e0, e1, d := runPair(t, full, client, filepath.Join(data, "inputs", "00001.npy"), filepath.Join(t.TempDir(), "o.npy"), helper)
+	helper, pin := startHelper(t, other)
+	e0, e1, d := runPair(t, full, client, filepath.Join(data, "inputs", "00001.npy"), filepath.Join(t.TempDir(), "o.npy"), helper, pin)
 	for p, err := range []error{e0, e1} {
 		if err == nil || !strings.Contains(err.Error(), "the helper refused: program") {
 			t.Fatalf("party %d: %v", p, err)
@@ -173,23 +245,31 @@ func proxy(t *testing.T, target string, limit int64, stall bool) string {
 }
 
 // TestHelperDropOrStall: a helper that disappears in the middle of a session makes both data
-// parties fail at once; one that stops answering makes both fail within --timeout.
+// parties fail at once; one that stops answering makes both fail within --timeout; both name
+// the helper and its address.
 func TestHelperDropOrStall(t *testing.T) {
 	full, client, data := program(t)
 	in := filepath.Join(data, "inputs", "00001.npy")
-	helper := startHelper(t, client)
+	helper, pin := startHelper(t, client)
 	for _, c := range []struct {
 		stall bool
 		max   time.Duration
 	}{{false, 10 * time.Second}, {true, 20 * time.Second}} {
 		t.Run(fmt.Sprintf("stall=%v", c.stall), func(t *testing.T) {
 			p := proxy(t, helper, 1<<20, c.stall)
-			e0, e1, d := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), p, "--timeout", "4s")
+			e0, e1, d := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), p, pin, "--timeout", "4s")
 			if e0 == nil || e1 == nil {
 				t.Fatalf("server: %v; client: %v: want both to fail", e0, e1)
 			}
 			if d > c.max {
 				t.Fatalf("the data parties took %v to fail (server: %v; client: %v)", d, e0, e1)
+			}
+			for party, err := range []error{e0, e1} {
+				// The failure is the helper's, with its address, not the other data party's.
+				msg := err.Error()
+				if !strings.HasPrefix(msg, "the helper at "+p+" ") && !strings.Contains(msg, "lost its link to the helper at "+p+": ") {
+					t.Errorf("party %d does not name the helper: %v", party, err)
+				}
 			}
 			t.Logf("both failed in %v; server: %v; client: %v", d.Round(time.Millisecond), e0, e1)
 		})
@@ -207,7 +287,8 @@ func TestSci3LocalReport(t *testing.T) {
 	if _, _, err := runArgs("--clear", full, "--input", in, "--output", clearRaw, "--raw"); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, err := runArgs("--local", full, "--backend", "sci3", "--input", in, "--output", secRaw, "--raw", "--report", rep)
+	// The prefetch changes what the helper deals ahead, not the result (bitwise equal below).
+	_, stderr, err := runArgs("--local", full, "--backend", "sci3", "--input", in, "--output", secRaw, "--raw", "--report", rep, "--helper-prefetch", "100000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,5 +302,106 @@ func TestSci3LocalReport(t *testing.T) {
 	if !strings.Contains(stderr, "sci3: party 1 ↔ helper:") {
 		t.Errorf("stderr has no helper traffic line: %q", stderr)
 	}
+	// The offline/online split: the run's time is the waits on the helper plus the rest, each
+	// pair's bytes are in their phase (the helper's in offline, the data parties' in online).
+	h := r.Helper
+	if h.OfflineMS <= 0 || h.OnlineMS <= 0 || h.OfflineMS+h.OnlineMS < r.RunMS-0.01 || h.OfflineMS+h.OnlineMS > r.RunMS+0.01 {
+		t.Errorf("times: offline %v + online %v, run %v", h.OfflineMS, h.OnlineMS, r.RunMS)
+	}
+	pairs := map[string]serve.PairTraffic{}
+	for _, p := range h.Pairs {
+		pairs[p.Pair] = p
+	}
+	if p := pairs["0-1"]; p.Online == 0 || p.Offline != 0 || p.Setup == 0 {
+		t.Errorf("pair 0-1: %+v", p)
+	}
+	for _, name := range []string{"0-2", "1-2"} {
+		if p := pairs[name]; p.Offline == 0 || p.Online != 0 || p.Setup == 0 {
+			t.Errorf("pair %s: %+v", name, p)
+		}
+	}
+	if got, want := pairs["1-2"].Setup+pairs["1-2"].Offline, h.BytesSent+h.BytesRecv; got != want {
+		t.Errorf("pair 1-2: %d bytes, the link %d", got, want)
+	}
+	for _, want := range []string{"conv by dealer", "three parties: helper set-up", "0↔1: set-up", "0↔2: set-up", "1↔2: set-up"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the table has no %q:\n%s", want, stderr)
+		}
+	}
+	if _, tail, ok := strings.Cut(stderr, "three parties:"); ok {
+		t.Logf("three parties:%s", tail)
+	}
 	t.Logf("party 1: data parties %d B sent, %d B received; helper %d B received", r.Total.BytesSent, r.Total.BytesRecv, r.Helper.BytesRecv)
+}
+
+// TestHelperStopsOnFirstSignal: one SIGINT stops a helper process at once, with a connection
+// that never sent its hello and a session running; both data parties fail naming the helper
+// and saying it was stopped.
+func TestHelperStopsOnFirstSignal(t *testing.T) {
+	full, client, data := program(t)
+	addr := freeAddr(t)
+	cmd := exec.Command(binary, "--helper", "--listen", addr, "--helper-insecure", client)
+	stderr := &testenv.SyncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor(t, "the helper to listen", func() bool { return strings.Contains(stderr.String(), "listening on") })
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	srv := freeAddr(t)
+	in := filepath.Join(data, "inputs", "00001.npy")
+	var e0, e1 error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	// A slow emulated link keeps the session running for seconds.
+	slow := []string{"--backend", "sci3", "--helper", addr, "--helper-insecure", "--net", "20Mbit/s", "--quiet"}
+	go func() {
+		defer wg.Done()
+		_, _, e0 = runArgs(append([]string{"--party", "0", full, "--listen", srv}, slow...)...)
+	}()
+	go func() {
+		defer wg.Done()
+		_, _, e1 = runArgs(append([]string{"--party", "1", client, "--connect", srv, "--input", in}, slow...)...)
+	}()
+	waitFor(t, "the session to start at the helper", func() bool { return strings.Contains(stderr.String(), "session started") })
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the helper still runs 10 s after one SIGINT:\n%s", stderr.String())
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the helper took %v to stop", d)
+	}
+	wg.Wait()
+	for p, err := range []error{e0, e1} {
+		if err == nil || !strings.Contains(err.Error(), "the helper at "+addr) || !strings.Contains(err.Error(), "the helper was stopped") {
+			t.Errorf("party %d: %v", p, err)
+		}
+	}
+	t.Logf("server: %v\nclient: %v", e0, e1)
+}
+
+// TestSci3LocalSessionTimeout: --local honours --session-timeout (a long --local run is not cut
+// at the server's 10-minute default, and a short bound ends it).
+func TestSci3LocalSessionTimeout(t *testing.T) {
+	full, _, data := program(t)
+	in := filepath.Join(data, "inputs", "00001.npy")
+	_, _, err := runArgs("--local", full, "--backend", "sci3", "--input", in, "--session-timeout", "1ms", "--quiet")
+	if err == nil || !strings.Contains(err.Error(), "time limit") {
+		t.Fatalf("--local --session-timeout 1ms: %v", err)
+	}
+	if _, _, err := runArgs("--local", full, "--backend", "sci3", "--input", in, "--session-timeout", "0", "--quiet"); err != nil {
+		t.Fatalf("--local --session-timeout 0: %v", err)
+	}
 }

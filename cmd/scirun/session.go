@@ -52,6 +52,10 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 		MaxBatch: c.maxBatch}
 	if c.party == 0 {
 		opt.HelloTimeout, opt.JoinTimeout, opt.QueueTimeout = c.helloTimeout, c.joinTimeout, c.queueTimeout
+	}
+	if c.party == 0 || c.local {
+		// --local bounds its in-process server's session alike (runLocal clears it for the
+		// client, which the server tells).
 		opt.SessionTimeout = c.sessionTimeout
 		if opt.SessionTimeout == 0 {
 			opt.SessionTimeout = -1 // no limit
@@ -202,6 +206,7 @@ func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options,
 	}
 	sopt := *opt
 	copt := *opt
+	copt.SessionTimeout = 0
 	sopt.MaxBatch = max(len(b.encoded), sopt.MaxBatch)
 	bar := c.progress(e, "secure run")
 	defer bar.Done()
@@ -249,27 +254,37 @@ func (c *config) clientTLS() (*tls.Config, error) {
 	return serve.LoadClientTLS(c.tlsCA, c.tlsServerName)
 }
 
-func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error {
-	var tlsConf *tls.Config
+// serverTLS loads the TLS configuration of a server or a helper (--tls-cert and --tls-key, or
+// --tls-self, which prints the fingerprint to pin with pinFlag); nil without TLS flags.
+func (c *config) serverTLS(e *env, pinFlag string) (*tls.Config, error) {
 	switch {
 	case c.tlsCert != "":
-		var err error
-		if tlsConf, err = serve.LoadServerTLS(c.tlsCert, c.tlsKey); err != nil {
-			return err
-		}
+		return serve.LoadServerTLS(c.tlsCert, c.tlsKey)
 	case c.tlsSelf != "":
 		conf, fp, created, err := serve.LoadOrCreateServerKey(c.tlsSelf)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		tlsConf = conf
 		how := "kept in"
 		if created {
 			how = "made and saved to"
 		}
-		fmt.Fprintf(e.stderr, "scirun: TLS key %s %s; clients connect with --tls-pin %s\n", how, c.tlsSelf, fp)
+		who := "clients connect"
+		if pinFlag != "--tls-pin" {
+			who = "the data parties connect"
+		}
+		fmt.Fprintf(e.stderr, "scirun: TLS key %s %s; %s with %s %s\n", how, c.tlsSelf, who, pinFlag, fp)
+		return conf, nil
 	}
-	tlsConf, err := c.serverClientAuth(tlsConf)
+	return nil, nil
+}
+
+func runServer(ctx context.Context, c *config, opt *serve.Options, e *env) error {
+	tlsConf, err := c.serverTLS(e, "--tls-pin")
+	if err != nil {
+		return err
+	}
+	tlsConf, err = c.serverClientAuth(tlsConf)
 	if err != nil {
 		return err
 	}

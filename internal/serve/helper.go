@@ -6,11 +6,14 @@ package serve
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +56,10 @@ type HelperOptions struct {
 	JoinTimeout time.Duration
 	// Net emulates a link on the frames the helper receives.
 	Net *netmodel.Model
+	// TLS, when set, makes every connection a TLS server connection with this configuration
+	// (the same as a server's: --tls-self, or --tls-cert and --tls-key). Without it the
+	// pairwise seeds travel in the clear (scirun requires --helper-insecure for that).
+	TLS *tls.Config
 	// Log receives one line per session and per refusal (nil: discarded).
 	Log *slog.Logger
 }
@@ -109,6 +116,9 @@ func readHelperHello(nc net.Conn) (helperHello, error) {
 		return h, err
 	}
 	if string(head[:8]) != helperMagic {
+		if head[0] == 0x16 { // a TLS handshake record
+			return h, errors.New("a TLS handshake, but this helper has no TLS configured (start it with --tls-self FILE, or --tls-cert and --tls-key)")
+		}
 		return h, errors.New("not a sci3 data party's hello (wrong magic)")
 	}
 	h.party = int(head[8])
@@ -162,37 +172,98 @@ func readHelperVerdict(nc net.Conn) error {
 	return nil
 }
 
-// DialHelper connects data party `party` of the session named by token to the helper at addr,
-// announces the program and backend, waits for the helper's verdict (it accepts once both data
-// parties of the session have arrived with the same program and backend) and starts the
-// dealer link on the connection. Every wait is bounded by topt.Timeout.
-func DialHelper(ctx context.Context, addr string, party int, f *sciir.File, backend string, token HelperToken, topt transport.Options) (*dealer.Link, error) {
+// HelperDial says how a data party reaches the helper.
+type HelperDial struct {
+	// Addr is the helper's address, host:port.
+	Addr string
+	// TLS authenticates the helper (PinnedClientTLS or LoadClientTLS) and encrypts the link,
+	// which carries the data party's pairwise seed with the helper.
+	TLS *tls.Config
+	// Insecure allows a plaintext link when TLS is nil: the pairwise seed then travels in the
+	// clear, and whoever sees it learns this party's dealt randomness. Without it, DialHelper
+	// refuses to connect without TLS.
+	Insecure bool
+}
+
+// ErrHelperPlaintext is DialHelper's refusal to send a pairwise seed over a plaintext link.
+var ErrHelperPlaintext = errors.New("refusing to send the pairwise seed over a plaintext link: authenticate the helper with --helper-tls-pin (the fingerprint it printed at start) or --helper-tls-ca, or accept a plaintext link on a trusted network with --helper-insecure")
+
+// DialHelper connects data party `party` of the session named by token to the helper at d.Addr
+// (over TLS, verified by d.TLS, unless d.Insecure), announces the program and backend, waits
+// for the helper's verdict (it accepts once both data parties of the session have arrived with
+// the same program and backend) and starts the dealer link on the connection: only then is the
+// pairwise seed sent. Every wait is bounded by topt.Timeout. Its errors name the helper.
+func DialHelper(ctx context.Context, d HelperDial, party int, f *sciir.File, backend string, token HelperToken, topt transport.Options) (*dealer.Link, error) {
+	addr := d.Addr
+	fail := func(err error) error { return &dealer.HelperError{Where: addr, Err: err} }
+	if d.TLS == nil && !d.Insecure {
+		return nil, fail(ErrHelperPlaintext)
+	}
 	timeout := topt.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	nc, err := Dial(ctx, addr, nil, min(timeout, DefaultConnectTimeout))
 	if err != nil {
-		return nil, fmt.Errorf("helper %s: %w", addr, err)
+		return nil, fail(errors.New(helperDialText.Replace(err.Error())))
+	}
+	if d.TLS != nil {
+		if nc, err = helperTLSClient(ctx, nc, addr, d.TLS, min(timeout, DefaultConnectTimeout)); err != nil {
+			return nil, fail(err)
+		}
 	}
 	h := helperHello{party: party, id: f.ID, token: token, backend: backend}
 	_ = nc.SetDeadline(time.Now().Add(timeout))
 	if _, err := nc.Write(h.encode()); err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("helper %s: %w", addr, err)
+		return nil, fail(err)
 	}
 	if err := readHelperVerdict(nc); err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("helper %s: %w", addr, err)
+		return nil, fail(err)
 	}
 	_ = nc.SetDeadline(time.Time{})
 	conn := transport.NewConn(nc, topt)
 	link, err := dealer.NewLink(ctx, conn, party)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("helper %s: %w", addr, err)
+		return nil, fail(err)
 	}
+	link.SetWhere(addr)
 	return link, nil
+}
+
+// helperDialText rewords Dial's errors, written for a client reaching its server.
+var helperDialText = strings.NewReplacer("the server at", "it", "is 'scirun --party 0 ... --listen' running there?",
+	"is 'scirun --helper --listen ADDR PROGRAM' running there?", "(another scirun server?)", "")
+
+// helperTLSClient performs the TLS handshake with the helper within timeout.
+func helperTLSClient(ctx context.Context, nc net.Conn, addr string, conf *tls.Config, timeout time.Duration) (net.Conn, error) {
+	if conf.ServerName == "" {
+		conf = conf.Clone()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			conf.ServerName = host
+		}
+	}
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tc := tls.Client(nc, conf)
+	if err := tc.HandshakeContext(hctx); err != nil {
+		_ = nc.Close()
+		var rh tls.RecordHeaderError
+		var ua x509.UnknownAuthorityError
+		var hn x509.HostnameError
+		switch {
+		case errors.As(err, &rh):
+			return nil, fmt.Errorf("TLS handshake: %w (the helper does not use TLS? start it with --tls-self FILE, or --tls-cert and --tls-key)", err)
+		case errors.As(err, &ua):
+			return nil, fmt.Errorf("TLS handshake: %w (is --helper-tls-ca the certificate that signed the helper's? a --tls-self helper has no CA: pass --helper-tls-pin with the fingerprint it printed at start)", err)
+		case errors.As(err, &hn):
+			return nil, fmt.Errorf("TLS handshake: %w (reach the helper by a name in its certificate)", err)
+		}
+		return nil, fmt.Errorf("TLS handshake: %w (does the helper use TLS?)", err)
+	}
+	return tc, nil
 }
 
 // helperRegistry pairs the data parties' connections by session token.
@@ -242,7 +313,24 @@ func (o *HelperOptions) refuse(nc net.Conn, reason string) {
 }
 
 func (o *HelperOptions) handle(ctx context.Context, reg *helperRegistry, nc net.Conn) {
+	// Stopping the helper ends a connection at once, in whatever wait (TLS handshake, hello,
+	// the other data party) it is; a running session aborts its links itself (session).
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
 	_ = nc.SetDeadline(time.Now().Add(o.helloTimeout()))
+	if o.TLS != nil {
+		tc := tls.Server(nc, o.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			var rh tls.RecordHeaderError
+			if errors.As(err, &rh) {
+				err = fmt.Errorf("%w (a data party without TLS? it needs --helper-tls-pin with the fingerprint printed at start, or --helper-tls-ca)", err)
+			}
+			o.log().Warn("helper: TLS handshake failed", "peer", nc.RemoteAddr().String(), "err", err)
+			nc.Close()
+			return
+		}
+		nc = tc
+	}
 	h, err := readHelperHello(nc)
 	if err != nil {
 		o.log().Warn("helper: no hello", "peer", nc.RemoteAddr().String(), "err", err)
@@ -293,6 +381,9 @@ func (o *HelperOptions) handle(ctx context.Context, reg *helperRegistry, nc net.
 	}
 	var ncs [2]net.Conn
 	ncs[first.hello.party], ncs[h.party] = first.nc, nc
+	if !stop() {
+		return
+	}
 	o.session(ctx, ncs)
 }
 
@@ -300,6 +391,7 @@ func (o *HelperOptions) handle(ctx context.Context, reg *helperRegistry, nc net.
 // requests until both data parties are done or one fails.
 func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
 	start := time.Now()
+	o.log().Info("helper: session started", "party0", ncs[0].RemoteAddr().String(), "party1", ncs[1].RemoteAddr().String())
 	for _, nc := range ncs {
 		_ = nc.SetDeadline(time.Now().Add(o.timeout()))
 		if err := writeHelperVerdict(nc, ""); err != nil {
@@ -315,6 +407,19 @@ func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
 		conns[p] = transport.NewConn(ncs[p], topt)
 		defer conns[p].Close()
 	}
+	// Stopping the helper (its first signal) aborts both links with a reason the data parties
+	// print, then ends the session's waits.
+	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer scancel()
+	stopped := context.AfterFunc(ctx, func() {
+		actx, cancel := context.WithTimeout(context.Background(), time.Second)
+		for _, c := range conns {
+			_ = c.Abort(actx, "the helper was stopped")
+		}
+		cancel()
+		scancel()
+	})
+	defer stopped()
 	errs := make([]error, 2)
 	var seeds [2][16]byte
 	var wg sync.WaitGroup
@@ -323,7 +428,7 @@ func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
 		go func() {
 			defer wg.Done()
 			var q int
-			q, seeds[p], errs[p] = dealer.AcceptLink(ctx, conns[p])
+			q, seeds[p], errs[p] = dealer.AcceptLink(sctx, conns[p])
 			if errs[p] == nil && q != p {
 				errs[p] = fmt.Errorf("link of party %d announced party %d", p, q)
 			}
@@ -332,11 +437,15 @@ func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
 	wg.Wait()
 	err := errors.Join(errs...)
 	if err == nil {
-		err = dealer.NewHelper(seeds[0], seeds[1]).ServeBoth(ctx, conns[0], conns[1])
+		err = dealer.NewHelper(seeds[0], seeds[1]).ServeBoth(sctx, conns[0], conns[1])
 	}
 	var st [2]transport.Stats
 	for p := range 2 {
 		st[p] = conns[p].Stats()
+	}
+	if err != nil && ctx.Err() != nil {
+		o.log().Warn("helper: session stopped", "time", time.Since(start))
+		return
 	}
 	if err != nil {
 		o.log().Warn("helper: session failed", "err", err, "time", time.Since(start))
@@ -349,4 +458,89 @@ func (o *HelperOptions) session(ctx context.Context, ncs [2]net.Conn) {
 	}
 	o.log().Info("helper: session done", "time", time.Since(start),
 		"to_party0", st[0].BytesSent, "to_party1", st[1].BytesSent, "from_party0", st[0].BytesRecv, "from_party1", st[1].BytesRecv)
+}
+
+// HelperAccount is what a three-party backend knows of its link to the helper, for the report
+// (Report.Helper): a backend that implements HelperAccounter gets the offline/online split.
+type HelperAccount struct {
+	// Setup is the time to reach the helper (TCP, TLS, its verdict, the link hello with the
+	// seed) and SetupStats the link's traffic then.
+	Setup      time.Duration
+	SetupStats transport.Stats
+	// Wait is the run's time in requests to the helper (dealer.Link.Wait).
+	Wait time.Duration
+	// Other is the other data party's link traffic, when this process knows it (--local).
+	Other *transport.Stats
+}
+
+// HelperAccounter is a HelperBackend that accounts its link's set-up and waits.
+type HelperAccounter interface {
+	HelperBackend
+	HelperAccount() HelperAccount
+}
+
+// ThreeParty is Report.Helper: this party's traffic with the helper (all phases, as the
+// embedded Traffic), and the session split into set-up, offline and online. Offline is
+// everything the helper deals (input-independent) and the time spent waiting for it; online is
+// the data parties' own protocol. The helper deals on demand today, so the run's wall-clock
+// time is their sum (OfflineMS + OnlineMS = Report.RunMS): OnlineMS is what the run would
+// take with the dealing done ahead.
+type ThreeParty struct {
+	Traffic
+	SetupMS   float64 `json:"setup_ms"`   // reaching the helper: TCP, TLS, verdict, link hello
+	OfflineMS float64 `json:"offline_ms"` // the run's waits on the helper
+	OnlineMS  float64 `json:"online_ms"`  // the run without those waits
+	// Pairs gives the bytes (both directions) of each pair of parties this party can see: its
+	// own two links, and the other data party's link to the helper when known (--local).
+	Pairs []PairTraffic `json:"pairs"`
+}
+
+// PairTraffic is the traffic between two parties in the phases of a three-party session.
+type PairTraffic struct {
+	Pair    string `json:"pair"`          // "0-1", "0-2" or "1-2"
+	Setup   int64  `json:"setup_bytes"`   // handshake and set-up (0-1), link set-up (P-2)
+	Offline int64  `json:"offline_bytes"` // what the helper dealt
+	Online  int64  `json:"online_bytes"`  // the data parties' protocol
+}
+
+func bothWays(s transport.Stats) int64 { return s.BytesSent + s.BytesRecv }
+
+// threeParty builds Report.Helper of party `party` once rep has its totals.
+func threeParty(h HelperBackend, rep *Report, party int) *ThreeParty {
+	all := h.HelperStats()
+	t := &ThreeParty{Traffic: trafficOf(all)}
+	setup := rep.Handshake.BytesSent + rep.Handshake.BytesRecv + rep.Setup.BytesSent + rep.Setup.BytesRecv
+	t.Pairs = append(t.Pairs, PairTraffic{Pair: "0-1", Setup: setup, Online: rep.Total.BytesSent + rep.Total.BytesRecv - setup})
+	a, ok := h.(HelperAccounter)
+	if !ok {
+		t.Pairs = append(t.Pairs, PairTraffic{Pair: fmt.Sprintf("%d-2", party), Offline: bothWays(all)})
+		return t
+	}
+	acc := a.HelperAccount()
+	t.SetupMS = ms(acc.Setup)
+	t.OfflineMS = ms(acc.Wait)
+	t.OnlineMS = max(0, rep.RunMS-t.OfflineMS)
+	own := PairTraffic{Pair: fmt.Sprintf("%d-2", party), Setup: bothWays(acc.SetupStats), Offline: bothWays(all) - bothWays(acc.SetupStats)}
+	if acc.Other == nil {
+		t.Pairs = append(t.Pairs, own)
+		return t
+	}
+	// The link hello has the same size for both data parties.
+	other := PairTraffic{Pair: fmt.Sprintf("%d-2", 1-party), Setup: own.Setup, Offline: bothWays(*acc.Other) - own.Setup}
+	if party == 0 {
+		t.Pairs = append(t.Pairs, own, other)
+	} else {
+		t.Pairs = append(t.Pairs, other, own)
+	}
+	return t
+}
+
+// write writes the three-party lines under the per-layer table.
+func (t *ThreeParty) write(b *strings.Builder, runMS float64) {
+	fmt.Fprintf(b, "three parties: helper set-up %s, offline (waits on the helper) %s, online %s of the run's %s\n",
+		fmtMS(t.SetupMS), fmtMS(t.OfflineMS), fmtMS(t.OnlineMS), fmtMS(runMS))
+	for _, p := range t.Pairs {
+		fmt.Fprintf(b, "  %s: set-up %s, offline %s, online %s\n", strings.Replace(p.Pair, "-", "↔", 1),
+			FormatBytes(p.Setup), FormatBytes(p.Offline), FormatBytes(p.Online))
+	}
 }

@@ -85,8 +85,9 @@ type Report struct {
 	Total       Traffic   `json:"total"`
 	// Helper is this party's traffic with the helper (party 2) of a three-party backend (sci3):
 	// Total is then the traffic between the two data parties only.
-	Helper *Traffic `json:"helper,omitempty"`
-	Error  string   `json:"error,omitempty"`
+	// Helper.Pairs and the *_ms fields split the session into set-up, offline and online.
+	Helper *ThreeParty `json:"helper,omitempty"`
+	Error  string      `json:"error,omitempty"`
 
 	Inferences       int         `json:"inferences"`                 // program runs completed in the session
 	Requested        int         `json:"requested,omitempty"`        // inferences asked for, when fewer completed
@@ -161,6 +162,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 		}
 		b.WriteString(strings.TrimRight(strings.Join(line, "  "), " ") + "\n")
+	}
+	if r.Helper != nil {
+		r.Helper.write(&b, r.RunMS)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -295,9 +299,19 @@ type engineResolver interface {
 	EngineFor(e fixed.Engine) fixed.Engine
 }
 
+// linearEngineNamer is a backend that runs every linear layer one way, not among vm/sci's
+// engines (sci3: "dealer").
+type linearEngineNamer interface {
+	LinearEngine() string
+}
+
 // noteEngine records in the report the engine the backend runs the current layer with, when it
 // has more than one.
 func (rc *recorder) noteEngine(e fixed.Engine) {
+	if n, ok := rc.Backend.(linearEngineNamer); ok && rc.cur < len(rc.layers) {
+		rc.layers[rc.cur].Engine = n.LinearEngine()
+		return
+	}
 	if er, ok := rc.Backend.(engineResolver); ok && rc.cur < len(rc.layers) {
 		rc.layers[rc.cur].Engine = er.EngineFor(e).String()
 	}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/netmodel"
+	"github.com/cryptflow-go/cryptflow/protocols/dealer"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/sciir"
@@ -528,8 +530,7 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	rep.Layers = rec.result()
 	rep.Total = rep.Handshake.add(trafficOf(totalStats(conns)))
 	if h, ok := be.(HelperBackend); ok {
-		t := trafficOf(h.HelperStats())
-		rep.Helper = &t
+		rep.Helper = threeParty(h, rep, party)
 	}
 	if err != nil {
 		if done := len(res.Batch); done < count {
@@ -597,17 +598,34 @@ func finish(ctx context.Context, conn *transport.Conn, party int) error {
 
 const doneMessage = "done"
 
+// helperAbort finds a dealer.HelperError in a peer's abort reason.
+var helperAbort = regexp.MustCompile(`(the helper(?: at [^ ]+)?): `)
+
 // explain adds a hint naming the peer to transport errors.
 func explain(err error, party int) error {
 	peer := RoleName(1 - party)
 	var ae *transport.AbortError
+	var he *dealer.HelperError
+	cause := err
+	if errors.As(err, &he) {
+		// The link to the helper failed (sci3), not the session with the peer.
+		peer, cause = "helper", he.Err
+		if he.Where != "" {
+			peer += " at " + he.Where
+		}
+	}
 	switch {
-	case errors.As(err, &ae):
+	case he == nil && errors.As(cause, &ae) && helperAbort.MatchString(ae.Reason):
+		// The peer lost its link to the helper (sci3) and aborted the session.
+		return fmt.Errorf("the %s lost its link to %s: %s", peer, helperAbort.FindStringSubmatch(ae.Reason)[1], ae.Reason)
+	case errors.As(cause, &ae):
 		return fmt.Errorf("the %s ended the session: %s", peer, ae.Reason)
-	case errors.Is(err, transport.ErrPeerClosed), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+	case errors.Is(cause, transport.ErrPeerClosed), errors.Is(cause, syscall.ECONNRESET), errors.Is(cause, syscall.EPIPE):
 		return fmt.Errorf("the %s disconnected: %w", peer, err)
-	case errors.Is(err, transport.ErrTimeout):
+	case errors.Is(cause, transport.ErrTimeout):
 		return fmt.Errorf("the %s stalled: %w", peer, err)
+	case he != nil:
+		return fmt.Errorf("the %s failed: %w", peer, err)
 	}
 	return err
 }

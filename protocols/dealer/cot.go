@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
@@ -59,6 +60,14 @@ type Core struct {
 	bits   []uint64    // their choice bits
 	pos    int
 	err    error
+	next   chan fetched // the prefetch in flight (Link.SetPrefetch), or nil
+}
+
+// fetched is a background refill: its blocks and choice bits, or the error.
+type fetched struct {
+	buf  []prg.Block
+	bits []uint64
+	err  error
 }
 
 var _ ot.Forker = (*Core)(nil)
@@ -205,8 +214,22 @@ func (c *Core) RecvCOT(ctx context.Context, n int, f func(off int, m []prg.Block
 	return nil
 }
 
-// refill asks the helper for the next n COTs of this stream in which the peer sends.
+// refill asks the helper for the next n COTs of this stream in which the peer sends, or takes
+// the prefetched ones (whatever their number: RecvCOT refills again when they run out), then
+// starts the next prefetch if the link has one set.
 func (c *Core) refill(ctx context.Context, n int) error {
+	if c.next != nil {
+		start := time.Now()
+		f := <-c.next
+		c.next = nil
+		c.link.addWait(time.Since(start))
+		if f.err != nil {
+			return f.err
+		}
+		c.buf, c.bits, c.pos = f.buf, f.bits, 0
+		c.startPrefetch(ctx)
+		return nil
+	}
 	if n > maxCount {
 		return fmt.Errorf("dealer: a draw of %d COTs exceeds %d", n, maxCount)
 	}
@@ -217,7 +240,34 @@ func (c *Core) refill(ctx context.Context, n int) error {
 	c.buf, c.bits = c.buf[:n], c.bits[:bitvec.Words(n)]
 	c.bitsG.Uint64s(c.bits)
 	c.pos = 0
-	return c.link.call(ctx, []uint64{opCOT, uint64(c.stream), uint64(1 - c.party), uint64(n)}, func() error {
+	err := c.link.call(ctx, []uint64{opCOT, uint64(c.stream), uint64(1 - c.party), uint64(n)}, func() error {
 		return recvWords(ctx, c.link.conn, prg.BlockWords(c.buf))
 	})
+	if err == nil {
+		c.startPrefetch(ctx)
+	}
+	return err
+}
+
+// startPrefetch asks the helper for the next Link.prefetch COTs in the background. The choice
+// bits are drawn here, in request order (one request of this stream is in flight at a time), so
+// that the helper, which serves the stream's requests in order, draws the same; the buffers are
+// new (the current ones may still be read by the draw in progress).
+func (c *Core) startPrefetch(ctx context.Context) {
+	n := c.link.prefetch
+	if n == 0 {
+		return
+	}
+	f := fetched{buf: make([]prg.Block, n), bits: make([]uint64, bitvec.Words(n))}
+	c.bitsG.Uint64s(f.bits)
+	c.next = make(chan fetched, 1)
+	// Not cancelled with the draw's context: a fetch cut short would make the link unusable.
+	// The transport's timeout and an abort of the link bound it.
+	ctx = context.WithoutCancel(ctx)
+	go func(ch chan<- fetched) {
+		f.err = c.link.request(ctx, []uint64{opCOT, uint64(c.stream), uint64(1 - c.party), uint64(n)}, func() error {
+			return recvWords(ctx, c.link.conn, prg.BlockWords(f.buf))
+		}, false)
+		ch <- f
+	}(c.next)
 }

@@ -51,6 +51,27 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformancePrefetch: the same suite with the COTs fetched ahead (Link.SetPrefetch), with
+// a prefetch smaller than some draws and not a multiple of 64 (the choice bits stay aligned
+// with the helper's), and waits that count only what the draws blocked on.
+func TestConformancePrefetch(t *testing.T) {
+	ottest.Conformance(t, func(t testing.TB) (*ot.Session, *ot.Session) {
+		tr, c0, c1 := trio(t)
+		for _, l := range tr.Links {
+			l.SetPrefetch(1000 + 37)
+		}
+		s0, err := NewSession(tr.Links[0], c0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s1, err := NewSession(tr.Links[1], c1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s0, s1
+	})
+}
+
 // TestCOTBytes: a draw of n COTs costs the receiver's link one request and the helper's reply of
 // 128 bits per COT of the refill (at least MinRefill), and nothing between the data parties;
 // draws within a refill cost nothing more.

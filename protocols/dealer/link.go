@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
@@ -51,9 +52,43 @@ type Link struct {
 	conn  *transport.Conn
 	party int
 	seed  prg.Seed
+	where string // the helper's address, for errors ("" if unknown)
 	mu    sync.Mutex
 	err   error
+	wait  time.Duration // time the online path spent in requests (sending, the helper's work, the reply)
+	// prefetch is the COTs a receiving Core asks for ahead, in the background (0: none).
+	prefetch int
 }
+
+// SetPrefetch makes the COT cores on this link fetch the next n COTs of their stream in the
+// background after each refill, so that the next draw finds them ready (an offline phase for the
+// dominant part of the helper's dealing: 128 bits per COT). Memory: one buffer of n blocks
+// (16n bytes) per OT stream; the last prefetch of a session goes unused (up to 16n bytes per
+// stream more from the helper). Set it before the first draw; 0 turns it off.
+func (l *Link) SetPrefetch(n int) { l.prefetch = max(0, min(n, maxCount)) }
+
+// HelperError is a failure of the link to the helper (as opposed to one of the other data
+// party): the session layer names the helper instead of blaming the peer.
+type HelperError struct {
+	// Where is the helper's address ("" if unknown).
+	Where string
+	Err   error
+}
+
+func (e *HelperError) Error() string { return e.Helper() + ": " + e.Err.Error() }
+
+func (e *HelperError) Unwrap() error { return e.Err }
+
+// Helper names the helper: "the helper at ADDR", or "the helper".
+func (e *HelperError) Helper() string {
+	if e.Where == "" {
+		return "the helper"
+	}
+	return "the helper at " + e.Where
+}
+
+// SetWhere records the helper's address for the link's errors.
+func (l *Link) SetWhere(addr string) { l.where = addr }
 
 // NewLink starts the link of data party `party` over conn (its connection to the helper): it
 // draws the pairwise seed k_{party,2} from crypto/rand and sends it with a hello, and checks the
@@ -102,6 +137,15 @@ func (l *Link) Party() int { return l.party }
 // Conn is the connection to the helper (for statistics).
 func (l *Link) Conn() *transport.Conn { return l.conn }
 
+// Wait is the time this party has spent in requests to the helper: sending them, the helper's
+// dealing and receiving the replies (requests are serialised, so it is at most the wall-clock
+// time since the link started). It is what an offline phase would take off the online one.
+func (l *Link) Wait() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.wait
+}
+
 // Err is the error that made the link unusable, or nil.
 func (l *Link) Err() error {
 	l.mu.Lock()
@@ -123,9 +167,25 @@ func (l *Link) Done(ctx context.Context) error {
 // other request is in flight on the link. An error makes the link unusable and aborts it, so that
 // the helper stops at once.
 func (l *Link) call(ctx context.Context, req []uint64, recv func() error) error {
+	return l.request(ctx, req, recv, true)
+}
+
+// addWait counts d as time the online path waited on the helper.
+func (l *Link) addWait(d time.Duration) {
+	l.mu.Lock()
+	l.wait += d
+	l.mu.Unlock()
+}
+
+// request is call; account says whether its time counts in Wait (not for a background fetch).
+func (l *Link) request(ctx context.Context, req []uint64, recv func() error, account bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
+		var he *HelperError
+		if errors.As(l.err, &he) {
+			return &HelperError{Where: l.where, Err: fmt.Errorf("link unusable after an earlier failure: %w", he.Err)}
+		}
 		return fmt.Errorf("dealer: link unusable after an earlier failure: %w", l.err)
 	}
 	var r [reqWords]uint64
@@ -133,6 +193,12 @@ func (l *Link) call(ctx context.Context, req []uint64, recv func() error) error 
 		return fmt.Errorf("dealer: internal error: a request of %d words", len(req))
 	}
 	copy(r[:], req)
+	start := time.Now()
+	defer func() {
+		if account {
+			l.wait += time.Since(start)
+		}
+	}()
 	err := l.conn.SendUint64s(ctx, r[:])
 	if err == nil {
 		err = l.conn.Flush(ctx)
@@ -141,7 +207,7 @@ func (l *Link) call(ctx context.Context, req []uint64, recv func() error) error 
 		err = recv()
 	}
 	if err != nil {
-		l.err = fmt.Errorf("dealer: request to the helper: %w", err)
+		l.err = &HelperError{Where: l.where, Err: err}
 		actx, cancel := context.WithTimeout(context.Background(), timeoutAbort)
 		_ = l.conn.Abort(actx, l.err.Error())
 		cancel()

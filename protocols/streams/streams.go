@@ -79,8 +79,18 @@ func (g *Group) Fail(ctx context.Context, op string, err error) error {
 	err = fmt.Errorf("%s: %s: %w", g.proto, op, err)
 	if g.err == nil {
 		g.err = err
+		reason := g.proto + ": " + op + " failed at the peer"
+		// A failure of a third party the peer does not see (sci3's helper) is named, so that
+		// the peer does not blame this party.
+		var third interface {
+			error
+			Helper() string
+		}
+		if errors.As(err, &third) {
+			reason += ": " + third.Error()
+		}
 		for _, c := range g.conns {
-			_ = c.Abort(context.WithoutCancel(ctx), g.proto+": "+op+" failed at the peer")
+			_ = c.Abort(context.WithoutCancel(ctx), reason)
 		}
 	}
 	return err

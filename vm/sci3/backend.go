@@ -118,6 +118,10 @@ func New(ctx context.Context, conn *transport.Conn, link *dealer.Link, r ring.Ri
 	return &Backend{Backend: sb, link: link, lin: lin, conn: conn}, nil
 }
 
+// LinearEngine names how the linear layers run (the report's engine column): by the dealer's
+// protocol, neither OT nor HE.
+func (b *Backend) LinearEngine() string { return "dealer" }
+
 // HelperStats is this party's traffic with the helper so far.
 func (b *Backend) HelperStats() transport.Stats { return b.link.Conn().Stats() }
 
