@@ -114,6 +114,8 @@ func init() {
 		"ReduceSum": (*importer).reduce, "ReduceMean": (*importer).reduce, "ReduceMax": (*importer).reduce,
 		"Erf": (*importer).unary, "Pow": (*importer).pow, "Gelu": (*importer).gelu,
 		"LayerNormalization": (*importer).layerNorm,
+		"QuantizeLinear":     (*importer).quantizeLinear, "DequantizeLinear": (*importer).dequantizeLinear, "QLinearConv": (*importer).qlinearConv, "QLinearMatMul": (*importer).qlinearMatMul, "ConvInteger": (*importer).convInteger, "MatMulInteger": (*importer).matMulInteger,
+		msDomain + "QLinearAdd": (*importer).qlinearAdd, msDomain + "QLinearGlobalAveragePool": (*importer).qlinearGlobalAveragePool,
 	}
 }
 
@@ -129,6 +131,18 @@ func SupportedOps() []string {
 
 func isDefaultDomain(d string) bool { return d == "" || d == "ai.onnx" }
 
+// msDomain prefixes the handler keys of com.microsoft operators.
+const msDomain = "com.microsoft::"
+
+// handlerKey is the handlers key of a node: its op_type, prefixed by its domain when that is
+// not the default one.
+func handlerKey(n *Node) string {
+	if isDefaultDomain(n.Domain) {
+		return n.OpType
+	}
+	return n.Domain + "::" + n.OpType
+}
+
 // checkOps reports every unsupported operator of the graph in one error.
 func checkOps(g *Graph) error {
 	type bad struct {
@@ -138,10 +152,8 @@ func checkOps(g *Graph) error {
 	found := map[string]*bad{}
 	var order []string
 	for _, n := range g.Nodes {
-		key := n.OpType
-		if !isDefaultDomain(n.Domain) {
-			key = n.Domain + "::" + n.OpType
-		} else if _, ok := handlers[n.OpType]; ok {
+		key := handlerKey(n)
+		if _, ok := handlers[key]; ok {
 			continue
 		}
 		if b, ok := found[key]; ok {
@@ -227,7 +239,7 @@ func (im *importer) run(src *Graph) error {
 				return fmt.Errorf("%s: output %q is already defined", n, o)
 			}
 		}
-		if err := handlers[n.OpType](im, n); err != nil {
+		if err := handlers[handlerKey(n)](im, n); err != nil {
 			if strings.HasPrefix(err.Error(), n.String()) {
 				return err // already names the node (an HLIL shape error on a same-named node)
 			}
