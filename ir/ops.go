@@ -87,7 +87,9 @@ const (
 	// quantized (QLinear*) operators. Attrs: axis int (the axis the per-channel parameters run
 	// along; any axis when C = 1), mult ints (C values per input, input-major), add ints (C),
 	// shift int (0..62), min int, max int. y = clip(floor((Σ_i x_i·mult[i·C+c] + add[c]) / 2^shift),
-	// min, max), c the index along axis (docs/fixed-point.md, "Quantized operators").
+	// min, max), c the index along axis; with one input, optional fix_at, fix_add ints (J·C each,
+	// slot-major) add fix_add[j·C+c] before the clip where x = fix_at[j·C+c] (docs/fixed-point.md,
+	// "Quantized operators").
 	Requant Op = "Requant"
 )
 

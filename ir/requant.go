@@ -10,6 +10,10 @@ type RequantParams struct {
 	Add      []int   // C offsets
 	Shift    int
 	Min, Max int
+	// FixAt and FixAdd (one input only): J correction slots of C values each (slot-major):
+	// FixAdd[j·C+c] is added before the clip where x = FixAt[j·C+c] (0 adds nothing).
+	FixAt, FixAdd []int
+	J             int
 }
 
 // ReadRequant reads and checks the attributes of a Requant node whose inputs have shape s.
@@ -35,7 +39,15 @@ func ReadRequant(a Attrs, inputs int, s Shape) (*RequantParams, error) {
 	if p.Max, err = a.Int("max"); err != nil {
 		return nil, err
 	}
+	p.FixAt, _ = a.Ints("fix_at")
+	p.FixAdd, _ = a.Ints("fix_add")
 	p.C = len(p.Add)
+	if len(p.FixAt) != len(p.FixAdd) || (p.C > 0 && len(p.FixAt)%p.C != 0) || (len(p.FixAt) > 0 && inputs != 1) {
+		return nil, fmt.Errorf("requant: %d correction points and %d corrections for %d parameter sets and %d input(s)", len(p.FixAt), len(p.FixAdd), p.C, inputs)
+	}
+	if p.C > 0 {
+		p.J = len(p.FixAt) / p.C
+	}
 	switch {
 	case p.C == 0 || len(mult) != inputs*p.C:
 		return nil, fmt.Errorf("requant: %d multipliers and %d offsets for %d input(s)", len(mult), p.C, inputs)
@@ -82,5 +94,10 @@ func (p *RequantParams) Apply(x []int64, c int) int64 {
 	}
 	acc += int64(p.Add[c])
 	y := acc >> uint(p.Shift) // floor division by 2^shift
+	for j := 0; j < p.J; j++ {
+		if x[0] == int64(p.FixAt[j*p.C+c]) {
+			y += int64(p.FixAdd[j*p.C+c])
+		}
+	}
 	return min(max(y, int64(p.Min)), int64(p.Max))
 }

@@ -64,6 +64,67 @@ func (l *lowerer) requant(n *ir.Node) error {
 			return err
 		}
 	}
+	// Point corrections: hat(d) = ReLU(d+1) − 2·ReLU(d) + ReLU(d−1) is 1 at d = 0 and 0 at every
+	// other integer, so t += fix_add·hat(x − fix_at) adds the correction exactly where x is the point.
+	if p.J > 0 {
+		x, err := l.input(n, 0)
+		if err != nil {
+			return err
+		}
+		perC := func(v []int, neg bool, off int) []int64 {
+			o := make([]int64, len(v))
+			for i, e := range v {
+				o[i] = int64(e) + int64(off)
+				if neg {
+					o[i] = -o[i]
+				}
+			}
+			return o
+		}
+		for j := 0; j < p.J; j++ {
+			at := p.FixAt[j*p.C : (j+1)*p.C]
+			relu := func(off int, tag string) (int, error) { // ReLU(x − at + off)
+				w := l.p.AddWeight(fmt.Sprintf("%s_fix%d_%s", out, j, tag), wshape, 0, perC(at, true, -off))
+				u, err := l.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{x}, Weight: w}, fmt.Sprintf("%s_fix%d_%s", out, j, tag))
+				if err != nil {
+					return 0, err
+				}
+				return l.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{u}}, fmt.Sprintf("%s_fix%d_relu_%s", out, j, tag))
+			}
+			r1, err := relu(1, "p")
+			if err != nil {
+				return err
+			}
+			r0, err := relu(0, "z")
+			if err != nil {
+				return err
+			}
+			rm, err := relu(-1, "m")
+			if err != nil {
+				return err
+			}
+			u, err := l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{r1, r0}}, fmt.Sprintf("%s_fix%d_u", out, j))
+			if err != nil {
+				return err
+			}
+			v, err := l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{r0, rm}}, fmt.Sprintf("%s_fix%d_v", out, j))
+			if err != nil {
+				return err
+			}
+			h, err := l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{u, v}}, fmt.Sprintf("%s_fix%d_hat", out, j))
+			if err != nil {
+				return err
+			}
+			w := l.p.AddWeight(fmt.Sprintf("%s_fix%d_add", out, j), wshape, 0, perC(p.FixAdd[j*p.C:(j+1)*p.C], false, 0))
+			hc, err := l.op(&fixed.Instr{Op: fixed.OpMulConst, In: []int{h}, Weight: w}, fmt.Sprintf("%s_fix%d", out, j))
+			if err != nil {
+				return err
+			}
+			if t, err = l.op(&fixed.Instr{Op: fixed.OpAdd, In: []int{t, hc}}, fmt.Sprintf("%s_fixed%d", out, j)); err != nil {
+				return err
+			}
+		}
+	}
 	// shifted returns ReLU(t − c).
 	shifted := func(c int, tag string) (int, error) {
 		w := l.p.AddWeight(out+"_"+tag, ir.Shape{}, 0, []int64{int64(-c)})

@@ -1,7 +1,6 @@
 package onnx
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -22,6 +21,14 @@ func ortRequant(acc int64, scale float32, zp, qmin, qmax int) int {
 
 // fma32 is the float32 fused multiply-add: round32(a·b + c) with one rounding.
 func fma32(a, b, c float32) float32 {
+	// The product of two float32 values is exact in float64; when the float64 sum is exact too
+	// (TwoSum error zero), one rounding to float32 is the fused result.
+	p, q := float64(a)*float64(b), float64(c)
+	sum := p + q
+	bb := sum - p
+	if (p-(sum-bb))+(q-bb) == 0 {
+		return float32(sum)
+	}
 	x := new(big.Float).SetPrec(200).SetFloat64(float64(a))
 	x.Mul(x, new(big.Float).SetPrec(200).SetFloat64(float64(b)))
 	x.Add(x, new(big.Float).SetPrec(200).SetFloat64(float64(c)))
@@ -58,83 +65,7 @@ type intRule struct {
 	K int
 }
 
-var errNoRule = fmt.Errorf("%w: no fixed-point multiplier rule floor((x·A + C)/2^k) equals ONNX Runtime's float32 requantisation on every input (near-ties of the float32 product)", ErrUnsupported)
-
-// cInterval narrows [lo, hi] (the admissible C) so that point x with value v satisfies the
-// rule: lin = Σ x·A; v > qmin needs lin + C ≥ v·2^K; v < qmax needs lin + C < (v+1)·2^K.
-func cInterval(lo, hi *big.Int, lin *big.Int, v, qmin, qmax, k int) {
-	if v > qmin {
-		b := new(big.Int).Lsh(big.NewInt(int64(v)), uint(k))
-		b.Sub(b, lin)
-		if b.Cmp(lo) > 0 {
-			lo.Set(b)
-		}
-	}
-	if v < qmax {
-		b := new(big.Int).Lsh(big.NewInt(int64(v+1)), uint(k))
-		b.Sub(b, lin)
-		b.Sub(b, big.NewInt(1))
-		if b.Cmp(hi) < 0 {
-			hi.Set(b)
-		}
-	}
-}
-
-// fit1D finds A, C, K with clip(floor((x·A + C)/2^K)) = f(x) for every integer x in [xlo, xhi],
-// f non-decreasing there (checked at the points the rule depends on). m approximates the slope
-// of f. The rule only depends on f at its steps: for each output value q, the smallest x with
-// f(x) ≥ q is found by bisection, and the rule is required to step there too.
-func fit1D(xlo, xhi int64, f func(int64) int, m float64, qmin, qmax, k int) (intRule, error) {
-	if m <= 0 || math.IsNaN(m) || math.IsInf(m, 0) {
-		return intRule{}, fmt.Errorf("requantisation multiplier %g is not positive", m)
-	}
-	if f(xlo) > f(xhi) {
-		return intRule{}, errors.New("requantisation is not monotone")
-	}
-	// Points that pin the rule: each step x (f(x) > f(x−1)) and x − 1, plus the ends.
-	pts := []int64{xlo, xhi}
-	for q := f(xlo) + 1; q <= f(xhi); q++ {
-		lo, hi := xlo, xhi // f(hi) ≥ q, find the smallest such
-		for lo < hi {
-			mid := lo + (hi-lo)/2
-			if f(mid) >= q {
-				hi = mid
-			} else {
-				lo = mid + 1
-			}
-		}
-		pts = append(pts, lo, lo-1)
-	}
-	base := int64(math.Round(m * math.Ldexp(1, k)))
-	for _, d := range []int64{0, 1, -1, 2, -2, 3, -3} {
-		a := base + d
-		if a <= 0 {
-			continue
-		}
-		lo := new(big.Int).Lsh(big.NewInt(-1), 63)
-		hi := new(big.Int).Lsh(big.NewInt(1), 63)
-		for _, x := range pts {
-			lin := new(big.Int).Mul(big.NewInt(x), big.NewInt(a))
-			cInterval(lo, hi, lin, f(x), qmin, qmax, k)
-		}
-		if lo.Cmp(hi) <= 0 && lo.IsInt64() {
-			// Prefer the middle of the interval (the most robust choice).
-			c := new(big.Int).Add(lo, hi)
-			c.Rsh(c, 1)
-			if !c.IsInt64() {
-				c = lo
-			}
-			r := intRule{A: []int64{a}, C: c.Int64(), K: k}
-			for _, x := range pts {
-				if r.apply([]int64{x}, qmin, qmax) != f(x) {
-					return intRule{}, fmt.Errorf("internal error: rule fails at %d", x)
-				}
-			}
-			return r, nil
-		}
-	}
-	return intRule{}, errNoRule
-}
+var errNoRule = fmt.Errorf("%w: no rule floor((a·A + b·B + C)/2^k) equals ONNX Runtime's float32 QLinearAdd on every input pair", ErrUnsupported)
 
 // shiftFor returns the largest K ≤ 52 with bound·m·2^K < 2^61, so that x·A + C cannot wrap in
 // Z_2^64 for |x| ≤ bound.
@@ -191,4 +122,74 @@ func fitAdd(q *ortQLinearAdd, lo, hi int) (intRule, error) {
 		}
 	}
 	return intRule{}, errNoRule
+}
+
+// fixRule is the exact form of a monotone 1-D requantisation: the round-half-up linear rule
+// Lu(x) = floor((x·A + C)/2^K) with A/2^K ≈ the multiplier, plus point corrections: at each x = At[j]
+// the value Add[j] is added before the clip, so that clip(Lu(x) + corr(x), qmin, qmax) equals f(x) for
+// every x of the range.
+type fixRule struct {
+	intRule
+	At, Add []int64
+}
+
+// lin is the unclipped linear rule.
+func (r intRule) lin(x int64) int64 { return (x*r.A[0] + r.C) >> uint(r.K) }
+
+func (r fixRule) apply(x int64, qmin, qmax int) int {
+	y := r.lin(x)
+	for j, e := range r.At {
+		if x == e {
+			y += r.Add[j]
+		}
+	}
+	return int(min(max(y, int64(qmin)), int64(qmax)))
+}
+
+// fitFix builds the fixRule for f (non-decreasing on [xlo, xhi]) with multiplier m at shift k and
+// offset off (the zero point, say) folded into C (the rule rounds m·x + off half up): the points where f and the clipped
+// linear rule differ lie between their steps, found by bisection for every output value.
+func fitFix(xlo, xhi int64, f func(int64) int, m, off float64, qmin, qmax, k int) (fixRule, error) {
+	if m <= 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+		return fixRule{}, fmt.Errorf("requantisation multiplier %g is not positive", m)
+	}
+	r := fixRule{intRule: intRule{A: []int64{int64(math.Round(m * math.Ldexp(1, k)))}, K: k}}
+	r.C = int64(math.Round((off + 0.5) * math.Ldexp(1, k)))
+	g := func(x int64) int { return int(min(max(r.lin(x), int64(qmin)), int64(qmax))) }
+	step := func(h func(int64) int, q int) int64 { // smallest x with h(x) ≥ q, xhi+1 if none
+		if h(xhi) < q {
+			return xhi + 1
+		}
+		lo, hi := xlo, xhi
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			if h(mid) >= q {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		return lo
+	}
+	seen := map[int64]bool{}
+	for q := qmin + 1; q <= qmax; q++ {
+		a, b := step(f, q), step(g, q)
+		for x := min(a, b); x < max(a, b); x++ {
+			if seen[x] {
+				continue
+			}
+			seen[x] = true
+			r.At = append(r.At, x)
+			r.Add = append(r.Add, int64(f(x))-r.lin(x))
+			if len(r.At) > 4096 {
+				return fixRule{}, fmt.Errorf("%w: more than 4096 corrections", ErrUnsupported)
+			}
+		}
+	}
+	for _, x := range append([]int64{xlo, xhi}, r.At...) {
+		if r.apply(x, qmin, qmax) != f(x) {
+			return fixRule{}, fmt.Errorf("internal error: rule fails at %d", x)
+		}
+	}
+	return r, nil
 }

@@ -1,36 +1,9 @@
 package onnx
 
 import (
-	"errors"
+	"math/big"
 	"testing"
 )
-
-// TestFit1DMatchesORT: when fit1D finds a rule, it equals ONNX Runtime's float32 requantisation
-// on every accumulator of the range (checked exhaustively here, not only at the steps).
-func TestFit1DMatchesORT(t *testing.T) {
-	found := 0
-	for _, m := range []float32{0.5, 0.0625, 0.013, 0.0026984415, 0.1, 0.37} {
-		const bound = 40000
-		f := func(acc int64) int { return ortRequant(acc, m, 128, 0, 255) }
-		r, err := fit1D(-bound, bound, f, float64(m), 0, 255, shiftFor(float64(m), bound))
-		if errors.Is(err, ErrUnsupported) {
-			t.Logf("m = %g: %v", m, err)
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		found++
-		for acc := int64(-bound); acc <= bound; acc++ {
-			if got, want := r.apply([]int64{acc}, 0, 255), f(acc); got != want {
-				t.Fatalf("m = %g, acc %d: rule %d, ORT %d", m, acc, got, want)
-			}
-		}
-	}
-	if found == 0 {
-		t.Fatal("no multiplier had a rule")
-	}
-}
 
 // TestFitAddMatchesORT checks the QLinearAdd rule on all 65,536 input pairs.
 func TestFitAddMatchesORT(t *testing.T) {
@@ -44,6 +17,40 @@ func TestFitAddMatchesORT(t *testing.T) {
 			if got, want := r.apply([]int64{int64(a), int64(b)}, 0, 255), q.at(a, b); got != want {
 				t.Fatalf("(%d, %d): rule %d, ORT %d", a, b, got, want)
 			}
+		}
+	}
+}
+
+// TestFitFixMatchesORT: the linear rule with point corrections equals ONNX Runtime's float32
+// requantisation on every accumulator of the range, exact ties (m = 0.5) included.
+func TestFitFixMatchesORT(t *testing.T) {
+	for _, m := range []float32{0.5, 0.0625, 0.013, 0.0026984415, 0.1, 0.37, 1.7} {
+		for _, zp := range []int{0, 128} {
+			const bound = 40000
+			f := func(acc int64) int { return ortRequant(acc, m, zp, 0, 255) }
+			r, err := fitFix(-bound, bound, f, float64(m), float64(zp), 0, 255, shiftFor(float64(m), bound))
+			if err != nil {
+				t.Fatalf("m = %g: %v", m, err)
+			}
+			t.Logf("m = %g, zp = %d: %d corrections", m, zp, len(r.At))
+			for acc := int64(-bound); acc <= bound; acc++ {
+				if got, want := r.apply(acc, 0, 255), f(acc); got != want {
+					t.Fatalf("m = %g, acc %d: rule %d, ORT %d", m, acc, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestFMA32 checks the fast path of fma32 against the big.Float evaluation.
+func TestFMA32(t *testing.T) {
+	for _, c := range [][3]float32{{3, 0.1, 0.7}, {255, 0.7123, -117.3}, {1, 1, 1e-30}, {1 << 20, 1.0000001, -1 << 20}} {
+		x := new(big.Float).SetPrec(200).SetFloat64(float64(c[0]))
+		x.Mul(x, new(big.Float).SetPrec(200).SetFloat64(float64(c[1])))
+		x.Add(x, new(big.Float).SetPrec(200).SetFloat64(float64(c[2])))
+		want, _ := x.Float32()
+		if got := fma32(c[0], c[1], c[2]); got != want {
+			t.Errorf("fma32%v = %g, want %g", c, got, want)
 		}
 	}
 }

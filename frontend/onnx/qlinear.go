@@ -123,28 +123,51 @@ func abs64(v int64) int64 {
 	return v
 }
 
-// requantNode emits Requant(acc) for per-output scales m[c] (one, or one per channel along
-// axis) with ORT's MlasRequantizeOutput as the definition.
-func (im *importer) requantNode(n *Node, inputs []string, out string, axis int, m []float32, bounds []int64, zp, qmin, qmax int) error {
-	k := 62
+// requantNode emits Requant(x) (one input) for per-channel requantisations f[c] (one, or one
+// per channel along axis) of x ∈ [lo[c], hi[c]], each with approximate multiplier m[c] and offset
+// off[c]: the linear rule plus the point corrections that make it equal f[c] on the whole range.
+func (im *importer) requantNode(n *Node, x, out string, axis int, f []func(int64) int, m, off []float64, lo, hi []int64, qmin, qmax int) error {
+	k := 52
 	for c := range m {
-		k = min(k, shiftFor(float64(m[c]), bounds[c]))
+		k = min(k, shiftFor(m[c], max(-lo[c], hi[c])))
 	}
-	mult := make([]int, len(m))
-	add := make([]int, len(m))
+	C := len(m)
+	mult, add := make([]int, C), make([]int, C)
+	rules := make([]fixRule, C)
+	J := 0
 	for c := range m {
-		sc := m[c]
-		f := func(acc int64) int { return ortRequant(acc, sc, zp, qmin, qmax) }
-		r, err := fit1D(-bounds[c], bounds[c], f, float64(sc), qmin, qmax, k)
+		r, err := fitFix(lo[c], hi[c], f[c], m[c], off[c], qmin, qmax, k)
 		if err != nil {
-			return fmt.Errorf("channel %d (multiplier %g): %w", c, sc, err)
+			return fmt.Errorf("channel %d (multiplier %g): %w", c, m[c], err)
 		}
+		rules[c] = r
 		mult[c], add[c] = int(r.A[0]), int(r.C)
+		J = max(J, len(r.At))
 	}
-	return im.addNode(&ir.Node{Name: n.Name, Op: ir.Requant, Inputs: inputs, Outputs: []string{out}, Attrs: ir.Attrs{
+	fixAt, fixAdd := make([]int, J*C), make([]int, J*C)
+	for c, r := range rules {
+		for j := range r.At {
+			fixAt[j*C+c], fixAdd[j*C+c] = int(r.At[j]), int(r.Add[j])
+		}
+	}
+	return im.addNode(&ir.Node{Name: n.Name, Op: ir.Requant, Inputs: []string{x}, Outputs: []string{out}, Attrs: ir.Attrs{
 		"axis": ir.IntAttr(axis), "mult": ir.IntsAttr(mult), "add": ir.IntsAttr(add),
 		"shift": ir.IntAttr(k), "min": ir.IntAttr(qmin), "max": ir.IntAttr(qmax),
+		"fix_at": ir.IntsAttr(fixAt), "fix_add": ir.IntsAttr(fixAdd),
 	}})
+}
+
+// mlasRequant returns, per channel, MlasRequantizeOutput as a function of the accumulator, its
+// multiplier and offset, and the accumulator range ±bound.
+func mlasRequant(m []float32, bounds []int64, zp, qmin, qmax int) (f []func(int64) int, mm, off []float64, lo, hi []int64) {
+	for c, sc := range m {
+		f = append(f, func(acc int64) int { return ortRequant(acc, sc, zp, qmin, qmax) })
+		mm = append(mm, float64(sc))
+		off = append(off, float64(zp))
+		lo = append(lo, -bounds[c])
+		hi = append(hi, bounds[c])
+	}
+	return
 }
 
 // quantizeLinear accepts QuantizeLinear of a graph input only: the client quantizes its own
@@ -269,7 +292,8 @@ func (im *importer) qlinearConv(n *Node) error {
 		}
 		bounds = []int64{b}
 	}
-	return im.requantNode(n, []string{acc}, out, 1, m, bounds, yz, ylo, yhi)
+	f, mm, off, lo, hi := mlasRequant(m, bounds, yz, ylo, yhi)
+	return im.requantNode(n, acc, out, 1, f, mm, off, lo, hi, ylo, yhi)
 }
 
 // qlinearMatMul imports QLinearMatMul with a constant B [K, N]: MatMul(a − az, b − bz), then
@@ -329,7 +353,8 @@ func (im *importer) qlinearMatMul(n *Node) error {
 		}
 	}
 	rank := len(im.g.Values[acc].Shape)
-	return im.requantNode(n, []string{acc}, out, rank-1, m, bounds, yz, ylo, yhi)
+	f, mm, off, lo, hi := mlasRequant(m, bounds, yz, ylo, yhi)
+	return im.requantNode(n, acc, out, rank-1, f, mm, off, lo, hi, ylo, yhi)
 }
 
 // qlinearAdd imports com.microsoft QLinearAdd with MLAS's AVX2 kernel as the definition: two
@@ -363,20 +388,17 @@ func (im *importer) qlinearAdd(n *Node) error {
 		if cb.size() != N || !cb.isInt() {
 			return fmt.Errorf("%w: QLinearAdd with a constant that does not run along the last axis", ErrUnsupported)
 		}
-		k := shiftFor(float64(q.rA), 256)
-		mult, add := make([]int, N), make([]int, N)
-		for j, bv := range cb.i {
+		var f []func(int64) int
+		var mm, off []float64
+		var los, his []int64
+		for _, bv := range cb.i {
 			bj := int(bv)
-			r, err := fit1D(int64(lo), int64(hi), func(x int64) int { return q.at(int(x), bj) }, float64(q.rA), lo, hi, k)
-			if err != nil {
-				return fmt.Errorf("column %d: %w", j, err)
-			}
-			mult[j], add[j] = int(r.A[0]), int(r.C)
+			f = append(f, func(x int64) int { return q.at(int(x), bj) })
+			mm = append(mm, float64(q.rA))
+			off = append(off, float64(q.fixed)+float64(bj)*float64(q.rB))
+			los, his = append(los, int64(lo)), append(his, int64(hi))
 		}
-		return im.addNode(&ir.Node{Name: n.Name, Op: ir.Requant, Inputs: []string{a}, Outputs: []string{out}, Attrs: ir.Attrs{
-			"axis": ir.IntAttr(len(xs) - 1), "mult": ir.IntsAttr(mult), "add": ir.IntsAttr(add),
-			"shift": ir.IntAttr(k), "min": ir.IntAttr(lo), "max": ir.IntAttr(hi),
-		}})
+		return im.requantNode(n, a, out, len(xs)-1, f, mm, off, los, his, lo, hi)
 	}
 	if im.constOf(a) != nil || im.constOf(b) != nil {
 		return fmt.Errorf("%w: QLinearAdd with a constant first operand", ErrUnsupported)
@@ -429,16 +451,8 @@ func (im *importer) qlinearGlobalAveragePool(n *Node) error {
 	scale := xs / (ys * float32(pix))
 	f := func(s int64) int { return ortRequant(s-int64(xz*pix), scale, yz, ylo, yhi) }
 	smin, smax := int64(lo*pix), int64(hi*pix)
-	bound := max(abs64(smin), abs64(smax))
-	k := shiftFor(float64(scale), bound)
-	r, err := fit1D(smin, smax, f, float64(scale), ylo, yhi, k)
-	if err != nil {
-		return err
-	}
-	return im.addNode(&ir.Node{Name: n.Name, Op: ir.Requant, Inputs: []string{sum}, Outputs: []string{out}, Attrs: ir.Attrs{
-		"axis": ir.IntAttr(0), "mult": ir.IntsAttr([]int{int(r.A[0])}), "add": ir.IntsAttr([]int{int(r.C)}),
-		"shift": ir.IntAttr(k), "min": ir.IntAttr(ylo), "max": ir.IntAttr(yhi),
-	}})
+	return im.requantNode(n, sum, out, 0, []func(int64) int{f}, []float64{float64(scale)},
+		[]float64{float64(yz) - float64(xz*pix)*float64(scale)}, []int64{smin}, []int64{smax}, ylo, yhi)
 }
 
 // convInteger imports ConvInteger: the int32 accumulator Conv(x − xz, w − wz).
