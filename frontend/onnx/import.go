@@ -20,6 +20,10 @@ type Options struct {
 	// Both empty: the whole graph as declared.
 	Inputs  []Input
 	Outputs []string
+	// ExactInt8 imports quantized operators with the ONNX specification's exact integer
+	// accumulators instead of ONNX Runtime's x86-64 AVX2 U8S8 kernels, which saturate pairs of
+	// products to int16 (frontend/onnx/qsat.go).
+	ExactInt8 bool
 }
 
 // Load reads an ONNX model file and imports it into HLIL.

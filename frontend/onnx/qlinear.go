@@ -278,6 +278,31 @@ func (im *importer) qlinearConv(n *Node) error {
 	if err := im.addNode(&ir.Node{Name: n.Name + "/acc", Op: ir.Conv, Inputs: ins, Outputs: []string{acc}, Attrs: attrs}); err != nil {
 		return err
 	}
+	if sat, err := im.u8s8(xlo, w, wz); err != nil {
+		return err
+	} else if sat && group == 1 {
+		C, KH, KW := w.shape[1], w.shape[2], w.shape[3]
+		K := C * KH * KW
+		idx := func(o, k int) int { // NHWC im2col order: k = (kh·KW + kw)·C + c
+			c, pos := k%C, k/C
+			return ((o*C+c)*KH+pos/KW)*KW + pos%KW
+		}
+		rows, slots := saturatingPairs(M, K, func(o, k int) int64 { return w.i[idx(o, k)] })
+		cattrs := ir.Attrs{}
+		for k, v := range attrs {
+			cattrs[k] = v
+		}
+		if acc, err = im.saturationFix(n, acc, int64(xz), M, slots, rows, w.shape,
+			func(dst []float32, row, k int, v float32) { dst[idx(row, k)] = v },
+			func(wn, bn, o string) error {
+				return im.addNode(&ir.Node{Name: n.Name + "/sat", Op: ir.Conv, Inputs: []string{x, wn, bn}, Outputs: []string{o}, Attrs: cattrs})
+			}); err != nil {
+			return err
+		}
+		for c := range bounds {
+			bounds[c] *= 2
+		}
+	}
 	if len(ws) != 1 && len(ws) != M {
 		return fmt.Errorf("weight scale has %d values for %d channels", len(ws), M)
 	}
@@ -336,6 +361,25 @@ func (im *importer) qlinearMatMul(n *Node) error {
 		return err
 	}
 	dev := int64(max(az-alo, ahi-az))
+	if sat, err := im.u8s8(alo, b, bz); err != nil {
+		return err
+	} else if sat {
+		K, N := b.shape[0], b.shape[1]
+		rows, slots := saturatingPairs(N, K, func(o, k int) int64 { return b.i[k*N+o] })
+		R := N * slots
+		if acc, err = im.saturationFix(n, acc, int64(az), N, slots, rows, b.shape,
+			func(dst []float32, row, k int, v float32) { dst[k*R+row] = v },
+			func(wn, bn, o string) error {
+				mm := im.fresh(o + "/mm")
+				if err := im.addNode(&ir.Node{Name: n.Name + "/sat", Op: ir.MatMul, Inputs: []string{a, wn}, Outputs: []string{mm}, Attrs: ir.Attrs{}}); err != nil {
+					return err
+				}
+				return im.addNode(&ir.Node{Name: n.Name + "/sat", Op: ir.Add, Inputs: []string{mm, bn}, Outputs: []string{o}, Attrs: ir.Attrs{}})
+			}); err != nil {
+			return err
+		}
+		dev *= 2
+	}
 	m := make([]float32, len(bs))
 	for i, s := range bs {
 		m[i] = as * s / ys
