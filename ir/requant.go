@@ -10,10 +10,15 @@ type RequantParams struct {
 	Add      []int   // C offsets
 	Shift    int
 	Min, Max int
-	// FixAt and FixAdd (one input only): J correction slots of C values each (slot-major):
-	// FixAdd[j·C+c] is added before the clip where x = FixAt[j·C+c] (0 adds nothing).
+	// RNE rounds V/2^shift half to even (V = Σ x·mult + add) instead of flooring it.
+	RNE bool
+	// FixAt and FixAdd: J correction slots of C values each (slot-major): FixAdd[j·C+c] is added
+	// before the clip where the inputs equal FixAt[(j·C+c)·n + i] (n inputs; 0 adds nothing).
 	FixAt, FixAdd []int
 	J             int
+	// FixV keys the corrections on V itself (C = 1): FixAt[j] is a value of V, and FixAdd[j]·2^shift
+	// is added to V before the rounding.
+	FixV bool
 }
 
 // ReadRequant reads and checks the attributes of a Requant node whose inputs have shape s.
@@ -41,12 +46,22 @@ func ReadRequant(a Attrs, inputs int, s Shape) (*RequantParams, error) {
 	}
 	p.FixAt, _ = a.Ints("fix_at")
 	p.FixAdd, _ = a.Ints("fix_add")
+	if r, err := a.Int("rne"); err == nil {
+		p.RNE = r != 0
+	}
+	if r, err := a.Int("fix_v"); err == nil {
+		p.FixV = r != 0
+	}
 	p.C = len(p.Add)
-	if len(p.FixAt) != len(p.FixAdd) || (p.C > 0 && len(p.FixAt)%p.C != 0) || (len(p.FixAt) > 0 && inputs != 1) {
+	keys := inputs
+	if p.FixV {
+		keys = 1
+	}
+	if len(p.FixAt) != keys*len(p.FixAdd) || (p.C > 0 && len(p.FixAdd)%p.C != 0) || (p.FixV && p.C != 1) {
 		return nil, fmt.Errorf("requant: %d correction points and %d corrections for %d parameter sets and %d input(s)", len(p.FixAt), len(p.FixAdd), p.C, inputs)
 	}
 	if p.C > 0 {
-		p.J = len(p.FixAt) / p.C
+		p.J = len(p.FixAdd) / p.C
 	}
 	switch {
 	case p.C == 0 || len(mult) != inputs*p.C:
@@ -93,10 +108,32 @@ func (p *RequantParams) Apply(x []int64, c int) int64 {
 		acc += v * int64(p.Mult[i][c])
 	}
 	acc += int64(p.Add[c])
-	y := acc >> uint(p.Shift) // floor division by 2^shift
-	for j := 0; j < p.J; j++ {
-		if x[0] == int64(p.FixAt[j*p.C+c]) {
-			y += int64(p.FixAdd[j*p.C+c])
+	if p.FixV {
+		a0 := acc
+		for j := 0; j < p.J; j++ {
+			if a0 == int64(p.FixAt[j]) {
+				acc += int64(p.FixAdd[j]) << uint(p.Shift)
+			}
+		}
+	}
+	var y int64
+	if p.RNE && p.Shift > 0 {
+		h := acc + int64(1)<<uint(p.Shift-1)
+		y = h >> uint(p.Shift)
+		if (h-1)>>uint(p.Shift) != y && y&1 != 0 { // an exact half, rounded up to an odd value
+			y--
+		}
+	} else {
+		y = acc >> uint(p.Shift) // floor division by 2^shift
+	}
+	for j := 0; j < p.J && !p.FixV; j++ {
+		s := j*p.C + c
+		hit := true
+		for i, v := range x {
+			hit = hit && v == int64(p.FixAt[s*len(x)+i])
+		}
+		if hit {
+			y += int64(p.FixAdd[s])
 		}
 	}
 	return min(max(y, int64(p.Min)), int64(p.Max))

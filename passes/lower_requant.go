@@ -58,38 +58,18 @@ func (l *lowerer) requant(n *ir.Node) error {
 	if acc, err = l.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{acc}, Weight: w}, out+"_acc"); err != nil {
 		return err
 	}
-	t := acc
-	if p.Shift > 0 {
-		if t, err = l.op(&fixed.Instr{Op: fixed.OpTrunc, In: []int{acc}, Shift: p.Shift}, out+"_floor"); err != nil {
-			return err
-		}
-	}
-	// Point corrections: hat(d) = ReLU(d+1) − 2·ReLU(d) + ReLU(d−1) is 1 at d = 0 and 0 at every
-	// other integer, so t += fix_add·hat(x − fix_at) adds the correction exactly where x is the point.
-	if p.J > 0 {
-		x, err := l.input(n, 0)
-		if err != nil {
-			return err
-		}
-		perC := func(v []int, neg bool, off int) []int64 {
-			o := make([]int64, len(v))
-			for i, e := range v {
-				o[i] = int64(e) + int64(off)
-				if neg {
-					o[i] = -o[i]
-				}
-			}
-			return o
-		}
+	scalarW := func(tag string, sc int, v int64) int { return l.p.AddWeight(out+"_"+tag, ir.Shape{}, sc, []int64{v}) }
+	if p.FixV {
+		// Corrections keyed on V, added to V as multiples of 2^shift before the rounding (which
+		// they then pass through unchanged): V += fix_add·2^k·hat(V − fix_at), at scale k.
 		for j := 0; j < p.J; j++ {
-			at := p.FixAt[j*p.C : (j+1)*p.C]
-			relu := func(off int, tag string) (int, error) { // ReLU(x − at + off)
-				w := l.p.AddWeight(fmt.Sprintf("%s_fix%d_%s", out, j, tag), wshape, 0, perC(at, true, -off))
-				u, err := l.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{x}, Weight: w}, fmt.Sprintf("%s_fix%d_%s", out, j, tag))
+			relu := func(off int64, tag string) (int, error) {
+				name := fmt.Sprintf("%s_vfix%d_%s", out, j, tag)
+				u, err := l.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{acc}, Weight: l.p.AddWeight(name, ir.Shape{}, p.Shift, []int64{-int64(p.FixAt[j]) + off})}, name)
 				if err != nil {
 					return 0, err
 				}
-				return l.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{u}}, fmt.Sprintf("%s_fix%d_relu_%s", out, j, tag))
+				return l.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{u}}, name+"_relu")
 			}
 			r1, err := relu(1, "p")
 			if err != nil {
@@ -103,24 +83,170 @@ func (l *lowerer) requant(n *ir.Node) error {
 			if err != nil {
 				return err
 			}
-			u, err := l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{r1, r0}}, fmt.Sprintf("%s_fix%d_u", out, j))
+			tag := fmt.Sprintf("%s_vfix%d", out, j)
+			u, err := l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{r1, r0}}, tag+"_u")
 			if err != nil {
 				return err
 			}
-			v, err := l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{r0, rm}}, fmt.Sprintf("%s_fix%d_v", out, j))
+			v, err := l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{r0, rm}}, tag+"_v")
 			if err != nil {
 				return err
 			}
-			h, err := l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{u, v}}, fmt.Sprintf("%s_fix%d_hat", out, j))
+			h, err := l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{u, v}}, tag+"_hat")
 			if err != nil {
 				return err
 			}
-			w := l.p.AddWeight(fmt.Sprintf("%s_fix%d_add", out, j), wshape, 0, perC(p.FixAdd[j*p.C:(j+1)*p.C], false, 0))
-			hc, err := l.op(&fixed.Instr{Op: fixed.OpMulConst, In: []int{h}, Weight: w}, fmt.Sprintf("%s_fix%d", out, j))
+			hc, err := l.op(&fixed.Instr{Op: fixed.OpMulConst, In: []int{h}, Weight: l.p.AddWeight(tag+"_add", ir.Shape{}, 0, []int64{int64(p.FixAdd[j]) << uint(p.Shift)})}, tag)
 			if err != nil {
 				return err
 			}
-			if t, err = l.op(&fixed.Instr{Op: fixed.OpAdd, In: []int{t, hc}}, fmt.Sprintf("%s_fixed%d", out, j)); err != nil {
+			if acc, err = l.op(&fixed.Instr{Op: fixed.OpAdd, In: []int{acc, hc}}, tag+"_acc"); err != nil {
+				return err
+			}
+		}
+	}
+	t := acc
+	emit := func(in *fixed.Instr, tag string) (int, error) { return l.op(in, out+"_"+tag) }
+	switch {
+	case p.Shift > 0 && p.RNE:
+		// Round half to even: h = V + 2^(k−1); q = floor(h/2^k) (= round half up); h is an exact
+		// multiple of 2^k (V an exact half) iff floor(h/2^k) − floor((h−1)/2^k) = 1; then an odd q
+		// is one too high: y = q − ReLU(tie + odd − 1), odd = q − 2·floor(q/2).
+		h, err := emit(&fixed.Instr{Op: fixed.OpAddConst, In: []int{acc}, Weight: scalarW("half", p.Shift, int64(1)<<uint(p.Shift-1))}, "half")
+		if err != nil {
+			return err
+		}
+		q, err := emit(&fixed.Instr{Op: fixed.OpTrunc, In: []int{h}, Shift: p.Shift}, "round")
+		if err != nil {
+			return err
+		}
+		h1, err := emit(&fixed.Instr{Op: fixed.OpAddConst, In: []int{h}, Weight: scalarW("below", p.Shift, -1)}, "below")
+		if err != nil {
+			return err
+		}
+		q1, err := emit(&fixed.Instr{Op: fixed.OpTrunc, In: []int{h1}, Shift: p.Shift}, "round_below")
+		if err != nil {
+			return err
+		}
+		tie, err := emit(&fixed.Instr{Op: fixed.OpSub, In: []int{q, q1}}, "tie")
+		if err != nil {
+			return err
+		}
+		// floor(q/2) = floor(h/2^(k+1)): h relabelled at scale k+1 (a product by 1 at scale 1).
+		hs, err := emit(&fixed.Instr{Op: fixed.OpMulConst, In: []int{h}, Weight: scalarW("relabel", 1, 1)}, "half_relabel")
+		if err != nil {
+			return err
+		}
+		qh, err := emit(&fixed.Instr{Op: fixed.OpTrunc, In: []int{hs}, Shift: p.Shift + 1}, "halfq")
+		if err != nil {
+			return err
+		}
+		q2, err := emit(&fixed.Instr{Op: fixed.OpMulConst, In: []int{qh}, Weight: scalarW("two", 0, 2)}, "evenq")
+		if err != nil {
+			return err
+		}
+		odd, err := emit(&fixed.Instr{Op: fixed.OpSub, In: []int{q, q2}}, "odd")
+		if err != nil {
+			return err
+		}
+		both, err := emit(&fixed.Instr{Op: fixed.OpAdd, In: []int{tie, odd}}, "tie_odd")
+		if err != nil {
+			return err
+		}
+		both1, err := emit(&fixed.Instr{Op: fixed.OpAddConst, In: []int{both}, Weight: scalarW("one", 0, -1)}, "tie_odd_1")
+		if err != nil {
+			return err
+		}
+		down, err := emit(&fixed.Instr{Op: fixed.OpReLU, In: []int{both1}}, "down")
+		if err != nil {
+			return err
+		}
+		if t, err = emit(&fixed.Instr{Op: fixed.OpSub, In: []int{q, down}}, "rne"); err != nil {
+			return err
+		}
+	case p.Shift > 0:
+		if t, err = l.op(&fixed.Instr{Op: fixed.OpTrunc, In: []int{acc}, Shift: p.Shift}, out+"_floor"); err != nil {
+			return err
+		}
+	}
+	// Point corrections: hat(d) = ReLU(d+1) − 2·ReLU(d) + ReLU(d−1) is 1 at d = 0 and 0 at every
+	// other integer; with two inputs the indicator of a pair is ReLU(hat_a + hat_b − 1). So
+	// t += fix_add·indicator adds each correction exactly where the inputs are its point.
+	if p.J > 0 && !p.FixV {
+		nin := len(n.Inputs)
+		xs := make([]int, nin)
+		for i := range xs {
+			if xs[i], err = l.input(n, i); err != nil {
+				return err
+			}
+		}
+		for j := 0; j < p.J; j++ {
+			var hats []int
+			for i := 0; i < nin; i++ {
+				relu := func(off int, tag string) (int, error) { // ReLU(x_i − at + off)
+					v := make([]int64, p.C)
+					for c := range v {
+						v[c] = -int64(p.FixAt[(j*p.C+c)*nin+i]) + int64(off)
+					}
+					name := fmt.Sprintf("%s_fix%d_%d_%s", out, j, i, tag)
+					w := l.p.AddWeight(name, wshape, 0, v)
+					u, err := l.op(&fixed.Instr{Op: fixed.OpAddConst, In: []int{xs[i]}, Weight: w}, name)
+					if err != nil {
+						return 0, err
+					}
+					return l.op(&fixed.Instr{Op: fixed.OpReLU, In: []int{u}}, name+"_relu")
+				}
+				r1, err := relu(1, "p")
+				if err != nil {
+					return err
+				}
+				r0, err := relu(0, "z")
+				if err != nil {
+					return err
+				}
+				rm, err := relu(-1, "m")
+				if err != nil {
+					return err
+				}
+				tag := fmt.Sprintf("fix%d_%d", j, i)
+				u, err := emit(&fixed.Instr{Op: fixed.OpSub, In: []int{r1, r0}}, tag+"_u")
+				if err != nil {
+					return err
+				}
+				v, err := emit(&fixed.Instr{Op: fixed.OpSub, In: []int{r0, rm}}, tag+"_v")
+				if err != nil {
+					return err
+				}
+				h, err := emit(&fixed.Instr{Op: fixed.OpSub, In: []int{u, v}}, tag+"_hat")
+				if err != nil {
+					return err
+				}
+				hats = append(hats, h)
+			}
+			ind := hats[0]
+			if len(hats) == 2 {
+				s, err := emit(&fixed.Instr{Op: fixed.OpAdd, In: []int{hats[0], hats[1]}}, fmt.Sprintf("fix%d_sum", j))
+				if err != nil {
+					return err
+				}
+				s1, err := emit(&fixed.Instr{Op: fixed.OpAddConst, In: []int{s}, Weight: scalarW(fmt.Sprintf("fix%d_one", j), 0, -1)}, fmt.Sprintf("fix%d_sum1", j))
+				if err != nil {
+					return err
+				}
+				if ind, err = emit(&fixed.Instr{Op: fixed.OpReLU, In: []int{s1}}, fmt.Sprintf("fix%d_both", j)); err != nil {
+					return err
+				}
+			}
+			add := make([]int64, p.C)
+			for c := range add {
+				add[c] = int64(p.FixAdd[j*p.C+c])
+			}
+			w := l.p.AddWeight(fmt.Sprintf("%s_fix%d_add", out, j), wshape, 0, add)
+			hc, err := emit(&fixed.Instr{Op: fixed.OpMulConst, In: []int{ind}, Weight: w}, fmt.Sprintf("fix%d", j))
+			if err != nil {
+				return err
+			}
+			if t, err = emit(&fixed.Instr{Op: fixed.OpAdd, In: []int{t, hc}}, fmt.Sprintf("fixed%d", j)); err != nil {
 				return err
 			}
 		}

@@ -1,9 +1,11 @@
 package onnx
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 )
 
 // This file holds ONNX Runtime's CPU requantisation, reproduced in float32 exactly as its MLAS
@@ -192,4 +194,84 @@ func fitFix(xlo, xhi int64, f func(int64) int, m, off float64, qmin, qmax, k int
 		}
 	}
 	return r, nil
+}
+
+// addRNE is the exact form used for a QLinearAdd of two runtime tensors when no floor rule
+// matches: V = a·A + b·B + C with A/2^K, B/2^K and C/2^K exactly ONNX Runtime's float32 rA, rB and
+// fixed, rounded half to even (Requant's rne mode), plus point corrections on the values of V
+// where ORT's intermediate float32 roundings move the result (refused when two pairs with one V
+// need different results).
+type addRNE struct {
+	A, B, C int64
+	K       int
+	At      []int64 // values of V = a·A + b·B + C
+	Add     []int64
+}
+
+// exactly returns v·2^k when that is an integer, else false.
+func exactly(v float32, k int) (int64, bool) {
+	x := math.Ldexp(float64(v), k)
+	if x != math.Trunc(x) || math.Abs(x) >= 1<<62 {
+		return 0, false
+	}
+	return int64(x), true
+}
+
+func rneShift(v int64, k int) int64 {
+	h := v + int64(1)<<uint(k-1)
+	y := h >> uint(k)
+	if (h-1)>>uint(k) != y && y&1 != 0 {
+		y--
+	}
+	return y
+}
+
+func fitAddRNE(q *ortQLinearAdd, lo, hi int) (addRNE, error) {
+	for k := 24; k <= 52; k++ {
+		A, okA := exactly(q.rA, k)
+		B, okB := exactly(q.rB, k)
+		C, okC := exactly(q.fixed, k)
+		if !okA || !okB || !okC {
+			continue
+		}
+		if float64(max(abs64(A), abs64(B)))*2*256+math.Abs(float64(C)) >= math.Ldexp(1, 62) {
+			break
+		}
+		r := addRNE{A: A, B: B, C: C, K: k}
+		need := map[int64]int64{}
+		for a := lo; a <= hi; a++ {
+			for b := lo; b <= hi; b++ {
+				v := int64(a)*A + int64(b)*B + C
+				y := rneShift(v, k)
+				want := q.at(a, b)
+				d := int64(want) - y
+				if int(min(max(y, int64(q.qmin)), int64(q.qmax))) == want {
+					d = 0
+				}
+				if old, seen := need[v]; seen && old != d {
+					// Only a conflict when the clip does not absorb it.
+					if int(min(max(y+old, int64(q.qmin)), int64(q.qmax))) != want {
+						return addRNE{}, fmt.Errorf("%w: QLinearAdd: two input pairs with one exact sum need different results", ErrUnsupported)
+					}
+					continue
+				}
+				need[v] = d
+			}
+		}
+		for v, d := range need {
+			if d != 0 {
+				r.At = append(r.At, v)
+				r.Add = append(r.Add, d)
+			}
+		}
+		if len(r.At) > 256 {
+			return addRNE{}, fmt.Errorf("%w: QLinearAdd needs %d point corrections (more than 256)", ErrUnsupported, len(r.At))
+		}
+		slices.SortFunc(r.At, func(x, y int64) int { return cmp.Compare(x, y) }) // deterministic order
+		for i, v := range r.At {
+			r.Add[i] = need[v]
+		}
+		return r, nil
+	}
+	return addRNE{}, errNoRule
 }

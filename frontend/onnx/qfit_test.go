@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"errors"
 	"math/big"
 	"testing"
 )
@@ -52,5 +53,37 @@ func TestFMA32(t *testing.T) {
 		if got := fma32(c[0], c[1], c[2]); got != want {
 			t.Errorf("fma32%v = %g, want %g", c, got, want)
 		}
+	}
+}
+
+// TestFitAddRNEMatchesORT: the round-half-even form with point corrections equals ORT's
+// QLinearAdd on all 65,536 pairs, for scales where no floor rule exists (exact halves).
+func TestFitAddRNEMatchesORT(t *testing.T) {
+	for _, s := range [][3]float32{{0.5, 0.25, 0.5}, {0.5, 0.25, 0.6}, {0.05, 0.04, 0.07}} {
+		q := newORTQLinearAdd(s[0], 110, s[1], 128, s[2], 100, 0, 255)
+		r, err := fitAddRNE(q, 0, 255)
+		if errors.Is(err, ErrUnsupported) {
+			// rA = 2·rB exactly: a near-tie of one sum 2a + b hits ~128 pairs at once.
+			t.Logf("%v: refused: %v", s, err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", s, err)
+		}
+		for a := 0; a < 256; a++ {
+			for b := 0; b < 256; b++ {
+				v := int64(a)*r.A + int64(b)*r.B + r.C
+				y := rneShift(v, r.K)
+				for j, p := range r.At {
+					if p == v {
+						y += r.Add[j]
+					}
+				}
+				if got, want := int(min(max(y, 0), 255)), q.at(a, b); got != want {
+					t.Fatalf("%v (%d, %d): rule %d, ORT %d", s, a, b, got, want)
+				}
+			}
+		}
+		t.Logf("%v: k = %d, %d corrections", s, r.K, len(r.At))
 	}
 }

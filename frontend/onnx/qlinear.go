@@ -449,7 +449,23 @@ func (im *importer) qlinearAdd(n *Node) error {
 	}
 	r, err := fitAdd(q, lo, hi)
 	if err != nil {
-		return err
+		e, err := fitAddRNE(q, lo, hi)
+		if err != nil {
+			return err
+		}
+		var at []int
+		for _, v := range e.At {
+			at = append(at, int(v))
+		}
+		add := make([]int, len(e.Add))
+		for i, v := range e.Add {
+			add[i] = int(v)
+		}
+		return im.addNode(&ir.Node{Name: n.Name, Op: ir.Requant, Inputs: []string{a, b}, Outputs: []string{out}, Attrs: ir.Attrs{
+			"axis": ir.IntAttr(0), "mult": ir.IntsAttr([]int{int(e.A), int(e.B)}), "add": ir.IntsAttr([]int{int(e.C)}),
+			"shift": ir.IntAttr(e.K), "rne": ir.IntAttr(1), "fix_v": ir.IntAttr(1), "min": ir.IntAttr(lo), "max": ir.IntAttr(hi),
+			"fix_at": ir.IntsAttr(at), "fix_add": ir.IntsAttr(add),
+		}})
 	}
 	return im.addNode(&ir.Node{Name: n.Name, Op: ir.Requant, Inputs: []string{a, b}, Outputs: []string{out}, Attrs: ir.Attrs{
 		"axis": ir.IntAttr(0), "mult": ir.IntsAttr([]int{int(r.A[0]), int(r.A[1])}), "add": ir.IntsAttr([]int{int(r.C)}),
