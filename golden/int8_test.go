@@ -143,3 +143,32 @@ func TestMobileNetInt8MatchesORT(t *testing.T) {
 	}
 	t.Logf("%d of %d images bitwise equal to ONNX Runtime", matched, len(fixtures))
 }
+
+// TestMobileNetInt8FirstConvSecure runs the first convolution of mobilenetv2-12-int8 (real
+// weights: per-channel requantization with corrections and ORT's int16 pair saturation) with the
+// two-party backend: bitwise equal to the clear run. The whole network is beyond a test's time
+// (148 M ReLU elements at l = 64).
+func TestMobileNetInt8FirstConvSecure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a secure convolution layer at l = 64")
+	}
+	path, m := mobilenetInt8(t)
+	g, err := onnx.Load(path, onnx.Options{Batch: 1, Outputs: []string{"474_quantized"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := compileGraph(t, g, 64, 0)
+	pre := &sciir.Preprocess{Width: 224, Height: 224, Channels: 3, Layout: "NCHW", Scale: 1.0 / 255,
+		Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229, 0.224, 0.225}, Resize: "bilinear",
+		ResizeShorter: 256, CropWidth: 224, CropHeight: 224}
+	x, err := input.LoadImage(pre, filepath.Join(testenv.SharedTestdata(t, "datasets", "images-permissive"), "chelsea.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := ortQuantize(x, float32(initValue(t, m, "input_scale")[0]), int(initValue(t, m, "input_zero_point")[0]), 0, 255)
+	inputs := encodeInputs(t, prog.server, [][]float32{q})
+	clear := runClear(t, prog.server, inputs)
+	sec := runSecure(t, prog, inputs, secureOptions{})
+	compareRuns(t, clear, sec)
+	t.Logf("secure run %v", sec.runTime[0])
+}
