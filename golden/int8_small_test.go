@@ -2,6 +2,7 @@ package golden
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -240,5 +241,22 @@ func TestInt8SmallGraphsORT(t *testing.T) {
 			t.Logf("%d outputs equal ONNX Runtime's: %v", len(got), got)
 			compareRuns(t, clear, runSecure(t, prog, inputs, secureOptions{}))
 		})
+	}
+}
+
+// TestInt8QDQRefused: a DequantizeLinear read by arithmetic (a QDQ graph) is refused, not
+// silently run on the integers.
+func TestInt8QDQRefused(t *testing.T) {
+	g := &qgraph{}
+	xs, xz := g.q("x", 0.02, 120)
+	g.node("", "QuantizeLinear", []string{"x", xs, xz}, "xq", nil)
+	g.node("", "DequantizeLinear", []string{"xq", xs, xz}, "xd", nil)
+	g.node("", "Relu", []string{"xd"}, "y", nil)
+	m, err := onnx.Decode(g.model(t, []int{1, 4}, []int{1, 4}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := onnx.Import(m, onnx.Options{Batch: 1}); !errors.Is(err, onnx.ErrUnsupported) {
+		t.Fatalf("QDQ graph: %v, want an ErrUnsupported refusal", err)
 	}
 }

@@ -91,6 +91,9 @@ type importer struct {
 	taken  map[string]bool      // every name in use, for generating fresh ones
 	uses   map[string]int       // how often each value is read (node inputs and graph outputs)
 	limit  int                  // largest constant (in elements) that folding may create
+	// dequantized names the outputs of DequantizeLinear, imported as the integers they read:
+	// only Shape and the graph outputs may read them (checkDequantized).
+	dequantized map[string]bool
 }
 
 // opHandler imports one ONNX node.
@@ -249,6 +252,9 @@ func (im *importer) run(src *Graph) error {
 			}
 			return fmt.Errorf("%s: %w", n, err)
 		}
+	}
+	if err := im.checkDequantized(src); err != nil {
+		return err
 	}
 	for _, o := range src.Outputs {
 		if err := im.graphOutput(o.Name); err != nil {

@@ -192,7 +192,7 @@ func (im *importer) quantizeLinear(n *Node) error {
 
 // dequantizeLinear passes the integers through: the program outputs the quantized tensor (the
 // dequantisation (q − zp)·scale is the receiver's, in the clear). Read by anything but Shape or
-// the graph outputs it would be wrong, so only those are expected (mobilenetv2-12-int8).
+// the graph outputs it would be wrong: checkDequantized refuses that (QDQ graphs).
 func (im *importer) dequantizeLinear(n *Node) error {
 	out, err := arityOutput(n, 2, 3)
 	if err != nil {
@@ -201,7 +201,23 @@ func (im *importer) dequantizeLinear(n *Node) error {
 	if _, _, _, _, err := im.qScalar(n, 1, 2); err != nil {
 		return err
 	}
+	if im.dequantized == nil {
+		im.dequantized = map[string]bool{}
+	}
+	im.dequantized[out] = true
 	return im.emit(n, ir.Identity, n.Inputs[:1], out, ir.Attrs{})
+}
+
+// checkDequantized refuses a DequantizeLinear output read by anything but Shape.
+func (im *importer) checkDequantized(src *Graph) error {
+	for _, n := range src.Nodes {
+		for _, in := range n.Inputs {
+			if im.dequantized[in] && n.OpType != "Shape" {
+				return fmt.Errorf("%s: %w: reads the DequantizeLinear output %q (only graph outputs and Shape may: QDQ graphs are not supported)", n, ErrUnsupported, in)
+			}
+		}
+	}
+	return nil
 }
 
 // qlinearConv imports QLinearConv: Conv(x − xz, w − wz, B) then Requant with the multipliers
