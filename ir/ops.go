@@ -83,6 +83,14 @@ const (
 	// Erf: one input, the error function (its fixed-point form is a tanh-based definition, see
 	// docs/fixed-point.md, "Erf").
 	Erf Op = "Erf"
+	// Requant: X1[, X2] (equal shapes), integer-valued tensors; the exact requantisation of the
+	// quantized (QLinear*) operators. Attrs: axis int (the axis the per-channel parameters run
+	// along; any axis when C = 1), mult ints (C values per input, input-major), add ints (C),
+	// shift int (0..62), min int, max int. y = clip(floor((Σ_i x_i·mult[i·C+c] + add[c]) / 2^shift),
+	// min, max), c the index along axis; with one input, optional fix_at, fix_add ints (J·C each,
+	// slot-major) add fix_add[j·C+c] before the clip where x = fix_at[j·C+c] (docs/fixed-point.md,
+	// "Quantized operators").
+	Requant Op = "Requant"
 )
 
 // AllOps returns every HLIL operator, in the order used by error messages and reports.
@@ -91,6 +99,6 @@ func AllOps() []Op {
 		Conv, Gemm, MatMul, Add, Sub, Mul, Div, Sum, Relu, LeakyRelu, Clip, Sigmoid, Tanh, Exp,
 		MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, LRN,
 		Flatten, Reshape, Transpose, Concat, Pad, Squeeze, Unsqueeze, Identity, Softmax, ArgMax,
-		ReduceSum, ReduceMean, ReduceMax, Erf, LayerNormalization,
+		ReduceSum, ReduceMean, ReduceMax, Erf, LayerNormalization, Requant,
 	}
 }

@@ -98,6 +98,8 @@ func opArity(op Op) (lo, hi int, ok bool) {
 		return 5, 5, true
 	case LayerNormalization:
 		return 2, 3, true
+	case Requant:
+		return 1, 2, true
 	case Sum, Concat:
 		return 1, math.MaxInt, true
 	}
@@ -139,6 +141,8 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 	a := n.Attrs
 	switch n.Op {
 	case Relu, Sigmoid, Tanh, Exp, Erf, Identity:
+	case Requant:
+		return inferRequant(a, in)
 	case ReduceSum, ReduceMean, ReduceMax:
 		return inferReduce(a, in[0])
 	case LayerNormalization:

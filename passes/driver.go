@@ -79,11 +79,31 @@ func (r *Report) WriteTimes(w io.Writer) error {
 // The tables' ordering rules are checked first; after every pass the IR is checked when
 // opts.Check is set. With opts.Samples the autotune pass chooses l and s (unless pinned) and the
 // program it verified is the one returned.
+//
+// A quantized graph (one with Requant nodes: the QLinear operators) runs on its integers: its ring
+// and scale follow from the quantization parameters — Z_2^64 at scale 0 — and nothing is
+// autotuned (docs/fixed-point.md, "Quantized operators").
 func Compile(g *ir.Graph, opts Options) (*fixed.Program, *Report, error) {
 	if opts.Backend == BackendFHE {
 		return compileWith(&fheTable, g, opts) // fhe.go
 	}
+	if Quantized(g) {
+		if (opts.Bits != 0 && opts.Bits != 64) || opts.Scale > 0 {
+			return nil, nil, fmt.Errorf("compile: a quantized model runs in Z_2^64 at scale 0 (its ring and scale follow from the quantization parameters); l=%d s=%d were asked for", opts.Bits, opts.Scale)
+		}
+		opts.Bits, opts.Scale, opts.Samples = 64, 0, nil
+	}
 	return compileWith(&compileTable, g, opts)
+}
+
+// Quantized reports whether g holds quantized operators (Requant nodes).
+func Quantized(g *ir.Graph) bool {
+	for _, n := range g.Nodes {
+		if n.Op == ir.Requant {
+			return true
+		}
+	}
+	return false
 }
 
 // compileWith is Compile with the table given (tests run broken tables through it).

@@ -150,6 +150,8 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 		return l.layerNorm(n)
 	case ir.Erf:
 		return l.erf(n)
+	case ir.Requant:
+		return l.requant(n)
 	}
 	return noLowering("%s is supported by the float interpreter only", n.Op)
 }

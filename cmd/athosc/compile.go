@@ -450,6 +450,8 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 		meta.Preprocess = ds.Preprocess
 		meta.Autotune = tuneMeta(rep.Tune, c, filepath.Base(c.validate))
 		printTune(stdout, rep.Tune, c.quiet)
+	} else if passes.Quantized(g) {
+		say("quantized model: l=%d s=%d follow from the quantization parameters (integer tensors; int32 accumulators and requantization as ONNX Runtime computes them); no autotuning\n", bits, scale)
 	} else {
 		say("no --validate: using l=%d s=%d without checking for overflow\n", bits, scale)
 	}

@@ -7,11 +7,11 @@ import (
 )
 
 // TestUnsupportedHints checks the grouped unsupported-operator error: at most eight groups, a
-// hint for quantized models and one for control flow.
+// hint for quantized operators outside the supported int8 set and one for control flow.
 func TestUnsupportedHints(t *testing.T) {
 	var nodes []pb
 	prev := "x"
-	for i, op := range []string{"QuantizeLinear", "QLinearConv", "QLinearConv", "Loop", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan"} {
+	for i, op := range []string{"QLinearSigmoid", "QLinearConcat", "QLinearConcat", "Loop", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan"} {
 		out := "v" + string(rune('a'+i))
 		nodes = append(nodes, node(op, "n"+out, []string{prev}, []string{out}))
 		prev = out
@@ -22,8 +22,8 @@ func TestUnsupportedHints(t *testing.T) {
 	if !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("not ErrUnsupported: %v", err)
 	}
-	for _, want := range []string{`QLinearConv (2 node(s), first QLinearConv node "nvb")`, "and 1 more operator(s)",
-		"hint: QLinear*/QuantizeLinear: int8", "hint: Loop/Scan (and If with a runtime predicate)"} {
+	for _, want := range []string{`QLinearConcat (2 node(s), first QLinearConcat node "nvb")`, "and 1 more operator(s)",
+		"hint: int8 (quantized) models run when made of", "hint: Loop/Scan (and If with a runtime predicate)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

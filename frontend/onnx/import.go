@@ -20,6 +20,10 @@ type Options struct {
 	// Both empty: the whole graph as declared.
 	Inputs  []Input
 	Outputs []string
+	// ExactInt8 imports quantized operators with the ONNX specification's exact integer
+	// accumulators instead of ONNX Runtime's x86-64 AVX2 U8S8 kernels, which saturate pairs of
+	// products to int16 (frontend/onnx/qsat.go).
+	ExactInt8 bool
 }
 
 // Load reads an ONNX model file and imports it into HLIL.
@@ -87,6 +91,9 @@ type importer struct {
 	taken  map[string]bool      // every name in use, for generating fresh ones
 	uses   map[string]int       // how often each value is read (node inputs and graph outputs)
 	limit  int                  // largest constant (in elements) that folding may create
+	// dequantized names the outputs of DequantizeLinear, imported as the integers they read:
+	// only Shape and the graph outputs may read them (checkDequantized).
+	dequantized map[string]bool
 }
 
 // opHandler imports one ONNX node.
@@ -115,7 +122,9 @@ func init() {
 		"Erf": (*importer).unary, "Pow": (*importer).pow, "Gelu": (*importer).gelu,
 		"LayerNormalization": (*importer).layerNorm,
 		"RNN":                (*importer).recurrent, "GRU": (*importer).recurrent, "LSTM": (*importer).recurrent,
-		"If": (*importer).ifNode,
+		"If":             (*importer).ifNode,
+		"QuantizeLinear": (*importer).quantizeLinear, "DequantizeLinear": (*importer).dequantizeLinear, "QLinearConv": (*importer).qlinearConv, "QLinearMatMul": (*importer).qlinearMatMul, "ConvInteger": (*importer).convInteger, "MatMulInteger": (*importer).matMulInteger,
+		msDomain + "QLinearAdd": (*importer).qlinearAdd, msDomain + "QLinearGlobalAveragePool": (*importer).qlinearGlobalAveragePool,
 	}
 }
 
@@ -131,6 +140,18 @@ func SupportedOps() []string {
 
 func isDefaultDomain(d string) bool { return d == "" || d == "ai.onnx" }
 
+// msDomain prefixes the handler keys of com.microsoft operators.
+const msDomain = "com.microsoft::"
+
+// handlerKey is the handlers key of a node: its op_type, prefixed by its domain when that is
+// not the default one.
+func handlerKey(n *Node) string {
+	if isDefaultDomain(n.Domain) {
+		return n.OpType
+	}
+	return n.Domain + "::" + n.OpType
+}
+
 // checkOps reports every unsupported operator of the graph in one error.
 func checkOps(g *Graph) error {
 	type bad struct {
@@ -140,10 +161,8 @@ func checkOps(g *Graph) error {
 	found := map[string]*bad{}
 	var order []string
 	for _, n := range g.Nodes {
-		key := n.OpType
-		if !isDefaultDomain(n.Domain) {
-			key = n.Domain + "::" + n.OpType
-		} else if _, ok := handlers[n.OpType]; ok {
+		key := handlerKey(n)
+		if _, ok := handlers[key]; ok {
 			continue
 		}
 		if b, ok := found[key]; ok {
@@ -175,7 +194,7 @@ func checkOps(g *Graph) error {
 	}
 	var hints string
 	if quantized {
-		hints += "; hint: QLinear*/QuantizeLinear: int8 (quantized) models are not supported, compile the float model they were quantized from"
+		hints += "; hint: int8 (quantized) models run when made of QuantizeLinear (of an input), QLinearConv, QLinearMatMul, QLinearAdd, QLinearGlobalAveragePool, ConvInteger, MatMulInteger and DequantizeLinear (of an output); for other quantized operators (or QDQ graphs) compile the float model they were quantized from"
 	}
 	if control {
 		hints += "; hint: Loop/Scan (and If with a runtime predicate) are control flow, which a secure program cannot branch on: export with a static sequence length and unrolled loops, or cut the graph around it with --inputs/--outputs"
@@ -231,6 +250,9 @@ func (im *importer) run(src *Graph) error {
 	if err := im.importNodes(src.Nodes); err != nil {
 		return err
 	}
+	if err := im.checkDequantized(src); err != nil {
+		return err
+	}
 	for _, o := range src.Outputs {
 		if err := im.graphOutput(o.Name); err != nil {
 			return err
@@ -281,7 +303,7 @@ func (im *importer) importNodes(nodes []*Node) error {
 				return fmt.Errorf("%s: output %q is already defined", n, o)
 			}
 		}
-		if err := handlers[n.OpType](im, n); err != nil {
+		if err := handlers[handlerKey(n)](im, n); err != nil {
 			if strings.HasPrefix(err.Error(), n.String()) {
 				return err // already names the node (an HLIL shape error on a same-named node)
 			}

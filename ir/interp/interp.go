@@ -400,6 +400,8 @@ func (c *compiler) kernel(n *ir.Node, in []*slot, out *slot) (func(), error) {
 		return unary(in[0], out, func(x float32) float32 { return float32(math.Erf(float64(x))) }), nil
 	case ir.ArgMax:
 		return argMax(a, in[0], out)
+	case ir.Requant:
+		return requant(a, in, out)
 	}
 	return nil, fmt.Errorf("operator %q is not supported by the interpreter", n.Op)
 }

@@ -198,6 +198,10 @@ func TestAllOpsRun(t *testing.T) {
 			return b.constant("s", ir.Shape{2, 2}, ones(4)).constant("b", ir.Shape{2}, ones(2)).
 				node(ir.LayerNormalization, ir.Attrs{"axis": ir.IntAttr(2), "epsilon": ir.FloatAttr(1e-5)}, "y", "x", "s", "b")
 		},
+		ir.Requant: func(b *builder) *builder {
+			return b.node(ir.Requant, ir.Attrs{"axis": ir.IntAttr(1), "mult": ints(3, 5), "add": ints(1, 2),
+				"shift": ir.IntAttr(2), "min": ir.IntAttr(-2), "max": ir.IntAttr(2)}, "y", "x")
+		},
 		ir.ArgMax: func(b *builder) *builder {
 			return b.node(ir.ArgMax, ir.Attrs{"axis": ir.IntAttr(1), "keepdims": ir.IntAttr(1), "select_last_index": ir.IntAttr(0)}, "y", "x")
 		},
