@@ -389,8 +389,8 @@ func coverageMarkdown(results []caseResult) string {
 	b.WriteString("Squeeze, Unsqueeze, Identity, Relu and Sigmoid when all their inputs are constants.\n\n")
 	b.WriteString("Real models are covered by `TestSharedModels` (mnist-8, cifar10-oval-base-kw and its\n")
 	b.WriteString("-simplified twin, the nine onnx-light ImageNet graphs: every `test_data_set_*` output\n")
-	b.WriteString("reproduced), `TestMobileNetInt8Unsupported` (QuantizeLinear / QLinearConv / com.microsoft ops\n")
-	b.WriteString("give an unsupported-operator error) and `TestMNISTAccuracy` (mnist-8 on the 10 000 MNIST t10k\n")
+	b.WriteString("reproduced), `TestMobileNetInt8Imports` (mobilenetv2-12-int8 imports; `golden.TestMobileNetInt8MatchesORT`\n")
+	b.WriteString("checks its integer output against ONNX Runtime's) and `TestMNISTAccuracy` (mnist-8 on the 10 000 MNIST t10k\n")
 	b.WriteString("images must classify exactly 9891 correctly, 98.91 %).\n\n")
 
 	type row struct{ pass, skip, fail int }
