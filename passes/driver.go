@@ -98,6 +98,9 @@ func Compile(g *ir.Graph, opts Options) (*fixed.Program, *Report, error) {
 
 // Quantized reports whether g holds quantized operators (Requant nodes).
 func Quantized(g *ir.Graph) bool {
+	if g == nil {
+		return false // Compile's driver reports the missing graph
+	}
 	for _, n := range g.Nodes {
 		if n.Op == ir.Requant {
 			return true
