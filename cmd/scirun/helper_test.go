@@ -51,7 +51,7 @@ func startHelper(t *testing.T, prog string, extra ...string) (addr, pin string) 
 
 // runPair runs the server and the client of a sci3 session against the helper at helper, which
 // they pin (--helper-tls-pin pin), and returns their errors and the time until both ended.
-func runPair(t *testing.T, full, client, in, out, helper, pin string, extra ...string) (e0, e1 error, d time.Duration) {
+func runPair(t *testing.T, full, client, in, out, helper, pin string, extra ...string) (d time.Duration, e0, e1 error) {
 	extra = append([]string{"--helper-tls-pin", pin}, extra...)
 	t.Helper()
 	srv := freeAddr(t)
@@ -65,7 +65,7 @@ func runPair(t *testing.T, full, client, in, out, helper, pin string, extra ...s
 	_, _, e1 = runArgs(append([]string{"--party", "1", client, "--backend", "sci3", "--connect", srv, "--helper", helper,
 		"--input", in, "--output", out, "--raw"}, extra...)...)
 	wg.Wait()
-	return e0, e1, time.Since(start)
+	return time.Since(start), e0, e1
 }
 
 // TestHelperThreeProcesses: the helper with the client copy only, a server and a client, each
@@ -79,7 +79,7 @@ func TestHelperThreeProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	helper, pin := startHelper(t, client)
-	if e0, e1, _ := runPair(t, full, client, in, secRaw, helper, pin); e0 != nil || e1 != nil {
+	if _, e0, e1 := runPair(t, full, client, in, secRaw, helper, pin); e0 != nil || e1 != nil {
 		t.Fatalf("server: %v; client: %v", e0, e1)
 	}
 	if !slices.Equal(readInts(t, clearRaw), readInts(t, secRaw)) {
@@ -112,7 +112,7 @@ func TestHelperTLSFlags(t *testing.T) {
 	}
 	helper, _ := startHelper(t, client)
 	_, wrong := startHelper(t, client)
-	e0, e1, d := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), helper, wrong)
+	d, e0, e1 := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), helper, wrong)
 	for p, err := range []error{e0, e1} {
 		if err == nil || !strings.Contains(err.Error(), "the helper at "+helper) || !strings.Contains(err.Error(), "TLS pin") {
 			t.Fatalf("party %d with a wrong pin: %v", p, err)
@@ -161,7 +161,7 @@ func TestHelperRefusesOtherProgram(t *testing.T) {
 	full, client, data := program(t)
 	_, other := compileTo(t, filepath.Join(data, "model.onnx"), t.TempDir(), "other", 30, 11)
 	helper, pin := startHelper(t, other)
-	e0, e1, d := runPair(t, full, client, filepath.Join(data, "inputs", "00001.npy"), filepath.Join(t.TempDir(), "o.npy"), helper, pin)
+	d, e0, e1 := runPair(t, full, client, filepath.Join(data, "inputs", "00001.npy"), filepath.Join(t.TempDir(), "o.npy"), helper, pin)
 	for p, err := range []error{e0, e1} {
 		if err == nil || !strings.Contains(err.Error(), "the helper refused: program") {
 			t.Fatalf("party %d: %v", p, err)
@@ -257,7 +257,7 @@ func TestHelperDropOrStall(t *testing.T) {
 	}{{false, 10 * time.Second}, {true, 20 * time.Second}} {
 		t.Run(fmt.Sprintf("stall=%v", c.stall), func(t *testing.T) {
 			p := proxy(t, helper, 1<<20, c.stall)
-			e0, e1, d := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), p, pin, "--timeout", "4s")
+			d, e0, e1 := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), p, pin, "--timeout", "4s")
 			if e0 == nil || e1 == nil {
 				t.Fatalf("server: %v; client: %v: want both to fail", e0, e1)
 			}

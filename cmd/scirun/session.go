@@ -44,6 +44,9 @@ func sciBackend(o sci.Options) serve.BackendFunc {
 // listening.
 func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 	m, name, err := netModel(c.netName)
+	if err != nil {
+		return nil, err
+	}
 	be := c.backend
 	if be == "" {
 		be = f.Backend

@@ -105,7 +105,7 @@ func (im *importer) recurrent(n *Node) error {
 		return err
 	}
 	if len(xs) != 3 {
-		return fmt.Errorf("X has shape %v, want rank 3", xs)
+		return fmt.Errorf("input X has shape %v, want rank 3", xs)
 	}
 	rb.seq, rb.batch, rb.in = xs[0], xs[1], xs[2]
 	if rb.layout == 1 {
@@ -129,10 +129,10 @@ func (im *importer) recurrent(n *Node) error {
 	}
 	H := rb.hid
 	if !rb.w.shape.Equal(ir.Shape{rb.ndir, G * H, rb.in}) {
-		return fmt.Errorf("W has shape %v, want %v", rb.w.shape, ir.Shape{rb.ndir, G * H, rb.in})
+		return fmt.Errorf("input W has shape %v, want %v", rb.w.shape, ir.Shape{rb.ndir, G * H, rb.in})
 	}
 	if !rb.r.shape.Equal(ir.Shape{rb.ndir, G * H, H}) {
-		return fmt.Errorf("R has shape %v, want %v", rb.r.shape, ir.Shape{rb.ndir, G * H, H})
+		return fmt.Errorf("input R has shape %v, want %v", rb.r.shape, ir.Shape{rb.ndir, G * H, H})
 	}
 	rb.b = make([]float32, rb.ndir*2*G*H)
 	if name := input(n, 3); name != "" {
@@ -141,7 +141,7 @@ func (im *importer) recurrent(n *Node) error {
 			return fmt.Errorf("%w: B (%q) is a runtime value; the bias must be a constant", ErrUnsupported, name)
 		}
 		if !c.shape.Equal(ir.Shape{rb.ndir, 2 * G * H}) {
-			return fmt.Errorf("B has shape %v, want %v", c.shape, ir.Shape{rb.ndir, 2 * G * H})
+			return fmt.Errorf("input B has shape %v, want %v", c.shape, ir.Shape{rb.ndir, 2 * G * H})
 		}
 		copy(rb.b, c.f)
 	}
@@ -167,7 +167,7 @@ func (im *importer) recurrent(n *Node) error {
 				return fmt.Errorf("%w: P (%q) is a runtime value; the peepholes must be constants", ErrUnsupported, name)
 			}
 			if !c.shape.Equal(ir.Shape{rb.ndir, 3 * H}) {
-				return fmt.Errorf("P has shape %v, want %v", c.shape, ir.Shape{rb.ndir, 3 * H})
+				return fmt.Errorf("input P has shape %v, want %v", c.shape, ir.Shape{rb.ndir, 3 * H})
 			}
 			rb.p = c.f
 		}

@@ -28,9 +28,6 @@ import (
 // backend. Verdict (helper → data party): status u8 (0 accepted) | reason length u16 | reason.
 const helperMagic = "SCI3HELP"
 
-// maxHelperHello bounds a helper hello.
-const maxHelperHello = 8 + 1 + 32 + 16 + 1 + 255
-
 // HelperToken names one three-party session at the helper: party 0 draws it and sends it to
 // party 1, and both present it to the helper.
 type HelperToken [16]byte
