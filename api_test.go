@@ -23,6 +23,12 @@ func TestAPIErrors(t *testing.T) {
 	if _, err := Compile(model, CompileOptions{Samples: []Sample{{Input: []float32{1}, Label: 0}}}); err == nil || !strings.Contains(err.Error(), "values") {
 		t.Errorf("wrong-size sample: %v", err)
 	}
+	if _, err := Compile(model, CompileOptions{Bits: 32, Scale: 8, Classes: []string{"a", "b"}}); err == nil || !strings.Contains(err.Error(), "has 10 classes") {
+		t.Errorf("2 class names for 10 classes: %v", err)
+	}
+	if _, err := Compile(model, CompileOptions{Bits: 32, Scale: 8, Classes: []string{"a", "b\nc", "", "", "", "", "", "", "", ""}}); err == nil || !strings.Contains(err.Error(), "one line") {
+		t.Errorf("a class name with a line break: %v", err)
+	}
 	b, err := os.ReadFile(model)
 	if err != nil {
 		t.Fatal(err)

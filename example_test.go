@@ -75,3 +75,44 @@ func ExampleInferLocal() {
 	// Output:
 	// scihe on Z_2^32, scale 8: class 2
 }
+
+// Compile with class names (recorded in the program, as athosc --classes records them), serve,
+// and let the client read each prediction's name from the client copy it was handed.
+func Example_classNames() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	prog, err := cryptflow.Compile("testdata/mnist-small/model.onnx", cryptflow.CompileOptions{
+		ValidationDir: "testdata/mnist-small/inputs",
+		Classes:       []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- cryptflow.Serve(ctx, ln, prog, nil, nil) }()
+
+	client, err := prog.ClientCopy() // the names travel with the client's copy
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range []string{"00000.npy", "00001.npy", "00002.npy"} {
+		x, err := client.ReadInput("testdata/mnist-small/inputs/" + name)
+		if err != nil {
+			log.Fatal(err)
+		}
+		res, err := cryptflow.Infer(ctx, ln.Addr().String(), client, x, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: class %d %s\n", name, res.Class, res.ClassName)
+	}
+	cancel()
+	<-served
+	// Output:
+	// 00000.npy: class 7 seven
+	// 00001.npy: class 2 two
+	// 00002.npy: class 1 one
+}
