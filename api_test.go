@@ -58,6 +58,12 @@ func TestAPIErrors(t *testing.T) {
 	if err := Serve(context.Background(), ln, c, nil, nil); err == nil || !strings.Contains(err.Error(), "client copy") {
 		t.Errorf("serving a client copy: %v", err)
 	}
+	if _, err := InferBatch(context.Background(), "127.0.0.1:1", c, nil, nil); err == nil || !strings.Contains(err.Error(), "no inputs") {
+		t.Errorf("empty batch: %v", err)
+	}
+	if _, err := InferBatch(context.Background(), "127.0.0.1:1", c, [][]float32{make([]float32, 784), {1}}, nil); err == nil || !strings.Contains(err.Error(), "input 1") {
+		t.Errorf("a short input in a batch: %v", err)
+	}
 	if _, err := InferLocal(context.Background(), p, []float32{1, 2}, nil); err == nil || !strings.Contains(err.Error(), "784 values") {
 		t.Errorf("short input: %v", err)
 	}

@@ -77,8 +77,9 @@ func ExampleInferLocal() {
 }
 
 // Compile with class names (recorded in the program, as athosc --classes records them), serve,
-// and let the client read each prediction's name from the client copy it was handed.
-func Example_classNames() {
+// and run a batch of three inputs in one session as the client; each result carries its class's
+// name, which travels with the client copy.
+func Example_batchWithClassNames() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	prog, err := cryptflow.Compile("testdata/mnist-small/model.onnx", cryptflow.CompileOptions{
@@ -94,20 +95,25 @@ func Example_classNames() {
 	served := make(chan error, 1)
 	go func() { served <- cryptflow.Serve(ctx, ln, prog, nil, nil) }()
 
-	client, err := prog.ClientCopy() // the names travel with the client's copy
+	client, err := prog.ClientCopy()
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, name := range []string{"00000.npy", "00001.npy", "00002.npy"} {
+	names := []string{"00000.npy", "00001.npy", "00002.npy"}
+	var xs [][]float32
+	for _, name := range names {
 		x, err := client.ReadInput("testdata/mnist-small/inputs/" + name)
 		if err != nil {
 			log.Fatal(err)
 		}
-		res, err := cryptflow.Infer(ctx, ln.Addr().String(), client, x, nil)
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Printf("%s: class %d %s\n", name, res.Class, res.ClassName)
+		xs = append(xs, x)
+	}
+	results, err := cryptflow.InferBatch(ctx, ln.Addr().String(), client, xs, nil) // one session
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, res := range results {
+		fmt.Printf("%s: class %d %s\n", names[i], res.Class, res.ClassName)
 	}
 	cancel()
 	<-served
