@@ -23,6 +23,12 @@ func TestAPIErrors(t *testing.T) {
 	if _, err := Compile(model, CompileOptions{Samples: []Sample{{Input: []float32{1}, Label: 0}}}); err == nil || !strings.Contains(err.Error(), "values") {
 		t.Errorf("wrong-size sample: %v", err)
 	}
+	if _, err := Compile(model, CompileOptions{Bits: 32, Scale: 8, Classes: []string{"a", "b"}}); err == nil || !strings.Contains(err.Error(), "has 10 classes") {
+		t.Errorf("2 class names for 10 classes: %v", err)
+	}
+	if _, err := Compile(model, CompileOptions{Bits: 32, Scale: 8, Classes: []string{"a", "b\nc", "", "", "", "", "", "", "", ""}}); err == nil || !strings.Contains(err.Error(), "one line") {
+		t.Errorf("a class name with a line break: %v", err)
+	}
 	b, err := os.ReadFile(model)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +57,12 @@ func TestAPIErrors(t *testing.T) {
 	defer ln.Close()
 	if err := Serve(context.Background(), ln, c, nil, nil); err == nil || !strings.Contains(err.Error(), "client copy") {
 		t.Errorf("serving a client copy: %v", err)
+	}
+	if _, err := InferBatch(context.Background(), "127.0.0.1:1", c, nil, nil); err == nil || !strings.Contains(err.Error(), "no inputs") {
+		t.Errorf("empty batch: %v", err)
+	}
+	if _, err := InferBatch(context.Background(), "127.0.0.1:1", c, [][]float32{make([]float32, 784), {1}}, nil); err == nil || !strings.Contains(err.Error(), "input 1") {
+		t.Errorf("a short input in a batch: %v", err)
 	}
 	if _, err := InferLocal(context.Background(), p, []float32{1, 2}, nil); err == nil || !strings.Contains(err.Error(), "784 values") {
 		t.Errorf("short input: %v", err)

@@ -48,6 +48,10 @@ type CompileOptions struct {
 	Name string
 	// Workers run the validation inputs in parallel (default: every core).
 	Workers int
+	// Classes name the output's classes, name k for class k; they are recorded in the program
+	// (sciir.Meta.Classes, as athosc --classes records them), so that every Result carries its
+	// ClassName and scirun prints them. Their number must match the output's class count.
+	Classes []string
 }
 
 // Compile compiles the ONNX or TensorFlow (frozen GraphDef) classifier at modelPath into a
@@ -68,6 +72,22 @@ func Compile(modelPath string, opts CompileOptions) (*Program, error) {
 		Name: opts.Name}
 	if meta.Name == "" {
 		meta.Name = strings.TrimSuffix(filepath.Base(modelPath), filepath.Ext(modelPath))
+	}
+	if len(opts.Classes) > 0 {
+		for i, c := range opts.Classes {
+			if strings.TrimSpace(c) == "" || strings.ContainsAny(c, "\r\n") {
+				return nil, fmt.Errorf("compile: class %d: %q: want a non-empty name on one line", i, c)
+			}
+		}
+		if len(g.Outputs) > 0 {
+			if v := g.Values[g.Outputs[0]]; v != nil {
+				if n := lastNonUnit(v.Shape); n > 1 && n != len(opts.Classes) {
+					return nil, fmt.Errorf("compile: %d class names, but the model's output %s has %d classes: give one name per output class, in index order",
+						len(opts.Classes), g.Outputs[0], n)
+				}
+			}
+		}
+		meta.Classes = append([]string(nil), opts.Classes...)
 	}
 	backend := opts.Backend
 	if backend == "" {
@@ -143,6 +163,16 @@ func Compile(modelPath string, opts CompileOptions) (*Program, error) {
 		return nil, fmt.Errorf("compile: %w", err)
 	}
 	return ParseProgram(full)
+}
+
+// lastNonUnit returns the class count of an output of shape: its last dimension other than 1.
+func lastNonUnit(shape []int) int {
+	for i := len(shape) - 1; i >= 0; i-- {
+		if shape[i] != 1 {
+			return shape[i]
+		}
+	}
+	return 1
 }
 
 // CompileBytes compiles a model held in memory (see Compile). A model whose tensors live in

@@ -8,7 +8,9 @@
 //     Program.ClientCopy gives the copy without weights to hand to clients.
 //   - Serve runs the server (party 0, the model owner) on a net.Listener until its context ends.
 //   - Infer runs the client (party 1, the input owner): it connects, runs one secure inference on
-//     an input tensor and returns the decoded output, the top class and its name. InferLocal runs
+//     an input tensor and returns the decoded output, the top class and its name (the names given
+//     as CompileOptions.Classes or recorded by athosc). InferBatch runs a list of inputs in one
+//     session, the set-up paid once. InferLocal runs
 //     both parties in one process; Program.Clear runs the cleartext fixed-point reference, which
 //     the secure output equals bitwise.
 //

@@ -75,3 +75,50 @@ func ExampleInferLocal() {
 	// Output:
 	// scihe on Z_2^32, scale 8: class 2
 }
+
+// Compile with class names (recorded in the program, as athosc --classes records them), serve,
+// and run a batch of three inputs in one session as the client; each result carries its class's
+// name, which travels with the client copy.
+func Example_batchWithClassNames() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	prog, err := cryptflow.Compile("testdata/mnist-small/model.onnx", cryptflow.CompileOptions{
+		ValidationDir: "testdata/mnist-small/inputs",
+		Classes:       []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- cryptflow.Serve(ctx, ln, prog, nil, nil) }()
+
+	client, err := prog.ClientCopy()
+	if err != nil {
+		log.Fatal(err)
+	}
+	names := []string{"00000.npy", "00001.npy", "00002.npy"}
+	var xs [][]float32
+	for _, name := range names {
+		x, err := client.ReadInput("testdata/mnist-small/inputs/" + name)
+		if err != nil {
+			log.Fatal(err)
+		}
+		xs = append(xs, x)
+	}
+	results, err := cryptflow.InferBatch(ctx, ln.Addr().String(), client, xs, nil) // one session
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, res := range results {
+		fmt.Printf("%s: class %d %s\n", names[i], res.Class, res.ClassName)
+	}
+	cancel()
+	<-served
+	// Output:
+	// 00000.npy: class 7 seven
+	// 00001.npy: class 2 two
+	// 00002.npy: class 1 one
+}

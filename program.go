@@ -107,13 +107,10 @@ func (p *Program) InputShape() []int {
 	return p.f.Program.Tensors[p.f.Program.Inputs[0].Tensor].Shape.Clone()
 }
 
-// Classes are the class names the program records (the class folders of an image validation
-// set), or nil.
+// Classes are the class names the program records (CompileOptions.Classes or athosc --classes,
+// else the class folders of an image validation set), or nil.
 func (p *Program) Classes() []string {
-	if p.f.Meta.Preprocess == nil {
-		return nil
-	}
-	return p.f.Meta.Preprocess.ClassDirs
+	return p.f.Meta.ClassNames()
 }
 
 // ReadInput reads an input for the program from a file: a .npy array of the input's shape (or

@@ -170,6 +170,49 @@ func Infer(ctx context.Context, addr string, p *Program, x []float32, o *Session
 	return resultOf(p, res.Outputs, res.Report)
 }
 
+// InferBatch runs one secure inference per input of xs as the client against the server at addr,
+// all in ONE session: the handshake and the backend set-up (base OTs, HE keys) are paid once. It
+// returns one Result per input, in order; their Elapsed, BytesSent, BytesRecv and Rounds are the
+// whole session's (they are not split per inference).
+func InferBatch(ctx context.Context, addr string, p *Program, xs [][]float32, o *SessionOptions) ([]*Result, error) {
+	if len(xs) == 0 {
+		return nil, fmt.Errorf("infer batch: no inputs")
+	}
+	opt, err := sessionOptions(p, o, 1)
+	if err != nil {
+		return nil, fmt.Errorf("infer batch: %w", err)
+	}
+	batch := make([][]ring.Tensor, len(xs))
+	for i, x := range xs {
+		if batch[i], err = encodeInput(p, x); err != nil {
+			return nil, fmt.Errorf("infer batch: input %d: %w", i, err)
+		}
+	}
+	var conf *tls.Config
+	if o != nil {
+		conf = o.TLS
+	}
+	nc, err := serve.Dial(ctx, addr, conf, o.timeout())
+	if err != nil {
+		return nil, fmt.Errorf("infer batch: %w", err)
+	}
+	opt.DialStream = func(ctx context.Context) (net.Conn, error) { return serve.Dial(ctx, addr, conf, o.timeout()) }
+	res, err := serve.RunBatch(ctx, nc, 1, opt, batch)
+	if err != nil {
+		return nil, fmt.Errorf("infer batch: %w", err)
+	}
+	if len(res.Batch) != len(xs) {
+		return nil, fmt.Errorf("infer batch: %d results for %d inputs", len(res.Batch), len(xs))
+	}
+	out := make([]*Result, len(xs))
+	for i, outs := range res.Batch {
+		if out[i], err = resultOf(p, outs, res.Report); err != nil {
+			return nil, fmt.Errorf("infer batch: input %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
 // InferLocal runs both parties in this process over loopback TCP: p must hold the weights. It is
 // for demonstrations and tests; its result equals Infer's against a server of p.
 func InferLocal(ctx context.Context, p *Program, x []float32, o *SessionOptions) (*Result, error) {

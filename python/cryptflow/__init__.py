@@ -46,6 +46,8 @@ __all__ = [
     "serve",
     "infer",
     "infer_local",
+    "infer_batch",
+    "infer_local_batch",
     "clear",
 ]
 
@@ -95,6 +97,7 @@ class Program:
     scale: int  #: the fixed-point scale s
     backend: str  #: the two-party backend recorded (auto, sciot, scihe)
     input_shape: tuple  #: the shape of the program's input
+    classes: Optional[tuple] = None  #: the class names the program records (athosc --classes), else None
 
 
 def open_program(path: str) -> Program:
@@ -109,6 +112,12 @@ def open_program(path: str) -> Program:
 
     ring = find(r"^ring Z_2\^(\d+)\s+scale (\d+)")
     shape = find(r'^\s+in0 ".*" = %\d+ \[([\d,]+)\]').group(1)
+    cm = re.search(r"^\s+classes (\d+): (.*)$", out, re.MULTILINE)
+    classes = None
+    if cm:
+        names = tuple(cm.group(2).split(", "))
+        if len(names) == int(cm.group(1)):  # a name with ", " in it: leave the names to scirun's lines
+            classes = names
     client = path[: -len(".sciir")] + ".client.sciir" if path.endswith(".sciir") else path + ".client"
     return Program(
         path=path,
@@ -118,6 +127,7 @@ def open_program(path: str) -> Program:
         scale=int(ring.group(2)),
         backend=find(r"default backend (\w+)").group(1),
         input_shape=tuple(int(d) for d in shape.split(",")),
+        classes=classes,
     )
 
 
@@ -132,6 +142,7 @@ def compile(
     scale: Optional[int] = None,
     backend: Optional[str] = None,
     net: Optional[str] = None,
+    classes: Optional[Sequence[str]] = None,
     extra_args: Sequence[str] = (),
 ) -> Program:
     """Compiles the ONNX or TensorFlow model at ``model`` into ``out`` (NAME.sciir; the client's
@@ -142,6 +153,8 @@ def compile(
     inputs (each the model input's shape, or it without leading 1-dimensions), with optional
     integer ``labels``. ``bits`` and ``scale`` pin them instead; ``backend`` (auto by default,
     sciot, scihe) and ``net`` (lan by default, wan, BANDWIDTH[,RTT]) choose the engines.
+    ``classes`` names the classes (name k for class k), recorded in the program as athosc
+    ``--classes FILE`` records them, so that every Result carries its ``class_name``.
     ``extra_args`` go to athosc as they are (e.g. ``["--headroom", "2"]``).
     """
     if validate is not None and samples is not None:
@@ -169,6 +182,14 @@ def compile(
                 with open(os.path.join(tmp, "labels.txt"), "w") as f:
                     f.writelines(lines)
             validate = tmp
+        if classes is not None:
+            names = [str(c) for c in classes]
+            if not names or any(not c.strip() or "\n" in c for c in names):
+                raise ValueError("classes: want one or more non-empty names without line breaks")
+            cls_path = os.path.join(tmp, "classes.cryptflow.txt")
+            with open(cls_path, "w") as f:
+                f.writelines(c + "\n" for c in names)
+            args += ["--classes", cls_path]
         if validate is not None:
             args += ["--validate", validate]
         _run(args + list(extra_args))
@@ -184,39 +205,93 @@ class Result:
     class_name: Optional[str]  #: its name when the program records class names, else None
 
 
-_TOP = re.compile(r"top class (\d+)(?: \((.*)\))? \([^()]*\)\s*$", re.MULTILINE)
+# scirun's line per output: "... top class 7 seven (13.45)" (the name only when the program
+# records class names), in a batch "NAME.npy logits: top class 7 seven (13.45), label: right".
+_TOP = re.compile(r"top class (\d+)(?: (.*?))? \(([^()]*)\)(?:, label.*)?$", re.MULTILINE)
 
 
-def _result(stdout: str, out_path: str) -> Result:
+def _class_name(program: Optional[Program], top: int, printed: Optional[str]) -> Optional[str]:
+    if program is not None and program.classes is not None and 0 <= top < len(program.classes):
+        return program.classes[top]
+    return printed or None
+
+
+def _result(stdout: str, out_path: str, program: Optional[Program] = None) -> Result:
     m = _TOP.search(stdout)
     if not m:
         raise CryptflowError(f"scirun printed no top class: {stdout.strip()[:200]!r}")
-    return Result(output=np.load(out_path), top_class=int(m.group(1)), class_name=m.group(2))
+    top = int(m.group(1))
+    return Result(output=np.load(out_path), top_class=top, class_name=_class_name(program, top, m.group(2)))
 
 
-def _run_input(args: Sequence[str], x: np.ndarray, timeout: Optional[float]) -> Result:
+def _run_input(args: Sequence[str], x: np.ndarray, timeout: Optional[float], program: Optional[Program] = None) -> Result:
     with tempfile.TemporaryDirectory(prefix="cryptflow-run-") as tmp:
         xin, yout = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
         np.save(xin, np.asarray(x, dtype=np.float32))
         stdout = _run(list(args) + ["--input", xin, "--output", yout], timeout=timeout)
-        return _result(stdout, yout)
+        return _result(stdout, yout, program)
+
+
+def _run_batch(args: Sequence[str], xs, timeout: Optional[float], program: Program) -> list:
+    """Runs the inputs ``xs`` in one scirun session (``--input DIR/ --output OUT/``) and returns
+    one Result per input, in order."""
+    items = [np.asarray(x, dtype=np.float32) for x in xs]
+    if not items:
+        raise ValueError("xs: want one or more inputs")
+    with tempfile.TemporaryDirectory(prefix="cryptflow-batch-") as tmp:
+        din, dout = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+        os.mkdir(din)
+        names = [f"{i:05d}.npy" for i in range(len(items))]
+        for name, x in zip(names, items):
+            np.save(os.path.join(din, name), x)
+        stdout = _run(list(args) + ["--input", din + os.sep, "--output", dout + os.sep], timeout=timeout)
+        lines = {}
+        for line in stdout.splitlines():
+            name = line.split(" ", 1)[0]
+            m = _TOP.search(line)
+            if m and name in names and name not in lines:
+                lines[name] = m
+        results = []
+        for name in names:
+            m = lines.get(name)
+            if m is None:
+                raise CryptflowError(f"scirun printed no top class for input {name}: {stdout.strip()[-300:]!r}")
+            top = int(m.group(1))
+            results.append(
+                Result(output=np.load(os.path.join(dout, name)), top_class=top, class_name=_class_name(program, top, m.group(2)))
+            )
+        return results
 
 
 def clear(program: Program, x: np.ndarray, timeout: Optional[float] = None) -> Result:
     """Runs the program in the clear on input ``x``: the reference every secure run equals."""
-    return _run_input([_tool("scirun"), "--clear", program.path], x, timeout)
+    return _run_input([_tool("scirun"), "--clear", program.path], x, timeout, program)
 
 
 def infer_local(program: Program, x: np.ndarray, *, extra_args: Sequence[str] = (), timeout: Optional[float] = None) -> Result:
     """Runs both parties in one process over loopback (for demonstrations and tests)."""
-    return _run_input([_tool("scirun"), "--local", program.path, *extra_args], x, timeout)
+    return _run_input([_tool("scirun"), "--local", program.path, *extra_args], x, timeout, program)
 
 
 def infer(address: str, program: Program, x: np.ndarray, *, extra_args: Sequence[str] = (), timeout: Optional[float] = None) -> Result:
     """Runs one secure inference as the client against the server at ``address`` (HOST:PORT),
     with the program's client copy and input ``x`` (the program input's shape, or it without
     leading 1-dimensions). ``extra_args`` go to scirun (e.g. ``["--tls-pin", PIN]``)."""
-    return _run_input([_tool("scirun"), "--party", "1", program.client_path, "--connect", address, *extra_args], x, timeout)
+    return _run_input([_tool("scirun"), "--party", "1", program.client_path, "--connect", address, *extra_args], x, timeout, program)
+
+
+def infer_local_batch(program: Program, xs, *, extra_args: Sequence[str] = (), timeout: Optional[float] = None) -> list:
+    """Runs the inputs ``xs`` (a list, or an array whose first axis runs over them) in one
+    session of both parties in one process; returns a list of Result, one per input."""
+    return _run_batch([_tool("scirun"), "--local", program.path, *extra_args], xs, timeout, program)
+
+
+def infer_batch(address: str, program: Program, xs, *, extra_args: Sequence[str] = (), timeout: Optional[float] = None) -> list:
+    """Runs the inputs ``xs`` (a list, or an array whose first axis runs over them) as the
+    client against the server at ``address`` in ONE secure session (the set-up is paid once);
+    returns a list of Result, one per input, in order, ``class_name`` filled when the program
+    records class names."""
+    return _run_batch([_tool("scirun"), "--party", "1", program.client_path, "--connect", address, *extra_args], xs, timeout, program)
 
 
 class Server:

@@ -58,3 +58,24 @@ def test_errors(mnist, tmp_path, monkeypatch):
     monkeypatch.setenv("CRYPTFLOW_BIN", str(tmp_path))
     with pytest.raises(cryptflow.CryptflowError, match="not in CRYPTFLOW_BIN"):
         cryptflow.clear(prog, xs[0])
+
+
+DIGITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+
+
+def test_class_names_and_batch(mnist, tmp_path):
+    model, val, xs, ys = mnist
+    prog = cryptflow.compile(model, str(tmp_path / "named.sciir"), validate=val, classes=DIGITS)
+    assert prog.classes == tuple(DIGITS)
+    with cryptflow.serve(prog) as server:
+        results = cryptflow.infer_batch(server.address, prog, xs[:3])  # one session for the three
+    assert [r.top_class for r in results] == ys[:3]
+    assert [r.class_name for r in results] == [DIGITS[y] for y in ys[:3]]
+    for r, x in zip(results, xs[:3]):
+        assert r.output.shape == (1, 10)
+        np.testing.assert_array_equal(r.output, cryptflow.clear(prog, x).output)
+    local = cryptflow.infer_local_batch(prog, list(xs[3:5]))
+    assert [r.top_class for r in local] == ys[3:5] and local[0].class_name == DIGITS[ys[3]]
+    assert cryptflow.infer_local(prog, xs[0]).class_name == DIGITS[ys[0]]
+    with pytest.raises(ValueError):
+        cryptflow.compile(model, str(tmp_path / "x.sciir"), bits=32, scale=8, classes=["a", ""])
