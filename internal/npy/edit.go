@@ -33,58 +33,11 @@ func (i *Info) Len() int {
 // ReadInfo reads the magic, version and header of a .npy stream and checks them as Read does,
 // without reading any array data: r is left at the first data byte.
 func ReadInfo(r io.Reader) (*Info, error) {
-	var pre [8]byte
-	if _, err := io.ReadFull(r, pre[:]); err != nil {
-		return nil, fmt.Errorf("npy: reading magic: %w", noEOF(err))
-	}
-	if string(pre[:6]) != magic {
-		return nil, fmt.Errorf("npy: bad magic %q, not a .npy file", pre[:6])
-	}
-	major, minor := pre[6], pre[7]
-	if (major < 1 || major > 3) || minor != 0 {
-		return nil, fmt.Errorf("npy: unsupported format version %d.%d", major, minor)
-	}
-	lenSize := 4
-	if major == 1 {
-		lenSize = 2
-	}
-	b := make([]byte, lenSize)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, fmt.Errorf("npy: reading header length: %w", noEOF(err))
-	}
-	var hlen int
-	if major == 1 {
-		hlen = int(binary.LittleEndian.Uint16(b))
-	} else {
-		n := binary.LittleEndian.Uint32(b)
-		if n > maxHeaderLen {
-			return nil, fmt.Errorf("npy: header length %d exceeds the limit of %d bytes", n, maxHeaderLen)
-		}
-		hlen = int(n)
-	}
-	hdr := make([]byte, hlen)
-	if _, err := io.ReadFull(r, hdr); err != nil {
-		return nil, fmt.Errorf("npy: reading %d-byte header: %w", hlen, noEOF(err))
-	}
-	h, err := parseHeader(hdr, major == 3)
+	h, err := readHeader(r)
 	if err != nil {
-		return nil, fmt.Errorf("npy: header %q: %w", truncate(hdr, 200), err)
+		return nil, err
 	}
-	dt, order, err := parseDescr(h.descr)
-	if err != nil {
-		return nil, fmt.Errorf("npy: %w", err)
-	}
-	if h.fortran {
-		return nil, errors.New("npy: fortran_order arrays are not supported; save a C-contiguous array (numpy.ascontiguousarray)")
-	}
-	n := 1
-	for _, d := range h.shape {
-		if d != 0 && n > math.MaxInt/dt.Size()/d {
-			return nil, fmt.Errorf("npy: shape %v is too large", h.shape)
-		}
-		n *= d
-	}
-	return &Info{Shape: h.shape, DType: dt, DataOffset: int64(len(pre) + lenSize + hlen), order: order}, nil
+	return &Info{Shape: h.shape, DType: h.dt, DataOffset: h.offset, order: h.order}, nil
 }
 
 // StatFile reads the header of a .npy file and checks that the file holds exactly the data the
