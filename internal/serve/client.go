@@ -52,7 +52,23 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, timeout time.Du
 	if tlsConf == nil {
 		return nc, nil
 	}
-	conf := tlsConf
+	return tlsHandshake(dctx, nc, tlsConf, addr, handshakeHints{
+		at:        " with " + addr,
+		plaintext: "the server does not use TLS? drop --tls-ca and --tls-pin",
+		unknownCA: "is --tls-ca the certificate that signed the server's? a --tls-self server has no CA: pass --tls-pin with the fingerprint it printed at start instead",
+		hostname:  "connect by a name in the certificate, or set --tls-server-name",
+	})
+}
+
+// handshakeHints are the hints a failed TLS handshake adds to its error, per cause, for the peer
+// being reached (a server or a helper); at names the peer in the message (may be empty).
+type handshakeHints struct {
+	at, plaintext, unknownCA, hostname, other string
+}
+
+// tlsHandshake runs the client side of a TLS handshake on nc with conf (ServerName defaulting to
+// addr's host) within ctx; on failure it closes nc and says why, with the hint for the cause.
+func tlsHandshake(ctx context.Context, nc net.Conn, conf *tls.Config, addr string, h handshakeHints) (net.Conn, error) {
 	if conf.ServerName == "" {
 		conf = conf.Clone()
 		if host, _, err := net.SplitHostPort(addr); err == nil {
@@ -60,22 +76,27 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, timeout time.Du
 		}
 	}
 	tc := tls.Client(nc, conf)
-	if err := tc.HandshakeContext(dctx); err != nil {
-		_ = nc.Close()
-		var rh tls.RecordHeaderError
-		var ua x509.UnknownAuthorityError
-		var hn x509.HostnameError
-		switch {
-		case errors.As(err, &rh):
-			return nil, fmt.Errorf("TLS handshake with %s: %w (the server does not use TLS? drop --tls-ca and --tls-pin)", addr, err)
-		case errors.As(err, &ua):
-			return nil, fmt.Errorf("TLS handshake with %s: %w (is --tls-ca the certificate that signed the server's? a --tls-self server has no CA: pass --tls-pin with the fingerprint it printed at start instead)", addr, err)
-		case errors.As(err, &hn):
-			return nil, fmt.Errorf("TLS handshake with %s: %w (connect by a name in the certificate, or set --tls-server-name)", addr, err)
-		}
-		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	err := tc.HandshakeContext(ctx)
+	if err == nil {
+		return tc, nil
 	}
-	return tc, nil
+	_ = nc.Close()
+	var rh tls.RecordHeaderError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	hint := h.other
+	switch {
+	case errors.As(err, &rh):
+		hint = h.plaintext
+	case errors.As(err, &ua):
+		hint = h.unknownCA
+	case errors.As(err, &hn):
+		hint = h.hostname
+	}
+	if hint == "" {
+		return nil, fmt.Errorf("TLS handshake%s: %w", h.at, err)
+	}
+	return nil, fmt.Errorf("TLS handshake%s: %w (%s)", h.at, err, hint)
 }
 
 func dialError(ctx context.Context, addr string, timeout time.Duration, err error) error {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -236,31 +235,14 @@ var helperDialText = strings.NewReplacer("the server at", "it", "is 'scirun --pa
 
 // helperTLSClient performs the TLS handshake with the helper within timeout.
 func helperTLSClient(ctx context.Context, nc net.Conn, addr string, conf *tls.Config, timeout time.Duration) (net.Conn, error) {
-	if conf.ServerName == "" {
-		conf = conf.Clone()
-		if host, _, err := net.SplitHostPort(addr); err == nil {
-			conf.ServerName = host
-		}
-	}
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tc := tls.Client(nc, conf)
-	if err := tc.HandshakeContext(hctx); err != nil {
-		_ = nc.Close()
-		var rh tls.RecordHeaderError
-		var ua x509.UnknownAuthorityError
-		var hn x509.HostnameError
-		switch {
-		case errors.As(err, &rh):
-			return nil, fmt.Errorf("TLS handshake: %w (the helper does not use TLS? start it with --tls-self FILE, or --tls-cert and --tls-key)", err)
-		case errors.As(err, &ua):
-			return nil, fmt.Errorf("TLS handshake: %w (is --helper-tls-ca the certificate that signed the helper's? a --tls-self helper has no CA: pass --helper-tls-pin with the fingerprint it printed at start)", err)
-		case errors.As(err, &hn):
-			return nil, fmt.Errorf("TLS handshake: %w (reach the helper by a name in its certificate)", err)
-		}
-		return nil, fmt.Errorf("TLS handshake: %w (does the helper use TLS?)", err)
-	}
-	return tc, nil
+	return tlsHandshake(hctx, nc, conf, addr, handshakeHints{
+		plaintext: "the helper does not use TLS? start it with --tls-self FILE, or --tls-cert and --tls-key",
+		unknownCA: "is --helper-tls-ca the certificate that signed the helper's? a --tls-self helper has no CA: pass --helper-tls-pin with the fingerprint it printed at start",
+		hostname:  "reach the helper by a name in its certificate",
+		other:     "does the helper use TLS?",
+	})
 }
 
 // helperRegistry pairs the data parties' connections by session token.
