@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 )
 
@@ -115,28 +116,17 @@ func usagef(cmd, format string, args ...any) error {
 // lone "--" ends the flags. --help prints help (the text, then fs's flags) to stdout and returns
 // flag.ErrHelp. It returns the positional arguments.
 func parseFlags(fs *flag.FlagSet, help string, args []string, stdout io.Writer) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stdout, help)
-				fs.SetOutput(stdout)
-				fs.PrintDefaults()
-				return nil, err
-			}
-			return nil, usagef(fs.Name(), "%v", err)
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+	pos, err := cli.ParseInterspersed(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, help)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return nil, err
+	case err != nil:
+		return nil, usagef(fs.Name(), "%v", err)
 	}
+	return pos, nil
 }
 
 // setWriter writes a data set folder: NNNNN.npy per sample, then labels.txt and classes.txt.

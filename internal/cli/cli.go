@@ -28,16 +28,28 @@ func Usagef(format string, args ...any) error {
 // (`athosc model.onnx -o out.sciir`). A lone "--" ends flag parsing. It returns the positional
 // arguments. -h/--help prints fs's usage and returns flag.ErrHelp.
 func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	pos, err := ParseInterspersed(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(os.Stdout)
+		fs.Usage()
+		return nil, err
+	case err != nil:
+		return nil, Usagef("%v", err)
+	}
+	return pos, nil
+}
+
+// ParseInterspersed is Parse without its reporting: it parses args into fs (output discarded),
+// flags before and after positional arguments, "--" ending the flags, and returns the positional
+// arguments or the flag package's error as it is (flag.ErrHelp for -h/--help), for commands that
+// print their own help and usage errors.
+func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(os.Stdout)
-				fs.Usage()
-				return nil, err
-			}
-			return nil, Usagef("%v", err)
+			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
