@@ -251,19 +251,10 @@ func (im *importer) qlinearConv(n *Node) error {
 	if err != nil {
 		return err
 	}
-	xshape, err := im.shape(n.Inputs[0])
+	attrs, err := im.intConvAttrs(n, w)
 	if err != nil {
 		return err
 	}
-	attrs, err := n.windowAttrs(xshape, []int(w.shape[2:].Clone()))
-	if err != nil {
-		return err
-	}
-	group, err := n.intAttr("group", 1)
-	if err != nil {
-		return err
-	}
-	attrs["group"] = ir.IntAttr(int(group))
 	x, err := im.centred(n, n.Inputs[0], xz)
 	if err != nil {
 		return err
@@ -296,7 +287,7 @@ func (im *importer) qlinearConv(n *Node) error {
 	}
 	if sat, err := im.u8s8(xlo, w, wz); err != nil {
 		return err
-	} else if sat && group == 1 {
+	} else if sat && attrs["group"].Int == 1 {
 		C, KH, KW := w.shape[1], w.shape[2], w.shape[3]
 		K := C * KH * KW
 		idx := func(o, k int) int { // NHWC im2col order: k = (kh·KW + kw)·C + c
@@ -553,19 +544,10 @@ func (im *importer) convInteger(n *Node) error {
 	if err != nil {
 		return err
 	}
-	xshape, err := im.shape(n.Inputs[0])
+	attrs, err := im.intConvAttrs(n, w)
 	if err != nil {
 		return err
 	}
-	attrs, err := n.windowAttrs(xshape, []int(w.shape[2:].Clone()))
-	if err != nil {
-		return err
-	}
-	group, err := n.intAttr("group", 1)
-	if err != nil {
-		return err
-	}
-	attrs["group"] = ir.IntAttr(int(group))
 	x, err := im.centred(n, n.Inputs[0], int(xz[0]))
 	if err != nil {
 		return err
@@ -600,4 +582,23 @@ func (im *importer) matMulInteger(n *Node) error {
 		return err
 	}
 	return im.addNode(&ir.Node{Name: n.Name, Op: ir.MatMul, Inputs: []string{a, im.floatConst(n.Inputs[1]+"/int", b.shape, bdata)}, Outputs: []string{out}, Attrs: ir.Attrs{}})
+}
+
+// intConvAttrs are the window and group attributes of an integer convolution (QLinearConv,
+// ConvInteger) whose input is n.Inputs[0] and whose constant weights are w.
+func (im *importer) intConvAttrs(n *Node, w *constant) (ir.Attrs, error) {
+	xshape, err := im.shape(n.Inputs[0])
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := n.windowAttrs(xshape, []int(w.shape[2:].Clone()))
+	if err != nil {
+		return nil, err
+	}
+	group, err := n.intAttr("group", 1)
+	if err != nil {
+		return nil, err
+	}
+	attrs["group"] = ir.IntAttr(int(group))
+	return attrs, nil
 }
