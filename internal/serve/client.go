@@ -188,6 +188,9 @@ func RunLocalBatch(ctx context.Context, server, client *Options, batch [][]ring.
 	cres, cerr := RunBatch(ctx, nc, 1, client, batch)
 	so := <-done
 	switch {
+	case so.err != nil && errors.Is(so.err, ErrSessionTimeout):
+		// The server's time limit is the cause; the client then only sees a closed connection.
+		return cres, so.res, fmt.Errorf("server: %w", so.err)
 	case cerr != nil:
 		return cres, so.res, cerr
 	case so.err != nil:
