@@ -546,13 +546,21 @@ func printEngines(w io.Writer, prog *fixed.Program, planned []passes.EngineEstim
 	}
 	est := planned
 	if est == nil {
+		backend := c.backend
+		if backend == "sci3" {
+			backend = "sciot" // for the OT and HE columns beside the dealt traffic
+		}
 		var err error
-		if est, err = passes.EstimateEngines(prog, net, c.backend); err != nil {
+		if est, err = passes.EstimateEngines(prog, net, backend); err != nil {
 			return fmt.Errorf("traffic estimate: %w", err)
 		}
 	}
 	if len(est) == 0 {
 		fmt.Fprintf(w, "linear layers: none\n")
+		return nil
+	}
+	if c.backend == "sci3" {
+		printDealt(w, prog, est, c)
 		return nil
 	}
 	how := map[string]string{"auto": "planned for " + c.net, "sciot": "every one by OT", "scihe": "every one by HE"}[c.backend]
@@ -591,6 +599,30 @@ func printEngines(w io.Writer, prog *fixed.Program, planned []passes.EngineEstim
 		fmt.Fprintf(w, "  backend auto would expect %s for the linear layers on %s (--backend auto)\n", human(autoTotal), c.net)
 	}
 	return nil
+}
+
+// printDealt is printEngines for backend sci3: every linear layer runs on the helper's
+// corrections (docs/protocols.md, "Linear layers without OT or HE"): between the data parties
+// the client's masked input share, |X|·l bits per inference, and the server's masked weights,
+// |W|·l bits once per session; from the helper to the client |Z|·l bits, which need no input.
+func printDealt(w io.Writer, prog *fixed.Program, est []passes.EngineEstimate, c *compileConfig) {
+	bytesOf := func(n int) int64 { return (int64(n)*int64(prog.Bits) + 7) / 8 }
+	fmt.Fprintf(w, "linear layers, backend sci3 (every one on the helper's corrections, no OT or HE): expected traffic between the data parties (per inference; the weights once per session) and from the helper\n")
+	fmt.Fprintf(w, "  %4s  %-6s  %-28s  %10s  %10s  %10s  %10s\n", "#", "op", "source", "per run", "weights", "helper", "2-party OT")
+	var run, once, helper int64
+	for _, e := range est {
+		in := prog.Instrs[e.Instr]
+		x, z := bytesOf(prog.Tensors[in.In[0]].Shape.Size()), bytesOf(prog.Tensors[in.Out].Shape.Size())
+		var wb int64
+		switch in.Op {
+		case fixed.OpMatMul, fixed.OpConv:
+			wb = bytesOf(len(prog.Weights[in.Weight].Data))
+		}
+		run, once, helper = run+x, once+wb, helper+z
+		fmt.Fprintf(w, "  %4d  %-6s  %-28s  %10s  %10s  %10s  %10s\n", e.Instr, in.Op, clipLeft(in.Source, 28), human(x), human(wb), human(z), human(e.OTBytes))
+	}
+	fmt.Fprintf(w, "  total: %d linear layers; %s per inference and %s of weights once between the data parties, %s from the helper (ReLU, truncation and pooling come on top, on dealt OTs)\n",
+		len(est), human(run), human(once), human(helper))
 }
 
 // clipLeft keeps the last n runes of s (the distinctive end of a node path).

@@ -303,4 +303,19 @@ func TestCompileDefaultBackendAuto(t *testing.T) {
 	if o := stdout.String(); !strings.Contains(o, "4 by OT and 0 by HE") || !strings.Contains(o, "backend auto would expect") {
 		t.Errorf("sciot output:\n%s", o)
 	}
+	// sci3: the dealt traffic per layer (this failed with "unknown backend" before).
+	cfg, err = parseCompile([]string{model, "--backend", "sci3", "--bitwidth", "32", "--scale", "8", "-o", out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if err := compileChecked(cfg, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatalf("--backend sci3: %v", err)
+	}
+	if o := stdout.String(); !strings.Contains(o, "backend sci3 (every one on the helper's corrections") || !strings.Contains(o, "total: 4 linear layers;") || !strings.Contains(o, "/fc2/Gemm") {
+		t.Errorf("sci3 output:\n%s", o)
+	}
+	if f, err := sciir.ReadFile(out); err != nil || f.Backend != "sci3" {
+		t.Errorf("sci3 program: backend %v, %v", f, err)
+	}
 }

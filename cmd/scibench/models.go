@@ -146,7 +146,7 @@ type PartyUsage struct {
 // Estimate is the harness's traffic forecast of one combination, both directions summed.
 type Estimate struct {
 	LinearBytes    int64 `json:"linear_bytes"`    // exact: linear.ConvBits/MatMulBits or heplan.ConvCost/MatMulCost per layer
-	NonlinearBytes int64 `json:"nonlinear_bytes"` // per-element formulas of protocols/nonlinear on IKNP (Ferret sends less per element but pays its set-up)
+	NonlinearBytes int64 `json:"nonlinear_bytes"` // per-element formulas of protocols/nonlinear on IKNP (Ferret sends less per element but pays its set-up; for sci3 an upper bound: dealt COTs send 1 bit where IKNP sends 128)
 	HELayers       int   `json:"he_layers"`
 	OTLayers       int   `json:"ot_layers"`
 }
@@ -174,6 +174,10 @@ type ModelResult struct {
 	Rounds       int64      `json:"rounds,omitempty"`
 	Server       PartyUsage `json:"server"`
 	Client       PartyUsage `json:"client"`
+	Helper       PartyUsage `json:"helper,omitzero"`          // sci3: the third process
+	HelperBytes  int64      `json:"bytes_helper,omitempty"`   // sci3: both data parties' links to the helper, both directions
+	OfflineS     float64    `json:"offline_s,omitempty"`      // sci3: the client's waits on the helper
+	OnlineS      float64    `json:"online_s,omitempty"`       // sci3: the client's run without them
 	EqualClear   *bool      `json:"equal_to_clear,omitempty"` // the secure output bitwise equal to scirun --clear
 	HERan        int        `json:"he_layers_run,omitempty"`  // linear layers the report shows ran by HE
 	OTRan        int        `json:"ot_layers_run,omitempty"`
@@ -210,7 +214,7 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("scibench models", flag.ContinueOnError)
 	modelsF := fs.String("models", "squeezenet,resnet50,densenet121,minionn", "comma-separated `MODELS`: squeezenet, resnet50, densenet121, minionn, or NAME=FILE.onnx:BITS:SCALE")
 	onnxDir := fs.String("onnx-dir", "../shared/testdata/models/onnx-light", "`DIR` holding light_squeezenet/, light_resnet50/, light_densenet121/")
-	backendsF := fs.String("backends", "sciot,scihe,auto", "comma-separated `BACKENDS`: sciot, scihe, auto")
+	backendsF := fs.String("backends", "sciot,scihe,auto", "comma-separated `BACKENDS`: sciot, scihe, auto, sci3 (three processes: server, client and the helper)")
 	otF := fs.String("ot", "iknp,ferret", "comma-separated OT `SOURCES`: iknp, ferret")
 	netF := fs.String("net", "lan,wan", "comma-separated emulated `LINKS`: lan, wan")
 	budgetF := fs.String("budget", "8GiB", "skip a combination whose estimated traffic exceeds `SIZE`")
@@ -246,7 +250,7 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 		}
 		cfg.models = append(cfg.models, m)
 	}
-	if cfg.backends, err = modelsList("backends", *backendsF, "sciot", "scihe", "auto"); err != nil {
+	if cfg.backends, err = modelsList("backends", *backendsF, "sciot", "scihe", "auto", "sci3"); err != nil {
 		return err
 	}
 	if cfg.ots, err = modelsList("ot", *otF, "iknp", "ferret"); err != nil {
@@ -394,9 +398,18 @@ func (cfg *modelsConfig) selected(model, backend, ot, net string) bool {
 	return false
 }
 
+// otsFor is the OT sources a backend runs on: sci3 draws its OTs from the helper ("dealer"),
+// whatever -ot says.
+func (cfg *modelsConfig) otsFor(backend string) []string {
+	if backend == "sci3" {
+		return []string{"dealer"}
+	}
+	return cfg.ots
+}
+
 // wanted reports whether any OT source of model × backend × net is selected.
 func (cfg *modelsConfig) wanted(model, backend, net string) bool {
-	for _, o := range cfg.ots {
+	for _, o := range cfg.otsFor(backend) {
 		if cfg.selected(model, backend, o, net) {
 			return true
 		}
@@ -420,7 +433,7 @@ func benchOneModel(ctx context.Context, cfg modelsConfig, m benchModel) ([]Model
 	fail := func(err error) []ModelResult {
 		var rs []ModelResult
 		for _, b := range cfg.backends {
-			for _, o := range cfg.ots {
+			for _, o := range cfg.otsFor(b) {
 				for _, n := range cfg.nets {
 					if !cfg.selected(m.Name, b, o, n) {
 						continue
@@ -461,7 +474,7 @@ func benchOneModel(ctx context.Context, cfg modelsConfig, m benchModel) ([]Model
 				var err error
 				c, err = compileModel(ctx, cfg, m, b, n, filepath.Join(work, key+".sciir"))
 				if err != nil {
-					for _, o := range cfg.ots {
+					for _, o := range cfg.otsFor(b) {
 						if !cfg.selected(m.Name, b, o, n) {
 							continue
 						}
@@ -478,7 +491,7 @@ func benchOneModel(ctx context.Context, cfg modelsConfig, m benchModel) ([]Model
 				}
 			}
 			est, err := estimateTraffic(c.prog, b, n)
-			for _, o := range cfg.ots {
+			for _, o := range cfg.otsFor(b) {
 				if !cfg.selected(m.Name, b, o, n) {
 					continue
 				}
@@ -576,6 +589,22 @@ func estimateTraffic(p *fixed.Program, backend, netName string) (Estimate, error
 	if err != nil {
 		return e, err
 	}
+	if backend == "sci3" {
+		plan = nil // linear layers by the helper's corrections: |W|·l once, |X|·l per call
+		for _, in := range p.Instrs {
+			var w int64
+			switch in.Op {
+			case fixed.OpMatMul, fixed.OpConv:
+				w = int64(len(p.Weights[in.Weight].Data))
+			case fixed.OpMulConst:
+				w = int64(p.Tensors[in.In[0]].Shape.Size())
+			default:
+				continue
+			}
+			e.LinearBytes += (w + int64(p.Tensors[in.In[0]].Shape.Size())) * int64(p.Bits) / 8
+			e.OTLayers++
+		}
+	}
 	for _, le := range plan {
 		useHE := false
 		switch backend {
@@ -642,45 +671,47 @@ func estimateTraffic(p *fixed.Program, backend, netName string) (Estimate, error
 	return e, nil
 }
 
-var listenRE = regexp.MustCompile(`listening on (\S+)`)
+var listenRE = regexp.MustCompile(`listening on ([^\s,]+)`)
 
 // runPair runs one secure inference: scirun --party 0 and --party 1 as two processes.
-func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base string, r *ModelResult) {
-	cfg.logf("run %s %s/%s/%s (estimate %s)", r.Model, r.Backend, r.OT, r.Net, gib(r.Estimate.Total()))
-	r.LoadAvg = loadAverage()
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	defer cancel()
-	common := []string{"--backend", r.Backend, "--ot", r.OT, "--net", r.Net, "--quiet", "--timeout", cfg.timeout.String()}
-	srvReport, cliReport := base+".server.json", base+".client.json"
-	secureOut := base + ".out.npy"
-	for _, f := range []string{srvReport, cliReport, secureOut} {
-		os.Remove(f)
-	}
-	srv := exec.CommandContext(ctx, cfg.scirun, append([]string{"--party", "0", c.server, "--listen", "127.0.0.1:0",
-		"--report", srvReport}, common...)...)
-	srvErr, err := srv.StderrPipe()
+// listener is a scirun process that listens (the server, or the sci3 helper) and prints its
+// address (and, with --tls-self, the fingerprint to pin) on stderr.
+type listener struct {
+	cmd  *exec.Cmd
+	addr string
+	pin  string
+	mu   sync.Mutex
+	log  bytes.Buffer
+	done chan error // the process's exit, once
+}
+
+var pinRE = regexp.MustCompile(`with --\S*tls-pin (\S+)`)
+
+// startListener starts bin args and waits (up to a minute) for the address it listens on.
+func startListener(ctx context.Context, what, bin string, args []string) (*listener, error) {
+	l := &listener{cmd: exec.CommandContext(ctx, bin, args...), done: make(chan error, 1)}
+	stderr, err := l.cmd.StderrPipe()
 	if err != nil {
-		r.Status, r.Reason = "failed", err.Error()
-		return
+		return nil, err
 	}
-	if err := srv.Start(); err != nil {
-		r.Status, r.Reason = "failed", fmt.Sprintf("start server: %v", err)
-		return
+	if err := l.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", what, err)
 	}
 	addrc := make(chan string, 1)
-	var srvLog bytes.Buffer
-	var logMu sync.Mutex
 	scanDone := make(chan struct{})
 	go func() {
 		defer close(scanDone)
-		sc := bufio.NewScanner(srvErr)
+		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			logMu.Lock()
-			srvLog.WriteString(line + "\n")
-			logMu.Unlock()
+			l.mu.Lock()
+			l.log.WriteString(line + "\n")
+			if mt := pinRE.FindStringSubmatch(line); mt != nil {
+				l.pin = mt[1]
+			}
+			l.mu.Unlock()
 			if mt := listenRE.FindStringSubmatch(line); mt != nil && !sent {
 				addrc <- mt[1]
 				sent = true
@@ -690,25 +721,84 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 			close(addrc)
 		}
 	}()
-	srvDone := make(chan error, 1)
-	var addr string
+	go func() { <-scanDone; l.done <- l.cmd.Wait() }()
 	select {
 	case a, ok := <-addrc:
 		if !ok {
-			<-scanDone
-			srvDone <- srv.Wait()
-			r.Status, r.Reason = "failed", "server did not start: "+lastLines(srvLog.Bytes(), 3)
+			<-l.done
+			return nil, fmt.Errorf("%s did not start: %s", what, l.tail(3))
+		}
+		l.mu.Lock()
+		l.addr = a
+		l.mu.Unlock()
+		return l, nil
+	case <-time.After(time.Minute):
+		l.cmd.Process.Kill()
+		<-l.done
+		return nil, fmt.Errorf("%s did not print its address within a minute", what)
+	}
+}
+
+// tail is the last n lines the process printed.
+func (l *listener) tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return lastLines(l.log.Bytes(), n)
+}
+
+// stop interrupts a process that serves until told (the helper) and waits for it.
+func (l *listener) stop() error {
+	l.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-l.done:
+		return err
+	case <-time.After(30 * time.Second):
+		l.cmd.Process.Kill()
+		return <-l.done
+	}
+}
+
+func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base string, r *ModelResult) {
+	cfg.logf("run %s %s/%s/%s (estimate %s)", r.Model, r.Backend, r.OT, r.Net, gib(r.Estimate.Total()))
+	r.LoadAvg = loadAverage()
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	common := []string{"--backend", r.Backend, "--net", r.Net, "--quiet", "--timeout", cfg.timeout.String()}
+	if r.Backend == "sci3" {
+		// The helper: a third process serving the data parties over TLS (its key made here,
+		// pinned by both).
+		h, err := startListener(ctx, "helper", cfg.scirun, []string{"--helper", "--listen", "127.0.0.1:0", c.client,
+			"--tls-self", base + ".helper.key", "--net", r.Net, "--timeout", cfg.timeout.String()})
+		if err != nil {
+			r.Status, r.Reason = "failed", err.Error()
 			return
 		}
-		addr = a
-	case <-time.After(time.Minute):
-		cancel()
-		<-scanDone
-		srv.Wait()
-		r.Status, r.Reason = "failed", "server did not print its address within a minute"
+		defer func() {
+			if err := h.stop(); err != nil && r.Status == "ok" && !isInterrupt(err) {
+				r.Reason = fmt.Sprintf("helper: %v: %s", err, h.tail(3))
+			}
+			r.Helper = usageOf(h.cmd.ProcessState)
+		}()
+		if h.pin == "" {
+			r.Status, r.Reason = "failed", "the helper printed no TLS fingerprint: "+h.tail(3)
+			return
+		}
+		common = append(common, "--helper", h.addr, "--helper-tls-pin", h.pin)
+	} else {
+		common = append(common, "--ot", r.OT)
+	}
+	srvReport, cliReport := base+".server.json", base+".client.json"
+	secureOut := base + ".out.npy"
+	for _, f := range []string{srvReport, cliReport, secureOut} {
+		os.Remove(f)
+	}
+	srv, err := startListener(ctx, "server", cfg.scirun, append([]string{"--party", "0", c.server, "--listen", "127.0.0.1:0",
+		"--report", srvReport}, common...))
+	if err != nil {
+		r.Status, r.Reason = "failed", err.Error()
 		return
 	}
-	go func() { <-scanDone; srvDone <- srv.Wait() }()
+	addr := srv.addr
 
 	cli := exec.CommandContext(ctx, cfg.scirun, append([]string{"--party", "1", c.client, "--connect", addr, "--input", input,
 		"--output", secureOut, "--raw", "--report", cliReport}, common...)...)
@@ -720,13 +810,13 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 	r.WallS = time.Since(start).Seconds()
 	var srvWaitErr error
 	select {
-	case srvWaitErr = <-srvDone:
+	case srvWaitErr = <-srv.done:
 	case <-time.After(30 * time.Second):
 		cancel()
-		srvWaitErr = <-srvDone
+		srvWaitErr = <-srv.done
 	}
 	r.Client = usageOf(cli.ProcessState)
-	r.Server = usageOf(srv.ProcessState)
+	r.Server = usageOf(srv.cmd.ProcessState)
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		r.Status, r.Reason = "timeout", fmt.Sprintf("killed after %v", cfg.timeout)
@@ -735,9 +825,7 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		r.Status, r.Reason = "failed", fmt.Sprintf("client: %v: %s", cliErr, lastLines(cliLog.Bytes(), 3))
 		return
 	case srvWaitErr != nil:
-		logMu.Lock()
-		r.Status, r.Reason = "failed", fmt.Sprintf("server: %v: %s", srvWaitErr, lastLines(srvLog.Bytes(), 3))
-		logMu.Unlock()
+		r.Status, r.Reason = "failed", fmt.Sprintf("server: %v: %s", srvWaitErr, srv.tail(3))
 		return
 	}
 	rep, err := readReport(cliReport)
@@ -749,6 +837,14 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 	r.ClientReport, r.ServerReport = cliReport, srvReport
 	r.SessionS = rep.TotalMS / 1000
 	r.BytesToSrv, r.BytesToCli, r.Rounds = rep.Total.BytesSent, rep.Total.BytesRecv, rep.Total.Rounds
+	if rep.Helper != nil {
+		// Each data party sees its own link to the helper.
+		r.HelperBytes = rep.Helper.BytesSent + rep.Helper.BytesRecv
+		r.OnlineS, r.OfflineS = rep.Helper.OnlineMS/1000, rep.Helper.OfflineMS/1000
+		if srep, err := readReport(srvReport); err == nil && srep.Helper != nil {
+			r.HelperBytes += srep.Helper.BytesSent + srep.Helper.BytesRecv
+		}
+	}
 	for _, l := range rep.Layers {
 		switch l.Engine {
 		case "he":
@@ -902,7 +998,7 @@ func paperFor(model, backend, net string) (paperFigure, bool) {
 }
 
 func writeModelsMarkdown(w io.Writer, cfg modelsConfig, results []ModelResult) {
-	fmt.Fprintf(w, "Measured by `scibench models` (server and client as two `scirun` processes over loopback TCP, the link emulated by `--net`), %s",
+	fmt.Fprintf(w, "Measured by `scibench models` (server and client as two `scirun` processes over loopback TCP, the link emulated by `--net`; for sci3 a third, the helper, on the same links), %s",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	lo, hi := math.Inf(1), 0.0
 	for _, r := range results {
@@ -941,12 +1037,16 @@ func writeModelsMarkdown(w io.Writer, cfg modelsConfig, results []ModelResult) {
 			gibNum(r.TotalBytes()), gibNum(r.BytesToSrv), gibNum(r.BytesToCli), r.Rounds, est,
 			r.HERan, r.OTRan, float64(r.Server.MaxRSS)/(1<<20), float64(r.Client.MaxRSS)/(1<<20),
 			r.Server.UserS+r.Server.SysS, r.Client.UserS+r.Client.SysS, eq, paper)
+		if r.Backend == "sci3" {
+			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: the helper's links (both data parties, both directions) %s GiB; helper RSS %.0f MiB, CPU %.1f s; client online %.1f s, waiting on the helper %.1f s",
+				r.Model, r.Backend, r.OT, r.Net, gibNum(r.HelperBytes), float64(r.Helper.MaxRSS)/(1<<20), r.Helper.UserS+r.Helper.SysS, r.OnlineS, r.OfflineS))
+		}
 		if r.Reason != "" {
 			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: %s", r.Model, r.Backend, r.OT, r.Net, r.Reason))
 		}
 	}
 	if len(notes) > 0 {
-		fmt.Fprintf(w, "\nNot run or not complete (budget %s, timeout %v):\n\n%s\n", gib(cfg.budget), cfg.timeout, strings.Join(notes, "\n"))
+		fmt.Fprintf(w, "\nNotes: the three-party runs, and what did not run or complete (budget %s, timeout %v):\n\n%s\n", gib(cfg.budget), cfg.timeout, strings.Join(notes, "\n"))
 	}
 	fmt.Fprintln(w, "\nPublished figures (other hardware: CrypTFlow2 on 4-core 3.7 GHz Xeons, LAN 377 MB/s 0.3 ms RTT, WAN 40 MB/s 80 ms RTT — the links `--net` emulates):")
 	fmt.Fprintln(w, "\n| source | model | protocol | net | time (s) | comm |")
@@ -1034,4 +1134,15 @@ func comparePlot(cfg modelsConfig, results []ModelResult) error {
 		return nil
 	}
 	return benchplot.Compare(filepath.Join(cfg.out, "models-compare.png"), "Secure inference: this project vs CrypTFlow2 Table 7 and Cheetah", models, pts)
+}
+
+// isInterrupt reports whether a process ended by the interrupt stop sends (the helper serves
+// until told).
+func isInterrupt(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(interface{ Signaled() bool })
+	return ok && ws.Signaled() || ee.ExitCode() == 130
 }

@@ -37,6 +37,52 @@ func TestModelsHarness(t *testing.T) {
 	scirun, athosc := buildTools(t)
 	t.Run("run", func(t *testing.T) { testModelsRun(t, scirun, athosc) })
 	t.Run("budget", func(t *testing.T) { testModelsBudget(t, scirun, athosc) })
+	t.Run("sci3", func(t *testing.T) { testModelsSci3(t, scirun, athosc) })
+}
+
+// testModelsSci3: the three-party backend runs as three processes (server, client, helper over
+// TLS), bitwise equal to --clear, with the helper's traffic and process usage recorded.
+func testModelsSci3(t *testing.T, scirun, athosc string) {
+	out := t.TempDir()
+	var stdout, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args := []string{"models", "-models", "mnist=../../testdata/mnist-small/model.onnx:32:12",
+		"-backends", "sci3", "-ot", "iknp,ferret", "-net", "lan", "-plots=false",
+		"-out", out, "-scirun", scirun, "-athosc", athosc, "-quiet", "-timeout", "2m"}
+	if code := run(ctx, args, &stdout, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var got struct {
+		Results []ModelResult `json:"results"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	// -ot does not multiply sci3's runs: its OTs are the helper's.
+	if len(got.Results) != 1 {
+		t.Fatalf("%d results, want 1: %s", len(got.Results), b)
+	}
+	r := got.Results[0]
+	if r.Backend != "sci3" || r.OT != "dealer" || r.Status != "ok" {
+		t.Fatalf("result %+v", r)
+	}
+	if r.EqualClear == nil || !*r.EqualClear {
+		t.Fatalf("secure output not bitwise equal to --clear: %+v", r)
+	}
+	if r.HelperBytes <= r.TotalBytes() || r.OnlineS <= 0 {
+		t.Fatalf("helper traffic %d B (data parties %d B), online %.3f s", r.HelperBytes, r.TotalBytes(), r.OnlineS)
+	}
+	if r.Server.Measured && (r.Helper.MaxRSS <= 0 || !r.Helper.Measured) {
+		t.Fatalf("helper process usage missing: %+v", r.Helper)
+	}
+	if !strings.Contains(stdout.String(), "| mnist | 32/12 | sci3 | dealer | lan | ok |") || !strings.Contains(stdout.String(), "the helper's links") {
+		t.Fatalf("results.md:\n%s", stdout.String())
+	}
 }
 
 func testModelsRun(t *testing.T, scirun, athosc string) {
