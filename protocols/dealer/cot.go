@@ -61,6 +61,12 @@ type Core struct {
 	pos    int
 	err    error
 	next   chan fetched // the prefetch in flight (Link.SetPrefetch), or nil
+	// Dealt random OTs (dealt.go).
+	dsent, drecvd uint64
+	dmsgs         *prg.PRG    // this party's messages as sender
+	dchoice       *prg.PRG    // this party's choices as receiver
+	raw           []uint64    // the sender's packed draw
+	pend          *dealtFetch // the receiver's request in flight, or nil
 }
 
 // fetched is a background refill: its blocks and choice bits, or the error.
@@ -70,7 +76,10 @@ type fetched struct {
 	err  error
 }
 
-var _ ot.Forker = (*Core)(nil)
+var (
+	_ ot.Forker    = (*Core)(nil)
+	_ ot.DealtCore = (*Core)(nil)
+)
 
 // NewCore returns the dealt COT core of stream 0 between the data parties on conn (their
 // connection), with the helper on link. Both data parties call it; nothing is exchanged.
@@ -95,6 +104,8 @@ func newCore(link *Link, conn *transport.Conn, stream uint32, forks *atomic.Uint
 	c.delta = deltaOf(link.seed)
 	c.keys = link.prg(purKeys, uint64(stream))
 	c.bitsG = link.prg(purBits, uint64(stream))
+	c.dmsgs = link.prg(purOTMsgs, uint64(stream))
+	c.dchoice = link.prg(purOTChoice, uint64(stream))
 	return c
 }
 

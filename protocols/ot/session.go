@@ -18,6 +18,7 @@ type Session struct {
 	core   Core
 	chosen ChosenCore // the core, if its receiver chooses its bits
 	otn    OTNCore    // the core, if it has a native 1-of-N extension
+	dealt  DealtCore  // the core, if a dealer deals its random OTs
 	conn   *transport.Conn
 	party  int
 	hash   *prg.Hash
@@ -30,6 +31,7 @@ type Session struct {
 // for the peer, so sessions interleaved on one goroutine may share them.
 type scratch struct {
 	p0, p1, vals, pk, bits, flips, cb []uint64
+	dm, rc                            []uint64 // dealt messages (sender), random choices (receiver)
 	hb, rep, keys, z, y               []prg.Block
 }
 
@@ -58,6 +60,7 @@ func New(core Core) (*Session, error) {
 	s := &Session{core: core, conn: core.Conn(), party: core.Party(), hash: prg.NewHash()}
 	s.chosen, _ = core.(ChosenCore)
 	s.otn, _ = core.(OTNCore)
+	s.dealt, _ = core.(DealtCore)
 	return s, nil
 }
 
@@ -128,6 +131,7 @@ func (s *Session) Carve(send, recv int) (*Session, error) {
 	d.core = c
 	d.chosen, _ = c.(ChosenCore)
 	d.otn, _ = c.(OTNCore)
+	d.dealt, _ = c.(DealtCore)
 	return &d, nil
 }
 
