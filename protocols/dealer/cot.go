@@ -61,12 +61,10 @@ type Core struct {
 	pos    int
 	err    error
 	next   chan fetched // the prefetch in flight (Link.SetPrefetch), or nil
-	// Dealt random OTs (dealt.go).
+	// Dealt random OTs (dealt.go), a sequence per shape in each direction.
 	dsent, drecvd uint64
-	dmsgs         *prg.PRG    // this party's messages as sender
-	dchoice       *prg.PRG    // this party's choices as receiver
-	raw           []uint64    // the sender's packed draw
-	pend          *dealtFetch // the receiver's request in flight, or nil
+	sendSeqs      map[shape]*sendSeq
+	recvSeqs      map[shape]*recvSeq
 }
 
 // fetched is a background refill: its blocks and choice bits, or the error.
@@ -104,8 +102,7 @@ func newCore(link *Link, conn *transport.Conn, stream uint32, forks *atomic.Uint
 	c.delta = deltaOf(link.seed)
 	c.keys = link.prg(purKeys, uint64(stream))
 	c.bitsG = link.prg(purBits, uint64(stream))
-	c.dmsgs = link.prg(purOTMsgs, uint64(stream))
-	c.dchoice = link.prg(purOTChoice, uint64(stream))
+	c.sendSeqs, c.recvSeqs = map[shape]*sendSeq{}, map[shape]*recvSeq{}
 	return c
 }
 
@@ -275,7 +272,9 @@ func (c *Core) startPrefetch(ctx context.Context) {
 	// Not cancelled with the draw's context: a fetch cut short would make the link unusable.
 	// The transport's timeout and an abort of the link bound it.
 	ctx = context.WithoutCancel(ctx)
+	c.link.bg.Add(1)
 	go func(ch chan<- fetched) {
+		defer c.link.bg.Done()
 		f.err = c.link.request(ctx, []uint64{opCOT, uint64(c.stream), uint64(1 - c.party), uint64(n)}, func() error {
 			return recvWords(ctx, c.link.conn, prg.BlockWords(f.buf))
 		}, false)

@@ -365,3 +365,51 @@ func TestDealtErrors(t *testing.T) {
 		t.Fatal("the helper answered a request naming the receiver as sender")
 	}
 }
+
+// TestDealtPrefetch: with a prefetch of P on the links, a receiver fetches the next P instances
+// of a shape in the background once it has used what it holds, and draws within them send no
+// request; the outputs stay right (the sender reads its streams in order, the helper from the
+// requested positions).
+func TestDealtPrefetch(t *testing.T) {
+	tr, c0, c1 := trio(t)
+	const P, n, l = 1000, 300, 8
+	for _, lk := range tr.Links {
+		lk.SetPrefetch(P)
+	}
+	s0, _ := NewSession(tr.Links[0], c0)
+	s1, _ := NewSession(tr.Links[1], c1)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(10, 11))
+	h1 := tr.Links[1].Conn().Stats()
+	for d := 0; d < 5; d++ {
+		x, r, y := make([]uint64, n), make([]uint64, n), make([]uint64, n)
+		b := make([]uint64, bitvec.Words(n))
+		for i := range x {
+			x[i] = rng.Uint64()
+		}
+		for i := range b {
+			b[i] = rng.Uint64()
+		}
+		ottest.MustBoth(t, func() error { return s0.SendCOT(ctx, l, x, r) }, func() error { return s1.RecvCOT(ctx, l, b, y) })
+		for i := range y {
+			if want := (r[i] + bitvec.Bit(b, i)*x[i]) & bitvec.Mask(l); y[i] != want {
+				t.Fatalf("draw %d: COT %d: got %x, want %x", d, i, y[i], want)
+			}
+		}
+	}
+	if err := tr.Links[1].Done(ctx); err != nil { // after the last prefetch's reply
+		t.Fatal(err)
+	}
+	// Requests: 300 (nothing held), the prefetch of 1000; draws 2–4 from it (100 left); draw 5:
+	// 100 held + a request of 200, then the next prefetch.
+	var want int64
+	for _, k := range []int{n, P, n - (P - 3*n), P} {
+		reply, _ := DealtBytes(k, 1, l)
+		want += reply
+	}
+	_, req := DealtBytes(1, 1, l)
+	got := tr.Links[1].Conn().Stats().Sub(h1)
+	if got.BytesRecv != want || got.BytesSent != 5*req {
+		t.Fatalf("helper→P1 %d bytes (want %d), P1→helper %d (want %d: 4 requests and done)", got.BytesRecv, want, got.BytesSent, 5*req)
+	}
+}

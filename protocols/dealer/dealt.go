@@ -2,6 +2,9 @@ package dealer
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -13,20 +16,28 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
-// Dealt random OTs (ot.DealtCore): a batch of n random 1-out-of-N OTs with w l-bit words per
-// message on stream s in which party `sender` sends. The sender draws its N·w·n message words
-// from PRG(k_sender2) (stream purOTMsgs, s) as one packed string of l-bit values — word t of
-// message v of instance i is value (i·N + v)·w + t — and the receiver draws its choices from
-// PRG(k_receiver2) (stream purOTChoice, s) as a packed string of log2 N bits per instance
-// (bitvec.Words(n·log2 N) words per batch). The helper draws both and sends the receiver its n·w
-// chosen words, l bits each: that, and the receiver's request, is all the traffic.
+// Dealt random OTs (ot.DealtCore). The dealt OTs of one shape — N messages of w l-bit words —
+// on OT stream s in which party `sender` sends form a sequence of their own, numbered from 0 at
+// both data parties in the order they draw them (batches of one shape are drawn in the same order
+// by both; the batch headers check it). Instance j of the sequence is fixed by position:
+//
+//   - its messages: words [j·S, (j+1)·S) of PRG(k_sender2, purOTMsgs‖s‖shape), S = ⌈N·w·l/64⌉,
+//     word t of message v being bits [(v·w + t)·l, (v·w + t + 1)·l) of those S words;
+//   - its choice: byte j of PRG(k_receiver2, purOTChoice‖s‖shape), mod N.
+//
+// The data parties read their streams in order; the helper, asked for instances [j0, j0+n) of a
+// shape, starts both AES-CTR streams at the position of j0 and sends the receiver its n·w chosen
+// words, l bits each. A request names its position, so the helper keeps no state per stream and
+// requests of a stream may be answered in any order: a receiver may fetch the next instances of a
+// shape in the background (Link.SetPrefetch) while it draws.
 
 // maxDealtWidth bounds the words per message of a dealt batch (ot.MaxWidth).
 const maxDealtWidth = ot.MaxWidth
 
-// DealtBytes is the traffic of a dealt batch of n random 1-of-N OTs with w l-bit words per
+// DealtBytes is the traffic of a request for n dealt random 1-of-N OTs with w l-bit words per
 // message, in wire bytes: the helper's reply to the receiver (w·l bits per instance, in frames
-// of at most 2^20 values) and the receiver's request. Nothing else travels, whatever N is.
+// of at most 2^20 values) and the receiver's request. Nothing else travels, whatever N is. A
+// batch drawn without prefetch is one such request.
 func DealtBytes(n, w, l int) (reply, request int64) {
 	return PackedFrames(n*w, l), 8*reqWords + transport.HeaderSize
 }
@@ -48,8 +59,60 @@ func checkDealt(call string, N, w, l, words, per int) (m, n int, err error) {
 	return bits.TrailingZeros(uint(N)), words / per, nil
 }
 
-// dealtFetch is a receiver's request to the helper in flight.
+// shape is the shape of dealt OTs: log2 N, w, l.
+type shape struct{ m, w, l int }
+
+// words is S, the words of one instance's messages.
+func (k shape) words() int { return ((k.w<<k.m)*k.l + 63) / 64 }
+
+// index is the PRG stream index of the shape's sequence on OT stream st (st < 2^24).
+func (k shape) index(st uint64) uint64 {
+	return st<<26 | uint64(k.m)<<22 | uint64(k.w-1)<<6 | uint64(k.l-1)
+}
+
+// streamAt returns the AES-CTR keystream of seed, purpose and index from byte off on (the stream
+// of prg.NewStream with the same numbers, started part-way).
+func streamAt(seed prg.Seed, purpose uint8, idx, off uint64) cipher.Stream {
+	blk, err := aes.NewCipher(seed[:])
+	if err != nil {
+		panic("dealer: " + err.Error()) // unreachable: a 16-byte key is valid for AES-128
+	}
+	var iv [aes.BlockSize]byte
+	binary.BigEndian.PutUint64(iv[:8], streamID(purpose, idx))
+	binary.BigEndian.PutUint64(iv[8:], off/aes.BlockSize)
+	s := cipher.NewCTR(blk, iv[:])
+	if r := off % aes.BlockSize; r != 0 {
+		var skip [aes.BlockSize]byte
+		s.XORKeyStream(skip[:r], skip[:r])
+	}
+	return s
+}
+
+// fill overwrites dst with the next keystream words of s.
+func fill(s cipher.Stream, dst []uint64) {
+	b := bitvec.Bytes(dst)
+	clear(b)
+	s.XORKeyStream(b, b)
+}
+
+// sendSeq is a sender's sequence of dealt OTs of one shape.
+type sendSeq struct {
+	msgs cipher.Stream
+	raw  []uint64
+}
+
+// recvSeq is a receiver's sequence of dealt OTs of one shape.
+type recvSeq struct {
+	choice cipher.Stream
+	cb     []byte
+	next   uint64      // the position of the next instance this party draws
+	ahead  []uint64    // chosen words of the instances from next on, fetched ahead
+	fetch  *dealtFetch // the background fetch of the instances after ahead, or nil
+}
+
+// dealtFetch is a request to the helper in flight: n instances' chosen words into buf.
 type dealtFetch struct {
+	buf  []uint64
 	done chan struct{}
 	err  error
 }
@@ -62,35 +125,46 @@ func (c *Core) DealtCount(send bool) uint64 {
 	return c.drecvd
 }
 
-// SendDealt draws the next n = len(msgs)/(N·w) dealt OTs this party sends from its seed;
-// nothing is sent.
+// SendDealt draws the next n = len(msgs)/(N·w) dealt OTs of this shape this party sends from its
+// seed; nothing is sent.
 func (c *Core) SendDealt(ctx context.Context, N, w, l int, msgs []uint64) error {
 	if err := c.Err(); err != nil {
 		return err
 	}
-	_, n, err := checkDealt("SendDealt", N, w, l, len(msgs), N*w)
+	m, n, err := checkDealt("SendDealt", N, w, l, len(msgs), N*w)
 	if err != nil {
 		return err
 	}
-	if l == 64 {
-		c.dmsgs.Uint64s(msgs)
-	} else {
-		nw := transport.PackedWords(len(msgs), l)
-		if cap(c.raw) < nw {
-			c.raw = make([]uint64, nw)
+	k := shape{m, w, l}
+	q := c.sendSeqs[k]
+	if q == nil {
+		q = &sendSeq{msgs: streamAt(c.link.seed, purOTMsgs, k.index(uint64(c.stream)), 0)}
+		c.sendSeqs[k] = q
+	}
+	S, per := k.words(), N*w
+	for i0 := 0; i0 < n; i0 += dealtGroup {
+		cnt := min(dealtGroup, n-i0)
+		if cap(q.raw) < cnt*S {
+			q.raw = make([]uint64, dealtGroup*S)
 		}
-		raw := c.raw[:nw]
-		c.dmsgs.Uint64s(raw)
-		transport.Unpack(msgs, raw, l)
+		raw := q.raw[:cnt*S]
+		fill(q.msgs, raw)
+		for i := 0; i < cnt; i++ {
+			transport.Unpack(msgs[(i0+i)*per:(i0+i+1)*per], raw[i*S:(i+1)*S], l)
+		}
 	}
 	c.dsent += uint64(n)
 	return nil
 }
 
-// RecvDealt draws the next n = len(out)/w dealt OTs this party receives: the choices from its
-// seed into ch at once, the chosen messages from the helper, whose request runs in the
-// background until wait. Requests of a stream go out in draw order (a draw first waits for the
-// previous one's request to finish).
+// dealtGroup is the number of instances whose messages are drawn at a time.
+const dealtGroup = 1024
+
+// RecvDealt draws the next n = len(out)/w dealt OTs of this shape this party receives: the
+// choices from its seed into ch at once, the chosen messages from what was fetched ahead and,
+// for the rest, from a request to the helper that runs in the background until wait. With a
+// prefetch set on the link, it then fetches the next Link.prefetch instances of the shape in the
+// background.
 func (c *Core) RecvDealt(ctx context.Context, N, w, l int, ch, out []uint64) (func() error, error) {
 	if err := c.Err(); err != nil {
 		return nil, err
@@ -99,66 +173,119 @@ func (c *Core) RecvDealt(ctx context.Context, N, w, l int, ch, out []uint64) (fu
 	if err != nil {
 		return nil, err
 	}
-	nw := bitvec.Words(n * m)
-	if len(ch) < nw {
+	if nw := bitvec.Words(n * m); len(ch) < nw {
 		return nil, fmt.Errorf("dealer: RecvDealt: %d choice words cannot hold %d choices of %d bits", len(ch), n, m)
 	}
-	if p := c.pend; p != nil {
-		<-p.done
-		c.pend = nil
-		if p.err != nil {
-			return nil, p.err
-		}
+	k := shape{m, w, l}
+	q := c.recvSeqs[k]
+	if q == nil {
+		q = &recvSeq{choice: streamAt(c.link.seed, purOTChoice, k.index(uint64(c.stream)), 0)}
+		c.recvSeqs[k] = q
 	}
-	c.dchoice.Uint64s(ch[:nw])
-	bitvec.ClearTail(ch[:nw], n*m)
+	if f := q.fetch; f != nil {
+		start := time.Now()
+		<-f.done
+		c.link.addWait(time.Since(start))
+		q.fetch = nil
+		if f.err != nil {
+			return nil, f.err
+		}
+		q.ahead = append(q.ahead, f.buf...)
+	}
+	// The choices: byte j of the choice stream, mod N, packed m bits per instance.
+	if cap(q.cb) < n {
+		q.cb = make([]byte, n)
+	}
+	cb := q.cb[:n]
+	clear(cb)
+	q.choice.XORKeyStream(cb, cb)
+	clear(ch[:bitvec.Words(n*m)])
+	var bw bitvec.Writer
+	bw.Reset(ch)
+	mask := byte(N - 1)
+	for _, v := range cb {
+		bw.Put(uint64(v&mask), uint(m))
+	}
+	bw.Flush()
+	// The chosen words: what was fetched ahead, then a request for the rest.
+	have := min(n, len(q.ahead)/w)
+	copy(out, q.ahead[:have*w])
+	q.ahead = q.ahead[have*w:]
+	if len(q.ahead) == 0 {
+		q.ahead = nil
+	}
+	var f *dealtFetch
+	if have < n {
+		f = c.startFetch(ctx, k, q.next+uint64(have), out[have*w:], false)
+	}
+	q.next += uint64(n)
 	c.drecvd += uint64(n)
-	p := &dealtFetch{done: make(chan struct{})}
-	c.pend = p
-	req := []uint64{opDealt, uint64(c.stream), uint64(1 - c.party), uint64(N), uint64(w), uint64(l), uint64(n)}
-	link := c.link
-	go func() {
-		defer close(p.done)
-		p.err = link.request(ctx, req, func() error { return recvPacked(ctx, link.conn, out, l) }, false)
-	}()
+	if p := min(c.link.prefetch, maxCount/(N*w)); p > 0 && q.ahead == nil {
+		// The next instances of the shape, from the first one not held or requested.
+		q.fetch = c.startFetch(ctx, k, q.next, make([]uint64, p*w), true)
+	}
 	waited := false
 	return func() error {
 		if waited {
 			return errors.New("dealer: RecvDealt: wait called twice")
 		}
 		waited = true
-		start := time.Now()
-		<-p.done
-		link.addWait(time.Since(start))
-		if c.pend == p {
-			c.pend = nil
+		if f == nil {
+			return nil
 		}
-		return p.err
+		start := time.Now()
+		<-f.done
+		c.link.addWait(time.Since(start))
+		return f.err
 	}, nil
 }
 
-// dealOTs is the helper's answer to a dealt batch: the receiver's chosen words, n·w values of l
-// bits, from the sender's message stream msgs and the receiver's choice stream choice.
-func dealOTs(msgs, choice *prg.PRG, N, w, l, n int) []uint64 {
-	m := bits.TrailingZeros(uint(N))
-	ch := make([]uint64, bitvec.Words(n*m))
-	choice.Uint64s(ch)
-	out := make([]uint64, n*w)
-	// The messages in groups of 64 instances (a whole number of words of the packed string: the
-	// same words as one draw of the batch), so the helper holds only a group's.
-	const group = 64
-	raw := make([]uint64, transport.PackedWords(min(group, n)*N*w, l))
-	for i0 := 0; i0 < n; i0 += group {
-		cnt := min(group, n-i0)
-		r := raw[:transport.PackedWords(cnt*N*w, l)]
-		msgs.Uint64s(r)
+// startFetch asks the helper, in the background, for the chosen words of instances
+// [at, at + len(buf)/k.w) of shape k on this stream, into buf. A prefetch is not cancelled with
+// the draw's context (a fetch cut short would make the link unusable; the transport's timeout and
+// an abort of the link bound it).
+func (c *Core) startFetch(ctx context.Context, k shape, at uint64, buf []uint64, ahead bool) *dealtFetch {
+	f := &dealtFetch{buf: buf, done: make(chan struct{})}
+	n := len(buf) / k.w
+	req := []uint64{opDealt, uint64(c.stream), uint64(1 - c.party), uint64(1) << k.m, uint64(k.w), uint64(k.l), at, uint64(n)}
+	link := c.link
+	if ahead {
+		ctx = context.WithoutCancel(ctx)
+		link.bg.Add(1)
+	}
+	go func() {
+		defer close(f.done)
+		if ahead {
+			defer link.bg.Done()
+		}
+		f.err = link.request(ctx, req, func() error { return recvPacked(ctx, link.conn, buf, k.l) }, false)
+	}()
+	return f
+}
+
+// dealOTs is the helper's answer to a request: the receiver's chosen words of instances
+// [at, at+n) of shape k on OT stream st, n·w values of l bits, from the sender's seed ks and the
+// receiver's kr.
+func dealOTs(ks, kr prg.Seed, st uint64, k shape, at uint64, n int) []uint64 {
+	idx := k.index(st)
+	S := k.words()
+	msgs := streamAt(ks, purOTMsgs, idx, 8*uint64(S)*at)
+	choice := streamAt(kr, purOTChoice, idx, at)
+	cb := make([]byte, n)
+	choice.XORKeyStream(cb, cb)
+	out := make([]uint64, n*k.w)
+	raw := make([]uint64, min(n, dealtGroup)*S)
+	mask := byte(1<<k.m - 1)
+	for i0 := 0; i0 < n; i0 += dealtGroup {
+		cnt := min(dealtGroup, n-i0)
+		r := raw[:cnt*S]
+		fill(msgs, r)
 		for i := 0; i < cnt; i++ {
 			g := i0 + i
-			ci := int(bitvec.Get(ch, g*m, m)) // Get reads no word past the one of its last bit
-			base := (i*N + ci) * w * l
-			o := out[g*w : (g+1)*w]
+			base := (int(cb[g]&mask) * k.w) * k.l
+			inst, o := r[i*S:(i+1)*S], out[g*k.w:(g+1)*k.w]
 			for t := range o {
-				o[t] = bitvec.Get(r, base+t*l, l)
+				o[t] = bitvec.Get(inst, base+t*k.l, k.l)
 			}
 		}
 	}

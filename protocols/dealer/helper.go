@@ -54,7 +54,6 @@ func (h *Helper) Serve(ctx context.Context, conn *transport.Conn, party int) err
 	}
 	type cotGen struct{ keys, bits *prg.PRG }
 	cots := map[uint64]cotGen{}
-	dealt := map[uint64]cotGen{} // the dealt OTs' message and choice streams
 	type tripleGen struct{ g0, g1 *prg.PRG }
 	triples := map[uint64]tripleGen{}
 	sender := 1 - party
@@ -90,20 +89,17 @@ func (h *Helper) Serve(ctx context.Context, conn *transport.Conn, party int) err
 			}
 			err = sendWords(ctx, conn, prg.BlockWords(m))
 		case opDealt:
-			st, snd, N, w, l, n := req[1], req[2], req[3], req[4], req[5], req[6]
-			if snd != uint64(sender) || st > 1<<24 || N > ot.MaxN || w > maxDealtWidth || l > 64 || n > maxCount {
-				err = fmt.Errorf("dealt OT request: stream %d, sender %d, N=%d, w=%d, l=%d, n=%d", st, snd, N, w, l, n)
+			st, snd, N, w, l, at, n := req[1], req[2], req[3], req[4], req[5], req[6], req[7]
+			if snd != uint64(sender) || st > 1<<24 || N > ot.MaxN || w > maxDealtWidth || l > 64 || n > maxCount || at > 1<<56 {
+				err = fmt.Errorf("dealt OT request: stream %d, sender %d, N=%d, w=%d, l=%d, instances %d+%d", st, snd, N, w, l, at, n)
 				break
 			}
-			if _, _, err = checkDealt("helper", int(N), int(w), int(l), int(n*w), int(w)); err != nil {
+			var m int
+			if m, _, err = checkDealt("helper", int(N), int(w), int(l), int(n*w), int(w)); err != nil {
 				break
 			}
-			g, ok := dealt[st]
-			if !ok {
-				g = cotGen{prg.NewStream(h.seeds[sender], streamID(purOTMsgs, st)), prg.NewStream(h.seeds[party], streamID(purOTChoice, st))}
-				dealt[st] = g
-			}
-			err = sendPacked(ctx, conn, dealOTs(g.keys, g.bits, int(N), int(w), int(l), int(n)), int(l))
+			out := dealOTs(h.seeds[sender], h.seeds[party], st, shape{m, int(w), int(l)}, at, int(n))
+			err = sendPacked(ctx, conn, out, int(l))
 		case opTriples:
 			st, nReg, nCorr := req[1], req[2], req[3]
 			if party != 1 || nReg > maxCount || nCorr > maxCount || nReg+2*nCorr > maxCount || st > 1<<24 {
