@@ -137,8 +137,9 @@ func (s *Session) recv1of2(ctx context.Context, call string, op uint8, w, l int,
 			return s.fail(call, err)
 		}
 	}
+	var ready func() error // a dealt core's wait for m
 	if s.dealt != nil {
-		err = s.recvDealt(ctx, 2, n, w, l, 1, k.random, b, m)
+		ready, err = s.recvDealt(ctx, 2, n, w, l, 1, k.random, b, m)
 	} else {
 		dom := s.core.Domain(1-s.party, PurposePads)
 		err = s.recvDraw(ctx, n, 1, k.random, b, func(off int, mb []prg.Block) {
@@ -149,6 +150,11 @@ func (s *Session) recv1of2(ctx context.Context, call string, op uint8, w, l int,
 		return s.fail(call, err)
 	}
 	if !s.hasReply(op) {
+		if ready != nil {
+			if err := ready(); err != nil {
+				return s.fail(call, err)
+			}
+		}
 		return nil
 	}
 	mask := bitvec.Mask(l)
@@ -174,7 +180,7 @@ func (s *Session) recv1of2(ctx context.Context, call string, op uint8, w, l int,
 			}
 		}
 	}
-	if err := s.awaitReply(ctx, h.ctr, n, k.vals*w, l, apply); err != nil {
+	if err := s.awaitReply(ctx, h.ctr, n, k.vals*w, l, ready, apply); err != nil {
 		return s.fail(call, err)
 	}
 	return nil

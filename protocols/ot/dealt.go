@@ -19,8 +19,9 @@ import (
 //   - the sender's reply is that of the generic derivation, with the relabelled dealt messages
 //     as pads: COT r + x − q, OT m_v ⊕ pad_v, 1-of-N e_v = msg_v ⊕ pad_{v ⊕ d_i}.
 //
-// The receiver sends its derandomisation bits before it waits for the dealer's reply, so the
-// dealer's round trip overlaps the parties' own.
+// The receiver sends its derandomisation bits before it waits for the dealer's reply, and waits
+// for it only when the sender's reply is in (awaitReply), so the dealer's round trip overlaps the
+// parties' own and only what it takes beyond that counts as a wait on the dealer.
 
 // count is the stream index of the next instance of a derived 1-of-2 or 1-of-N batch this party
 // draws as sender (send) or receiver, for the batch header.
@@ -74,15 +75,16 @@ func (s *Session) recvFlips(ctx context.Context, n, k int, flip func(off, nc int
 // recvDealt is the receiver's draw of a batch of n dealt 1-of-N OTs (k = log2 N choice bits per
 // instance, w l-bit words per message) into out. With random set, the choices are the dealt ones,
 // written to b (bits past n·k cleared); otherwise b holds the wanted choices (k bits per
-// instance, packed) and this party sends d = b ⊕ r, one frame per Frame() instances, before it
-// waits for the dealer.
-func (s *Session) recvDealt(ctx context.Context, N, n, w, l, k int, random bool, b, out []uint64) error {
+// instance, packed) and this party sends d = b ⊕ r, one frame per Frame() instances. It returns
+// the wait for out, which the caller must call once (awaitReply calls it when the peer's reply
+// is in); on an error it has waited already.
+func (s *Session) recvDealt(ctx context.Context, N, n, w, l, k int, random bool, b, out []uint64) (func() error, error) {
 	total := n * k
 	nw := bitvec.Words(total)
 	rc := growU(&s.sc.rc, nw)
 	wait, err := s.dealt.RecvDealt(ctx, N, w, l, rc, out)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if random {
 		copy(b[:nw], rc)
@@ -101,10 +103,11 @@ func (s *Session) recvDealt(ctx context.Context, N, n, w, l, k int, random bool,
 			}
 		}
 	}
-	if werr := wait(); err == nil {
-		err = werr
+	if err != nil {
+		_ = wait() // the batch failed already; the fetch must end before out is given back
+		return nil, err
 	}
-	return err
+	return wait, nil
 }
 
 // sendOTNDealt is the 1-of-N sender on a dealt core: the receiver's header and derandomisation
@@ -156,8 +159,9 @@ func (s *Session) recvOTNDealt(ctx context.Context, N, m, l int, c []uint8, out 
 			cb[q>>6+1] |= uint64(ci) >> (64 - q&63)
 		}
 	}
-	if err := s.recvDealt(ctx, N, n, 1, l, m, false, cb, out); err != nil {
+	ready, err := s.recvDealt(ctx, N, n, 1, l, m, false, cb, out)
+	if err != nil {
 		return err
 	}
-	return s.awaitOTN(ctx, h.ctr, N, l, c, out)
+	return s.awaitOTN(ctx, h.ctr, N, l, c, out, ready)
 }

@@ -254,13 +254,14 @@ func (s *Session) recvOTN(ctx context.Context, N, m, l int, c []uint8, out []uin
 	if err != nil {
 		return err
 	}
-	return s.awaitOTN(ctx, h.ctr, N, l, c, out)
+	return s.awaitOTN(ctx, h.ctr, N, l, c, out, nil)
 }
 
-// awaitOTN is the receiver's reply of a 1-of-N batch: out[i] ⊕= e_{i,c_i}, masked to l bits.
-func (s *Session) awaitOTN(ctx context.Context, ctr uint64, N, l int, c []uint8, out []uint64) error {
+// awaitOTN is the receiver's reply of a 1-of-N batch: out[i] ⊕= e_{i,c_i}, masked to l bits
+// (ready as in awaitReply).
+func (s *Session) awaitOTN(ctx context.Context, ctr uint64, N, l int, c []uint8, out []uint64, ready func() error) error {
 	mask := bitvec.Mask(l)
-	return s.awaitReply(ctx, ctr, len(out), N, l, func(off, nc int, pk []uint64) {
+	return s.awaitReply(ctx, ctr, len(out), N, l, ready, func(off, nc int, pk []uint64) {
 		mo := out[off : off+nc]
 		for i := range mo {
 			mo[i] = (mo[i] ^ bitvec.Get(pk, (i*N+int(c[off+i]))*l, l)) & mask
@@ -309,5 +310,5 @@ func (s *Session) recvOTNNative(ctx context.Context, N, l int, c []uint8, out []
 	if err != nil {
 		return err
 	}
-	return s.awaitOTN(ctx, h.ctr, N, l, c, out)
+	return s.awaitOTN(ctx, h.ctr, N, l, c, out, nil)
 }

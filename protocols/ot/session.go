@@ -322,8 +322,20 @@ func (s *Session) reply(ctx context.Context, ctr uint64, n, v, l int, packed []u
 	return s.conn.Flush(ctx)
 }
 
-// awaitReply is the receiver's side of reply: apply gets each frame's values, packed.
-func (s *Session) awaitReply(ctx context.Context, ctr uint64, n, v, l int, apply func(off, nc int, packed []uint64)) error {
+// awaitReply is the receiver's side of reply: apply gets each frame's values, packed. If ready
+// is not nil (a dealt core's wait for the receiver's outputs), it is called once, when the
+// first frame is in (so that only the time the dealer takes beyond the peer's reply is spent
+// waiting for it), or before returning if no frame comes.
+func (s *Session) awaitReply(ctx context.Context, ctr uint64, n, v, l int, ready func() error, apply func(off, nc int, packed []uint64)) (err error) {
+	if ready != nil {
+		defer func() {
+			if ready != nil {
+				if rerr := ready(); err == nil {
+					err = rerr
+				}
+			}
+		}()
+	}
 	if s.chosen != nil {
 		var ack [1]uint64
 		if err := s.conn.RecvUint64s(ctx, ack[:]); err != nil {
@@ -344,6 +356,12 @@ func (s *Session) awaitReply(ctx context.Context, ctr uint64, n, v, l int, apply
 		pk[nw-1] = 0
 		if err := s.conn.RecvBits(ctx, pk, nc*v*l); err != nil {
 			return err
+		}
+		if r := ready; r != nil {
+			ready = nil
+			if err := r(); err != nil {
+				return err
+			}
 		}
 		apply(off, nc, pk)
 	}
