@@ -91,8 +91,8 @@ func runSci3(t testing.TB, p *program, inputs []ring.Tensor, streams int, otTrip
 func logSci3(t testing.TB, name string, sec *secureRun, helper [2]transport.Stats, n int) {
 	t.Helper()
 	logProfile(t, name+" (sci3, data parties)", sec, n)
-	t.Logf("%s (sci3): helper → party 0 %.2f MB, helper → party 1 %.2f MB per inference (requests %.3f MB)", name,
-		mb(helper[0].BytesRecv)/float64(n), mb(helper[1].BytesRecv)/float64(n), mb(helper[0].BytesSent+helper[1].BytesSent)/float64(n))
+	t.Logf("%s (sci3): helper → party 0 %.0f B, helper → party 1 %.0f B per inference (requests %.0f B)", name,
+		float64(helper[0].BytesRecv)/float64(n), float64(helper[1].BytesRecv)/float64(n), float64(helper[0].BytesSent+helper[1].BytesSent)/float64(n))
 }
 
 // TestSci3Golden: the three-party backend's outputs equal the cleartext ones bitwise on the

@@ -68,7 +68,7 @@ type helperTLSFlags struct {
 func (h *helperTLSFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&h.pin, "helper-tls-pin", "", "backend sci3 (server and client): reach the helper over TLS and accept only the one whose key has this `FINGERPRINT` (sha256:..., as the helper printed it)")
 	fs.StringVar(&h.ca, "helper-tls-ca", "", "backend sci3 (server and client): reach the helper over TLS and trust its certificate if signed by (or equal to) the PEM `FILE`")
-	fs.IntVar(&h.prefetch, "helper-prefetch", 0, fmt.Sprintf("backend sci3 (server, client, --local): fetch the next `N` COTs of each OT stream from the helper in the background, so that a draw finds them ready (16·N bytes of memory per stream; the last fetch of a session goes unused); e.g. %d; 0: on demand", dealer.MinRefill))
+	fs.IntVar(&h.prefetch, "helper-prefetch", 0, fmt.Sprintf("backend sci3 (server, client, --local): fetch the next `N` dealt OTs of each shape (message count and width) of each OT stream from the helper in the background, so that a draw finds them ready (N words of memory per shape and stream for one-word messages; the last fetch of each shape goes unused: up to N·l bits more from the helper); e.g. %d; 0: on demand", 1<<14))
 	fs.BoolVar(&h.insecure, "helper-insecure", false, "backend sci3: allow a plaintext link to the helper (data parties), or serve without TLS (the helper): the pairwise seeds then travel in the clear; on a trusted network only")
 }
 

@@ -256,7 +256,8 @@ func TestHelperDropOrStall(t *testing.T) {
 		max   time.Duration
 	}{{false, 10 * time.Second}, {true, 20 * time.Second}} {
 		t.Run(fmt.Sprintf("stall=%v", c.stall), func(t *testing.T) {
-			p := proxy(t, helper, 1<<20, c.stall)
+			// Mid-session: the helper sends a mnist-small inference ~90 kB (dealt short OTs).
+			p := proxy(t, helper, 1<<14, c.stall)
 			d, e0, e1 := runPair(t, full, client, in, filepath.Join(t.TempDir(), "o.npy"), p, pin, "--timeout", "4s")
 			if e0 == nil || e1 == nil {
 				t.Fatalf("server: %v; client: %v: want both to fail", e0, e1)

@@ -61,6 +61,10 @@ type Core struct {
 	pos    int
 	err    error
 	next   chan fetched // the prefetch in flight (Link.SetPrefetch), or nil
+	// Dealt random OTs (dealt.go), a sequence per shape in each direction.
+	dsent, drecvd uint64
+	sendSeqs      map[shape]*sendSeq
+	recvSeqs      map[shape]*recvSeq
 }
 
 // fetched is a background refill: its blocks and choice bits, or the error.
@@ -70,7 +74,10 @@ type fetched struct {
 	err  error
 }
 
-var _ ot.Forker = (*Core)(nil)
+var (
+	_ ot.Forker    = (*Core)(nil)
+	_ ot.DealtCore = (*Core)(nil)
+)
 
 // NewCore returns the dealt COT core of stream 0 between the data parties on conn (their
 // connection), with the helper on link. Both data parties call it; nothing is exchanged.
@@ -95,6 +102,7 @@ func newCore(link *Link, conn *transport.Conn, stream uint32, forks *atomic.Uint
 	c.delta = deltaOf(link.seed)
 	c.keys = link.prg(purKeys, uint64(stream))
 	c.bitsG = link.prg(purBits, uint64(stream))
+	c.sendSeqs, c.recvSeqs = map[shape]*sendSeq{}, map[shape]*recvSeq{}
 	return c
 }
 
@@ -264,7 +272,9 @@ func (c *Core) startPrefetch(ctx context.Context) {
 	// Not cancelled with the draw's context: a fetch cut short would make the link unusable.
 	// The transport's timeout and an abort of the link bound it.
 	ctx = context.WithoutCancel(ctx)
+	c.link.bg.Add(1)
 	go func(ch chan<- fetched) {
+		defer c.link.bg.Done()
 		f.err = c.link.request(ctx, []uint64{opCOT, uint64(c.stream), uint64(1 - c.party), uint64(n)}, func() error {
 			return recvWords(ctx, c.link.conn, prg.BlockWords(f.buf))
 		}, false)

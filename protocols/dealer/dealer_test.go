@@ -3,6 +3,7 @@ package dealer
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -246,5 +247,169 @@ func TestNonlinearOnDealer(t *testing.T) {
 	}
 	if bytes[1] >= bytes[0] {
 		t.Fatalf("dealt triples do not reduce the traffic: %d ≥ %d", bytes[1], bytes[0])
+	}
+}
+
+// TestDealtBytes: every derived kind on the dealt OTs costs the receiver's link one request and
+// the helper's reply of w·l bits per instance (whatever N is), costs nothing on the sender's link,
+// and moves exactly the bytes between the data parties that the generic derivation from the
+// dealt 128-bit COTs does (ottest.RandomChoice hides ot.DealtCore), which costs the helper 128
+// bits per COT in refills of at least MinRefill.
+func TestDealtBytes(t *testing.T) {
+	type prim struct {
+		kind    string
+		n, w, l int
+		N       int // 1-of-N; 0 for the 1-of-2 kinds
+	}
+	prims := []prim{
+		{"COT", 1000, 1, 1, 0}, {"COT", 9000, 1, 13, 0}, {"COT", 300, 3, 37, 0}, {"RCOT", 777, 1, 32, 0},
+		{"OT", 500, 1, 8, 0}, {"ROT", 2000, 1, 2, 0}, {"ROTChosen", 65, 2, 64, 0},
+		{"OTN", 1000, 1, 2, 16}, {"OTN", 8200, 1, 2, 4}, {"OTN", 100, 1, 5, 256},
+	}
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(8, 9))
+	type run struct {
+		data   [2]int64
+		helper [2]transport.Stats
+	}
+	measure := func(generic bool, p prim) run {
+		tr, c0, c1 := trio(t)
+		k0, _ := NewCore(tr.Links[0], c0)
+		k1, _ := NewCore(tr.Links[1], c1)
+		var s0, s1 *ot.Session
+		if generic {
+			s0, _ = ot.New(ottest.RandomChoice{Core: k0})
+			s1, _ = ot.New(ottest.RandomChoice{Core: k1})
+		} else {
+			s0, _ = ot.New(k0)
+			s1, _ = ot.New(k1)
+		}
+		h0, h1 := tr.Links[0].Conn().Stats(), tr.Links[1].Conn().Stats()
+		n, w, l := p.n, p.w, p.l
+		x, r, y := make([]uint64, n*w), make([]uint64, n*w), make([]uint64, n*w)
+		b := make([]uint64, bitvec.Words(n))
+		for i := range b {
+			b[i] = rng.Uint64()
+		}
+		var f0, f1 func() error
+		switch p.kind {
+		case "COT":
+			f0, f1 = func() error { return s0.SendCOTWide(ctx, w, l, x, r) }, func() error { return s1.RecvCOTWide(ctx, w, l, b, y) }
+		case "RCOT":
+			f0, f1 = func() error { return s0.SendRCOTWide(ctx, w, l, x, r) }, func() error { return s1.RecvRCOTWide(ctx, w, l, b, y) }
+		case "OT":
+			f0, f1 = func() error { return s0.SendOTWide(ctx, w, l, x, r) }, func() error { return s1.RecvOTWide(ctx, w, l, b, y) }
+		case "ROT":
+			f0, f1 = func() error { return s0.SendROTWide(ctx, w, l, x, r) }, func() error { return s1.RecvROTWide(ctx, w, l, b, y) }
+		case "ROTChosen":
+			f0, f1 = func() error { return s0.SendROTChosenWide(ctx, w, l, x, r) }, func() error { return s1.RecvROTChosenWide(ctx, w, l, b, y) }
+		case "OTN":
+			c := make([]uint8, n)
+			for i := range c {
+				c[i] = uint8(rng.IntN(p.N))
+			}
+			f0 = func() error { return s0.SendOTN(ctx, p.N, l, make([]uint64, n*p.N)) }
+			f1 = func() error { return s1.RecvOTN(ctx, p.N, l, c, y) }
+		}
+		d0, d1 := c0.Stats(), c1.Stats()
+		ottest.MustBoth(t, f0, f1)
+		return run{[2]int64{c0.Stats().Sub(d0).BytesSent, c1.Stats().Sub(d1).BytesSent},
+			[2]transport.Stats{tr.Links[0].Conn().Stats().Sub(h0), tr.Links[1].Conn().Stats().Sub(h1)}}
+	}
+	for _, p := range prims {
+		name := fmt.Sprintf("%s n=%d w=%d l=%d N=%d", p.kind, p.n, p.w, p.l, p.N)
+		dealt, generic := measure(false, p), measure(true, p)
+		if dealt.data != generic.data {
+			t.Fatalf("%s: data parties sent %v on dealt OTs, %v on the generic derivation", name, dealt.data, generic.data)
+		}
+		reply, req := DealtBytes(p.n, p.w, p.l)
+		if h := dealt.helper; h[0].BytesSent+h[0].BytesRecv != 0 || h[1].BytesRecv != reply || h[1].BytesSent != req {
+			t.Fatalf("%s: helper–P0 %d bytes (want 0), helper→P1 %d (want %d), P1→helper %d (want %d)",
+				name, h[0].BytesSent+h[0].BytesRecv, h[1].BytesRecv, reply, h[1].BytesSent, req)
+		}
+		cots := p.n
+		if p.N > 0 {
+			cots = p.n * bits.TrailingZeros(uint(p.N))
+		}
+		greply, _ := COTBytes(max(cots, MinRefill))
+		if generic.helper[1].BytesRecv != greply {
+			t.Fatalf("%s: generic derivation: helper→P1 %d bytes, want %d", name, generic.helper[1].BytesRecv, greply)
+		}
+		t.Logf("%-32s data parties %6d + %6d B; helper→receiver %7d B dealt, %d B as 128-bit COTs (%.1f bits per instance vs %d)",
+			name, dealt.data[0], dealt.data[1], reply, greply, float64(8*reply)/float64(p.n), 128*cots/p.n)
+	}
+}
+
+// TestDealtErrors: malformed dealt batches are refused with an error before anything is sent,
+// and a mismatch between the two parties' batches fails both.
+func TestDealtErrors(t *testing.T) {
+	tr, c0, c1 := trio(t)
+	k0, _ := NewCore(tr.Links[0], c0)
+	k1, _ := NewCore(tr.Links[1], c1)
+	ctx := context.Background()
+	before := tr.Links[1].Conn().Stats()
+	for _, c := range []struct{ N, w, l, words int }{{3, 1, 8, 6}, {2, 0, 8, 2}, {2, 1, 0, 2}, {2, 1, 65, 2}, {4, 1, 8, 6}, {512, 1, 8, 512}} {
+		if err := k0.SendDealt(ctx, c.N, c.w, c.l, make([]uint64, c.words)); err == nil {
+			t.Fatalf("SendDealt %+v accepted", c)
+		}
+	}
+	if _, err := k1.RecvDealt(ctx, 4, 1, 8, make([]uint64, 1), make([]uint64, 100)); err == nil {
+		t.Fatal("RecvDealt with 64 choice bits for 100 choices of 2 bits accepted")
+	}
+	if k0.Err() != nil || k1.Err() != nil || tr.Links[1].Conn().Stats().Sub(before).BytesSent != 0 {
+		t.Fatal("argument errors made the cores unusable or sent a request")
+	}
+	// The helper refuses a request for a stream in which the requesting party is the sender.
+	err := tr.Links[1].call(ctx, []uint64{opDealt, 0, 1, 2, 1, 8, 10}, func() error { return recvPacked(ctx, tr.Links[1].conn, make([]uint64, 10), 8) })
+	if err == nil {
+		t.Fatal("the helper answered a request naming the receiver as sender")
+	}
+}
+
+// TestDealtPrefetch: with a prefetch of P on the links, a receiver fetches the next P instances
+// of a shape in the background once it has used what it holds, and draws within them send no
+// request; the outputs stay right (the sender reads its streams in order, the helper from the
+// requested positions).
+func TestDealtPrefetch(t *testing.T) {
+	tr, c0, c1 := trio(t)
+	const P, n, l = 1000, 300, 8
+	for _, lk := range tr.Links {
+		lk.SetPrefetch(P)
+	}
+	s0, _ := NewSession(tr.Links[0], c0)
+	s1, _ := NewSession(tr.Links[1], c1)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(10, 11))
+	h1 := tr.Links[1].Conn().Stats()
+	for d := 0; d < 5; d++ {
+		x, r, y := make([]uint64, n), make([]uint64, n), make([]uint64, n)
+		b := make([]uint64, bitvec.Words(n))
+		for i := range x {
+			x[i] = rng.Uint64()
+		}
+		for i := range b {
+			b[i] = rng.Uint64()
+		}
+		ottest.MustBoth(t, func() error { return s0.SendCOT(ctx, l, x, r) }, func() error { return s1.RecvCOT(ctx, l, b, y) })
+		for i := range y {
+			if want := (r[i] + bitvec.Bit(b, i)*x[i]) & bitvec.Mask(l); y[i] != want {
+				t.Fatalf("draw %d: COT %d: got %x, want %x", d, i, y[i], want)
+			}
+		}
+	}
+	if err := tr.Links[1].Done(ctx); err != nil { // after the last prefetch's reply
+		t.Fatal(err)
+	}
+	// Requests: 300 (nothing held), the prefetch of 1000; draws 2–4 from it (100 left); draw 5:
+	// 100 held + a request of 200, then the next prefetch.
+	var want int64
+	for _, k := range []int{n, P, n - (P - 3*n), P} {
+		reply, _ := DealtBytes(k, 1, l)
+		want += reply
+	}
+	_, req := DealtBytes(1, 1, l)
+	got := tr.Links[1].Conn().Stats().Sub(h1)
+	if got.BytesRecv != want || got.BytesSent != 5*req {
+		t.Fatalf("helper→P1 %d bytes (want %d), P1→helper %d (want %d: 4 requests and done)", got.BytesRecv, want, got.BytesSent, 5*req)
 	}
 }

@@ -11,11 +11,16 @@
 //
 // What the helper deals (docs/protocols.md, "Three parties"):
 //
-//   - Random COTs ([Core], an ot.Core): in a COT that party s sends, its keys k_i and its Δ come
-//     from PRG(k_s2) and the receiver's choice bits b_i from PRG(k_r2); the helper sends the
-//     receiver m_i = k_i ⊕ b_i·Δ: 128 bits per COT, on the receiver's link to the helper, nothing
-//     between the two data parties. Every OT kind of package ot and every CrypTFlow2 protocol of
-//     package nonlinear runs on it unchanged.
+//   - Short random OTs ([Core] is an ot.DealtCore): a batch of random 1-out-of-N OTs with w l-bit
+//     words per message, the sender's messages from PRG(k_s2), the receiver's choices from
+//     PRG(k_r2); the helper sends the receiver its chosen words: w·l bits per instance whatever
+//     N is ([DealtBytes]), nothing between the data parties. ot.Session derives COT_l, RCOT, ROT,
+//     chosen OT and 1-of-N OT from them with the data parties' messages of any random-choice
+//     core, so every CrypTFlow2 protocol of package nonlinear runs on it unchanged.
+//   - Random COTs (Core, an ot.Core; the session's block COTs): in a COT that party s sends, its
+//     keys k_i and its Δ come from PRG(k_s2) and the receiver's choice bits b_i from PRG(k_r2);
+//     the helper sends the receiver m_i = k_i ⊕ b_i·Δ: 128 bits per COT, on the receiver's link
+//     to the helper, nothing between the two data parties.
 //   - Beaver bit triples ([Triples], nonlinear.TripleDealer): party 0's shares (d0, e0, f0) from
 //     PRG(k02), party 1's (d1, e1) from PRG(k12), and the helper sends party 1
 //     f1 = (d0⊕d1)∧(e0⊕e1) ⊕ f0: 1 bit per triple, 2 bits per correlated pair.

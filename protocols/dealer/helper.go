@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
@@ -87,6 +88,18 @@ func (h *Helper) Serve(ctx context.Context, conn *transport.Conn, party int) err
 				}
 			}
 			err = sendWords(ctx, conn, prg.BlockWords(m))
+		case opDealt:
+			st, snd, N, w, l, at, n := req[1], req[2], req[3], req[4], req[5], req[6], req[7]
+			if snd != uint64(sender) || st > 1<<24 || N > ot.MaxN || w > maxDealtWidth || l > 64 || n > maxCount || at > 1<<56 {
+				err = fmt.Errorf("dealt OT request: stream %d, sender %d, N=%d, w=%d, l=%d, instances %d+%d", st, snd, N, w, l, at, n)
+				break
+			}
+			var m int
+			if m, _, err = checkDealt("helper", int(N), int(w), int(l), int(n*w), int(w)); err != nil {
+				break
+			}
+			out := dealOTs(h.seeds[sender], h.seeds[party], st, shape{m, int(w), int(l)}, at, int(n))
+			err = sendPacked(ctx, conn, out, int(l))
 		case opTriples:
 			st, nReg, nCorr := req[1], req[2], req[3]
 			if party != 1 || nReg > maxCount || nCorr > maxCount || nReg+2*nCorr > maxCount || st > 1<<24 {

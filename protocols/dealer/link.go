@@ -17,6 +17,7 @@ const (
 	opTriples = 2 // bit triples on stream s: words s, nReg, nCorr
 	opLinear  = 3 // a linear layer's correction: words kind, id, call, l, then the shape
 	opDone    = 4 // the data party is done (the helper's loop for this link returns)
+	opDealt   = 5 // dealt random 1-of-N OTs on stream s: words s, sender, N, w, l, first instance, n
 )
 
 // reqWords is the fixed size of a request, in words.
@@ -32,14 +33,16 @@ const maxCount = 1 << 28
 
 // PRG stream purposes (the top byte of a prg.NewStream number).
 const (
-	purDelta   = 1 // Δ of the COTs a party sends
-	purKeys    = 2 // keys of the COTs a party sends, per OT stream
-	purBits    = 3 // choice bits of the COTs a party receives, per OT stream
-	purTriple  = 4 // triple shares, per OT stream
-	purWeight  = 5 // B of a weight tensor, per id
-	purMaskA   = 6 // A of a linear call, per call
-	purMaskR   = 7 // R of a linear call, per call
-	purTriple1 = 8 // party 1's triple shares (d1, e1), per OT stream
+	purDelta    = 1  // Δ of the COTs a party sends
+	purKeys     = 2  // keys of the COTs a party sends, per OT stream
+	purBits     = 3  // choice bits of the COTs a party receives, per OT stream
+	purTriple   = 4  // triple shares, per OT stream
+	purWeight   = 5  // B of a weight tensor, per id
+	purMaskA    = 6  // A of a linear call, per call
+	purMaskR    = 7  // R of a linear call, per call
+	purTriple1  = 8  // party 1's triple shares (d1, e1), per OT stream
+	purOTMsgs   = 9  // messages of the dealt OTs a party sends, per OT stream
+	purOTChoice = 10 // choices of the dealt OTs a party receives, per OT stream
 )
 
 // streamID is the PRG stream number of a purpose and an index.
@@ -56,15 +59,19 @@ type Link struct {
 	mu    sync.Mutex
 	err   error
 	wait  time.Duration // time the online path spent in requests (sending, the helper's work, the reply)
-	// prefetch is the COTs a receiving Core asks for ahead, in the background (0: none).
+	// prefetch is the COTs (dealt OTs of each shape) a receiving Core asks for ahead, in the
+	// background (0: none).
 	prefetch int
+	bg       sync.WaitGroup // the background fetches in flight (Done waits for them)
 }
 
-// SetPrefetch makes the COT cores on this link fetch the next n COTs of their stream in the
-// background after each refill, so that the next draw finds them ready (an offline phase for the
-// dominant part of the helper's dealing: 128 bits per COT). Memory: one buffer of n blocks
-// (16n bytes) per OT stream; the last prefetch of a session goes unused (up to 16n bytes per
-// stream more from the helper). Set it before the first draw; 0 turns it off.
+// SetPrefetch makes the cores on this link fetch ahead in the background, so that the next draw
+// finds the helper's part ready (an offline phase for the helper's dealing): the next n COTs of
+// their stream after each refill (memory: n blocks, 16n bytes, per OT stream), and the next n
+// dealt OTs of a shape once a draw has used those held (memory: n·w words per shape and OT
+// stream, w the words per message). The last prefetch of a session goes unused (up to 16n bytes
+// per stream, n·w·l bits per shape, more from the helper). Set it before the first draw; 0 turns
+// it off.
 func (l *Link) SetPrefetch(n int) { l.prefetch = max(0, min(n, maxCount)) }
 
 // HelperError is a failure of the link to the helper (as opposed to one of the other data
@@ -160,6 +167,7 @@ func (l *Link) prg(purpose uint8, idx uint64) *prg.PRG {
 
 // Done tells the helper that this party will send no more requests.
 func (l *Link) Done(ctx context.Context) error {
+	l.bg.Wait() // a prefetch still in flight gets its reply first
 	return l.call(ctx, []uint64{opDone}, nil)
 }
 

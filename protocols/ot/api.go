@@ -22,7 +22,9 @@ import (
 // On a chosen-choice core every batch is opened by the receiver (its extension is the first
 // message) and every reply starts with an acknowledgement; on a random-choice core the
 // receiver's chosen bits cost one derandomisation bit per instance, a batch is opened by the
-// party whose message comes first, and a random OT, which has no message, has no header.
+// party whose message comes first, and a random OT, which has no message, has no header. On a
+// dealt core ([DealtCore], dealt.go) the dealt random OTs take the place of the COT draw and the
+// hashing; the messages between the parties stay those of a random-choice core.
 
 // kind1of2 describes a 1-of-2 kind.
 type kind1of2 struct {
@@ -61,7 +63,7 @@ func (s *Session) send1of2(ctx context.Context, call string, op uint8, w, l int,
 		return err
 	}
 	k := kinds1of2[op]
-	h := header{op: op, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.core.Count(true)}
+	h := header{op: op, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.count(true)}
 	if has, rf := s.hasHeader(op); has {
 		if err := s.open(ctx, h, !rf, true); err != nil {
 			return s.fail(call, err)
@@ -76,11 +78,15 @@ func (s *Session) send1of2(ctx context.Context, call string, op uint8, w, l int,
 	default:
 		p0, p1 = growU(&s.sc.p0, n*w), growU(&s.sc.p1, n*w)
 	}
-	dom, delta := s.core.Domain(s.party, PurposePads), s.core.Delta()
-	err = s.sendDraw(ctx, n, 1, k.random, func(off int, key []prg.Block) {
-		s.pads(p0[off*w:(off+len(key))*w], key, prg.Block{}, h.ctr+uint64(off), dom, w, l)
-		s.pads(p1[off*w:(off+len(key))*w], key, delta, h.ctr+uint64(off), dom, w, l)
-	}, func(off, nc int, d []uint64) { swapFlipped(p0, p1, off, nc, w, d) })
+	if s.dealt != nil {
+		err = s.sendDealt2(ctx, n, w, l, k.random, p0, p1)
+	} else {
+		dom, delta := s.core.Domain(s.party, PurposePads), s.core.Delta()
+		err = s.sendDraw(ctx, n, 1, k.random, func(off int, key []prg.Block) {
+			s.pads(p0[off*w:(off+len(key))*w], key, prg.Block{}, h.ctr+uint64(off), dom, w, l)
+			s.pads(p1[off*w:(off+len(key))*w], key, delta, h.ctr+uint64(off), dom, w, l)
+		}, func(off, nc int, d []uint64) { swapFlipped(p0, p1, off, nc, w, d) })
+	}
 	if err != nil {
 		return s.fail(call, err)
 	}
@@ -125,20 +131,30 @@ func (s *Session) recv1of2(ctx context.Context, call string, op uint8, w, l int,
 		return err
 	}
 	k := kinds1of2[op]
-	h := header{op: op, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.core.Count(false)}
+	h := header{op: op, l: uint8(l), w: uint32(w), n: uint64(n), ctr: s.count(false)}
 	if has, rf := s.hasHeader(op); has {
 		if err := s.open(ctx, h, rf, false); err != nil {
 			return s.fail(call, err)
 		}
 	}
-	dom := s.core.Domain(1-s.party, PurposePads)
-	err = s.recvDraw(ctx, n, 1, k.random, b, func(off int, mb []prg.Block) {
-		s.pads(m[off*w:(off+len(mb))*w], mb, prg.Block{}, h.ctr+uint64(off), dom, w, l)
-	})
+	var ready func() error // a dealt core's wait for m
+	if s.dealt != nil {
+		ready, err = s.recvDealt(ctx, 2, n, w, l, 1, k.random, b, m)
+	} else {
+		dom := s.core.Domain(1-s.party, PurposePads)
+		err = s.recvDraw(ctx, n, 1, k.random, b, func(off int, mb []prg.Block) {
+			s.pads(m[off*w:(off+len(mb))*w], mb, prg.Block{}, h.ctr+uint64(off), dom, w, l)
+		})
+	}
 	if err != nil {
 		return s.fail(call, err)
 	}
 	if !s.hasReply(op) {
+		if ready != nil {
+			if err := ready(); err != nil {
+				return s.fail(call, err)
+			}
+		}
 		return nil
 	}
 	mask := bitvec.Mask(l)
@@ -164,7 +180,7 @@ func (s *Session) recv1of2(ctx context.Context, call string, op uint8, w, l int,
 			}
 		}
 	}
-	if err := s.awaitReply(ctx, h.ctr, n, k.vals*w, l, apply); err != nil {
+	if err := s.awaitReply(ctx, h.ctr, n, k.vals*w, l, ready, apply); err != nil {
 		return s.fail(call, err)
 	}
 	return nil

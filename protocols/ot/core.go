@@ -22,8 +22,9 @@ import (
 //
 // A core whose receiver chooses its bits implements [ChosenCore]; otherwise the receiver's
 // bits are random and the derived layer derandomises them with one bit per instance. Optional
-// interfaces: [OTNCore] (a native 1-out-of-N extension), [Reservoir] (COTs made in advance that
-// can be carved into ranges), [Forker] (independent streams over other connections).
+// interfaces: [OTNCore] (a native 1-out-of-N extension), [DealtCore] (short random OTs dealt by a
+// third party), [Reservoir] (COTs made in advance that can be carved into ranges), [Forker]
+// (independent streams over other connections).
 type Core interface {
 	// Party is this party's index (0 or 1).
 	Party() int
@@ -88,6 +89,35 @@ type OTNCore interface {
 	// RecvOTNPads draws len(c) random 1-of-N OTs as receiver with choices c: f(i0, pads)
 	// gets the pads of messages c[i0], c[i0+1], … .
 	RecvOTNPads(ctx context.Context, N int, c []uint8, f func(i0 int, pads []prg.Block)) error
+}
+
+// A DealtCore is a core whose random OTs come ready-made from a dealer (the helper of the
+// three-party setting, package dealer) in the shape a batch needs: random 1-out-of-N OTs with w
+// l-bit words per message, whose sender's messages and receiver's choices each party draws from
+// its own seed shared with the dealer, so that only the receiver's chosen message — w·l bits per
+// instance — travels, from the dealer to the receiver. [Session] derives COT_l, RCOT, random and
+// chosen-message OT (N = 2) and 1-out-of-N OT from these instead of from the core's 128-bit COTs,
+// with the same batch headers, derandomisation bits and replies between the two parties as on
+// any random-choice core (so the parties' traffic is that of the generic derivation, and the
+// hashing of COTs disappears); block COTs still come from the core's COTs.
+//
+// The draws pair up as the COTs do: the i-th dealt batch this party draws as sender is the i-th
+// the peer draws as receiver, with the same N, w, l and n.
+type DealtCore interface {
+	Core
+	// DealtCount is the index of the next dealt OT instance this party draws as sender (send) or
+	// receiver, for the batch headers (the peer's count in the opposite direction is the same).
+	DealtCount(send bool) uint64
+	// SendDealt draws the next n = len(msgs)/(N·w) dealt OTs this party sends: word t of message
+	// v of instance i (l bits) goes to msgs[(i·N+v)·w + t]. It sends nothing to the peer.
+	SendDealt(ctx context.Context, N, w, l int, msgs []uint64) error
+	// RecvDealt draws the next n = len(out)/w dealt OTs this party receives. It writes the
+	// random choices at once to c (log2 N bits per instance, packed: instance i's at bits
+	// [i·log2 N, (i+1)·log2 N); at least bitvec.Words(n·log2 N) words, bits past the last
+	// cleared) and returns wait, which fills out[i·w + t] with word t of message c_i once the
+	// dealer's reply is in. The caller must call wait exactly once, before it reads out and
+	// before its next draw; until then it may use c (to send derandomisation bits).
+	RecvDealt(ctx context.Context, N, w, l int, c, out []uint64) (wait func() error, err error)
 }
 
 // A Reservoir is a core whose COTs are made in advance in large refills (Ferret): what is left

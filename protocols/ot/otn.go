@@ -11,7 +11,8 @@ import (
 )
 
 // 1-out-of-N OT. On a core with a native extension ([OTNCore], IKNP's KK13) the session frames
-// that; on any other it derives the OTs from m = log2 N COTs per instance (Naor–Pinkas style,
+// that; on a dealt core ([DealtCore]) it relabels dealt random 1-of-N OTs (dealt.go); on any
+// other it derives the OTs from m = log2 N COTs per instance (Naor–Pinkas style,
 // with the tweakable hash in place of a PRF). Instance i uses COTs (i, j), j < m, whose
 // receiver choice bits are bit j of c_i (natively on a chosen-choice core, else by
 // derandomisation: the receiver sends d_ij = bit j of c_i ⊕ r_ij, and d = 0 on a chosen-choice
@@ -64,7 +65,12 @@ func (s *Session) SendOTN(ctx context.Context, N, l int, msgs []uint64) error {
 		}
 		return nil
 	}
-	if err := s.sendOTN(ctx, N, m, l, n, msgs); err != nil {
+	if s.dealt != nil {
+		err = s.sendOTNDealt(ctx, N, m, l, n, msgs)
+	} else {
+		err = s.sendOTN(ctx, N, m, l, n, msgs)
+	}
+	if err != nil {
 		return s.fail(call, err)
 	}
 	return nil
@@ -197,9 +203,12 @@ func (s *Session) RecvOTN(ctx context.Context, N, l int, c []uint8, out []uint64
 	if err != nil || n == 0 {
 		return err
 	}
-	if s.otn != nil {
+	switch {
+	case s.otn != nil:
 		err = s.recvOTNNative(ctx, N, l, c, out)
-	} else {
+	case s.dealt != nil:
+		err = s.recvOTNDealt(ctx, N, m, l, c, out)
+	default:
 		err = s.recvOTN(ctx, N, m, l, c, out)
 	}
 	if err != nil {
@@ -245,13 +254,14 @@ func (s *Session) recvOTN(ctx context.Context, N, m, l int, c []uint8, out []uin
 	if err != nil {
 		return err
 	}
-	return s.awaitOTN(ctx, h.ctr, N, l, c, out)
+	return s.awaitOTN(ctx, h.ctr, N, l, c, out, nil)
 }
 
-// awaitOTN is the receiver's reply of a 1-of-N batch: out[i] ⊕= e_{i,c_i}, masked to l bits.
-func (s *Session) awaitOTN(ctx context.Context, ctr uint64, N, l int, c []uint8, out []uint64) error {
+// awaitOTN is the receiver's reply of a 1-of-N batch: out[i] ⊕= e_{i,c_i}, masked to l bits
+// (ready as in awaitReply).
+func (s *Session) awaitOTN(ctx context.Context, ctr uint64, N, l int, c []uint8, out []uint64, ready func() error) error {
 	mask := bitvec.Mask(l)
-	return s.awaitReply(ctx, ctr, len(out), N, l, func(off, nc int, pk []uint64) {
+	return s.awaitReply(ctx, ctr, len(out), N, l, ready, func(off, nc int, pk []uint64) {
 		mo := out[off : off+nc]
 		for i := range mo {
 			mo[i] = (mo[i] ^ bitvec.Get(pk, (i*N+int(c[off+i]))*l, l)) & mask
@@ -300,5 +310,5 @@ func (s *Session) recvOTNNative(ctx context.Context, N, l int, c []uint8, out []
 	if err != nil {
 		return err
 	}
-	return s.awaitOTN(ctx, h.ctr, N, l, c, out)
+	return s.awaitOTN(ctx, h.ctr, N, l, c, out, nil)
 }

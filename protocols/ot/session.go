@@ -18,6 +18,7 @@ type Session struct {
 	core   Core
 	chosen ChosenCore // the core, if its receiver chooses its bits
 	otn    OTNCore    // the core, if it has a native 1-of-N extension
+	dealt  DealtCore  // the core, if a dealer deals its random OTs
 	conn   *transport.Conn
 	party  int
 	hash   *prg.Hash
@@ -30,6 +31,7 @@ type Session struct {
 // for the peer, so sessions interleaved on one goroutine may share them.
 type scratch struct {
 	p0, p1, vals, pk, bits, flips, cb []uint64
+	dm, rc                            []uint64 // dealt messages (sender), random choices (receiver)
 	hb, rep, keys, z, y               []prg.Block
 }
 
@@ -58,6 +60,7 @@ func New(core Core) (*Session, error) {
 	s := &Session{core: core, conn: core.Conn(), party: core.Party(), hash: prg.NewHash()}
 	s.chosen, _ = core.(ChosenCore)
 	s.otn, _ = core.(OTNCore)
+	s.dealt, _ = core.(DealtCore)
 	return s, nil
 }
 
@@ -128,6 +131,7 @@ func (s *Session) Carve(send, recv int) (*Session, error) {
 	d.core = c
 	d.chosen, _ = c.(ChosenCore)
 	d.otn, _ = c.(OTNCore)
+	d.dealt, _ = c.(DealtCore)
 	return &d, nil
 }
 
@@ -318,8 +322,20 @@ func (s *Session) reply(ctx context.Context, ctr uint64, n, v, l int, packed []u
 	return s.conn.Flush(ctx)
 }
 
-// awaitReply is the receiver's side of reply: apply gets each frame's values, packed.
-func (s *Session) awaitReply(ctx context.Context, ctr uint64, n, v, l int, apply func(off, nc int, packed []uint64)) error {
+// awaitReply is the receiver's side of reply: apply gets each frame's values, packed. If ready
+// is not nil (a dealt core's wait for the receiver's outputs), it is called once, when the
+// first frame is in (so that only the time the dealer takes beyond the peer's reply is spent
+// waiting for it), or before returning if no frame comes.
+func (s *Session) awaitReply(ctx context.Context, ctr uint64, n, v, l int, ready func() error, apply func(off, nc int, packed []uint64)) (err error) {
+	if ready != nil {
+		defer func() {
+			if ready != nil {
+				if rerr := ready(); err == nil {
+					err = rerr
+				}
+			}
+		}()
+	}
 	if s.chosen != nil {
 		var ack [1]uint64
 		if err := s.conn.RecvUint64s(ctx, ack[:]); err != nil {
@@ -340,6 +356,12 @@ func (s *Session) awaitReply(ctx context.Context, ctr uint64, n, v, l int, apply
 		pk[nw-1] = 0
 		if err := s.conn.RecvBits(ctx, pk, nc*v*l); err != nil {
 			return err
+		}
+		if r := ready; r != nil {
+			ready = nil
+			if err := r(); err != nil {
+				return err
+			}
 		}
 		apply(off, nc, pk)
 	}

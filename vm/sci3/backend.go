@@ -3,9 +3,10 @@
 // the two-party backends, and a helper (party 2, package dealer) deals correlated randomness
 // from the pairwise seeds it shares with each of them. The linear layers run by the dealer's
 // protocol (one message of |x| ring elements online, no OT, no HE); the nonlinear layers run
-// CrypTFlow2's protocols (package nonlinear) unchanged on the helper's dealt COTs, with the bit
-// triples of the millionaires' AND trees dealt directly. The outputs are bitwise those of the
-// cleartext backend.
+// CrypTFlow2's protocols (package nonlinear) unchanged on the helper's dealt short random OTs
+// (ot.DealtCore: the helper sends only the receiver's l-bit message), with the bit triples of
+// the millionaires' AND trees dealt directly. The outputs are bitwise those of the cleartext
+// backend.
 package sci3
 
 import (

@@ -199,14 +199,17 @@ func checkBlock(t *testing.T, name string, snd, rcv *ot.Session, n int) {
 // after an 8-byte acknowledgement on a chosen-choice core), the receiver's derandomisation bits
 // on a random-choice core (one per COT, one frame per Frame instances) and the 24-byte header.
 // The receiver's bytes are checked exactly on a reservoir, where the batch first renews so that
-// its draws send nothing; on other cores they include the core's own (e.g. IKNP's extension
+// its draws send nothing, and on a dealt core (ot.DealtCore), whose draws send nothing between
+// the parties — there random OT must send nothing at all and RCOT only the sender's header and
+// w·l bits per instance; on other cores they include the core's own (e.g. IKNP's extension
 // matrix) and are checked to be at least the formula.
 func bytes(t *testing.T, src Source) {
 	s0, s1 := src(t)
 	ctx := context.Background()
 	_, chosen := s0.Core().(ot.ChosenCore)
 	_, native := s0.Core().(ot.OTNCore)
-	_, silent := s0.Reservoir() // after Renew, its draws send nothing
+	_, silent := s0.Reservoir()          // after Renew, its draws send nothing
+	_, dealt := s0.Core().(ot.DealtCore) // its draws send nothing between the parties
 	fr := s0.Core().Frame()
 	H := int64(transport.HeaderSize)
 	frames := func(n, bitsPer int) int64 {
@@ -226,7 +229,10 @@ func bytes(t *testing.T, src Source) {
 			kind string
 			v, k int // reply bits per instance per l; COTs per instance
 			N    int
-		}{{"COT", 1, 1, 0}, {"OT", 2, 1, 0}, {"ROTChosen", 0, 1, 0}, {"OTN", 8, 3, 8}} {
+		}{{"COT", 1, 1, 0}, {"OT", 2, 1, 0}, {"ROTChosen", 0, 1, 0}, {"OTN", 8, 3, 8}, {"RCOT", 1, 1, 0}, {"ROT", 0, 1, 0}} {
+			if (c.kind == "RCOT" || c.kind == "ROT") && !dealt {
+				continue // on other cores their bytes are the core's own (IKNP's extension, Ferret's refills)
+			}
 			if c.kind == "OTN" && native {
 				continue // the core's own protocol (its tests check its bytes)
 			}
@@ -255,11 +261,17 @@ func bytes(t *testing.T, src Source) {
 			case "OTN":
 				f0 = func() error { return s0.SendOTN(ctx, c.N, l, make([]uint64, n*c.N)) }
 				f1 = func() error { return s1.RecvOTN(ctx, c.N, l, make([]uint8, n), make([]uint64, n)) }
+			case "RCOT":
+				f0 = func() error { return s0.SendRCOTWide(ctx, w, l, make([]uint64, n*w), make([]uint64, n*w)) }
+				f1 = func() error { return s1.RecvRCOTWide(ctx, w, l, make([]uint64, bitvec.Words(n)), make([]uint64, n*w)) }
+			case "ROT":
+				f0 = func() error { return s0.SendROTWide(ctx, w, l, make([]uint64, n*w), make([]uint64, n*w)) }
+				f1 = func() error { return s1.RecvROTWide(ctx, w, l, make([]uint64, bitvec.Words(n)), make([]uint64, n*w)) }
 			}
 			MustBoth(t, f0, f1)
 			d0, d1 := s0.Conn().Stats().Sub(st0), s1.Conn().Stats().Sub(st1)
 			wantS := int64(0)
-			if c.kind != "ROTChosen" {
+			if c.v > 0 {
 				wantS = ack
 				bitsPer := c.v * w * l
 				if c.kind == "OTN" {
@@ -268,12 +280,18 @@ func bytes(t *testing.T, src Source) {
 				wantS += frames(n, bitsPer)
 			}
 			wantR := headerSize + H
-			if !chosen { // one derandomisation bit per COT, one frame per Frame instances
+			switch c.kind {
+			case "RCOT": // random choices: the sender sends the header, the receiver nothing
+				wantR, wantS = 0, wantS+headerSize+H
+			case "ROT": // random choices and no reply: no header
+				wantR = 0
+			}
+			if !chosen && wantR > 0 { // one derandomisation bit per COT, one frame per Frame instances
 				for off := 0; off < n; off += fr {
 					wantR += int64(transport.PackedBytes(min(fr, n-off)*c.k, 1)) + H
 				}
 			}
-			if d0.BytesSent != wantS || (silent && d1.BytesSent != wantR) || d1.BytesSent < wantR {
+			if d0.BytesSent != wantS || ((silent || dealt) && d1.BytesSent != wantR) || d1.BytesSent < wantR {
 				t.Fatalf("%s n=%d: sender sent %d bytes (want %d), receiver %d (want %d; chosen-choice core: %v)",
 					c.kind, n, d0.BytesSent, wantS, d1.BytesSent, wantR, chosen)
 			}
