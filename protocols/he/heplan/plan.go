@@ -176,7 +176,7 @@ func (L *convLayout) weightPolys(d convDims) int {
 // The packing's time model, in nanoseconds of CPU (both parties together) on the project's
 // machine, measured by BenchmarkResNet50's profile (docs/he.md): what the choice of blocks trades.
 const (
-	modelProduct = 130_000   // one ciphertext × plaintext product, accumulated
+	modelProduct = 90_000    // one ciphertext × plaintext product, accumulated unreduced
 	modelNTT     = 450_000   // transform of a weight polynomial by NTT
 	modelTerm    = 160_000   // transform by table look-ups, per non-zero coefficient
 	modelUpload  = 4_700_000 // encrypt, pack, unpack, add party 0's share

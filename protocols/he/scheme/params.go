@@ -33,6 +33,10 @@ func NewParams(hp *heplan.Params) (*Params, error) {
 		if bits.Len64(q) != hp.QBits[i] {
 			return nil, fmt.Errorf("scheme: prime %d has %d bits, the parameters say %d", q, bits.Len64(q), hp.QBits[i])
 		}
+		if hp.QBits[i] > 60 {
+			// Accumulator sums foldEvery products below q² < 2^120 in 128 bits.
+			return nil, fmt.Errorf("scheme: prime %d has %d bits, at most 60 supported", q, hp.QBits[i])
+		}
 	}
 	if len(hp.Q) > maxPrimes {
 		return nil, fmt.Errorf("scheme: %d primes, at most %d supported", len(hp.Q), maxPrimes)

@@ -428,3 +428,51 @@ func BenchmarkWeightTransform(b *testing.B) {
 		}
 	})
 }
+
+// TestMulAddWide checks the unreduced accumulator against MulAdd on sums of 1, foldEvery and
+// more than two folds' worth of products of random residues, residues q − 1 and zeros.
+func TestMulAddWide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, l := range []int{16, 37, 64} {
+		p, err := ParamsFor(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := NewEvaluator(p, &PublicKey{p0: p.rq.NewPoly(), p1: p.rq.NewPoly()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct, pt := p.NewCiphertext(), p.NewPlaintext()
+		want, got := p.NewCiphertext(), p.NewCiphertext()
+		acc := p.NewAccumulator()
+		for _, terms := range []int{1, foldEvery, 2*foldEvery + 7} {
+			want.Zero()
+			acc.Zero()
+			for k := 0; k < terms; k++ {
+				for i, q := range p.Q {
+					for j := 0; j < p.N(); j++ {
+						switch {
+						case k%3 == 0:
+							ct.c0.Coeffs[i][j], ct.c1.Coeffs[i][j], pt.poly.Coeffs[i][j] = q-1, q-1, q-1
+						case k%7 == 1:
+							ct.c0.Coeffs[i][j], ct.c1.Coeffs[i][j], pt.poly.Coeffs[i][j] = 0, q-1, 0
+						default:
+							ct.c0.Coeffs[i][j], ct.c1.Coeffs[i][j], pt.poly.Coeffs[i][j] = rng.Uint64N(q), rng.Uint64N(q), rng.Uint64N(q)
+						}
+					}
+				}
+				ev.MulAdd(want, ct, pt)
+				ev.MulAddWide(acc, ct, pt)
+			}
+			ev.Reduce(got, acc)
+			for i := range p.Q {
+				for j := 0; j < p.N(); j++ {
+					if got.c0.Coeffs[i][j] != want.c0.Coeffs[i][j] || got.c1.Coeffs[i][j] != want.c1.Coeffs[i][j] {
+						t.Fatalf("l=%d %d terms, prime %d coefficient %d: wide (%d, %d), MulAdd (%d, %d)", l, terms, i, j,
+							got.c0.Coeffs[i][j], got.c1.Coeffs[i][j], want.c0.Coeffs[i][j], want.c1.Coeffs[i][j])
+					}
+				}
+			}
+		}
+	}
+}
