@@ -23,11 +23,11 @@ import (
 var pinnedPrograms = map[string]string{
 	"mnist-small/default":            "03e7df79d4798de3f091c8ff62316b348441ecfcd0672cd708921f00f8bec1c5",
 	"mnist-small/autotune":           "0cae4d383198d4bb243c0c602bb852e14520e4193e33b358720c5b02e0a9bb08",
-	"mnist-small/auto-wan":           "05e5f350e8ea5b9166f7d018478ea664df1ccf95411a7166eb5c2f7482727a01",
+	"mnist-small/auto-wan":           "1954c32e9e8983c65bef34f08037e0c8a5afa72f011dc60bc2066882f310e033",
 	"mnist-small/pinned-nopeep":      "9f900841f662b857194d48544e2d9e3ae1594f49dbb0aaa3bfe674d35c246d35",
 	"mnist-small/keep-softmax-no-bn": "70be8c16c19f1575c0a753f1085867b7787874cf056d97bbb53d85b5334bef39",
 	"minionn/default":                "d29e9dbeab9554959215057bfcd78b6207d601d838bd0a61f1f4d6179746789f",
-	"minionn/autotune-auto":          "5c7edac0ea2825812669dac02944e08b092dd18a15fe6293b55ae4e73861faf6",
+	"minionn/autotune-auto":          "4925dc73f5fe44ee8576cdc3ee199c4e625b54e76e54d949be3283e5a1c3658b",
 	"random-cnn/autotune":            "caafd8f584fa8c1529da2a7f66c81b645924bd7cbb5838ae7bbd6c51915598e4",
 	"mobile-se/default":              "91813b5abff7c5eeb3c067edeea656fb71458447045a5672e2ff0ee0b0816d1d",
 	"mobile-se/autotune-pinned-bits": "f0d7195072e8af6244e372334a9ceb903ef43c77909c55fe114fdbce169642d1",

@@ -2,6 +2,7 @@ package he
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -24,8 +25,8 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func benchProduct(b *testing.B, run func(p *pair, x0, x1 []uint64) (f0, f1 func() error), nx int, bytes int64) {
-	p := newPair(b, benchL, Options{})
+func benchProduct(b *testing.B, run func(p *pair, x0, x1 []uint64) (f0, f1 func() error), nx int, bytes int64, opt Options) {
+	p := newPair(b, benchL, opt)
 	rng := rand.New(rand.NewPCG(1, 1))
 	x := ringtest.Values(p.r, rng, nx)
 	x0, x1 := ringtest.Share(p.r, rng, x)
@@ -56,7 +57,7 @@ func BenchmarkConv56(b *testing.B) {
 		w := ringtest.Values(p.r, rand.New(rand.NewPCG(2, 2)), g.M*g.C*g.KH*g.KW)
 		d0, d1 := make([]uint64, g.N*g.M*g.OH*g.OW), make([]uint64, g.N*g.M*g.OH*g.OW)
 		return func() error { return p.s0.Conv2D(ctx, d0, w, g, x0) }, func() error { return p.s1.Conv2D(ctx, d1, nil, g, x1) }
-	}, g.N*g.C*g.H*g.W, bytes)
+	}, g.N*g.C*g.H*g.W, bytes, Options{})
 }
 
 // BenchmarkFC1001x512 is a 1001×512 weight matrix times a 512-vector.
@@ -71,5 +72,66 @@ func BenchmarkFC1001x512(b *testing.B) {
 		w := ringtest.Values(p.r, rand.New(rand.NewPCG(2, 2)), m*k)
 		d0, d1 := make([]uint64, m*n), make([]uint64, m*n)
 		return func() error { return p.s0.MatMul(ctx, d0, w, m, k, n, x0) }, func() error { return p.s1.MatMul(ctx, d1, nil, m, k, n, x1) }
-	}, k*n, bytes)
+	}, k*n, bytes, Options{})
+}
+
+// resnet50Convs are the distinct convolutions of ResNet50 v1 (ONNX light_resnet50, 224×224
+// input) with how often each occurs (53 in all): input channels, input side, output channels,
+// kernel side, stride, padding.
+var resnet50Convs = []struct{ c, h, m, k, s, p, count int }{
+	{3, 224, 64, 7, 2, 3, 1},
+	{64, 56, 64, 1, 1, 0, 1},
+	{64, 56, 64, 3, 1, 1, 3},
+	{64, 56, 256, 1, 1, 0, 4},
+	{256, 56, 64, 1, 1, 0, 2},
+	{256, 56, 128, 1, 1, 0, 1},
+	{128, 56, 128, 3, 2, 1, 1},
+	{128, 28, 512, 1, 1, 0, 4},
+	{256, 56, 512, 1, 2, 0, 1},
+	{512, 28, 128, 1, 1, 0, 3},
+	{128, 28, 128, 3, 1, 1, 3},
+	{512, 28, 256, 1, 1, 0, 1},
+	{256, 28, 256, 3, 2, 1, 1},
+	{256, 14, 1024, 1, 1, 0, 6},
+	{512, 28, 1024, 1, 2, 0, 1},
+	{1024, 14, 256, 1, 1, 0, 5},
+	{256, 14, 256, 3, 1, 1, 5},
+	{1024, 14, 512, 1, 1, 0, 1},
+	{512, 14, 512, 3, 2, 1, 1},
+	{512, 7, 2048, 1, 1, 0, 3},
+	{1024, 14, 2048, 1, 2, 0, 1},
+	{2048, 7, 512, 1, 1, 0, 2},
+	{512, 7, 512, 3, 1, 1, 2},
+}
+
+// resnet50Geom is the geometry of one of resnet50Convs.
+func resnet50Geom(i int) ring.ConvGeom {
+	r := resnet50Convs[i]
+	o := (r.h+2*r.p-r.k)/r.s + 1
+	return ring.ConvGeom{N: 1, C: r.c, H: r.h, W: r.h, M: r.m, OH: o, OW: o, KH: r.k, KW: r.k,
+		SH: r.s, SW: r.s, PH: r.p, PW: r.p, DH: 1, DW: 1, Groups: 1}
+}
+
+// BenchmarkResNet50 runs each distinct ResNet50 convolution (one sub-benchmark per shape, named
+// c<C>h<H>m<M>k<K>s<S>) at l = 37 as a first call (the weight plaintexts built in the call),
+// which is what one inference does. Reports CPU seconds of both parties and MB per call.
+func BenchmarkResNet50(b *testing.B) {
+	for i, r := range resnet50Convs {
+		g := resnet50Geom(i)
+		b.Run(fmt.Sprintf("c%dh%dm%dk%ds%d", r.c, r.h, r.m, r.k, r.s), func(b *testing.B) {
+			cost, err := heplan.ConvCost(g, benchL)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			benchProduct(b, func(p *pair, x0, x1 []uint64) (func() error, func() error) {
+				w := ringtest.Values(p.r, rand.New(rand.NewPCG(2, 2)), g.M*g.C*g.KH*g.KW)
+				d0, d1 := make([]uint64, g.N*g.M*g.OH*g.OW), make([]uint64, g.N*g.M*g.OH*g.OW)
+				return func() error { return p.s0.Conv2D(ctx, d0, w, g, x0) }, func() error { return p.s1.Conv2D(ctx, d1, nil, g, x1) }
+			}, g.N*g.C*g.H*g.W, cost.Bytes, Options{CacheBytes: -1})
+			b.ReportMetric(float64(cost.Uploads), "uploads")
+			b.ReportMetric(float64(cost.Replies), "replies")
+			b.ReportMetric(float64(cost.Weights), "wpolys")
+		})
+	}
 }

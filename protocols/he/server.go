@@ -17,7 +17,8 @@ const accChunk = 8
 // worker is party 0's per-goroutine state: an evaluator, accumulators and scratch.
 type worker struct {
 	ev   *scheme.Evaluator
-	acc  []*scheme.Ciphertext
+	acc  []*scheme.Accumulator
+	out  *scheme.Ciphertext
 	wp   *scheme.Plaintext
 	mask []uint64
 }
@@ -27,9 +28,9 @@ func (s *Session) newWorker() (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	wk := &worker{ev: ev, wp: s.p.NewPlaintext(), mask: make([]uint64, s.p.N())}
+	wk := &worker{ev: ev, wp: s.p.NewPlaintext(), mask: make([]uint64, s.p.N()), out: s.p.NewCiphertext()}
 	for i := 0; i < accChunk; i++ {
-		wk.acc = append(wk.acc, s.p.NewCiphertext())
+		wk.acc = append(wk.acc, s.p.NewAccumulator())
 	}
 	return wk, nil
 }
@@ -106,13 +107,14 @@ func (s *Session) runServer(ctx context.Context, pl *heplan.Plan, dst, w, x []ui
 				s.buildWeight(pl, w, int(wIdx), wp)
 			}
 			for a, o := range outs {
-				wk.ev.MulAdd(wk.acc[a], in[pl.Outputs[o].In[t]], wp)
+				wk.ev.MulAddWide(wk.acc[a], in[pl.Outputs[o].In[t]], wp)
 			}
 		}
 		for a, o := range outs {
 			out := &pl.Outputs[o]
 			mask := wk.mask[:len(out.Need)]
-			replies[o] = wk.ev.Finish(make([]byte, 0, p.ReplyBytes(len(out.Need))), wk.acc[a], out.Need, mask)
+			wk.ev.Reduce(wk.out, wk.acc[a])
+			replies[o] = wk.ev.Finish(make([]byte, 0, p.ReplyBytes(len(out.Need))), wk.out, out.Need, mask)
 			for i, r := range mask {
 				dst[out.Dst[i]] = r
 			}

@@ -30,12 +30,7 @@ func ConvCost(g ring.ConvGeom, l int) (Cost, error) {
 	if err != nil {
 		return Cost{}, err
 	}
-	c := Cost{Bytes: bytes, Uploads: g.N * d.nCB * d.nBH * d.nBW}
-	for m0 := 0; m0 < g.M; m0 += d.k {
-		m1 := min(g.M, m0+d.k)
-		cbLo, cbHi := m0/L.mg*L.cg/d.cw, ((m1-1)/L.mg*L.cg+L.cg-1)/d.cw
-		c.Weights += cbHi - cbLo + 1
-	}
+	c := Cost{Bytes: bytes, Uploads: g.N * d.nCB * d.nBH * d.nBW, Weights: L.weightPolys(d)}
 	c.Replies = g.N * d.nBH * d.nBW * ((g.M + d.k - 1) / d.k)
 	c.Products = g.N * d.nBH * d.nBW * c.Weights
 	return c, nil

@@ -46,15 +46,18 @@ func traffic(p *Params, nIn int64, replies func(yield func(n, count int64))) int
 }
 
 // convLayout is a convolution rewritten as a stride-1, dilation-1 one (the polyphase
-// decomposition): input channel c and phase (py, px) < (SH, SW) become channel
-// (c·SH + py)·SW + px of a phase image whose row Y is padded row Y·SH + py of the original, and
+// decomposition): input channel c and phase (py, px) < (PY, PX) become channel
+// (c·PY + py)·PX + px of a phase image whose row Y is padded row Y·SH + py of the original, and
 // the kernel of that channel has tap (ky', kx') where ky'·SH + py = ky·DH (and likewise for
 // columns) for an original tap (ky, kx), a hole elsewhere. Then output (oy, ox) is the sum over
 // channels and taps of phase-image position (oy + ky', ox + kx'): every stride-1 output is needed,
 // so a strided convolution computes no discarded outputs, and dilation costs no extra channels.
+// Only the phases that meet a tap are kept: PY = min(SH, (KH−1)·DH + 1) (a 1×1 kernel at stride 2
+// reads one phase of four), and PX likewise.
 type convLayout struct {
 	g         ring.ConvGeom
-	ph        int // phases SH·SW
+	py, px    int // phases kept along each axis
+	ph        int // phases py·px
 	c, cg, mg int // channels C·ph, channels per group (C/Groups)·ph, outputs per group
 	kh, kw    int // kernel ⌈KHe/SH⌉ × ⌈KWe/SW⌉ (KHe = (KH−1)·DH + 1)
 	khe, kwe  int
@@ -63,7 +66,9 @@ type convLayout struct {
 }
 
 func newLayout(g ring.ConvGeom) *convLayout {
-	L := &convLayout{g: g, ph: g.SH * g.SW, khe: (g.KH-1)*g.DH + 1, kwe: (g.KW-1)*g.DW + 1, oh: g.OH, ow: g.OW}
+	L := &convLayout{g: g, khe: (g.KH-1)*g.DH + 1, kwe: (g.KW-1)*g.DW + 1, oh: g.OH, ow: g.OW}
+	L.py, L.px = min(g.SH, L.khe), min(g.SW, L.kwe)
+	L.ph = L.py * L.px
 	L.c, L.cg, L.mg = g.C*L.ph, g.C/g.Groups*L.ph, g.M/g.Groups
 	L.kh, L.kw = (L.khe+g.SH-1)/g.SH, (L.kwe+g.SW-1)/g.SW
 	L.hp, L.wp = L.oh-1+L.kh, L.ow-1+L.kw
@@ -75,8 +80,8 @@ func newLayout(g ring.ConvGeom) *convLayout {
 func (L *convLayout) src(n, ch, y, x int) int {
 	g := &L.g
 	c, phase := ch/L.ph, ch%L.ph
-	iy := y*g.SH + phase/g.SW - g.PH
-	ix := x*g.SW + phase%g.SW - g.PW
+	iy := y*g.SH + phase/L.px - g.PH
+	ix := x*g.SW + phase%L.px - g.PW
 	if iy < 0 || iy >= g.H || ix < 0 || ix >= g.W {
 		return -1
 	}
@@ -88,7 +93,7 @@ func (L *convLayout) src(n, ch, y, x int) int {
 func (L *convLayout) tap(m, chl, ky, kx int) int {
 	g := &L.g
 	c, phase := chl/L.ph, chl%L.ph
-	a, b := ky*g.SH+phase/g.SW, kx*g.SW+phase%g.SW
+	a, b := ky*g.SH+phase/L.px, kx*g.SW+phase%L.px
 	if a >= L.khe || b >= L.kwe || a%g.DH != 0 || b%g.DW != 0 {
 		return -1
 	}
@@ -153,15 +158,61 @@ func (L *convLayout) dimsFor(p *Params, cw, hw, ww, k int) (convDims, int64) {
 	return d, convCost(p, L, d, hv, hc, wv, wc)
 }
 
+// weightPolys is the number of weight polynomials of block sizes d: per chunk of K output
+// channels, one per channel block that holds channels of the chunk's groups.
+func (L *convLayout) weightPolys(d convDims) int {
+	m := L.g.M
+	if L.g.Groups == 1 {
+		return (m + d.k - 1) / d.k * d.nCB
+	}
+	w := 0
+	for m0 := 0; m0 < m; m0 += d.k {
+		m1 := min(m, m0+d.k)
+		w += ((m1-1)/L.mg*L.cg+L.cg-1)/d.cw - m0/L.mg*L.cg/d.cw + 1
+	}
+	return w
+}
+
+// The packing's time model, in nanoseconds of CPU (both parties together) on the project's
+// machine, measured by BenchmarkResNet50's profile (docs/he.md): what the choice of blocks trades.
+const (
+	modelProduct = 90_000    // one ciphertext × plaintext product, accumulated unreduced
+	modelNTT     = 450_000   // transform of a weight polynomial by NTT
+	modelTerm    = 160_000   // transform by table look-ups, per non-zero coefficient
+	modelUpload  = 4_700_000 // encrypt, pack, unpack, add party 0's share
+	modelReply   = 3_500_000 // re-randomise, flood, switch, pack, unpack, decrypt
+	modelByteNs  = 10        // a link of 100 MB/s
+	// SparseTerms is the largest number of non-zero coefficients of a weight polynomial that the
+	// scheme transforms by table look-ups instead of an NTT.
+	SparseTerms = 2
+)
+
+// estimate is the modelled time of block sizes d (bytes: their traffic): the objective of
+// chooseConv.
+func (L *convLayout) estimate(d convDims, bytes int64) int64 {
+	n := int64(L.g.N)
+	blocks := n * int64(d.nBH) * int64(d.nBW)
+	w := int64(L.weightPolys(d))
+	wt := int64(modelNTT)
+	// Non-zero coefficients of a full weight polynomial (at most; holes of the polyphase kernel
+	// make fewer).
+	if nz := int64(d.k) * int64(min(d.cw, L.cg)) * int64(L.kh*L.kw); nz <= SparseTerms {
+		wt = nz * modelTerm
+	}
+	return blocks*w*modelProduct + w*wt + blocks*int64(d.nCB)*modelUpload +
+		blocks*int64((L.g.M+d.k-1)/d.k)*modelReply + bytes*modelByteNs
+}
+
 // chooseConv picks the input blocks Cw×Hw×Ww and the number K of output channels per output
-// ciphertext (K·Cw·Hw·Ww ≤ N) of least traffic.
+// ciphertext (K·Cw·Hw·Ww ≤ N) of least modelled time (estimate): ciphertext products, weight
+// transforms, uploads, replies and the traffic on a 100 MB/s link.
 func chooseConv(p *Params, L *convLayout) (convDims, int64, error) {
 	n := p.N()
 	if L.kh*L.kw > n {
 		return convDims{}, 0, fmt.Errorf("heplan: the kernel (%d×%d after the polyphase split) does not fit a polynomial of degree %d", L.kh, L.kw, n)
 	}
 	var best convDims
-	bestCost := int64(-1)
+	bestCost, bestEst := int64(-1), int64(-1)
 	for hw := L.kh; hw <= L.hp; hw++ {
 		for ww := L.kw; ww <= L.wp && hw*ww <= n; ww++ {
 			e := convDims{hw: hw, ww: ww, stepH: hw - L.kh + 1, stepW: ww - L.kw + 1}
@@ -175,8 +226,8 @@ func chooseConv(p *Params, L *convLayout) (convDims, int64, error) {
 				e.cw = min(L.c, room/k)
 				e.nCB = (L.c + e.cw - 1) / e.cw
 				cost := convCost(p, L, e, hv, hc, wv, wc)
-				if bestCost < 0 || cost < bestCost {
-					best, bestCost = e, cost
+				if est := L.estimate(e, cost); bestEst < 0 || est < bestEst {
+					best, bestCost, bestEst = e, cost, est
 				}
 			}
 		}

@@ -51,3 +51,26 @@ func BenchmarkCtPt(b *testing.B) {
 		ev.MulAdd(acc, ct, w)
 	}
 }
+
+// BenchmarkCtPtWide is BenchmarkCtPt with the unreduced 128-bit accumulator.
+func BenchmarkCtPtWide(b *testing.B) {
+	p, err := ParamsFor(benchL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ct, w := p.NewCiphertext(), p.NewPlaintext()
+	acc := p.NewAccumulator()
+	for i := range ct.c0.Coeffs {
+		for j := range ct.c0.Coeffs[i] {
+			ct.c0.Coeffs[i][j], ct.c1.Coeffs[i][j], w.poly.Coeffs[i][j] = uint64(j)%p.Q[i], uint64(3*j)%p.Q[i], uint64(7*j)%p.Q[i]
+		}
+	}
+	ev, err := NewEvaluator(p, &PublicKey{p0: p.rq.NewPoly(), p1: p.rq.NewPoly()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ev.MulAddWide(acc, ct, w)
+	}
+}

@@ -36,7 +36,28 @@ func (p *Params) NewPlaintext() *Plaintext { return &Plaintext{poly: p.rq.NewPol
 
 // EncodeWeights sets pt to Σ_j w[elem[j]]·X^coef[j], each weight taken in Z_t and lifted to
 // (−t/2, t/2].
+//
+// A polynomial of at most sparseMaxTerms terms is transformed by table look-ups (monomials), the
+// others by lattigo's NTT; both give the same residues.
 func (p *Params) EncodeWeights(pt *Plaintext, coef, elem []int32, w []uint64) {
+	dst := pt.poly
+	if len(coef) <= sparseMaxTerms {
+		var vals [sparseMaxTerms * maxPrimes]uint64
+		L := len(p.Q)
+		for j := range coef {
+			p.cd.centered(vals[j*L:j*L+L], w[elem[j]])
+			for k, q := range p.Q {
+				vals[j*L+k] = lring.MForm(vals[j*L+k], q, p.cd.brc[k])
+			}
+		}
+		p.mono.encode(p.rq, dst, coef, vals[:])
+		return
+	}
+	p.encodeWeightsNTT(pt, coef, elem, w)
+}
+
+// encodeWeightsNTT is EncodeWeights by lattigo's NTT, whatever the number of terms.
+func (p *Params) encodeWeightsNTT(pt *Plaintext, coef, elem []int32, w []uint64) {
 	dst := pt.poly
 	dst.Zero()
 	for j, c := range coef {

@@ -70,6 +70,15 @@ func (c *codec) encodeAdd(poly lring.Poly, j int, m uint64) {
 
 // setCentered sets coefficient j of poly to the centred lift of w ∈ Z_t (w − t when w ≥ t/2).
 func (c *codec) setCentered(poly lring.Poly, j int, w uint64) {
+	var res [maxPrimes]uint64
+	c.centered(res[:len(c.p.Q)], w)
+	for i, r := range res[:len(c.p.Q)] {
+		poly.Coeffs[i][j] = r
+	}
+}
+
+// centered sets res[i] to the centred lift of w ∈ Z_t modulo prime i.
+func (c *codec) centered(res []uint64, w uint64) {
 	l := uint(c.p.L)
 	mask := ^uint64(0) >> (64 - l)
 	w &= mask
@@ -83,7 +92,7 @@ func (c *codec) setCentered(poly lring.Poly, j int, w uint64) {
 		if neg && r != 0 {
 			r = q - r
 		}
-		poly.Coeffs[i][j] = r
+		res[i] = r
 	}
 }
 

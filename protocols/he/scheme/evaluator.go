@@ -68,16 +68,18 @@ func (ev *Evaluator) Finish(dst []byte, acc *Ciphertext, need []int32, mask []ui
 	rq := p.rq
 	cd := p.cd
 	c0, c1 := acc.c0, acc.c1
-	// Re-randomisation: + (u·p0 + e0, u·p1 + e1).
+	// Re-randomisation: + (u·p0 + e0, u·p1 + e1), u·p in the NTT domain, the rest in the
+	// coefficient domain, where the modulus switching needs no further transform.
 	ev.ts.Read(ev.u)
 	rq.NTT(ev.u, ev.u)
 	rq.MForm(ev.u, ev.u)
 	rq.MulCoeffsMontgomeryThenAdd(ev.u, ev.pk.p0, c0)
 	rq.MulCoeffsMontgomeryThenAdd(ev.u, ev.pk.p1, c1)
+	rq.INTT(c0, c0)
+	rq.INTT(c1, c1)
 	ev.gs.Read(ev.e)
-	rq.NTT(ev.e, ev.e)
 	rq.Add(c1, ev.e, c1)
-	// e0 + Δ·(−r) + flood, in the coefficient domain.
+	// e0 + Δ·(−r) + flood.
 	ev.gs.Read(ev.e)
 	tmask := ^uint64(0) >> (64 - p.L)
 	ev.rnd.Uint64s(ev.words[:len(need)])
@@ -91,16 +93,13 @@ func (ev *Evaluator) Finish(dst []byte, acc *Ciphertext, need []int32, mask []ui
 	for j := 0; j < p.N(); j++ {
 		cd.addFlood(ev.e, j, ev.words[fw*j:fw*j+fw])
 	}
-	rq.NTT(ev.e, ev.e)
 	rq.Add(c0, ev.e, c0)
-	// Modulus switching to the reply modulus.
+	// Modulus switching to the reply modulus: round(c·Qr/Q), one prime at a time.
 	for lvl := len(p.Q) - 1; lvl >= p.R; lvl-- {
 		r := rq.AtLevel(lvl)
-		r.DivRoundByLastModulusNTT(c0, ev.buf, c0)
-		r.DivRoundByLastModulusNTT(c1, ev.buf, c1)
+		r.DivRoundByLastModulus(c0, c0)
+		r.DivRoundByLastModulus(c1, c1)
 	}
-	p.rr.INTT(c0, c0)
-	p.rr.INTT(c1, c1)
 	bw := bitWriter{buf: dst}
 	if p.R == 1 {
 		for _, v := range c1.Coeffs[0] {

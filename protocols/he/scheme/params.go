@@ -16,7 +16,11 @@ type Params struct {
 	rl     rlwe.Parameters
 	rq, rr *lring.Ring // the ring at Q and at the reply modulus
 	cd     *codec
+	mono   *monomials
 }
+
+// maxPrimes bounds the number of primes of Q (ParamsFor uses at most 6).
+const maxPrimes = 8
 
 // NewParams builds lattigo's rings for the parameters hp (which it copies). It fails if lattigo
 // rejects the moduli (a prime that is not NTT-friendly for the ring degree) or if hp is
@@ -29,6 +33,13 @@ func NewParams(hp *heplan.Params) (*Params, error) {
 		if bits.Len64(q) != hp.QBits[i] {
 			return nil, fmt.Errorf("scheme: prime %d has %d bits, the parameters say %d", q, bits.Len64(q), hp.QBits[i])
 		}
+		if hp.QBits[i] > 60 {
+			// Accumulator sums foldEvery products below q² < 2^120 in 128 bits.
+			return nil, fmt.Errorf("scheme: prime %d has %d bits, at most 60 supported", q, hp.QBits[i])
+		}
+	}
+	if len(hp.Q) > maxPrimes {
+		return nil, fmt.Errorf("scheme: %d primes, at most %d supported", len(hp.Q), maxPrimes)
 	}
 	if hp.L < 1 || hp.L > 64 || hp.FloodBits < 1 || hp.FloodBits > 192 || hp.W0 > 128 || hp.W1 > 128 {
 		return nil, fmt.Errorf("scheme: parameters out of range: %v", hp)
@@ -42,6 +53,9 @@ func NewParams(hp *heplan.Params) (*Params, error) {
 	p.rq = p.rl.RingQ()
 	p.rr = p.rq.AtLevel(hp.R - 1)
 	p.cd = newCodec(p)
+	if p.mono, err = newMonomials(p.rq); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -1,6 +1,7 @@
 package scheme
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -352,4 +353,126 @@ func qrOf(pp *Params) *big.Int {
 		qr.Mul(qr, new(big.Int).SetUint64(q))
 	}
 	return qr
+}
+
+// TestSparseNTT checks the table look-ups of EncodeWeights on sparse polynomials against
+// lattigo's NTT: the same residues for 0..sparseMaxTerms terms, at the edges (coefficients 0 and
+// N−1, weights 0, ±1, t/2, t/2 − 1) and at random, for every ring degree and number of primes
+// ParamsFor uses.
+func TestSparseNTT(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, l := range []int{8, 37, 52, 64} {
+		p, err := ParamsFor(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := p.N()
+		t2 := uint64(1) << (l - 1)
+		edge := []uint64{0, 1, (t2 << 1) - 1, t2, t2 - 1}
+		a, b := p.NewPlaintext(), p.NewPlaintext()
+		for trial := 0; trial < 40; trial++ {
+			k := trial % (sparseMaxTerms + 1)
+			coef := make([]int32, 0, k)
+			for _, c := range rng.Perm(n)[:k] {
+				coef = append(coef, int32(c))
+			}
+			if trial < 10 && k > 0 {
+				coef[0] = int32((n - 1) * (trial % 2))
+				if k > 1 && coef[1] == coef[0] {
+					coef[1] = int32(n / 2)
+				}
+			}
+			w := make([]uint64, k)
+			elem := make([]int32, k)
+			for j := range w {
+				elem[j] = int32(j)
+				w[j] = rng.Uint64()
+				if trial < 20 {
+					w[j] = edge[(trial+j)%len(edge)]
+				}
+			}
+			p.EncodeWeights(a, coef, elem, w)
+			p.encodeWeightsNTT(b, coef, elem, w)
+			for i, q := range p.Q {
+				for j := 0; j < n; j++ {
+					if a.poly.Coeffs[i][j] >= q || a.poly.Coeffs[i][j] != b.poly.Coeffs[i][j]%q {
+						t.Fatalf("l=%d %d terms at %v: prime %d slot %d: look-ups %d, NTT %d", l, k, coef, i, j, a.poly.Coeffs[i][j], b.poly.Coeffs[i][j])
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkWeightTransform is the transform of one weight polynomial (all primes) with k terms,
+// by table look-ups (sparse-k) and by lattigo's NTT (ntt).
+func BenchmarkWeightTransform(b *testing.B) {
+	p, err := ParamsFor(benchL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pt := p.NewPlaintext()
+	w := []uint64{3, 5, 7, 11, 13, 17, 19, 23}
+	elem := []int32{0, 1, 2, 3, 4, 5, 6, 7}
+	coef := []int32{5, 900, 1700, 3000, 4100, 5000, 6100, 8000}
+	for k := 1; k <= sparseMaxTerms; k++ {
+		b.Run(fmt.Sprintf("sparse-%d", k), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				p.EncodeWeights(pt, coef[:k], elem[:k], w)
+			}
+		})
+	}
+	b.Run("ntt", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			p.encodeWeightsNTT(pt, coef[:2], elem[:2], w)
+		}
+	})
+}
+
+// TestMulAddWide checks the unreduced accumulator against MulAdd on sums of 1, foldEvery and
+// more than two folds' worth of products of random residues, residues q − 1 and zeros.
+func TestMulAddWide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, l := range []int{16, 37, 64} {
+		p, err := ParamsFor(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := NewEvaluator(p, &PublicKey{p0: p.rq.NewPoly(), p1: p.rq.NewPoly()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct, pt := p.NewCiphertext(), p.NewPlaintext()
+		want, got := p.NewCiphertext(), p.NewCiphertext()
+		acc := p.NewAccumulator()
+		for _, terms := range []int{1, foldEvery, 2*foldEvery + 7} {
+			want.Zero()
+			acc.Zero()
+			for k := 0; k < terms; k++ {
+				for i, q := range p.Q {
+					for j := 0; j < p.N(); j++ {
+						switch {
+						case k%3 == 0:
+							ct.c0.Coeffs[i][j], ct.c1.Coeffs[i][j], pt.poly.Coeffs[i][j] = q-1, q-1, q-1
+						case k%7 == 1:
+							ct.c0.Coeffs[i][j], ct.c1.Coeffs[i][j], pt.poly.Coeffs[i][j] = 0, q-1, 0
+						default:
+							ct.c0.Coeffs[i][j], ct.c1.Coeffs[i][j], pt.poly.Coeffs[i][j] = rng.Uint64N(q), rng.Uint64N(q), rng.Uint64N(q)
+						}
+					}
+				}
+				ev.MulAdd(want, ct, pt)
+				ev.MulAddWide(acc, ct, pt)
+			}
+			ev.Reduce(got, acc)
+			for i := range p.Q {
+				for j := 0; j < p.N(); j++ {
+					if got.c0.Coeffs[i][j] != want.c0.Coeffs[i][j] || got.c1.Coeffs[i][j] != want.c1.Coeffs[i][j] {
+						t.Fatalf("l=%d %d terms, prime %d coefficient %d: wide (%d, %d), MulAdd (%d, %d)", l, terms, i, j,
+							got.c0.Coeffs[i][j], got.c1.Coeffs[i][j], want.c0.Coeffs[i][j], want.c1.Coeffs[i][j])
+					}
+				}
+			}
+		}
+	}
 }
