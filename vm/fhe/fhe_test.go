@@ -80,27 +80,30 @@ func TestEncryptedEqualsClear(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev, err := fheproto.NewEvaluator(l.Params, keys)
+		ev, err := fheproto.NewEvaluator(l.Params, keys, l.Stride)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(seed, 77))
-		for trial := range 2 {
-			xf := randInput(g, rng)
-			if trial == 1 {
-				for i := range xf {
-					xf[i] *= 50 // far outside the validated range: values wrap mod n in both runs
+		// Trial 0: one inference; trial 1: every lane of the ciphertext holds its own input,
+		// every third far outside the validated range (values wrap mod n in both runs).
+		for trial, count := range []int{1, l.Lanes} {
+			var batch [][]ring.Tensor
+			for k := range count {
+				xf := randInput(g, rng)
+				if k%3 == 2 {
+					for i := range xf {
+						xf[i] *= 50
+					}
 				}
+				x, err := r.EncodeTensor(g.Inputs[0].Shape, xf, p.Tensors[p.Inputs[0].Tensor].Scale)
+				if err != nil {
+					t.Fatal(err)
+				}
+				batch = append(batch, []ring.Tensor{x})
 			}
-			x, err := r.EncodeTensor(g.Inputs[0].Shape, xf, p.Tensors[p.Inputs[0].Tensor].Scale)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := m.Run(context.Background(), []ring.Tensor{x})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cts, err := l.EncryptInputs(cl, []ring.Tensor{x})
+			before := ev.Stats
+			cts, err := l.EncryptInputs(cl, batch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,17 +111,25 @@ func TestEncryptedEqualsClear(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
-			got, err := l.DecryptOutputs(cl, outs)
+			got, err := l.DecryptOutputs(cl, outs, count)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for o := range want {
-				if !slices.Equal(got[o], want[o].Value.Data) {
-					t.Errorf("seed %d trial %d output %d: encrypted %v, clear %v", seed, trial, o, got[o], want[o].Value.Data)
+			for k, in := range batch {
+				want, err := m.Run(context.Background(), in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for o := range want {
+					if !slices.Equal(got[k][o], want[o].Value.Data) {
+						t.Errorf("seed %d trial %d lane %d output %d: encrypted %v, clear %v", seed, trial, k, o, got[k][o], want[o].Value.Data)
+					}
 				}
 			}
 			if trial == 0 {
-				t.Logf("seed %d: %s, period %d, rotations %v, %d instructions, %+v", seed, p.FHE, l.Period, l.Rotations, len(times), ev.Stats)
+				t.Logf("seed %d: %s, period %d, %d lanes, rotations %v, %d instructions, %+v", seed, p.FHE, l.Period, l.Lanes, l.Rotations, len(times), ev.Stats)
+			} else if d := ev.Stats.PlainMuls - before.PlainMuls; d != before.PlainMuls {
+				t.Errorf("seed %d: %d plaintext products for %d lanes, %d for one: lanes must cost the same", seed, d, count, before.PlainMuls)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package fhe
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
@@ -12,12 +13,17 @@ import (
 )
 
 // LayerTime is the server's time on one instruction (composition of its linear map, and the
-// homomorphic work it triggered: applying a composed map, a square, the final re-randomisation).
+// homomorphic work it triggered: applying a composed map, a square, the final re-randomisation)
+// and the operations of that work on one CRT component.
 type LayerTime struct {
 	Source string
 	Op     fixed.Opcode
 	Time   time.Duration
+	Ops    Ops
 }
+
+// Ops counts homomorphic operations (protocols/fhe's Stats).
+type Ops = fheproto.Stats
 
 // Evaluate runs program p (with its weights: the server's copy) on the encrypted inputs and
 // returns one encrypted, re-randomised result per output, with the per-instruction times.
@@ -47,11 +53,14 @@ func Evaluate(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Eva
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		start := time.Now()
+		start, before := time.Now(), ev.Stats
 		if err := x.exec(in, inputs, outs); err != nil {
 			return nil, nil, fmt.Errorf("fhe: instruction %s (%s): %w", in.Op, in.Source, err)
 		}
-		times = append(times, LayerTime{Source: in.Source, Op: in.Op, Time: time.Since(start)})
+		a := ev.Stats
+		ops := fheproto.Stats{Rotations: a.Rotations - before.Rotations, PlainMuls: a.PlainMuls - before.PlainMuls,
+			CtMuls: a.CtMuls - before.CtMuls, Rescales: a.Rescales - before.Rescales}
+		times = append(times, LayerTime{Source: in.Source, Op: in.Op, Time: time.Since(start), Ops: ops})
 	}
 	return outs, times, nil
 }
@@ -299,21 +308,24 @@ func (x *executor) convMatrix(in *fixed.Instr) (matrix, error) {
 }
 
 // materialize evaluates a form into one encrypted vector: as it is (one identity term), as a
-// scaled sum (no level), or by the diagonal method (one level).
+// scaled sum (no level), or by the diagonal method with the plan of mapPlan (one level). Entry
+// (r, j) of a term's matrix (output r reads source element j) goes to the folded diagonal
+// d = (j - r) mod m at position (j - d) mod Q, Q the plan's period and m = pow2(n): after the
+// folds, position r < n of the result holds Σ_j M[r][j]·x[j].
 func (x *executor) materialize(f *form) (*fheproto.Vector, error) {
-	P := x.l.Period
-	var cst []uint64
-	if f.c != nil {
-		cst = make([]uint64, P)
-		copy(cst, f.c)
-	}
 	if len(f.terms) == 0 {
 		return nil, fmt.Errorf("a value that does not depend on the encrypted input (a constant) is not supported")
 	}
-	if len(f.terms) == 1 && cst == nil {
+	if len(f.terms) == 1 && f.c == nil {
 		if s, ok := scaledIdentity(f.terms[0].m, x.lens[f.terms[0].src]); ok && s == 1 && x.lens[f.terms[0].src] == f.n {
 			return x.vecs[f.terms[0].src], nil
 		}
+	}
+	m := pow2(f.n)
+	var cst []uint64
+	if f.c != nil {
+		cst = make([]uint64, m)
+		copy(cst, f.c)
 	}
 	trivial := true
 	var scaled []fheproto.ScaledTerm
@@ -328,27 +340,36 @@ func (x *executor) materialize(f *form) (*fheproto.Vector, error) {
 	if trivial {
 		return x.ev.Scale(scaled, cst)
 	}
+	var lens []int
+	for _, t := range f.terms {
+		lens = append(lens, x.lens[t.src])
+	}
+	plan, _ := mapPlan(f.n, lens)
+	Q := plan.Period
 	terms := make([]fheproto.Term, 0, len(f.terms))
 	for _, t := range f.terms {
 		diags := map[int][]uint64{}
 		var order []int
-		for i, row := range t.m {
+		for r, row := range t.m {
 			for _, e := range row {
-				d := (int(e.col) - i + P) % P
+				j := int(e.col)
+				d := ((j-r)%m + m) % m
 				v, ok := diags[d]
 				if !ok {
-					v = make([]uint64, P)
+					v = make([]uint64, Q)
 					diags[d] = v
 					order = append(order, d)
 				}
+				i := ((j-d)%Q + Q) % Q
 				v[i] = x.r.Add(v[i], e.v)
 			}
 		}
+		slices.Sort(order)
 		tm := fheproto.Term{X: x.vecs[t.src]}
 		for _, d := range order {
 			tm.Diags = append(tm.Diags, fheproto.Diag{D: d, V: diags[d]})
 		}
 		terms = append(terms, tm)
 	}
-	return x.ev.Linear(terms, cst, P, x.l.G)
+	return x.ev.Linear(terms, cst, plan)
 }
