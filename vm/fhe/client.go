@@ -23,7 +23,7 @@ func (l *Layout) EncryptInputs(c *fheproto.Client, batch [][]ring.Tensor) ([]*fh
 			if len(inputs[i].Data) != l.In[i] {
 				return nil, fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(inputs[i].Data), l.In[i])
 			}
-			lanes[k] = inputs[i].Data
+			lanes[k] = l.place(i, inputs[i].Data)
 		}
 		v, err := c.Encrypt(lanes, pow2(l.In[i]), l.Stride)
 		if err != nil {

@@ -44,14 +44,22 @@ func compileFHE(t *testing.T, g *ir.Graph, seed uint64) *fixed.Program {
 
 // TestEncryptedEqualsClear is the fhe mode's golden test: random small polynomial CNNs and MLPs
 // compiled with --backend fhe, evaluated on BGV ciphertexts, decrypted and CRT-recombined, equal
-// the cleartext run over Z_n bit for bit — on inputs inside and outside the validated range.
+// the cleartext run over Z_n bit for bit — on inputs inside and outside the validated range, one
+// inference alone and a ciphertext whose every lane holds its own inference.
 func TestEncryptedEqualsClear(t *testing.T) {
-	seeds := []uint64{1, 2, 3, 4}
-	if testing.Short() {
-		seeds = seeds[:2]
+	// Seeds 23, 17 and 39 start with a stride-2 convolution: the input goes up in its polyphase
+	// layout and the convolution's output in a chosen strided one.
+	type tc struct {
+		seed uint64
+		mlp  bool
 	}
-	for _, seed := range seeds {
-		g, err := golden.RandomPolyNet(seed, seed%2 == 0)
+	cases := []tc{{1, false}, {2, true}, {23, false}, {3, false}, {4, true}, {17, false}, {39, false}}
+	if testing.Short() {
+		cases = cases[:3]
+	}
+	for _, c := range cases {
+		seed := c.seed
+		g, err := golden.RandomPolyNet(seed, c.mlp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +135,7 @@ func TestEncryptedEqualsClear(t *testing.T) {
 				}
 			}
 			if trial == 0 {
-				t.Logf("seed %d: %s, period %d, %d lanes, rotations %v, %d instructions, %+v", seed, p.FHE, l.Period, l.Lanes, l.Rotations, len(times), ev.Stats)
+				t.Logf("seed %d: %s, period %d, %d lanes, rotations %v, polyphase input %v, %d instructions, %+v", seed, p.FHE, l.Period, l.Lanes, l.Rotations, l.InPos[0] != nil, len(times), ev.Stats)
 			} else if d := ev.Stats.PlainMuls - before.PlainMuls; d != before.PlainMuls {
 				t.Errorf("seed %d: %d plaintext products for %d lanes, %d for one: lanes must cost the same", seed, d, count, before.PlainMuls)
 			}

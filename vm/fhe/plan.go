@@ -25,11 +25,12 @@ import (
 // outputs.
 type Layout struct {
 	Params    *fheproto.Params
-	Period    int   // lane length: a power of two >= every tensor's size, <= N/2
-	Stride    int   // lanes per row: N/2 / Period
-	Lanes     int   // inferences per ciphertext: 2·Stride (both rows)
-	Rotations []int // column rotations (multiples of Stride): exactly those the plan may use
-	In, Out   []int // element counts of the inputs and outputs
+	Period    int       // lane length: a power of two >= every tensor's size, <= N/2
+	Stride    int       // lanes per row: N/2 / Period
+	Lanes     int       // inferences per ciphertext: 2·Stride (both rows)
+	Rotations []int     // column rotations (multiples of Stride): exactly those the plan may use
+	In, Out   []int     // element counts of the inputs and outputs
+	InPos     [][]int32 // each input's layout (inputLayout; nil: row-major)
 }
 
 // NewLayout derives the layout of program p, which must carry fhe parameters.
@@ -70,6 +71,7 @@ func NewLayout(p *fixed.Program) (*Layout, error) {
 	}
 	for _, io := range p.Inputs {
 		l.In = append(l.In, p.Tensors[io.Tensor].Shape.Size())
+		l.InPos = append(l.InPos, inputLayout(p, io.Tensor))
 	}
 	for _, io := range p.Outputs {
 		l.Out = append(l.Out, p.Tensors[io.Tensor].Shape.Size())
@@ -206,4 +208,18 @@ func planRotations(p *fixed.Program) ([]int, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// place returns input i's values (one inference) in the input's layout: one period, zeros at the
+// positions no element takes.
+func (l *Layout) place(i int, x []uint64) []uint64 {
+	pos := l.InPos[i]
+	if pos == nil {
+		return x
+	}
+	out := make([]uint64, pow2(len(x)))
+	for j, v := range x {
+		out[pos[j]] = v
+	}
+	return out
 }

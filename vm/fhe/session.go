@@ -201,15 +201,18 @@ func (b *Backend) Input(ctx context.Context, owner int, x ring.Tensor) error {
 		b.inputs, b.outs = nil, nil
 	}
 	if b.party == 1 {
-		lanes := [][]uint64{x.Data}
+		if len(x.Data) != b.l.In[i] {
+			return fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(x.Data), b.l.In[i])
+		}
+		lanes := [][]uint64{b.l.place(i, x.Data)}
 		if b.batch != nil {
 			lanes = nil
 			for _, in := range b.batch[b.k:min(b.k+b.group, len(b.batch))] {
-				lanes = append(lanes, in[i].Data)
+				if len(in[i].Data) != b.l.In[i] {
+					return fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(in[i].Data), b.l.In[i])
+				}
+				lanes = append(lanes, b.l.place(i, in[i].Data))
 			}
-		}
-		if len(x.Data) != b.l.In[i] {
-			return fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(x.Data), b.l.In[i])
 		}
 		start := time.Now()
 		v, err := b.client.Encrypt(lanes, pow2(b.l.In[i]), b.l.Stride)
