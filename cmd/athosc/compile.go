@@ -541,8 +541,8 @@ func numbered(names []string) string {
 // backend it adds what backend auto would move on the same link, so that a costly choice shows
 // before any secure run. planned are the compilation's own estimates (backend auto), or nil.
 func printEngines(w io.Writer, prog *fixed.Program, planned []passes.EngineEstimate, c *compileConfig, net netmodel.Model) error {
-	if c.quiet {
-		return nil
+	if c.quiet || c.backend == passes.BackendFHE {
+		return nil // the fhe mode has no two-party engines (scirun prints its own account)
 	}
 	est := planned
 	if est == nil {

@@ -319,3 +319,25 @@ func TestCompileDefaultBackendAuto(t *testing.T) {
 		t.Errorf("sci3 program: backend %v, %v", f, err)
 	}
 }
+
+// TestCompileFHEWritesProgram: athosc compile --backend fhe (not quiet) writes the program; the
+// two-party traffic estimate, which has no fhe engines, is not printed for it.
+func TestCompileFHEWritesProgram(t *testing.T) {
+	model := filepath.Join(testenv.RepoRoot(t), "testdata", "lola-mnist", "model.onnx")
+	if _, err := os.Stat(model); err != nil {
+		t.Skipf("testdata/lola-mnist not present: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "lola.sciir")
+	cfg, err := parseCompile([]string{model, "--backend", "fhe", "--bitwidth", "55", "--scale", "4", "-o", out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if err := compileChecked(cfg, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	f, err := sciir.ReadFile(out)
+	if err != nil || f.Backend != "fhe" || f.Program.FHE == nil {
+		t.Fatalf("%v, backend %q", err, f.Backend)
+	}
+}

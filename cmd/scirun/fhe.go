@@ -14,13 +14,18 @@ import (
 	fhevm "github.com/cryptflow-go/cryptflow/vm/fhe"
 )
 
-// fheBackend returns the constructor of the fhe mode's backend (vm/fhe) for program f; after
-// every inference each party prints its account (keys, bytes up and down, client encryption and
-// decryption time, the server's time per layer) on stderr.
-func fheBackend(f *sciir.File, e *env) serve.BackendFunc {
+// fheBackend returns the constructor of the fhe mode's backend (vm/fhe) for program f. The
+// client packs the inferences of its batch (*batch, set once the inputs are read) into the
+// ciphertexts' lanes. After every round trip each party prints its account (keys, bytes up and
+// down, client encryption and decryption time, the server's time per layer) on stderr.
+func fheBackend(f *sciir.File, e *env, batch *[][]ring.Tensor) serve.BackendFunc {
 	var mu sync.Mutex // --local runs both parties in one process
 	return func(ctx context.Context, conn *transport.Conn, _ []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
-		return fhevm.NewBackend(ctx, conn, party, r, f.Program, func(party int, s *fhevm.Stats) {
+		var b [][]ring.Tensor
+		if party == 1 {
+			b = *batch
+		}
+		return fhevm.NewBackend(ctx, conn, party, r, f.Program, b, func(party int, s *fhevm.Stats) {
 			mu.Lock()
 			defer mu.Unlock()
 			printFHEStats(e, party, s)
@@ -33,16 +38,17 @@ func printFHEStats(e *env, party int, s *fhevm.Stats) {
 	msf := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1e3) }
 	w := e.stderr
 	if party == 1 {
-		fmt.Fprintf(w, "fhe client: %s, slot period %d, rotations %v\n", s.Params, s.Period, s.Rotations)
-		fmt.Fprintf(w, "fhe client: keys %s uploaded once per session (keygen %s); input %s up (encrypt %s); result %s down (decrypt %s)\n",
-			mb(s.KeyBytes), msf(s.KeygenTime), mb(s.UploadBytes), msf(s.EncryptTime), mb(s.DownloadBytes), msf(s.DecryptTime))
+		fmt.Fprintf(w, "fhe client: %s, %d elements per lane, %d lanes per ciphertext, rotations %v\n", s.Params, s.Period, s.Lanes, s.Rotations)
+		fmt.Fprintf(w, "fhe client: keys %s uploaded once per session (keygen %s); round trip %d (up to %d inferences each): inputs %s up (encrypt %s), results %s down (decrypt %s) so far\n",
+			mb(s.KeyBytes), msf(s.KeygenTime), s.RoundTrips, s.Group, mb(s.UploadBytes), msf(s.EncryptTime), mb(s.DownloadBytes), msf(s.DecryptTime))
 		return
 	}
-	fmt.Fprintf(w, "fhe server: evaluated in %s (%d rotations, %d plaintext products, %d ciphertext products, %d rescalings); keys %s, input %s, result %s\n",
-		msf(s.EvalTime), s.Ops.Rotations, s.Ops.PlainMuls, s.Ops.CtMuls, s.Ops.Rescales, mb(s.KeyBytes), mb(s.UploadBytes), mb(s.DownloadBytes))
+	fmt.Fprintf(w, "fhe server: round trip %d evaluated (%d rotations, %d plaintext products, %d ciphertext products, %d rescalings); so far %s of evaluation; keys %s, inputs %s, results %s\n",
+		s.RoundTrips, s.Ops.Rotations, s.Ops.PlainMuls, s.Ops.CtMuls, s.Ops.Rescales, msf(s.EvalTime), mb(s.KeyBytes), mb(s.UploadBytes), mb(s.DownloadBytes))
 	for _, l := range s.Layers {
-		if l.Time >= time.Millisecond {
-			fmt.Fprintf(w, "fhe server:   %-10s %-28s %s\n", l.Op, l.Source, msf(l.Time))
+		if l.Time >= time.Millisecond || l.Ops != (fhevm.Ops{}) {
+			fmt.Fprintf(w, "fhe server:   %-10s %-28s %10s  %4d rotations, %5d plaintext products, %d ciphertext products\n",
+				l.Op, l.Source, msf(l.Time), l.Ops.Rotations, l.Ops.PlainMuls, l.Ops.CtMuls)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,13 +29,16 @@ func TestFHELocalEqualsClear(t *testing.T) {
 	dir := t.TempDir()
 	var samples []dataset.Sample
 	var first string
+	if err := os.Mkdir(filepath.Join(dir, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 4 {
 		x := make([]float32, g.Inputs[0].Shape.Size())
 		for j := range x {
 			x[j] = float32(2*rng.Float64() - 1)
 		}
 		samples = append(samples, dataset.Sample{Name: fmt.Sprint(i), Input: x, Label: -1})
-		path := filepath.Join(dir, fmt.Sprintf("x%d.npy", i))
+		path := filepath.Join(dir, "in", fmt.Sprintf("x%d.npy", i))
 		if err := npy.WriteFileFloat32(path, g.Inputs[0].Shape, x); err != nil {
 			t.Fatal(err)
 		}
@@ -63,9 +67,27 @@ func TestFHELocalEqualsClear(t *testing.T) {
 	if !slices.Equal(readInts(t, clearRaw), readInts(t, localRaw)) {
 		t.Fatal("the encrypted run differs from the clear run")
 	}
-	for _, want := range []string{"fhe client: keys", "fhe server: evaluated in", "backend fhe"} {
+	for _, want := range []string{"fhe client: keys", "fhe server: round trip 1 evaluated", "backend fhe", "round trip 1 (up to 1 inferences each)"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+	// A folder: the four inferences share one ciphertext (one round trip), each output equal to
+	// the clear run's.
+	in, clearDir, localDir := filepath.Join(dir, "in"), filepath.Join(dir, "clear")+"/", filepath.Join(dir, "local")+"/"
+	if _, _, err := runArgs("--clear", full, "--input", in, "--output", clearDir, "--raw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err = runArgs("--local", full, "--input", in, "--output", localDir, "--raw"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		name := fmt.Sprintf("x%d.npy", i)
+		if !slices.Equal(readInts(t, filepath.Join(clearDir, name)), readInts(t, filepath.Join(localDir, name))) {
+			t.Errorf("%s: the encrypted run differs from the clear run", name)
+		}
+	}
+	if !strings.Contains(stderr, "round trip 1 (up to 4 inferences each)") || strings.Contains(stderr, "round trip 2 ") {
+		t.Errorf("the folder's four inferences did not share one round trip:\n%s", stderr)
 	}
 }

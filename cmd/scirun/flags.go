@@ -15,6 +15,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/cli"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/netmodel"
+	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
@@ -24,6 +25,7 @@ func defaultStreams() int { return min(2, runtime.NumCPU()) }
 
 // config is the parsed command line.
 type config struct {
+	fheBatch               [][]ring.Tensor // the client's encoded inputs, for the fhe backend's lanes
 	program, input, output string
 	clear, local, raw      bool
 	party                  int

@@ -66,7 +66,7 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 	}
 	opt.NewBackend = e.backends[be]
 	if be == fhevm.BackendName && opt.NewBackend == nil {
-		opt.NewBackend = fheBackend(f, e)
+		opt.NewBackend = fheBackend(f, e, &c.fheBatch)
 	}
 	if mode, err := sci.ParseMode(be); err == nil && opt.NewBackend == nil {
 		src, err := otSource(c.ot, f)
@@ -173,6 +173,7 @@ func runClient(ctx context.Context, c *config, f *sciir.File, opt *serve.Options
 	if err != nil {
 		return err
 	}
+	c.fheBatch = b.encoded
 	tlsConf, err := c.clientTLS()
 	if err != nil {
 		return err
@@ -207,6 +208,7 @@ func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options,
 	if err != nil {
 		return err
 	}
+	c.fheBatch = b.encoded
 	sopt := *opt
 	copt := *opt
 	copt.SessionTimeout = 0

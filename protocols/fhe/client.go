@@ -7,9 +7,9 @@ import (
 	"github.com/tuneinsight/lattigo/v6/schemes/bgv"
 )
 
-// Vector is one encrypted vector of values mod n: one BGV ciphertext per CRT component, each
-// holding the values mod t_i in its slots, replicated with a power-of-two period across both
-// rows of N/2 slots.
+// Vector is one encrypted vector of values mod n, or several sharing the slots (lanes, see
+// Client.Encrypt): one BGV ciphertext per CRT component, each holding the values mod t_i in its
+// slots, every lane's vector replicated with a power-of-two period along its row.
 type Vector struct {
 	Ct []*rlwe.Ciphertext
 }
@@ -66,22 +66,39 @@ func (c *Client) Keys(rotations []int) (*Keys, error) {
 	return k, nil
 }
 
-// Encrypt encrypts x (values mod n, len(x) <= period) replicated with the given power-of-two
-// period across all N slots, zero-padded to the period.
-func (c *Client) Encrypt(x []uint64, period int) (_ *Vector, err error) {
+// Encrypt encrypts up to 2·stride vectors (values mod n, each of at most period values), one per
+// lane: with stride lanes per row, element j of lane k is in row k / stride, column
+// j·stride + k mod stride, for every j along the row (the vector is replicated with the given
+// power-of-two period and zero-padded to it); lanes with no vector hold zeros. A rotation by
+// stride columns moves every lane by one element, cyclically over N/(2·stride) elements.
+func (c *Client) Encrypt(lanes [][]uint64, period, stride int) (_ *Vector, err error) {
 	defer recoverErr(&err)
-	if period < len(x) || period > c.p.Slots() || period&(period-1) != 0 {
-		return nil, fmt.Errorf("fhe encrypt: %d values with period %d (the period must be a power of two from the length to %d)", len(x), period, c.p.Slots())
+	if err := c.p.checkStride(stride); err != nil {
+		return nil, err
 	}
+	length := c.p.Slots() / stride
+	if period < 1 || period > length || period&(period-1) != 0 {
+		return nil, fmt.Errorf("fhe encrypt: period %d (a power of two up to %d at stride %d)", period, length, stride)
+	}
+	if len(lanes) == 0 || len(lanes) > 2*stride {
+		return nil, fmt.Errorf("fhe encrypt: %d vectors for %d lanes", len(lanes), 2*stride)
+	}
+	for k, x := range lanes {
+		if len(x) > period {
+			return nil, fmt.Errorf("fhe encrypt: lane %d has %d values, more than the period %d", k, len(x), period)
+		}
+	}
+	half := c.p.Slots()
 	v := &Vector{}
 	for i, bp := range c.p.comp {
 		t := bp.PlaintextModulus()
-		for j := range c.buf {
-			k := j % period
-			if k < len(x) {
-				c.buf[j] = x[k] % t
-			} else {
-				c.buf[j] = 0
+		clear(c.buf)
+		for k, x := range lanes {
+			base := (k/stride)*half + k%stride
+			for j := 0; j < length; j++ {
+				if e := j % period; e < len(x) {
+					c.buf[base+j*stride] = x[e] % t
+				}
 			}
 		}
 		pt := bgv.NewPlaintext(bp, bp.MaxLevel())
@@ -97,17 +114,28 @@ func (c *Client) Encrypt(x []uint64, period int) (_ *Vector, err error) {
 	return v, nil
 }
 
-// Decrypt decrypts the first n slots of v and recombines the components by the CRT: the values
-// mod n (the caller reads them as signed).
-func (c *Client) Decrypt(v *Vector, n int) (_ []uint64, err error) {
+// Decrypt decrypts the first n elements of the first count lanes of v (packed with stride lanes
+// per row, as Encrypt packs) and recombines the components by the CRT: the values mod n (the
+// caller reads them as signed).
+func (c *Client) Decrypt(v *Vector, n, stride, count int) (_ [][]uint64, err error) {
 	defer recoverErr(&err)
 	if v == nil || len(v.Ct) != len(c.p.comp) {
 		return nil, fmt.Errorf("fhe decrypt: %d ciphertexts for %d plaintext moduli", lenCt(v), len(c.p.comp))
 	}
-	if n > c.p.Slots() {
-		return nil, fmt.Errorf("fhe decrypt: %d values, more than the %d slots", n, c.p.Slots())
+	if err := c.p.checkStride(stride); err != nil {
+		return nil, err
 	}
-	out := make([]uint64, n)
+	if n > c.p.Slots()/stride {
+		return nil, fmt.Errorf("fhe decrypt: %d values, more than the %d elements of a lane", n, c.p.Slots()/stride)
+	}
+	if count < 1 || count > 2*stride {
+		return nil, fmt.Errorf("fhe decrypt: %d lanes of %d", count, 2*stride)
+	}
+	half := c.p.Slots()
+	out := make([][]uint64, count)
+	for k := range out {
+		out[k] = make([]uint64, n)
+	}
 	for i, bp := range c.p.comp {
 		if v.Ct[i] == nil || v.Ct[i].Degree() != 1 {
 			return nil, fmt.Errorf("fhe decrypt: component %d is not a degree-1 ciphertext", i)
@@ -116,8 +144,11 @@ func (c *Client) Decrypt(v *Vector, n int) (_ []uint64, err error) {
 		if err := c.ecd[i].Decode(pt, c.buf); err != nil {
 			return nil, fmt.Errorf("fhe decrypt: decode mod %d: %w", bp.PlaintextModulus(), err)
 		}
-		for j := range out {
-			out[j] = addMod(out[j], mulMod(c.buf[j], c.p.crt[i], c.p.n), c.p.n)
+		for k, o := range out {
+			base := (k/stride)*half + k%stride
+			for j := range o {
+				o[j] = addMod(o[j], mulMod(c.buf[base+j*stride], c.p.crt[i], c.p.n), c.p.n)
+			}
 		}
 	}
 	return out, nil

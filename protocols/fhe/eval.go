@@ -13,7 +13,7 @@ import (
 )
 
 // Diag is one diagonal of a linear map on period-periodic vectors: y[i] += V[i]·x[(i+D) mod period]
-// for i < period (values mod n; rows past the map's output are zero).
+// for i < period (values mod n; positions the map does not write are zero).
 type Diag struct {
 	D int
 	V []uint64
@@ -39,24 +39,29 @@ type Stats struct {
 // Evaluator is the server's side: it evaluates linear maps, products and the final
 // re-randomisation with the client's evaluation keys. It never holds a secret key.
 type Evaluator struct {
-	p     *Params
-	ev    []*bgv.Evaluator
-	ecd   []*bgv.Encoder
-	pkEnc []*rlwe.Encryptor
-	rots  []int
-	buf   [][]uint64      // per component: the slot values being encoded
-	prng  []sampling.PRNG // per component: flooding randomness
+	p      *Params
+	ev     []*bgv.Evaluator
+	ecd    []*bgv.Encoder
+	pkEnc  []*rlwe.Encryptor
+	rots   []int
+	stride int             // lanes per row: element i of lane k is in column i·stride + k mod stride
+	buf    [][]uint64      // per component: the slot values being encoded
+	prng   []sampling.PRNG // per component: flooding randomness
 	// Stats counts the operations on one component (every component does the same).
 	Stats Stats
 }
 
-// NewEvaluator prepares evaluation with the client's keys.
-func NewEvaluator(p *Params, k *Keys) (*Evaluator, error) {
+// NewEvaluator prepares evaluation with the client's keys for vectors packed with the given
+// stride (lanes per row, a power of two dividing N/2; see Client.Encrypt).
+func NewEvaluator(p *Params, k *Keys, stride int) (*Evaluator, error) {
 	if k == nil || k.PK == nil || k.RLK == nil || len(k.GK) != len(k.Rotations) {
 		return nil, fmt.Errorf("fhe: incomplete evaluation keys")
 	}
+	if err := p.checkStride(stride); err != nil {
+		return nil, err
+	}
 	evk := rlwe.NewMemEvaluationKeySet(k.RLK, k.GK...)
-	e := &Evaluator{p: p, rots: slices.Clone(k.Rotations)}
+	e := &Evaluator{p: p, rots: slices.Clone(k.Rotations), stride: stride}
 	for _, bp := range p.comp {
 		prng, err := sampling.NewPRNG() // keyed from crypto/rand
 		if err != nil {
@@ -71,17 +76,34 @@ func NewEvaluator(p *Params, k *Keys) (*Evaluator, error) {
 	return e, nil
 }
 
-func (e *Evaluator) hasRot(k int) bool { return slices.Contains(e.rots, k) }
+// rotate returns x rotated by k elements (columns k·stride): element i of every lane then holds
+// what element i+k held.
+func (e *Evaluator) rotate(i int, x *rlwe.Ciphertext, k int) (*rlwe.Ciphertext, error) {
+	r := k * e.stride
+	if !slices.Contains(e.rots, r) {
+		return nil, fmt.Errorf("fhe: no Galois key for a rotation by %d columns (%d elements at stride %d)", r, k, e.stride)
+	}
+	y, err := e.ev[i].RotateColumnsNew(x, r)
+	if err != nil {
+		return nil, fmt.Errorf("fhe: rotate by %d: %w", r, err)
+	}
+	e.count(i, &e.Stats.Rotations)
+	return y, nil
+}
 
-// encode writes w (values mod n, one period) replicated across the slots into a plaintext at the
-// given level and scale, reduced mod component i's t.
+// encode writes w (values mod n, one period, a power of two dividing N/(2·stride)) replicated
+// along every lane into a plaintext at the given level and scale, reduced mod component i's t.
 func (e *Evaluator) encode(i int, w []uint64, level int, scale rlwe.Scale) (*rlwe.Plaintext, error) {
 	bp := e.p.comp[i]
 	t := bp.PlaintextModulus()
 	period := len(w)
+	if period == 0 || (e.p.Slots()/e.stride)%period != 0 {
+		return nil, fmt.Errorf("fhe encode: period %d does not divide the lane length %d", period, e.p.Slots()/e.stride)
+	}
 	buf := e.buf[i]
+	half := e.p.Slots()
 	for j := range buf {
-		buf[j] = w[j%period] % t
+		buf[j] = w[((j%half)/e.stride)%period] % t
 	}
 	pt := bgv.NewPlaintext(bp, level)
 	pt.Scale = scale
@@ -91,11 +113,22 @@ func (e *Evaluator) encode(i int, w []uint64, level int, scale rlwe.Scale) (*rlw
 	return pt, nil
 }
 
-// Linear returns Σ_terms (Σ_diags diag ⊙ rot(X, D)) + constant, rescaled once: one level. The
-// rotations are baby steps by 1 and giant steps by g (Horner), so only those two Galois keys are
-// used. constant is one period (values mod n) or nil.
-func (e *Evaluator) Linear(terms []Term, constant []uint64, period, g int) (_ *Vector, err error) {
+// LinearPlan is the shape of one linear map: the diagonals are cyclic over Period elements
+// (a power of two; every source vector's period divides it), grouped by giant steps of Giant
+// elements (baby steps by 1); after the diagonals, Folds rotate-and-add the result (y += rot(y, f)
+// for each f in turn), which sums the Period/m blocks of m elements when the map has only m
+// diagonals (Folds m, 2m, ..., Period/2: the output then has period m).
+type LinearPlan struct {
+	Period, Giant int
+	Folds         []int
+}
+
+// Linear returns fold(Σ_terms Σ_diags diag ⊙ rot(X, D)) + constant, rescaled once: one level. The
+// rotations are baby steps by 1 and giant steps by plan.Giant (Horner), then the folds, each by
+// the key of its own amount. constant is one period of the output (values mod n) or nil.
+func (e *Evaluator) Linear(terms []Term, constant []uint64, plan LinearPlan) (_ *Vector, err error) {
 	defer recoverErr(&err)
+	period, g := plan.Period, plan.Giant
 	if g < 1 || period%g != 0 {
 		return nil, fmt.Errorf("fhe linear: giant step %d does not divide the period %d", g, period)
 	}
@@ -114,6 +147,19 @@ func (e *Evaluator) Linear(terms []Term, constant []uint64, period, g int) (_ *V
 		if acc == nil {
 			return fmt.Errorf("fhe linear: no terms")
 		}
+		if err := e.ev[i].Rescale(acc, acc); err != nil {
+			return fmt.Errorf("fhe linear: rescale (the chain is too short for this depth): %w", err)
+		}
+		e.count(i, &e.Stats.Rescales)
+		for _, f := range plan.Folds {
+			r, err := e.rotate(i, acc, f)
+			if err != nil {
+				return fmt.Errorf("fhe linear fold: %w", err)
+			}
+			if err := e.ev[i].Add(acc, r, acc); err != nil {
+				return fmt.Errorf("fhe linear fold: %w", err)
+			}
+		}
 		if constant != nil {
 			pt, err := e.encode(i, constant, acc.Level(), acc.Scale)
 			if err != nil {
@@ -123,10 +169,6 @@ func (e *Evaluator) Linear(terms []Term, constant []uint64, period, g int) (_ *V
 				return fmt.Errorf("fhe linear: add constant: %w", err)
 			}
 		}
-		if err := e.ev[i].Rescale(acc, acc); err != nil {
-			return fmt.Errorf("fhe linear: rescale (the chain is too short for this depth): %w", err)
-		}
-		e.count(i, &e.Stats.Rescales)
 		out.Ct[i] = acc
 		return nil
 	})
@@ -148,17 +190,13 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 		}
 		maxA, maxB = max(maxA, d.D/g), max(maxB, d.D%g)
 	}
-	if maxB > 0 && !e.hasRot(1) || maxA > 0 && !e.hasRot(g) {
-		return nil, fmt.Errorf("fhe linear: no Galois key for the rotations by 1 and %d", g)
-	}
 	baby := make([]*rlwe.Ciphertext, maxB+1)
 	baby[0] = x
 	for b := 1; b <= maxB; b++ {
-		r, err := ev.RotateColumnsNew(baby[b-1], 1)
+		r, err := e.rotate(i, baby[b-1], 1)
 		if err != nil {
-			return nil, fmt.Errorf("fhe linear: rotate: %w", err)
+			return nil, fmt.Errorf("fhe linear: %w", err)
 		}
-		e.count(i, &e.Stats.Rotations)
 		baby[b] = r
 	}
 	giant := make([]*rlwe.Ciphertext, maxA+1)
@@ -187,11 +225,10 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 	var acc *rlwe.Ciphertext
 	for a := maxA; a >= 0; a-- {
 		if acc != nil {
-			r, err := ev.RotateColumnsNew(acc, g)
+			r, err := e.rotate(i, acc, g)
 			if err != nil {
-				return nil, fmt.Errorf("fhe linear: rotate: %w", err)
+				return nil, fmt.Errorf("fhe linear: %w", err)
 			}
-			e.count(i, &e.Stats.Rotations)
 			acc = r
 		}
 		if giant[a] != nil {

@@ -20,13 +20,45 @@ func testParams(t *testing.T, bits, depth int) *Params {
 	return p
 }
 
-// TestLinearSquareLinear evaluates y = B·(A·x + a)² + b on encrypted x and checks the decrypted,
-// CRT-recombined result against the same arithmetic mod n, with two CRT components.
+// folded returns the diagonals of the o×cols matrix M for period Q, folded to m (a power of two
+// ≥ o dividing Q): entry (r, j) goes to diagonal (j - r) mod m at position (j - d) mod Q, so that
+// summing the Q/m blocks of m positions (Folds m, 2m, ..., Q/2) gives M·x at positions r < o.
+func folded(M [][]uint64, cols, Q, m int) ([]Diag, []int) {
+	byD := map[int][]uint64{}
+	var order []int
+	for r := range M {
+		for j := 0; j < cols; j++ {
+			if M[r][j] == 0 {
+				continue
+			}
+			d := ((j-r)%m + m) % m
+			i := ((j-d)%Q + Q) % Q
+			if byD[d] == nil {
+				byD[d] = make([]uint64, Q)
+				order = append(order, d)
+			}
+			byD[d][i] = M[r][j]
+		}
+	}
+	var ds []Diag
+	for _, d := range order {
+		ds = append(ds, Diag{D: d, V: byD[d]})
+	}
+	var folds []int
+	for f := m; f < Q; f *= 2 {
+		folds = append(folds, f)
+	}
+	return ds, folds
+}
+
+// TestLinearSquareLinear evaluates y = B·(A·x + a)² + b on encrypted x, three vectors sharing
+// the slots (lanes), and checks every lane's decrypted, CRT-recombined result against the same
+// arithmetic mod n, with two CRT components; B is applied with folded diagonals.
 func TestLinearSquareLinear(t *testing.T) {
 	p := testParams(t, 40, 3)
 	n := p.Modulus()
 	rng := rand.New(rand.NewPCG(1, 2))
-	const period, g = 16, 4
+	const period, g, stride, lanes = 16, 4, 8, 3
 	const k, m, o = 11, 7, 5 // x has k values, A is m×k, B is o×m
 	rnd := func() uint64 { return rng.Uint64() % n }
 	small := func() uint64 { // small signed values mod n
@@ -36,9 +68,12 @@ func TestLinearSquareLinear(t *testing.T) {
 		}
 		return uint64(v)
 	}
-	x := make([]uint64, k)
-	for i := range x {
-		x[i] = small()
+	xs := make([][]uint64, lanes)
+	for l := range xs {
+		xs[l] = make([]uint64, k)
+		for i := range xs[l] {
+			xs[l][i] = small()
+		}
 	}
 	A, B := make([][]uint64, m), make([][]uint64, o)
 	for i := range A {
@@ -53,46 +88,31 @@ func TestLinearSquareLinear(t *testing.T) {
 			B[i][j] = rnd()
 		}
 	}
-	a, b := make([]uint64, period), make([]uint64, period)
+	a, b := make([]uint64, period), make([]uint64, 8)
 	for i := 0; i < m; i++ {
 		a[i] = rnd()
 	}
 	for i := 0; i < o; i++ {
 		b[i] = rnd()
 	}
-	diags := func(M [][]uint64, cols int) []Diag {
-		var ds []Diag
-		for d := 0; d < period; d++ {
-			v := make([]uint64, period)
-			nz := false
-			for i := range M {
-				if j := (i + d) % period; j < cols && M[i][j] != 0 {
-					v[i], nz = M[i][j], true
-				}
-			}
-			if nz {
-				ds = append(ds, Diag{D: d, V: v})
-			}
-		}
-		return ds
-	}
 	cl, err := NewClient(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := cl.Keys([]int{1, g})
+	keys, err := cl.Keys([]int{stride, g * stride, 8 * stride})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := NewEvaluator(p, keys)
+	ev, err := NewEvaluator(p, keys, stride)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cx, err := cl.Encrypt(x, period)
+	cx, err := cl.Encrypt(xs, period, stride)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := ev.Linear([]Term{{X: cx, Diags: diags(A, k)}}, a, period, g)
+	dA, fA := folded(A, k, period, period)
+	h, err := ev.Linear([]Term{{X: cx, Diags: dA}}, a, LinearPlan{Period: period, Giant: g, Folds: fA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +120,11 @@ func TestLinearSquareLinear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := ev.Linear([]Term{{X: h2, Diags: diags(B, m)}}, b, period, g)
+	dB, fB := folded(B, m, period, 8)
+	if len(dB) > 8 || len(fB) != 1 {
+		t.Fatalf("B folded to 8: %d diagonals, folds %v", len(dB), fB)
+	}
+	y, err := ev.Linear([]Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: fB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,23 +134,28 @@ func TestLinearSquareLinear(t *testing.T) {
 	if y.Level() != p.OutLevel {
 		t.Errorf("result at level %d, want %d", y.Level(), p.OutLevel)
 	}
-	got, err := cl.Decrypt(y, o)
+	got, err := cl.Decrypt(y, o, stride, lanes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mul := func(a, b uint64) uint64 { return mulMod(a, b, n) }
-	for i := 0; i < o; i++ {
-		want := b[i]
-		for j := 0; j < m; j++ {
-			hj := a[j]
-			for l := 0; l < k; l++ {
-				hj = addMod(hj, mul(A[j][l], x[l]), n)
+	for l, x := range xs {
+		for i := 0; i < o; i++ {
+			want := b[i]
+			for j := 0; j < m; j++ {
+				hj := a[j]
+				for c := 0; c < k; c++ {
+					hj = addMod(hj, mul(A[j][c], x[c]), n)
+				}
+				want = addMod(want, mul(B[i][j], mul(hj, hj)), n)
 			}
-			want = addMod(want, mul(B[i][j], mul(hj, hj)), n)
+			if got[l][i] != want {
+				t.Errorf("lane %d: y[%d] = %d, want %d", l, i, got[l][i], want)
+			}
 		}
-		if got[i] != want {
-			t.Errorf("y[%d] = %d, want %d", i, got[i], want)
-		}
+	}
+	if _, err := ev.Linear([]Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: []int{2}}); err == nil {
+		t.Error("a fold by a rotation with no key: no error")
 	}
 	t.Logf("%s: %+v", p, ev.Stats)
 }

@@ -120,3 +120,11 @@ func modInverse(a, m uint64) (uint64, bool) {
 
 // GaloisElement is the Galois element of a column rotation by k (the key a rotation needs).
 func (p *Params) GaloisElement(k int) uint64 { return p.comp[0].GaloisElementForColRotation(k) }
+
+// checkStride checks a packing stride: a power of two dividing N/2 (the lanes of one row).
+func (p *Params) checkStride(stride int) error {
+	if stride < 1 || stride&(stride-1) != 0 || p.Slots()%stride != 0 {
+		return fmt.Errorf("fhe: a stride of %d lanes per row (a power of two up to %d)", stride, p.Slots())
+	}
+	return nil
+}

@@ -7,18 +7,25 @@ import (
 	"github.com/cryptflow-go/cryptflow/ring"
 )
 
-// EncryptInputs encrypts the client's inputs (ring elements of Z_n, as the VM encodes them) with
-// the layout's period.
-func (l *Layout) EncryptInputs(c *fheproto.Client, inputs []ring.Tensor) ([]*fheproto.Vector, error) {
-	if len(inputs) != len(l.In) {
-		return nil, fmt.Errorf("fhe: %d inputs for a program with %d", len(inputs), len(l.In))
+// EncryptInputs encrypts the client's inputs (ring elements of Z_n, as the VM encodes them) of
+// up to Lanes inferences, one lane each: batch[k] holds inference k's inputs.
+func (l *Layout) EncryptInputs(c *fheproto.Client, batch [][]ring.Tensor) ([]*fheproto.Vector, error) {
+	if len(batch) == 0 || len(batch) > l.Lanes {
+		return nil, fmt.Errorf("fhe: %d inferences in one ciphertext of %d lanes", len(batch), l.Lanes)
 	}
-	out := make([]*fheproto.Vector, len(inputs))
-	for i, x := range inputs {
-		if len(x.Data) != l.In[i] {
-			return nil, fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(x.Data), l.In[i])
+	out := make([]*fheproto.Vector, len(l.In))
+	for i := range l.In {
+		lanes := make([][]uint64, len(batch))
+		for k, inputs := range batch {
+			if len(inputs) != len(l.In) {
+				return nil, fmt.Errorf("fhe: %d inputs for a program with %d", len(inputs), len(l.In))
+			}
+			if len(inputs[i].Data) != l.In[i] {
+				return nil, fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(inputs[i].Data), l.In[i])
+			}
+			lanes[k] = l.place(i, inputs[i].Data)
 		}
-		v, err := c.Encrypt(x.Data, l.Period)
+		v, err := c.Encrypt(lanes, pow2(l.In[i]), l.Stride)
 		if err != nil {
 			return nil, err
 		}
@@ -27,19 +34,27 @@ func (l *Layout) EncryptInputs(c *fheproto.Client, inputs []ring.Tensor) ([]*fhe
 	return out, nil
 }
 
-// DecryptOutputs decrypts the results into ring elements of Z_n (the values the cleartext run
-// reveals).
-func (l *Layout) DecryptOutputs(c *fheproto.Client, outs []*fheproto.Vector) ([][]uint64, error) {
+// DecryptOutputs decrypts the results of count inferences (lanes) into ring elements of Z_n (the
+// values the cleartext run reveals): out[k][o] is inference k's output o.
+func (l *Layout) DecryptOutputs(c *fheproto.Client, outs []*fheproto.Vector, count int) ([][][]uint64, error) {
 	if len(outs) != len(l.Out) {
 		return nil, fmt.Errorf("fhe: %d results for a program with %d outputs", len(outs), len(l.Out))
 	}
-	res := make([][]uint64, len(outs))
-	for i, v := range outs {
-		d, err := c.Decrypt(v, l.Out[i])
+	if count < 1 || count > l.Lanes {
+		return nil, fmt.Errorf("fhe: %d inferences in one ciphertext of %d lanes", count, l.Lanes)
+	}
+	res := make([][][]uint64, count)
+	for k := range res {
+		res[k] = make([][]uint64, len(outs))
+	}
+	for o, v := range outs {
+		d, err := c.Decrypt(v, l.Out[o], l.Stride, count)
 		if err != nil {
-			return nil, fmt.Errorf("fhe: output %d: %w", i, err)
+			return nil, fmt.Errorf("fhe: output %d: %w", o, err)
 		}
-		res[i] = d
+		for k := range res {
+			res[k][o] = d[k]
+		}
 	}
 	return res, nil
 }

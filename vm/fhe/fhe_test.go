@@ -44,14 +44,22 @@ func compileFHE(t *testing.T, g *ir.Graph, seed uint64) *fixed.Program {
 
 // TestEncryptedEqualsClear is the fhe mode's golden test: random small polynomial CNNs and MLPs
 // compiled with --backend fhe, evaluated on BGV ciphertexts, decrypted and CRT-recombined, equal
-// the cleartext run over Z_n bit for bit — on inputs inside and outside the validated range.
+// the cleartext run over Z_n bit for bit — on inputs inside and outside the validated range, one
+// inference alone and a ciphertext whose every lane holds its own inference.
 func TestEncryptedEqualsClear(t *testing.T) {
-	seeds := []uint64{1, 2, 3, 4}
-	if testing.Short() {
-		seeds = seeds[:2]
+	// Seeds 23, 17 and 39 start with a stride-2 convolution: the input goes up in its polyphase
+	// layout and the convolution's output in a chosen strided one.
+	type tc struct {
+		seed uint64
+		mlp  bool
 	}
-	for _, seed := range seeds {
-		g, err := golden.RandomPolyNet(seed, seed%2 == 0)
+	cases := []tc{{1, false}, {2, true}, {23, false}, {3, false}, {4, true}, {17, false}, {39, false}}
+	if testing.Short() {
+		cases = cases[:3]
+	}
+	for _, c := range cases {
+		seed := c.seed
+		g, err := golden.RandomPolyNet(seed, c.mlp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,27 +88,30 @@ func TestEncryptedEqualsClear(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev, err := fheproto.NewEvaluator(l.Params, keys)
+		ev, err := fheproto.NewEvaluator(l.Params, keys, l.Stride)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(seed, 77))
-		for trial := range 2 {
-			xf := randInput(g, rng)
-			if trial == 1 {
-				for i := range xf {
-					xf[i] *= 50 // far outside the validated range: values wrap mod n in both runs
+		// Trial 0: one inference; trial 1: every lane of the ciphertext holds its own input,
+		// every third far outside the validated range (values wrap mod n in both runs).
+		for trial, count := range []int{1, l.Lanes} {
+			var batch [][]ring.Tensor
+			for k := range count {
+				xf := randInput(g, rng)
+				if k%3 == 2 {
+					for i := range xf {
+						xf[i] *= 50
+					}
 				}
+				x, err := r.EncodeTensor(g.Inputs[0].Shape, xf, p.Tensors[p.Inputs[0].Tensor].Scale)
+				if err != nil {
+					t.Fatal(err)
+				}
+				batch = append(batch, []ring.Tensor{x})
 			}
-			x, err := r.EncodeTensor(g.Inputs[0].Shape, xf, p.Tensors[p.Inputs[0].Tensor].Scale)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := m.Run(context.Background(), []ring.Tensor{x})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cts, err := l.EncryptInputs(cl, []ring.Tensor{x})
+			before := ev.Stats
+			cts, err := l.EncryptInputs(cl, batch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,17 +119,25 @@ func TestEncryptedEqualsClear(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
-			got, err := l.DecryptOutputs(cl, outs)
+			got, err := l.DecryptOutputs(cl, outs, count)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for o := range want {
-				if !slices.Equal(got[o], want[o].Value.Data) {
-					t.Errorf("seed %d trial %d output %d: encrypted %v, clear %v", seed, trial, o, got[o], want[o].Value.Data)
+			for k, in := range batch {
+				want, err := m.Run(context.Background(), in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for o := range want {
+					if !slices.Equal(got[k][o], want[o].Value.Data) {
+						t.Errorf("seed %d trial %d lane %d output %d: encrypted %v, clear %v", seed, trial, k, o, got[k][o], want[o].Value.Data)
+					}
 				}
 			}
 			if trial == 0 {
-				t.Logf("seed %d: %s, period %d, rotations %v, %d instructions, %+v", seed, p.FHE, l.Period, l.Rotations, len(times), ev.Stats)
+				t.Logf("seed %d: %s, period %d, %d lanes, rotations %v, polyphase input %v, %d instructions, %+v", seed, p.FHE, l.Period, l.Lanes, l.Rotations, l.InPos[0] != nil, len(times), ev.Stats)
+			} else if d := ev.Stats.PlainMuls - before.PlainMuls; d != before.PlainMuls {
+				t.Errorf("seed %d: %d plaintext products for %d lanes, %d for one: lanes must cost the same", seed, d, count, before.PlainMuls)
 			}
 		}
 	}

@@ -11,21 +11,26 @@ package fhe
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	fheproto "github.com/cryptflow-go/cryptflow/protocols/fhe"
+	"github.com/cryptflow-go/cryptflow/vm"
 )
 
 // Layout is the public shape of an fhe evaluation that both parties derive from the program (the
-// client from its copy without weights): the BGV parameters, the slot period every vector is
-// replicated with, the giant step of the linear maps, the rotations the evaluation keys must
-// cover, and the sizes of the inputs and outputs.
+// client from its copy without weights): the BGV parameters, the packing (every inference is one
+// lane of Period elements; Stride lanes per row, so one ciphertext carries Lanes = 2·Stride
+// inferences), the rotations the evaluation keys must cover, and the sizes of the inputs and
+// outputs.
 type Layout struct {
 	Params    *fheproto.Params
-	Period    int   // power of two >= every tensor's size, <= N/2
-	G         int   // giant step: rotations are by 1 and by G
-	Rotations []int // exactly the rotations the plan uses
-	In, Out   []int // element counts of the inputs and outputs
+	Period    int       // lane length: a power of two >= every tensor's size, <= N/2
+	Stride    int       // lanes per row: N/2 / Period
+	Lanes     int       // inferences per ciphertext: 2·Stride (both rows)
+	Rotations []int     // column rotations (multiples of Stride): exactly those the plan may use
+	In, Out   []int     // element counts of the inputs and outputs
+	InPos     [][]int32 // each input's layout (inputLayout; nil: row-major)
 }
 
 // NewLayout derives the layout of program p, which must carry fhe parameters.
@@ -54,19 +59,19 @@ func NewLayout(p *fixed.Program) (*Layout, error) {
 	if biggest > prm.Slots() {
 		return nil, fmt.Errorf("fhe: tensor %s has %d elements, more than the %d slots of one ciphertext row (N/2); packing a tensor into several ciphertexts is not implemented", name, biggest, prm.Slots())
 	}
-	l.Period = 1 << uint(bits.Len(uint(biggest-1)))
-	l.G = 1 << uint((bits.Len(uint(l.Period))-1+1)/2) // about sqrt(period), a power of two
-	if l.G > l.Period {
-		l.G = l.Period
+	l.Period = pow2(biggest)
+	l.Stride = prm.Slots() / l.Period
+	l.Lanes = 2 * l.Stride
+	rots, err := planRotations(p)
+	if err != nil {
+		return nil, err
 	}
-	if needsRotations(p) && l.Period > 1 {
-		l.Rotations = []int{1}
-		if l.G > 1 && l.G < l.Period {
-			l.Rotations = append(l.Rotations, l.G)
-		}
+	for _, r := range rots {
+		l.Rotations = append(l.Rotations, r*l.Stride)
 	}
 	for _, io := range p.Inputs {
 		l.In = append(l.In, p.Tensors[io.Tensor].Shape.Size())
+		l.InPos = append(l.InPos, inputLayout(p, io.Tensor))
 	}
 	for _, io := range p.Outputs {
 		l.Out = append(l.Out, p.Tensors[io.Tensor].Shape.Size())
@@ -74,22 +79,147 @@ func NewLayout(p *fixed.Program) (*Layout, error) {
 	return l, nil
 }
 
-// needsRotations reports whether any instruction makes a linear map that is not a scaled identity
-// (the rule of fixed.Program.FHEDepth).
-func needsRotations(p *fixed.Program) bool {
-	for _, in := range p.Instrs {
-		switch in.Op {
-		case fixed.OpInput, fixed.OpOutput, fixed.OpMul, fixed.OpReshape, fixed.OpScaleUp, fixed.OpAddConst:
-		case fixed.OpAdd, fixed.OpSub:
-			if !p.Tensors[in.In[0]].Shape.Equal(p.Tensors[in.In[1]].Shape) {
-				return true
-			}
-		default:
-			return true
-		}
+// pow2 is the smallest power of two >= n (1 for n <= 1).
+func pow2(n int) int {
+	if n <= 1 {
+		return 1
 	}
-	return false
+	return 1 << uint(bits.Len(uint(n-1)))
 }
 
-// galoisElement is the Galois element of a column rotation by k in the layout's ring.
-func galoisElement(l *Layout, k int) uint64 { return l.Params.GaloisElement(k) }
+// mapPlan is the plan of a linear map to n elements from vectors of the given lengths (every
+// vector of length k has period pow2(k)): diagonals cyclic over the largest period, folded to
+// m = pow2(n) diagonals (a map to fewer elements than it reads needs at most m diagonals, then
+// log2(period/m) rotate-and-adds), giant steps of about sqrt(m).
+func mapPlan(n int, srcLens []int) (plan fheproto.LinearPlan, m int) {
+	m = pow2(n)
+	q := m
+	for _, k := range srcLens {
+		q = max(q, pow2(k))
+	}
+	plan.Period = q
+	plan.Giant = 1 << uint((bits.Len(uint(m))-1+1)/2)
+	for f := m; f < q; f *= 2 {
+		plan.Folds = append(plan.Folds, f)
+	}
+	return plan, m
+}
+
+// planKeys adds to set the element rotations a map's plan may use: baby steps by 1, giant steps,
+// folds.
+func planKeys(set map[int]bool, plan fheproto.LinearPlan, m int) {
+	if plan.Giant > 1 {
+		set[1] = true
+	}
+	if plan.Giant < m {
+		set[plan.Giant] = true
+	}
+	for _, f := range plan.Folds {
+		set[f] = true
+	}
+}
+
+// shape is a tensor's value as the executor will hold it, without the numbers: the lengths of
+// the encrypted vectors it is a linear function of, and whether that function may be other than
+// a scaled identity of vectors of its own length.
+type shape struct {
+	srcs    []int
+	general bool
+}
+
+// planRotations walks the program as Evaluate does, on shapes only (the client has no weights),
+// and returns the element rotations of every linear map it will apply, ascending.
+func planRotations(p *fixed.Program) ([]int, error) {
+	size := func(t int) int { return p.Tensors[t].Shape.Size() }
+	forms := make([]*shape, len(p.Tensors))
+	set := map[int]bool{}
+	materialize := func(f *shape, n int) {
+		general := f.general
+		for _, k := range f.srcs {
+			general = general || k != n
+		}
+		if general {
+			plan, m := mapPlan(n, f.srcs)
+			planKeys(set, plan, m)
+		}
+	}
+	union := func(fs ...*shape) *shape {
+		out := &shape{}
+		for _, f := range fs {
+			if f == nil {
+				continue
+			}
+			out.general = out.general || f.general
+			for _, k := range f.srcs {
+				if !slices.Contains(out.srcs, k) {
+					out.srcs = append(out.srcs, k)
+				}
+			}
+		}
+		return out
+	}
+	for _, in := range p.Instrs {
+		var f *shape
+		switch in.Op {
+		case fixed.OpInput:
+			f = &shape{srcs: []int{size(in.Out)}}
+		case fixed.OpOutput:
+			if forms[in.In[0]] == nil {
+				return nil, fmt.Errorf("fhe: output %s reads an undefined tensor", in.Source)
+			}
+			materialize(forms[in.In[0]], size(in.In[0]))
+			continue
+		case fixed.OpReshape, fixed.OpScaleUp, fixed.OpAddConst:
+			f = forms[in.In[0]]
+		case fixed.OpMul:
+			ip, err := vm.PlanIndex(p, in)
+			if err != nil {
+				return nil, fmt.Errorf("fhe: %s (%s): %w", in.Op, in.Source, err)
+			}
+			for k, id := range in.In[:2] {
+				g := union(forms[id])
+				if k == 0 && ip.Idx != nil || k == 1 && ip.Idx2 != nil {
+					g.general = true
+				}
+				materialize(g, size(in.Out))
+			}
+			f = &shape{srcs: []int{size(in.Out)}}
+		case fixed.OpAdd, fixed.OpSub:
+			f = union(forms[in.In[0]], forms[in.In[1]])
+			if !p.Tensors[in.In[0]].Shape.Equal(p.Tensors[in.In[1]].Shape) {
+				f.general = true
+			}
+		default:
+			var ins []*shape
+			for _, id := range in.In {
+				ins = append(ins, forms[id])
+			}
+			f = union(ins...)
+			f.general = true
+		}
+		if f == nil {
+			return nil, fmt.Errorf("fhe: %s (%s) reads an undefined tensor", in.Op, in.Source)
+		}
+		forms[in.Out] = f
+	}
+	var out []int
+	for r := range set {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// place returns input i's values (one inference) in the input's layout: one period, zeros at the
+// positions no element takes.
+func (l *Layout) place(i int, x []uint64) []uint64 {
+	pos := l.InPos[i]
+	if pos == nil {
+		return x
+	}
+	out := make([]uint64, pow2(len(x)))
+	for j, v := range x {
+		out[pos[j]] = v
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package fhe
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
@@ -12,12 +13,17 @@ import (
 )
 
 // LayerTime is the server's time on one instruction (composition of its linear map, and the
-// homomorphic work it triggered: applying a composed map, a square, the final re-randomisation).
+// homomorphic work it triggered: applying a composed map, a square, the final re-randomisation)
+// and the operations of that work on one CRT component.
 type LayerTime struct {
 	Source string
 	Op     fixed.Opcode
 	Time   time.Duration
+	Ops    Ops
 }
+
+// Ops counts homomorphic operations (protocols/fhe's Stats).
+type Ops = fheproto.Stats
 
 // Evaluate runs program p (with its weights: the server's copy) on the encrypted inputs and
 // returns one encrypted, re-randomised result per output, with the per-instruction times.
@@ -47,11 +53,14 @@ func Evaluate(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Eva
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		start := time.Now()
+		start, before := time.Now(), ev.Stats
 		if err := x.exec(in, inputs, outs); err != nil {
 			return nil, nil, fmt.Errorf("fhe: instruction %s (%s): %w", in.Op, in.Source, err)
 		}
-		times = append(times, LayerTime{Source: in.Source, Op: in.Op, Time: time.Since(start)})
+		a := ev.Stats
+		ops := fheproto.Stats{Rotations: a.Rotations - before.Rotations, PlainMuls: a.PlainMuls - before.PlainMuls,
+			CtMuls: a.CtMuls - before.CtMuls, Rescales: a.Rescales - before.Rescales}
+		times = append(times, LayerTime{Source: in.Source, Op: in.Op, Time: time.Since(start), Ops: ops})
 	}
 	return outs, times, nil
 }
@@ -65,13 +74,15 @@ type executor struct {
 	forms []*form
 	vecs  []*fheproto.Vector
 	lens  []int
+	pos   [][]int32 // each vector's layout (nil: row-major)
 }
 
 func (x *executor) srcLen(i int) int { return x.lens[i] }
 
-func (x *executor) newVec(v *fheproto.Vector, n int) *form {
+func (x *executor) newVec(v *fheproto.Vector, n int, pos []int32) *form {
 	x.vecs = append(x.vecs, v)
 	x.lens = append(x.lens, n)
+	x.pos = append(x.pos, pos)
 	return &form{n: n, terms: []term{{src: len(x.vecs) - 1, m: identity(n)}}}
 }
 
@@ -90,9 +101,9 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 	var f *form
 	switch in.Op {
 	case fixed.OpInput:
-		f = x.newVec(inputs[in.Index], size(in.Out))
+		f = x.newVec(inputs[in.Index], size(in.Out), x.l.InPos[in.Index])
 	case fixed.OpOutput:
-		v, err := x.materialize(x.forms[in.In[0]])
+		v, err := x.materialize(x.forms[in.In[0]], nil)
 		if err != nil {
 			return err
 		}
@@ -143,13 +154,20 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		if err != nil {
 			return err
 		}
-		a, err := x.materialize(x.gathered(x.forms[in.In[0]], ip.Idx))
+		fa := x.gathered(x.forms[in.In[0]], ip.Idx)
+		var pos []int32
+		if k, ok := x.plain(fa); ok {
+			pos = x.pos[k]
+		} else {
+			pos = x.chooseLayout(fa, p.Tensors[in.Out].Shape)
+		}
+		a, err := x.materialize(fa, pos)
 		if err != nil {
 			return err
 		}
 		b := a
 		if in.In[1] != in.In[0] || ip.Idx2 != nil || ip.Idx != nil {
-			if b, err = x.materialize(x.gathered(x.forms[in.In[1]], ip.Idx2)); err != nil {
+			if b, err = x.materialize(x.gathered(x.forms[in.In[1]], ip.Idx2), pos); err != nil {
 				return err
 			}
 		}
@@ -157,7 +175,7 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		if err != nil {
 			return err
 		}
-		f = x.newVec(v, size(in.Out))
+		f = x.newVec(v, size(in.Out), pos)
 	case fixed.OpTranspose:
 		ip, err := vm.PlanIndex(p, in)
 		if err != nil {
@@ -298,28 +316,50 @@ func (x *executor) convMatrix(in *fixed.Instr) (matrix, error) {
 	return L, nil
 }
 
-// materialize evaluates a form into one encrypted vector: as it is (one identity term), as a
-// scaled sum (no level), or by the diagonal method (one level).
-func (x *executor) materialize(f *form) (*fheproto.Vector, error) {
-	P := x.l.Period
-	var cst []uint64
-	if f.c != nil {
-		cst = make([]uint64, P)
-		copy(cst, f.c)
+// plain reports whether form f is one encrypted vector as it is, and which.
+func (x *executor) plain(f *form) (int, bool) {
+	if len(f.terms) != 1 || f.c != nil {
+		return 0, false
 	}
+	t := f.terms[0]
+	if s, ok := scaledIdentity(t.m, x.lens[t.src]); ok && s == 1 && x.lens[t.src] == f.n {
+		return t.src, true
+	}
+	return 0, false
+}
+
+// materialize evaluates a form into one encrypted vector in layout pos (nil: row-major): as it
+// is (one identity term in that layout), as a scaled sum (no level), or by the diagonal method
+// with the plan of mapPlan (one level). Entry (r, j) of a term's matrix (output r reads source
+// element j), with r at position r' in pos and j at j' in the source's layout, goes to the folded
+// diagonal d = (j' - r') mod m at position (j' - d) mod Q, Q the plan's period and m = pow2(n):
+// after the folds, position r' of the result holds Σ_j M[r][j]·x[j].
+func (x *executor) materialize(f *form, pos []int32) (*fheproto.Vector, error) {
 	if len(f.terms) == 0 {
 		return nil, fmt.Errorf("a value that does not depend on the encrypted input (a constant) is not supported")
 	}
-	if len(f.terms) == 1 && cst == nil {
-		if s, ok := scaledIdentity(f.terms[0].m, x.lens[f.terms[0].src]); ok && s == 1 && x.lens[f.terms[0].src] == f.n {
-			return x.vecs[f.terms[0].src], nil
+	if k, ok := x.plain(f); ok && sameLayout(x.pos[k], pos) {
+		return x.vecs[k], nil
+	}
+	at := func(r int) int {
+		if pos == nil {
+			return r
+		}
+		return int(pos[r])
+	}
+	m := pow2(f.n)
+	var cst []uint64
+	if f.c != nil {
+		cst = make([]uint64, m)
+		for r, v := range f.c {
+			cst[at(r)] = v
 		}
 	}
 	trivial := true
 	var scaled []fheproto.ScaledTerm
 	for _, t := range f.terms {
 		s, ok := scaledIdentity(t.m, x.lens[t.src])
-		if !ok || x.lens[t.src] != f.n {
+		if !ok || x.lens[t.src] != f.n || !sameLayout(x.pos[t.src], pos) {
 			trivial = false
 			break
 		}
@@ -328,27 +368,41 @@ func (x *executor) materialize(f *form) (*fheproto.Vector, error) {
 	if trivial {
 		return x.ev.Scale(scaled, cst)
 	}
+	var lens []int
+	for _, t := range f.terms {
+		lens = append(lens, x.lens[t.src])
+	}
+	plan, _ := mapPlan(f.n, lens)
+	Q := plan.Period
 	terms := make([]fheproto.Term, 0, len(f.terms))
 	for _, t := range f.terms {
+		src := x.pos[t.src]
 		diags := map[int][]uint64{}
 		var order []int
-		for i, row := range t.m {
+		for r, row := range t.m {
+			rp := at(r)
 			for _, e := range row {
-				d := (int(e.col) - i + P) % P
+				j := int(e.col)
+				if src != nil {
+					j = int(src[e.col])
+				}
+				d := ((j-rp)%m + m) % m
 				v, ok := diags[d]
 				if !ok {
-					v = make([]uint64, P)
+					v = make([]uint64, Q)
 					diags[d] = v
 					order = append(order, d)
 				}
+				i := ((j-d)%Q + Q) % Q
 				v[i] = x.r.Add(v[i], e.v)
 			}
 		}
+		slices.Sort(order)
 		tm := fheproto.Term{X: x.vecs[t.src]}
 		for _, d := range order {
 			tm.Diags = append(tm.Diags, fheproto.Diag{D: d, V: diags[d]})
 		}
 		terms = append(terms, tm)
 	}
-	return x.ev.Linear(terms, cst, P, x.l.G)
+	return x.ev.Linear(terms, cst, plan)
 }

@@ -3,6 +3,7 @@ package fhe
 import (
 	"context"
 	"encoding"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -21,8 +22,12 @@ const BackendName = "fhe"
 // Stats is one party's account of an fhe session (cumulative over its inferences).
 type Stats struct {
 	Params        string
-	Period        int
+	Period        int // elements per lane
+	Lanes         int // inferences one ciphertext can carry
 	Rotations     []int
+	Group         int           // inferences per round trip (the last one may carry fewer)
+	Inferences    int           // inferences so far
+	RoundTrips    int           // ciphertext round trips so far (one per group of up to Lanes inferences)
 	KeyBytes      int64         // evaluation keys uploaded (once per session)
 	UploadBytes   int64         // encrypted inputs
 	DownloadBytes int64         // encrypted results
@@ -30,17 +35,20 @@ type Stats struct {
 	EncryptTime   time.Duration // client
 	DecryptTime   time.Duration // client
 	EvalTime      time.Duration // server
-	Layers        []LayerTime   // server, the last inference's
+	Layers        []LayerTime   // server, the last evaluation's
 	Ops           fheproto.Stats
 }
 
 // Backend is the fhe mode as a vm.Backend for the session machinery of internal/serve (handshake,
-// timeouts, batches, reports): one round trip per inference. At Input the client encrypts its
-// input and uploads it (the evaluation keys went up once, when the backend was set up); at the
-// first Output the server evaluates the whole program on the ciphertexts (Evaluate) and sends the
-// re-randomised results back, which the client decrypts. The VM's own walk over the program is
-// not used for the computation at either party: the layer methods do nothing (the client's
-// tensors hold its own plaintext, the server's zeros), and the non-polynomial ones fail.
+// timeouts, batches, reports). The client packs a group of up to Lanes consecutive inferences of
+// its batch into the lanes of one ciphertext per input (LoLa/CryptoNets batching: the slots are
+// shared, so the bytes and the server's work per inference are divided by the group's size): at
+// the first Input of a group it encrypts and uploads the group's inputs (the evaluation keys went
+// up once, when the backend was set up); at the group's first Output the server evaluates the
+// whole program on the ciphertexts (Evaluate) and sends the re-randomised results back, which the
+// client decrypts; the group's other inferences exchange nothing. The VM's own walk over the
+// program is not used for the computation at either party: the layer methods do nothing (the
+// client's tensors hold its own plaintext, the server's zeros), and the non-polynomial ones fail.
 type Backend struct {
 	p      *fixed.Program
 	l      *Layout
@@ -49,17 +57,24 @@ type Backend struct {
 	conn   *transport.Conn
 	client *fheproto.Client
 	ev     *fheproto.Evaluator
-	inputs []*fheproto.Vector // server: this inference's encrypted inputs
-	outs   [][]uint64         // client: this inference's decrypted results
-	next   int                // the next output of this inference
+	batch  [][]ring.Tensor    // client: every inference's inputs, when known at set-up
+	group  int                // inferences per round trip (the client's choice, sent at set-up)
+	k      int                // the current inference (-1 before the first)
+	nIn    int                // inputs seen of the current inference
+	next   int                // outputs seen of the current inference
+	inputs []*fheproto.Vector // server: this group's encrypted inputs
+	outs   [][][]uint64       // client: this group's decrypted results
 	stats  Stats
 	done   func(party int, s *Stats)
 }
 
 // NewBackend sets up party's end of an fhe session over conn for program p: the client generates
-// its keys and uploads the evaluation keys; the server receives them. done, when set, is called
-// with the party's statistics after every inference.
-func NewBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Ring, p *fixed.Program, done func(party int, s *Stats)) (*Backend, error) {
+// its keys and uploads the evaluation keys and its group size; the server receives them. The
+// client's batch, when given, holds the inputs of every inference the session will run, in
+// order (the VM then asks for them one inference at a time): consecutive inferences share
+// ciphertexts, Lanes at a time. Without it, every inference is one round trip. done, when set, is
+// called with the party's statistics after every round trip.
+func NewBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Ring, p *fixed.Program, batch [][]ring.Tensor, done func(party int, s *Stats)) (*Backend, error) {
 	l, err := NewLayout(p)
 	if err != nil {
 		return nil, err
@@ -77,9 +92,13 @@ func NewBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Rin
 			return nil, fmt.Errorf("fhe: input %q belongs to party %d; the fhe mode encrypts the client's inputs only", in.Name, in.Party)
 		}
 	}
-	b := &Backend{p: p, l: l, party: party, r: r, conn: conn, done: done}
-	b.stats.Params, b.stats.Period, b.stats.Rotations = l.Params.String(), l.Period, l.Rotations
+	b := &Backend{p: p, l: l, party: party, r: r, conn: conn, done: done, k: -1, group: 1}
+	b.stats.Params, b.stats.Period, b.stats.Lanes, b.stats.Rotations = l.Params.String(), l.Period, l.Lanes, l.Rotations
 	if party == 1 {
+		if len(batch) > 1 {
+			b.batch, b.group = batch, min(len(batch), l.Lanes)
+		}
+		b.stats.Group = b.group
 		start := time.Now()
 		if b.client, err = fheproto.NewClient(l.Params); err != nil {
 			return nil, err
@@ -98,6 +117,9 @@ func NewBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Rin
 		if err != nil {
 			return nil, fmt.Errorf("fhe: upload the evaluation keys: %w", err)
 		}
+		if err := conn.Send(ctx, binary.AppendUvarint(nil, uint64(b.group))); err != nil {
+			return nil, fmt.Errorf("fhe: send the group size: %w", err)
+		}
 		return b, nil
 	}
 	keys := &fheproto.Keys{PK: new(rlwe.PublicKey), RLK: new(rlwe.RelinearizationKey), Rotations: slices.Clone(l.Rotations)}
@@ -115,7 +137,17 @@ func NewBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Rin
 	if err := checkKeys(l, keys); err != nil {
 		return nil, err
 	}
-	if b.ev, err = fheproto.NewEvaluator(l.Params, keys); err != nil {
+	data, err := conn.RecvFrame(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fhe: receive the group size: %w", err)
+	}
+	g, k := binary.Uvarint(data)
+	if k != len(data) || g < 1 || g > uint64(l.Lanes) {
+		return nil, fmt.Errorf("fhe: the client's group size (%d bytes) is not 1..%d inferences per ciphertext", len(data), l.Lanes)
+	}
+	b.group = int(g)
+	b.stats.Group = b.group
+	if b.ev, err = fheproto.NewEvaluator(l.Params, keys, l.Stride); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -128,7 +160,7 @@ func checkKeys(l *Layout, k *fheproto.Keys) error {
 		return fmt.Errorf("fhe: the client's public key is for N=%d, not %d", k.PK.Value[0].Q.N(), n)
 	}
 	for i, g := range k.GK {
-		if want := galoisElement(l, l.Rotations[i]); g.GaloisElement != want {
+		if want := l.Params.GaloisElement(l.Rotations[i]); g.GaloisElement != want {
 			return fmt.Errorf("fhe: the client's Galois key %d is for element %d, want %d (rotation by %d)", i, g.GaloisElement, want, l.Rotations[i])
 		}
 	}
@@ -144,17 +176,46 @@ func (b *Backend) Party() int { return b.party }
 // Ring is the program's Z_n.
 func (b *Backend) Ring() ring.Ring { return b.r }
 
-// Input uploads (client) or receives (server) one encrypted input.
+// Input uploads (client) or receives (server) the encrypted inputs of a group at its first
+// inference; the group's other inferences only check the input is the batch's.
 func (b *Backend) Input(ctx context.Context, owner int, x ring.Tensor) error {
 	if owner != 1 {
 		return fmt.Errorf("fhe: an input of party %d (the fhe mode encrypts the client's inputs only)", owner)
 	}
-	if b.next != 0 || len(b.inputs) == len(b.p.Inputs) {
-		b.next, b.inputs, b.outs = 0, nil, nil // a new inference of the batch
+	if b.k < 0 || b.next != 0 || b.nIn == len(b.p.Inputs) {
+		b.k, b.nIn, b.next = b.k+1, 0, 0 // a new inference of the batch
+		b.stats.Inferences++
+	}
+	i := b.nIn
+	b.nIn++
+	lane := b.k % b.group
+	if b.party == 1 && b.batch != nil {
+		if b.k >= len(b.batch) || !slices.Equal(b.batch[b.k][i].Data, x.Data) {
+			return fmt.Errorf("fhe: inference %d's input %d is not the one the batch gave at set-up", b.k, i)
+		}
+	}
+	if lane != 0 {
+		return nil
+	}
+	if i == 0 {
+		b.inputs, b.outs = nil, nil
 	}
 	if b.party == 1 {
+		if len(x.Data) != b.l.In[i] {
+			return fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(x.Data), b.l.In[i])
+		}
+		lanes := [][]uint64{b.l.place(i, x.Data)}
+		if b.batch != nil {
+			lanes = nil
+			for _, in := range b.batch[b.k:min(b.k+b.group, len(b.batch))] {
+				if len(in[i].Data) != b.l.In[i] {
+					return fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(in[i].Data), b.l.In[i])
+				}
+				lanes = append(lanes, b.l.place(i, in[i].Data))
+			}
+		}
 		start := time.Now()
-		v, err := b.client.Encrypt(x.Data, b.l.Period)
+		v, err := b.client.Encrypt(lanes, pow2(b.l.In[i]), b.l.Stride)
 		if err != nil {
 			return err
 		}
@@ -164,7 +225,6 @@ func (b *Backend) Input(ctx context.Context, owner int, x ring.Tensor) error {
 		if err != nil {
 			return fmt.Errorf("fhe: upload the encrypted input: %w", err)
 		}
-		b.inputs = append(b.inputs, nil) // counts the inputs sent
 		return nil
 	}
 	v, n, err := b.recvVector(ctx, b.l.Params.MaxLevel())
@@ -176,38 +236,41 @@ func (b *Backend) Input(ctx context.Context, owner int, x ring.Tensor) error {
 	return nil
 }
 
-// Reveal returns output k of this inference: at the first one the server evaluates the program
-// and sends every result, which the client decrypts.
+// Reveal returns output k of this inference: at the first output of a group's first inference
+// the server evaluates the program and sends every result, which the client decrypts.
 func (b *Backend) Reveal(ctx context.Context, to int, x ring.Tensor) (bool, error) {
 	if to != 1 {
 		return false, fmt.Errorf("fhe: a result for party %d (the fhe mode returns results to the client only)", to)
 	}
-	k := b.next
-	if k >= len(b.p.Outputs) {
+	o := b.next
+	if o >= len(b.p.Outputs) {
 		return false, fmt.Errorf("fhe: more outputs than the program has")
 	}
-	if k == 0 {
+	if b.nIn != len(b.p.Inputs) {
+		return false, fmt.Errorf("fhe: an output before the inference's %d inputs", len(b.p.Inputs))
+	}
+	lane := b.k % b.group
+	if o == 0 && lane == 0 {
 		if err := b.roundTrip(ctx); err != nil {
 			return false, err
 		}
 	}
 	b.next++
-	defer func() {
-		if b.next == len(b.p.Outputs) && b.done != nil {
-			b.done(b.party, &b.stats)
-		}
-	}()
+	if b.next == len(b.p.Outputs) && lane == 0 && b.done != nil {
+		defer b.done(b.party, &b.stats)
+	}
 	if b.party == 0 {
 		return false, nil
 	}
-	if len(b.outs[k]) != len(x.Data) {
-		return false, fmt.Errorf("fhe: result %d has %d values, the output tensor %d", k, len(b.outs[k]), len(x.Data))
+	if lane >= len(b.outs) || len(b.outs[lane][o]) != len(x.Data) {
+		return false, fmt.Errorf("fhe: no result %d for inference %d (lane %d)", o, b.k, lane)
 	}
-	copy(x.Data, b.outs[k])
+	copy(x.Data, b.outs[lane][o])
 	return true, nil
 }
 
 func (b *Backend) roundTrip(ctx context.Context) error {
+	b.stats.RoundTrips++
 	if b.party == 0 {
 		if len(b.inputs) != len(b.p.Inputs) {
 			return fmt.Errorf("fhe: %d encrypted inputs received, the program has %d", len(b.inputs), len(b.p.Inputs))
@@ -243,8 +306,12 @@ func (b *Backend) roundTrip(ctx context.Context) error {
 		}
 		vs[i] = v
 	}
+	count := 1
+	if b.batch != nil {
+		count = min(b.group, len(b.batch)-b.k)
+	}
 	start := time.Now()
-	outs, err := b.l.DecryptOutputs(b.client, vs)
+	outs, err := b.l.DecryptOutputs(b.client, vs, count)
 	if err != nil {
 		return err
 	}

@@ -17,9 +17,11 @@ import (
 )
 
 // TestSessionRoundTrip runs the fhe mode through the session machinery (handshake over loopback
-// TCP, the backend set-up, a batch of two inferences) with the client holding the copy without
-// weights: one upload of keys, one encrypted input up and one result down per inference, and the
-// client's outputs bitwise equal to the cleartext run; the server learns no output.
+// TCP, the backend set-up, a batch of three inferences) with the client holding the copy without
+// weights, once with one round trip per inference and once with the batch sharing one ciphertext:
+// one upload of keys; one encrypted input up and one result down per round trip (the shared run
+// moves a third of the bytes); the client's outputs bitwise equal to the cleartext run; the
+// server learns no output.
 func TestSessionRoundTrip(t *testing.T) {
 	g, err := golden.RandomPolyNet(2, true)
 	if err != nil {
@@ -42,49 +44,63 @@ func TestSessionRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stats [2]Stats
-	opts := func(f *sciir.File) *serve.Options {
-		return &serve.Options{File: f, NewBackend: func(ctx context.Context, conn *transport.Conn, _ []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
-			return NewBackend(ctx, conn, party, r, f.Program, func(party int, s *Stats) { stats[party] = *s })
-		}}
-	}
 	r, _ := p.Ring()
 	rng := rand.New(rand.NewPCG(4, 5))
 	var batch [][]ring.Tensor
-	for range 2 {
+	for range 3 {
 		x, err := r.EncodeTensor(g.Inputs[0].Shape, randInput(g, rng), p.Scale)
 		if err != nil {
 			t.Fatal(err)
 		}
 		batch = append(batch, []ring.Tensor{x})
 	}
-	cres, sres, err := serve.RunLocalBatch(context.Background(), opts(full), opts(client), batch)
-	if err != nil {
-		t.Fatal(err)
-	}
 	be, _ := cleartext.New(r)
 	m, err := vm.New(p, be)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, in := range batch {
-		want, err := m.Run(context.Background(), in)
+	var runs [2][2]Stats
+	for shared := range 2 {
+		stats := &runs[shared]
+		opts := func(f *sciir.File) *serve.Options {
+			return &serve.Options{File: f, NewBackend: func(ctx context.Context, conn *transport.Conn, _ []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
+				var b [][]ring.Tensor
+				if shared == 1 && party == 1 {
+					b = batch
+				}
+				return NewBackend(ctx, conn, party, r, f.Program, b, func(party int, s *Stats) { stats[party] = *s })
+			}}
+		}
+		cres, sres, err := serve.RunLocalBatch(context.Background(), opts(full), opts(client), batch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for o := range want {
-			if got := cres.Batch[k][o]; !got.Revealed || !slices.Equal(got.Value.Data, want[o].Value.Data) {
-				t.Errorf("inference %d output %d: session %v, clear %v", k, o, got.Value.Data, want[o].Value.Data)
+		for k, in := range batch {
+			want, err := m.Run(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if sres.Batch[k][o].Revealed {
-				t.Errorf("the server learnt output %d", o)
+			for o := range want {
+				if got := cres.Batch[k][o]; !got.Revealed || !slices.Equal(got.Value.Data, want[o].Value.Data) {
+					t.Errorf("shared %d: inference %d output %d: session %v, clear %v", shared, k, o, got.Value.Data, want[o].Value.Data)
+				}
+				if sres.Batch[k][o].Revealed {
+					t.Errorf("the server learnt output %d", o)
+				}
 			}
 		}
+		c, s := stats[1], stats[0]
+		if c.KeyBytes == 0 || c.KeyBytes != s.KeyBytes || c.UploadBytes != s.UploadBytes || c.DownloadBytes != s.DownloadBytes {
+			t.Errorf("bytes disagree: client %+v, server %+v", c, s)
+		}
+		if want := 3 - 2*shared; c.RoundTrips != want || s.RoundTrips != want {
+			t.Errorf("shared %d: %d and %d round trips for 3 inferences, want %d", shared, c.RoundTrips, s.RoundTrips, want)
+		}
+		t.Logf("shared %d: keys %d B once; %d round trips: %d B up, %d B down in all; keygen %v, encrypt %v, decrypt %v; server %v",
+			shared, c.KeyBytes, c.RoundTrips, c.UploadBytes, c.DownloadBytes, c.KeygenTime, c.EncryptTime, c.DecryptTime, s.EvalTime)
 	}
-	c, s := stats[1], stats[0]
-	if c.KeyBytes == 0 || c.KeyBytes != s.KeyBytes || c.UploadBytes != s.UploadBytes || c.DownloadBytes != s.DownloadBytes {
-		t.Errorf("bytes disagree: client %+v, server %+v", c, s)
+	one, shared := runs[0][1], runs[1][1]
+	if one.UploadBytes != 3*shared.UploadBytes || one.DownloadBytes != 3*shared.DownloadBytes || one.KeyBytes != shared.KeyBytes {
+		t.Errorf("sharing the slots: %d B up and %d B down, want a third of %d and %d", shared.UploadBytes, shared.DownloadBytes, one.UploadBytes, one.DownloadBytes)
 	}
-	t.Logf("keys %d B once; per inference %d B up, %d B down; keygen %v, encrypt %v, decrypt %v (2 inferences); server %v",
-		c.KeyBytes, c.UploadBytes/2, c.DownloadBytes/2, c.KeygenTime, c.EncryptTime, c.DecryptTime, s.EvalTime)
 }

@@ -1,0 +1,76 @@
+package fhe
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/frontend/onnx"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/passes"
+	fheproto "github.com/cryptflow-go/cryptflow/protocols/fhe"
+)
+
+// firstSquareOperand composes the program's linear instructions up to its first square and
+// returns the executor and the square's operand (no homomorphic operation is needed for that).
+func firstSquareOperand(t *testing.T, p *fixed.Program, l *Layout) (*executor, *form, []int) {
+	t.Helper()
+	r, err := p.Ring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &executor{p: p, l: l, r: r, c: composer{r: r}, forms: make([]*form, len(p.Tensors))}
+	for _, in := range p.Instrs {
+		if in.Op == fixed.OpMul {
+			return x, x.forms[in.In[0]], p.Tensors[in.Out].Shape
+		}
+		if err := x.exec(in, []*fheproto.Vector{nil}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("no square")
+	return nil, nil, nil
+}
+
+// TestLoLaLayoutsCutDiagonals: LoLa MNIST's first layer (conv 1→5, 5×5, stride 2, pad 1, on
+// 28×28) composed into one map needs a diagonal for every one of its 1024 residues with the
+// input and output row-major; with the input in its polyphase layout and the output in the
+// chosen strided layout, every tap of a channel is one shift, and the map needs 63.
+func TestLoLaLayoutsCutDiagonals(t *testing.T) {
+	model := filepath.Join(testenv.RepoRoot(t), "testdata", "lola-mnist", "model.onnx")
+	g, err := onnx.Load(model, onnx.Options{Batch: 1})
+	if err != nil {
+		t.Skipf("testdata/lola-mnist: %v", err)
+	}
+	opts := passes.DefaultOptions()
+	opts.Backend, opts.Bits, opts.Scale = passes.BackendFHE, 55, 4
+	p, _, err := passes.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLayout(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.InPos[0] == nil {
+		t.Fatal("the input, read by a stride-2 convolution, is not polyphase")
+	}
+	seen := map[int32]bool{}
+	for _, v := range l.InPos[0] {
+		if v < 0 || int(v) >= pow2(len(l.InPos[0])) || seen[v] {
+			t.Fatalf("the polyphase layout is not one-to-one into the period: position %d", v)
+		}
+		seen[v] = true
+	}
+	rowMajor := *l
+	rowMajor.InPos = [][]int32{nil}
+	x, f, _ := firstSquareOperand(t, p, &rowMajor)
+	before := x.diagCount(f, nil, pow2(f.n))
+	x, f, shape := firstSquareOperand(t, p, l)
+	pos := x.chooseLayout(f, shape)
+	after := x.diagCount(f, pos, pow2(f.n))
+	t.Logf("conv map: %d diagonals row-major, %d polyphase in and strided out", before, after)
+	if before != 1024 || after != 63 || pos == nil {
+		t.Errorf("conv map: %d diagonals row-major (want 1024), %d with the layouts (want 63)", before, after)
+	}
+}
