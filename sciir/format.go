@@ -143,6 +143,9 @@ func Write(w io.Writer, f *File, withWeights bool) error {
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("write program: %w", err)
 	}
+	if err := f.Meta.checkIO(ioNames(p.Inputs), ioNames(p.Outputs)); err != nil {
+		return fmt.Errorf("write program metadata: %w", err)
+	}
 	if withWeights && !p.HasWeights() {
 		return fmt.Errorf("write program: the program has no weight data to write")
 	}

@@ -140,6 +140,9 @@ func unmarshal(b []byte) (*File, []SectionInfo, error) {
 		return nil, nil, formatErr("section META: %v", err)
 	}
 	p.FHE = f.Meta.FHE
+	if err := f.Meta.checkIO(ioNames(p.Inputs), ioNames(p.Outputs)); err != nil {
+		return nil, nil, formatErr("section META: %v", err)
+	}
 	if w, ok := payloads[tagWdat]; ok {
 		d := &dec{b: w}
 		err := decodeWeightData(d, p, f.ID, int(ver))
@@ -503,6 +506,14 @@ func decodeWeightData(d *dec, p *fixed.Program, id [32]byte, version int) error 
 		}
 	}
 	return d.err
+}
+
+func ioNames(ios []fixed.IO) []string {
+	var names []string
+	for _, io := range ios {
+		names = append(names, io.Name)
+	}
+	return names
 }
 
 func shapeSize(s ir.Shape) (int, error) {
