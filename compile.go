@@ -73,6 +73,7 @@ func Compile(modelPath string, opts CompileOptions) (*Program, error) {
 	if meta.Name == "" {
 		meta.Name = strings.TrimSuffix(filepath.Base(modelPath), filepath.Ext(modelPath))
 	}
+	meta.Inputs, meta.Outputs = sciir.IOInfo(g)
 	if len(opts.Classes) > 0 {
 		for i, c := range opts.Classes {
 			if strings.TrimSpace(c) == "" || strings.ContainsAny(c, "\r\n") {

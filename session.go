@@ -281,6 +281,10 @@ func encodeInput(p *Program, x []float32) ([]ring.Tensor, error) {
 	if len(x) != in.Shape.Size() {
 		return nil, fmt.Errorf("input of %d values; program %s wants %v (%d values)", len(x), p.Name(), in.Shape, in.Shape.Size())
 	}
+	// Rounded to a declared float16 input, or quantized for a quantized model (a copy: x is
+	// the caller's).
+	x = append([]float32(nil), x...)
+	p.f.Meta.PrepareInput(prog.Inputs[0].Name, x)
 	t, err := ring.Must(prog.Bits).EncodeTensor(in.Shape, x, in.Scale)
 	if err != nil {
 		return nil, fmt.Errorf("encode input: %w", err)
@@ -306,6 +310,11 @@ func resultOf(p *Program, outs []vm.Output, rep *serve.Report) (*Result, error) 
 	res := &Result{Output: r.DecodeTensor(o.Value, o.Scale), Shape: slices.Clone(o.Value.Shape), Raw: make([]int64, len(o.Value.Data))}
 	for i, v := range o.Value.Data {
 		res.Raw[i] = r.Signed(v)
+	}
+	if dq := p.f.Meta.Dequantization(o.Name); dq != nil { // a quantized model's DequantizeLinear
+		for i, v := range res.Raw {
+			res.Output[i] = dq.Dequantize(v)
+		}
 	}
 	// The first row of class scores: the last dimension after dropping trailing 1-dimensions.
 	d := len(res.Raw)

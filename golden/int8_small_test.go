@@ -7,11 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 // Small hand-made int8 graphs (QOperator format, opsets ai.onnx 13 + com.microsoft 1), checked
@@ -230,11 +232,24 @@ func TestInt8SmallGraphsORT(t *testing.T) {
 			prog := compileGraph(t, g, 64, 0)
 			inScale, inZP := float32(initValue(t, m, "x_s")[0]), int(initValue(t, m, "x_z")[0])
 			outScale, outZP := float32(initValue(t, m, "a8_s")[0]), int(initValue(t, m, "a8_z")[0])
-			inputs := encodeInputs(t, prog.server, [][]float32{ortQuantize(x, inScale, inZP, 0, 255)})
+			// The program records the quantization the client applies (scirun, the Go API) and
+			// the output's dequantization: the same as ONNX Runtime's.
+			var meta sciir.Meta
+			meta.Inputs, meta.Outputs = sciir.IOInfo(g)
+			qx := append([]float32(nil), x...)
+			meta.PrepareInput("x", qx)
+			if want := ortQuantize(x, inScale, inZP, 0, 255); !reflect.DeepEqual(qx, want) {
+				t.Fatalf("recorded input quantization %+v gives %v, want %v", meta.Inputs, qx[:8], want[:8])
+			}
+			dq := meta.Dequantization("y")
+			if dq == nil || dq.Scale != outScale || dq.ZeroPoint != int64(outZP) || dq.Type != "uint8" {
+				t.Fatalf("recorded output dequantization %+v, want scale %g zero point %d", dq, outScale, outZP)
+			}
+			inputs := encodeInputs(t, prog.server, [][]float32{qx})
 			clear := runClear(t, prog.server, inputs)
 			got := ring.Must(64).SignedValues(clear[0][0].Value)
 			for i, v := range got {
-				if d := ortDequantize(v, outScale, outZP); math.Float32bits(d) != math.Float32bits(want[i]) {
+				if d := dq.Dequantize(v); math.Float32bits(d) != math.Float32bits(want[i]) {
 					t.Fatalf("output %d: ours q=%d (%g), ONNX Runtime %g", i, v, d, want[i])
 				}
 			}

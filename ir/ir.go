@@ -129,6 +129,21 @@ type Graph struct {
 	// float32: the client converts its data to float32 before encoding it. Nil when every input
 	// is float32.
 	InputTypes map[string]string
+	// InputQuant records, for graph inputs that a quantized model quantizes at once (ONNX
+	// QuantizeLinear of a graph input, imported as Identity), how: the client quantizes its float
+	// data the same way before encoding it, so the program's input is the integer tensor.
+	// OutputQuant records, for graph outputs that the model dequantizes (DequantizeLinear), the
+	// parameters the receiver dequantizes the revealed integers with. Nil in float models.
+	InputQuant, OutputQuant map[string]Quant
+}
+
+// Quant is one tensor's linear quantization (ONNX QuantizeLinear/DequantizeLinear with a scalar
+// scale and zero point): q = clamp(round(x/Scale) + ZeroPoint) into Type's range, and back
+// x = (q − ZeroPoint)·Scale.
+type Quant struct {
+	Scale     float32
+	ZeroPoint int64
+	Type      string // "uint8" or "int8"
 }
 
 // NewGraph returns an empty graph.

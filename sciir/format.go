@@ -32,17 +32,47 @@ var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
 // default) are still read. Version 3 added the math opcodes (exp, sigmoid, tanh, recip, rsqrt,
 // which carry no operands beyond the common ones); a program without them is still written as
 // version 2, so that older builds keep reading it, and one with them is refused by those builds
-// with a version error instead of an unknown opcode.
-const Version = 3
+// with a version error instead of an unknown opcode. Version 4 added sparse weight tensors in
+// WDAT (a width byte with its high bit set: the non-zero values and their positions); a program
+// whose weights are all written dense keeps the version its opcodes need.
+const Version = 4
 
-// fileVersion is the version a file of p is written as: the oldest that can hold it.
-func fileVersion(p *fixed.Program) int {
-	for _, in := range p.Instrs {
+// sparseFlag marks a sparse weight tensor in WDAT's width byte (version 4).
+const sparseFlag = 0x80
+
+// fileVersion is the version a file of f is written as: the oldest that can hold it. Whether a
+// weight is written sparse depends on its values, which a program without weight data (a client
+// copy read from a file) does not have: then the version it was read as is kept, so that writing
+// it again gives the same program ID.
+func fileVersion(f *File) int {
+	v := 2
+	for _, in := range f.Program.Instrs {
 		if _, ok := in.Op.MathFunc(); ok {
-			return 3
+			v = 3
 		}
 	}
-	return 2
+	if f.Program.HasWeights() {
+		for _, w := range f.Program.Weights {
+			if sparseWeight(w.Data, weightWidth(w.Data)) {
+				return 4
+			}
+		}
+		return v
+	}
+	return max(v, f.Version)
+}
+
+// sparseWeight reports whether a weight tensor is written sparse: when the positions and values
+// of its non-zero elements take less than half the bytes of the dense values (the saturation
+// corrections of quantized models are almost all zeros).
+func sparseWeight(data []int64, width int) bool {
+	nnz := 0
+	for _, v := range data {
+		if v != 0 {
+			nnz++
+		}
+	}
+	return 8+nnz*(4+width) < len(data)*width/2
 }
 
 // minVersion is the oldest format version this package reads.
@@ -81,6 +111,10 @@ type File struct {
 	Backend string // the default backend ("sciot", "scihe", "clear")
 	Meta    Meta
 	ID      [32]byte // program ID: SHA-256 of everything but the weights section (set by Marshal and Unmarshal)
+	// Version is the format version the file was read as (set by Unmarshal; 0 for a new program).
+	// Write writes a program without weight data at no older version, so a client copy read and
+	// written again keeps its ID.
+	Version int
 }
 
 // IDString returns the program ID in hex.
@@ -109,6 +143,9 @@ func Write(w io.Writer, f *File, withWeights bool) error {
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("write program: %w", err)
 	}
+	if err := f.Meta.checkIO(ioNames(p.Inputs), ioNames(p.Outputs)); err != nil {
+		return fmt.Errorf("write program metadata: %w", err)
+	}
 	if withWeights && !p.HasWeights() {
 		return fmt.Errorf("write program: the program has no weight data to write")
 	}
@@ -125,7 +162,7 @@ func Write(w io.Writer, f *File, withWeights bool) error {
 	var head bytes.Buffer
 	head.Write(Magic[:])
 	var ver [4]byte
-	binary.LittleEndian.PutUint16(ver[:], uint16(fileVersion(f.Program)))
+	binary.LittleEndian.PutUint16(ver[:], uint16(fileVersion(f)))
 	head.Write(ver[:])
 	add := func(tag string, payload []byte) {
 		head.Write(sectionHeader(tag, uint64(len(payload))))
@@ -205,13 +242,27 @@ func weightWidth(data []int64) int {
 }
 
 // writeWeights streams the WDAT section: the program ID, then per weight its value count, its
-// byte width and the values as little-endian two's complement of that width.
+// byte width and the values as little-endian two's complement of that width; a tensor that is
+// mostly zeros (sparseWeight) has the width's high bit set and gives its non-zero count, their
+// positions (u32, ascending) and only their values.
 func writeWeights(w io.Writer, p *fixed.Program, id [32]byte) error {
 	widths := make([]int, len(p.Weights))
+	sparse := make([]bool, len(p.Weights))
 	n := uint64(32 + 4)
 	for i, wt := range p.Weights {
 		widths[i] = weightWidth(wt.Data)
-		n += 9 + uint64(len(wt.Data)*widths[i])
+		sparse[i] = sparseWeight(wt.Data, widths[i])
+		if !sparse[i] {
+			n += 9 + uint64(len(wt.Data)*widths[i])
+			continue
+		}
+		nnz := uint64(0)
+		for _, v := range wt.Data {
+			if v != 0 {
+				nnz++
+			}
+		}
+		n += 17 + nnz*uint64(4+widths[i])
 	}
 	hdr := sectionHeader(tagWdat, n)
 	crc := crc32.Checksum(hdr, castagnoli)
@@ -230,24 +281,60 @@ func writeWeights(w io.Writer, p *fixed.Program, id [32]byte) error {
 		return err
 	}
 	buf := make([]byte, 0, 1<<16)
+	flush := func() error {
+		if len(buf) < 1<<16-16 {
+			return nil
+		}
+		err := put(buf)
+		buf = buf[:0]
+		return err
+	}
+	value := func(v int64, width int) {
+		u := uint64(v)
+		for b := 0; b < width; b++ {
+			buf = append(buf, byte(u>>(8*b)))
+		}
+	}
 	for i, wt := range p.Weights {
 		buf = binary.LittleEndian.AppendUint64(buf[:0], uint64(len(wt.Data)))
-		buf = append(buf, byte(widths[i]))
-		for _, v := range wt.Data {
-			u := uint64(v)
-			for b := 0; b < widths[i]; b++ {
-				buf = append(buf, byte(u>>(8*b)))
-			}
-			if len(buf) >= 1<<16-8 {
-				if err := put(buf); err != nil {
+		if !sparse[i] {
+			buf = append(buf, byte(widths[i]))
+			for _, v := range wt.Data {
+				value(v, widths[i])
+				if err := flush(); err != nil {
 					return err
 				}
-				buf = buf[:0]
+			}
+		} else {
+			buf = append(buf, byte(sparseFlag|widths[i]))
+			nnz := 0
+			for _, v := range wt.Data {
+				if v != 0 {
+					nnz++
+				}
+			}
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(nnz))
+			for j, v := range wt.Data {
+				if v != 0 {
+					buf = binary.LittleEndian.AppendUint32(buf, uint32(j))
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+			for _, v := range wt.Data {
+				if v != 0 {
+					value(v, widths[i])
+					if err := flush(); err != nil {
+						return err
+					}
+				}
 			}
 		}
 		if err := put(buf); err != nil {
 			return err
 		}
+		buf = buf[:0]
 	}
 	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, crc))
 	return err

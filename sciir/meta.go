@@ -28,6 +28,12 @@ type Meta struct {
 	// FHE holds the fhe mode's encryption parameters; sciir.Write fills it from the program and
 	// the reader puts it back into fixed.Program.FHE.
 	FHE *fixed.FHEParams `json:"fhe,omitempty"`
+	// Inputs and Outputs describe the program's inputs and outputs beyond their shapes: the
+	// element type the model declares for an input and the quantization the client applies to
+	// it, and the dequantization of a quantized output (iometa.go). Only entries with something
+	// to say are listed; programs written before these fields have none.
+	Inputs  []InputInfo  `json:"inputs,omitempty"`
+	Outputs []OutputInfo `json:"outputs,omitempty"`
 }
 
 // ClassNames returns the class names the program records (index k names class k), or nil.
@@ -188,6 +194,21 @@ func (m *Meta) summary() string {
 	}
 	if len(m.Classes) > 0 {
 		fmt.Fprintf(&b, "classes %d: %s\n", len(m.Classes), strings.Join(m.Classes, ", "))
+	}
+	for _, in := range m.Inputs {
+		fmt.Fprintf(&b, "input %s:", in.Name)
+		if in.Type != "" {
+			fmt.Fprintf(&b, " declared %s", in.Type)
+		}
+		if q := in.Quantize; q != nil {
+			fmt.Fprintf(&b, " quantized by the client to %s (scale %g, zero point %d)", q.Type, q.Scale, q.ZeroPoint)
+		}
+		b.WriteByte('\n')
+	}
+	for _, o := range m.Outputs {
+		if q := o.Dequantize; q != nil {
+			fmt.Fprintf(&b, "output %s: %s dequantized by the receiver (scale %g, zero point %d)\n", o.Name, q.Type, q.Scale, q.ZeroPoint)
+		}
 	}
 	for _, p := range m.Passes {
 		fmt.Fprintf(&b, "pass: %s\n", p)

@@ -109,7 +109,7 @@ func unmarshal(b []byte) (*File, []SectionInfo, error) {
 	if !ended {
 		return nil, nil, formatErr("truncated: the END section is missing (the file ends at byte %d)", len(b))
 	}
-	f := &File{Program: &fixed.Program{}}
+	f := &File{Program: &fixed.Program{}, Version: int(ver)}
 	copy(f.ID[:], id.Sum(nil))
 	p := f.Program
 	steps := []struct {
@@ -140,9 +140,12 @@ func unmarshal(b []byte) (*File, []SectionInfo, error) {
 		return nil, nil, formatErr("section META: %v", err)
 	}
 	p.FHE = f.Meta.FHE
+	if err := f.Meta.checkIO(ioNames(p.Inputs), ioNames(p.Outputs)); err != nil {
+		return nil, nil, formatErr("section META: %v", err)
+	}
 	if w, ok := payloads[tagWdat]; ok {
 		d := &dec{b: w}
-		err := decodeWeightData(d, p, f.ID)
+		err := decodeWeightData(d, p, f.ID, int(ver))
 		if err == nil && d.err == nil && d.off != len(d.b) {
 			err = fmt.Errorf("%d unexpected trailing bytes", len(d.b)-d.off)
 		}
@@ -419,7 +422,7 @@ func decodeIO(d *dec, p *fixed.Program, ios *[]fixed.IO) error {
 	return d.err
 }
 
-func decodeWeightData(d *dec, p *fixed.Program, id [32]byte) error {
+func decodeWeightData(d *dec, p *fixed.Program, id [32]byte, version int) error {
 	got := d.take(32)
 	if d.err != nil {
 		return d.err
@@ -445,24 +448,72 @@ func decodeWeightData(d *dec, p *fixed.Program, id [32]byte) error {
 		if cnt != uint64(size) {
 			return fmt.Errorf("weight %d (%s): %d values for shape %v", i, w.Name, cnt, w.Shape)
 		}
+		sparse := width&sparseFlag != 0
+		width &^= sparseFlag
+		if sparse && version < 4 {
+			return fmt.Errorf("weight %d (%s): sparse weights in a version %d file (they arrived in version 4)", i, w.Name, version)
+		}
 		if width < 1 || width > 8 {
 			return fmt.Errorf("weight %d (%s): value width %d bytes (want 1..8)", i, w.Name, width)
 		}
-		raw := d.take(width * size)
-		if raw == nil {
-			break
-		}
-		w.Data = make([]int64, size)
 		sh := uint(64 - 8*width)
-		for j := range w.Data {
+		val := func(raw []byte, j int) int64 {
 			var u uint64
 			for b := width - 1; b >= 0; b-- {
 				u = u<<8 | uint64(raw[j*width+b])
 			}
-			w.Data[j] = int64(u<<sh) >> sh
+			return int64(u<<sh) >> sh
+		}
+		if !sparse {
+			raw := d.take(width * size)
+			if raw == nil {
+				break
+			}
+			w.Data = make([]int64, size)
+			for j := range w.Data {
+				w.Data[j] = val(raw, j)
+			}
+			continue
+		}
+		nnz := d.u64()
+		if d.err != nil {
+			break
+		}
+		if nnz > uint64(size) {
+			return fmt.Errorf("weight %d (%s): %d non-zero values for %d elements", i, w.Name, nnz, size)
+		}
+		if nnz*uint64(4+width) > uint64(len(d.b)-d.off) {
+			return fmt.Errorf("weight %d (%s): truncated: %d non-zero values need %d bytes, %d remain", i, w.Name, nnz, nnz*uint64(4+width), len(d.b)-d.off)
+		}
+		pos := d.take(4 * int(nnz))
+		raw := d.take(width * int(nnz))
+		if d.err != nil {
+			break
+		}
+		w.Data = make([]int64, size)
+		prev := -1
+		for j := 0; j < int(nnz); j++ {
+			at := int(binary.LittleEndian.Uint32(pos[4*j:]))
+			if at <= prev || at >= size {
+				return fmt.Errorf("weight %d (%s): sparse position %d after %d (positions must ascend below %d)", i, w.Name, at, prev, size)
+			}
+			v := val(raw, j)
+			if v == 0 {
+				return fmt.Errorf("weight %d (%s): a sparse tensor lists a zero at position %d", i, w.Name, at)
+			}
+			w.Data[at] = v
+			prev = at
 		}
 	}
 	return d.err
+}
+
+func ioNames(ios []fixed.IO) []string {
+	var names []string
+	for _, io := range ios {
+		names = append(names, io.Name)
+	}
+	return names
 }
 
 func shapeSize(s ir.Shape) (int, error) {

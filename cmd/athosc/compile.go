@@ -376,6 +376,9 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	if c.backend == "auto" {
 		meta.Net = c.net // scirun's --ot auto follows it
 	}
+	// Declared input types and a quantized model's input quantization and output
+	// dequantization: scirun applies them to the client's data and the revealed output.
+	meta.Inputs, meta.Outputs = sciir.IOInfo(g)
 	var given []string
 	if c.classes != "" {
 		if given, err = input.ReadClasses(c.classes); err != nil {
@@ -452,6 +455,11 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 		printTune(stdout, rep.Tune, c.quiet)
 	} else if passes.Quantized(g) {
 		say("quantized model: l=%d s=%d follow from the quantization parameters (integer tensors; int32 accumulators and requantization as ONNX Runtime computes them); no autotuning\n", bits, scale)
+		if ds != nil {
+			// Not tuned on, but an image folder's preprocessing is still the client's: scirun
+			// then takes images, preprocesses them and quantizes them as the model does.
+			meta.Preprocess = ds.Preprocess
+		}
 	} else {
 		say("no --validate: using l=%d s=%d without checking for overflow\n", bits, scale)
 	}

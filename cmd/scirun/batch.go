@@ -261,6 +261,9 @@ func (c *config) loadInputs(ctx context.Context, f *sciir.File, e *env) (*batchR
 			}
 			warned = append(warned, it.name+": "+msg)
 		}
+		// A quantized model's client quantizes its float input as the model's QuantizeLinear
+		// does (and a float16 input is rounded to float16), as the program records.
+		f.Meta.PrepareInput(p.Inputs[0].Name, it.x)
 		enc, err := r.EncodeTensor(in.Shape, it.x, in.Scale)
 		if err != nil {
 			return nil, fmt.Errorf("input %s: %w", it.name, err)
@@ -336,7 +339,7 @@ func (em *emitter) keep(k int, outs []vm.Output) error {
 		if len(revealed) != 1 {
 			return fmt.Errorf("--output: %d outputs are revealed to this party, want 1", len(revealed))
 		}
-		if err := c.writeOutput(filepath.Join(c.output, it.stem+".npy"), em.r, revealed[0]); err != nil {
+		if err := c.writeOutput(filepath.Join(c.output, it.stem+".npy"), em.r, revealed[0], em.f.Meta.Dequantization(revealed[0].Name)); err != nil {
 			return err
 		}
 	}
@@ -344,10 +347,10 @@ func (em *emitter) keep(k int, outs []vm.Output) error {
 		named := o
 		named.Name = it.name + " " + o.Name
 		if c.set["top"] || !em.b.batch {
-			printTop(e.stdout, em.r, named, c.top, em.classes)
+			printTop(e.stdout, em.r, named, c.top, em.classes, em.f.Meta.Dequantization(o.Name))
 			continue
 		}
-		pred := printTopLine(e.stdout, em.r, named, em.classes, it.label)
+		pred := printTopLine(e.stdout, em.r, named, em.classes, it.label, em.f.Meta.Dequantization(o.Name))
 		if it.label >= 0 && len(revealed) == 1 && pred >= 0 {
 			em.judged++
 			if pred == it.label {
@@ -409,8 +412,8 @@ func (em *emitter) stopped(err error) error {
 
 // printTopLine prints one line for output o: its top class and score, and with a label whether
 // it matches. It returns the top class, or -1 when o is not one row of class scores.
-func printTopLine(w io.Writer, r ring.Ring, o vm.Output, classes []string, label int) int {
-	vals := r.DecodeTensor(o.Value, o.Scale)
+func printTopLine(w io.Writer, r ring.Ring, o vm.Output, classes []string, label int, dq *sciir.Quant) int {
+	vals := decodeOutput(r, o, dq)
 	rows, d := classRows(o.Value.Shape, len(vals))
 	name := classLabel(classes, d)
 	pred := -1
@@ -437,7 +440,7 @@ func printTopLine(w io.Writer, r ring.Ring, o vm.Output, classes []string, label
 
 // writeOutput writes one revealed output to path (decoded, or raw with --raw), creating its
 // folder.
-func (c *config) writeOutput(path string, r ring.Ring, o vm.Output) error {
+func (c *config) writeOutput(path string, r ring.Ring, o vm.Output, dq *sciir.Quant) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
@@ -445,7 +448,7 @@ func (c *config) writeOutput(path string, r ring.Ring, o vm.Output) error {
 		if c.raw {
 			return npy.WriteInt64(w, o.Value.Shape, r.SignedValues(o.Value))
 		}
-		return npy.WriteFloat32(w, o.Value.Shape, r.DecodeTensor(o.Value, o.Scale))
+		return npy.WriteFloat32(w, o.Value.Shape, decodeOutput(r, o, dq))
 	})
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)

@@ -46,7 +46,7 @@ func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
 	for _, o := range outs {
 		if o.Revealed {
 			revealed = append(revealed, o)
-			printTop(e.stdout, r, o, c.top, classes)
+			printTop(e.stdout, r, o, c.top, classes, f.Meta.Dequantization(o.Name))
 		}
 	}
 	if c.output == "" {
@@ -55,7 +55,7 @@ func (c *config) emit(outs []vm.Output, f *sciir.File, e *env) error {
 	if len(revealed) != 1 {
 		return fmt.Errorf("--output: %d outputs are revealed to this party, want 1", len(revealed))
 	}
-	return c.writeOutput(c.output, r, revealed[0])
+	return c.writeOutput(c.output, r, revealed[0], f.Meta.Dequantization(revealed[0].Name))
 }
 
 // classNames returns the class names the program records (index k names class k), or nil.
@@ -93,10 +93,26 @@ func classRows(shape []int, n int) (rows, d int) {
 	return n / d, d
 }
 
+// decodeOutput returns the values of a revealed output: its ring elements decoded at its scale,
+// or for an output the program dequantizes (dq: a quantized model's DequantizeLinear, as
+// sciir.Meta.Dequantization records it) the integers dequantized as ONNX Runtime does,
+// float32(q − zp)·scale.
+func decodeOutput(r ring.Ring, o vm.Output, dq *sciir.Quant) []float32 {
+	if dq == nil {
+		return r.DecodeTensor(o.Value, o.Scale)
+	}
+	sv := r.SignedValues(o.Value)
+	out := make([]float32, len(sv))
+	for i, v := range sv {
+		out[i] = dq.Dequantize(v)
+	}
+	return out
+}
+
 // printTop prints, for each row of class scores (see classRows), the top class and the k highest
 // scores.
-func printTop(w io.Writer, r ring.Ring, o vm.Output, k int, classes []string) {
-	vals := r.DecodeTensor(o.Value, o.Scale)
+func printTop(w io.Writer, r ring.Ring, o vm.Output, k int, classes []string, dq *sciir.Quant) {
+	vals := decodeOutput(r, o, dq)
 	shape := o.Value.Shape
 	rows, d := classRows(shape, len(vals))
 	name := classLabel(classes, d)

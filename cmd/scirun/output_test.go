@@ -41,7 +41,7 @@ func TestPrintTopSqueezeNetShape(t *testing.T) {
 	x := ring.NewTensor([]int{1, 1000, 1, 1})
 	x.Data[417] = r.FromSigned(5 << 8)
 	var b bytes.Buffer
-	printTop(&b, r, vm.Output{Name: "prob", Value: x, Scale: 8}, 5, nil)
+	printTop(&b, r, vm.Output{Name: "prob", Value: x, Scale: 8}, 5, nil, nil)
 	out := b.String()
 	if n := strings.Count(out, "top class"); n != 1 {
 		t.Fatalf("%d 'top class' lines, want 1:\n%s", n, out)

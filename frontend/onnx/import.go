@@ -91,9 +91,9 @@ type importer struct {
 	taken  map[string]bool      // every name in use, for generating fresh ones
 	uses   map[string]int       // how often each value is read (node inputs and graph outputs)
 	limit  int                  // largest constant (in elements) that folding may create
-	// dequantized names the outputs of DequantizeLinear, imported as the integers they read:
-	// only Shape and the graph outputs may read them (checkDequantized).
-	dequantized map[string]bool
+	// dequantized names the outputs of DequantizeLinear (with their parameters), imported as the
+	// integers they read: only Shape and the graph outputs may read them (checkDequantized).
+	dequantized map[string]ir.Quant
 }
 
 // opHandler imports one ONNX node.
@@ -256,6 +256,12 @@ func (im *importer) run(src *Graph) error {
 	for _, o := range src.Outputs {
 		if err := im.graphOutput(o.Name); err != nil {
 			return err
+		}
+		if q, ok := im.dequantized[o.Name]; ok {
+			if im.g.OutputQuant == nil {
+				im.g.OutputQuant = map[string]ir.Quant{}
+			}
+			im.g.OutputQuant[o.Name] = q
 		}
 	}
 	if err := im.g.InferShapes(); err != nil {

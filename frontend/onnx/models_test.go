@@ -172,6 +172,13 @@ func TestMobileNetInt8Imports(t *testing.T) {
 	if n != 65 {
 		t.Errorf("%d Requant nodes, want 65", n)
 	}
+	// The input's QuantizeLinear and the output's DequantizeLinear are recorded for the client.
+	if q, want := g.InputQuant["input"], (ir.Quant{Scale: 0.018658448, ZeroPoint: 114, Type: "uint8"}); q != want || len(g.InputQuant) != 1 {
+		t.Errorf("input quantization %+v, want %+v", g.InputQuant, want)
+	}
+	if q, want := g.OutputQuant["output"], (ir.Quant{Scale: 0.160144582, ZeroPoint: 75, Type: "uint8"}); q != want || len(g.OutputQuant) != 1 {
+		t.Errorf("output dequantization %+v, want %+v", g.OutputQuant, want)
+	}
 }
 
 // TestMNISTAccuracy runs mnist-8 over the full MNIST t10k set (raw 0..255 pixels, as the model

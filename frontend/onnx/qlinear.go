@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cryptflow-go/cryptflow/ir"
 )
@@ -24,6 +25,14 @@ func qRange(c *constant) (int, int, error) {
 		return -128, 127, nil
 	}
 	return 0, 0, fmt.Errorf("%w: zero point of type %s (uint8 and int8 are supported)", ErrUnsupported, c.dtype)
+}
+
+// quantType names the integer type of a quantized tensor from the low end of its range.
+func quantType(lo int) string {
+	if lo < 0 {
+		return "int8"
+	}
+	return "uint8"
 }
 
 // qConst returns the values of a constant as int64 (an absent name gives zeros of length 1).
@@ -184,9 +193,17 @@ func (im *importer) quantizeLinear(n *Node) error {
 	if !isInput || im.uses[n.Inputs[0]] != 1 {
 		return fmt.Errorf("%w: QuantizeLinear of anything but a graph input read by it alone (QDQ graphs are not supported)", ErrUnsupported)
 	}
-	if _, _, _, _, err := im.qScalar(n, 1, 2); err != nil {
+	s, z, lo, _, err := im.qScalar(n, 1, 2)
+	if err != nil {
 		return err
 	}
+	if !(s > 0) || math.IsInf(float64(s), 0) {
+		return fmt.Errorf("QuantizeLinear of input %q: scale %g (want a positive finite float)", n.Inputs[0], s)
+	}
+	if im.g.InputQuant == nil {
+		im.g.InputQuant = map[string]ir.Quant{}
+	}
+	im.g.InputQuant[n.Inputs[0]] = ir.Quant{Scale: s, ZeroPoint: int64(z), Type: quantType(lo)}
 	return im.emit(n, ir.Identity, n.Inputs[:1], out, ir.Attrs{})
 }
 
@@ -198,13 +215,14 @@ func (im *importer) dequantizeLinear(n *Node) error {
 	if err != nil {
 		return err
 	}
-	if _, _, _, _, err := im.qScalar(n, 1, 2); err != nil {
+	s, z, lo, _, err := im.qScalar(n, 1, 2)
+	if err != nil {
 		return err
 	}
 	if im.dequantized == nil {
-		im.dequantized = map[string]bool{}
+		im.dequantized = map[string]ir.Quant{}
 	}
-	im.dequantized[out] = true
+	im.dequantized[out] = ir.Quant{Scale: s, ZeroPoint: int64(z), Type: quantType(lo)}
 	return im.emit(n, ir.Identity, n.Inputs[:1], out, ir.Attrs{})
 }
 
@@ -212,7 +230,7 @@ func (im *importer) dequantizeLinear(n *Node) error {
 func (im *importer) checkDequantized(src *Graph) error {
 	for _, n := range src.Nodes {
 		for _, in := range n.Inputs {
-			if im.dequantized[in] && n.OpType != "Shape" {
+			if _, ok := im.dequantized[in]; ok && n.OpType != "Shape" {
 				return fmt.Errorf("%s: %w: reads the DequantizeLinear output %q (only graph outputs and Shape may: QDQ graphs are not supported)", n, ErrUnsupported, in)
 			}
 		}
