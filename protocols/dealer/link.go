@@ -17,6 +17,7 @@ const (
 	opTriples = 2 // bit triples on stream s: words s, nReg, nCorr
 	opLinear  = 3 // a linear layer's correction: words kind, id, call, l, then the shape
 	opDone    = 4 // the data party is done (the helper's loop for this link returns)
+	opMatMul  = 5 // a matrix triple's C1 for a product of two shared matrices: words call, l, batch, m, k, n
 )
 
 // reqWords is the fixed size of a request, in words.
@@ -32,14 +33,16 @@ const maxCount = 1 << 28
 
 // PRG stream purposes (the top byte of a prg.NewStream number).
 const (
-	purDelta   = 1 // Δ of the COTs a party sends
-	purKeys    = 2 // keys of the COTs a party sends, per OT stream
-	purBits    = 3 // choice bits of the COTs a party receives, per OT stream
-	purTriple  = 4 // triple shares, per OT stream
-	purWeight  = 5 // B of a weight tensor, per id
-	purMaskA   = 6 // A of a linear call, per call
-	purMaskR   = 7 // R of a linear call, per call
-	purTriple1 = 8 // party 1's triple shares (d1, e1), per OT stream
+	purDelta   = 1  // Δ of the COTs a party sends
+	purKeys    = 2  // keys of the COTs a party sends, per OT stream
+	purBits    = 3  // choice bits of the COTs a party receives, per OT stream
+	purTriple  = 4  // triple shares, per OT stream
+	purWeight  = 5  // B of a weight tensor, per id
+	purMaskA   = 6  // A of a linear call, per call
+	purMaskR   = 7  // R of a linear call, per call
+	purTriple1 = 8  // party 1's triple shares (d1, e1), per OT stream
+	purMat0    = 9  // party 0's matrix triple shares (A0, B0, C0), per call
+	purMat1    = 10 // party 1's matrix triple shares (A1, B1), per call
 )
 
 // streamID is the PRG stream number of a purpose and an index.
