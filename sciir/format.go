@@ -32,17 +32,22 @@ var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
 // default) are still read. Version 3 added the math opcodes (exp, sigmoid, tanh, recip, rsqrt,
 // which carry no operands beyond the common ones); a program without them is still written as
 // version 2, so that older builds keep reading it, and one with them is refused by those builds
-// with a version error instead of an unknown opcode.
-const Version = 3
+// with a version error instead of an unknown opcode. Version 4 added bmatmul (the product of two
+// shared matrices, attention), on the same terms.
+const Version = 4
 
 // fileVersion is the version a file of p is written as: the oldest that can hold it.
 func fileVersion(p *fixed.Program) int {
+	v := 2
 	for _, in := range p.Instrs {
+		if in.Op == fixed.OpBatchMatMul {
+			return 4
+		}
 		if _, ok := in.Op.MathFunc(); ok {
-			return 3
+			v = 3
 		}
 	}
-	return 2
+	return v
 }
 
 // minVersion is the oldest format version this package reads.
