@@ -345,6 +345,9 @@ func (l *lowerer) gemm(n *ir.Node) error {
 func (l *lowerer) matmul(n *ir.Node) error {
 	a, _ := l.g.ShapeOf(n.Inputs[0])
 	b, _ := l.g.ShapeOf(n.Inputs[1])
+	if !l.isConst(n.Inputs[0]) && !l.isConst(n.Inputs[1]) {
+		return l.matmulShared(n, a, b)
+	}
 	if len(a) != 2 || len(b) != 2 {
 		return noLowering("MatMul of shapes %v and %v (only 2-D operands are supported)", a, b)
 	}
@@ -490,6 +493,33 @@ func (l *lowerer) mulShared(n *ir.Node) error {
 	if want, ok := l.g.Values[n.Outputs[0]]; ok && !l.p.Tensors[id].Shape.Equal(want.Shape) {
 		return noLowering("Mul of shapes %v and %v gives %v, the graph says %v",
 			l.p.Tensors[x].Shape, l.p.Tensors[y].Shape, l.p.Tensors[id].Shape, want.Shape)
+	}
+	l.set(n, id)
+	return nil
+}
+
+// matmulShared lowers MatMul of two runtime tensors (attention's Q·Kᵀ and softmax(…)·V) to
+// OpBatchMatMul: both operands at scale s (truncated first if needed), the product at 2s, like
+// OpMul. The operands must be at least 2-D with equal leading (batch) dimensions; numpy's 1-D
+// promotion and batch broadcasting are not lowered.
+func (l *lowerer) matmulShared(n *ir.Node, a, b ir.Shape) error {
+	if _, err := fixed.BatchMatMulShape(a, b); err != nil {
+		return noLowering("MatMul of two runtime tensors of shapes %v and %v (both must be at least 2-D with equal batch dimensions; 1-D operands and batch broadcasting are not supported)", a, b)
+	}
+	x, err := l.input(n, 0)
+	if err != nil {
+		return err
+	}
+	y, err := l.input(n, 1)
+	if err != nil {
+		return err
+	}
+	id, err := l.op(&fixed.Instr{Op: fixed.OpBatchMatMul, In: []int{x, y}}, n.Outputs[0])
+	if err != nil {
+		return err
+	}
+	if want, ok := l.g.Values[n.Outputs[0]]; ok && !l.p.Tensors[id].Shape.Equal(want.Shape) {
+		return noLowering("MatMul of shapes %v and %v gives %v, the graph says %v", a, b, l.p.Tensors[id].Shape, want.Shape)
 	}
 	l.set(n, id)
 	return nil

@@ -30,6 +30,13 @@ func mulLowerCases() []lowerCase {
 			t := b.node(ir.Transpose, ir.Attrs{"perm": ir.IntsAttr([]int{1, 0})}, "x")
 			return b.node(ir.Mul, nil, b.node(ir.Relu, nil, t), "x")
 		}},
+		{"matmul tensors", ir.Shape{3, 4}, func(b *gb) string {
+			return b.node(ir.MatMul, nil, "x", b.node(ir.Transpose, ir.Attrs{"perm": ir.IntsAttr([]int{1, 0})}, "x"))
+		}},
+		{"batched matmul tensors", ir.Shape{2, 3, 4}, func(b *gb) string {
+			y := b.node(ir.Relu, nil, b.node(ir.Transpose, ir.Attrs{"perm": ir.IntsAttr([]int{0, 2, 1})}, "x"))
+			return b.node(ir.MatMul, nil, "x", y)
+		}},
 		{"hardsigmoid", ir.Shape{40}, func(b *gb) string { return b.hardSigmoid("x", 0.2, 0.5) }},
 		{"hardswish", ir.Shape{40}, func(b *gb) string { return b.hardSwish("x") }},
 		{"squeeze excitation", ir.Shape{1, 4, 3, 3}, func(b *gb) string {

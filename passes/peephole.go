@@ -15,7 +15,7 @@ type OpCounts struct {
 	TruncNonNeg  int   // of which the input is known to be non-negative
 	Div          int   // elements divided (average pooling)
 	MACs         int64 // multiply-accumulates in MatMul and Conv
-	Mul          int   // elements of products of two shared tensors
+	Mul          int   // elements of products of two shared tensors (multiply-adds for bmatmul)
 	Instructions int
 }
 
@@ -49,6 +49,9 @@ func tally(p *fixed.Program) OpCounts {
 			c.Div += out
 		case fixed.OpMul:
 			c.Mul += out
+		case fixed.OpBatchMatMul:
+			x := p.Tensors[in.In[0]].Shape
+			c.Mul += out * x[len(x)-1]
 		case fixed.OpMatMul:
 			w := p.Weights[in.Weight].Shape
 			c.MACs += int64(out) * int64(w[1])
@@ -217,7 +220,7 @@ func nonNegative(p *fixed.Program) []bool {
 		case fixed.OpReLU, fixed.OpArgMax:
 			nn[in.Out] = true
 		case fixed.OpMaxPool, fixed.OpSumPool, fixed.OpDiv, fixed.OpTrunc, fixed.OpScaleUp, fixed.OpReshape,
-			fixed.OpTranspose, fixed.OpConcat, fixed.OpAdd, fixed.OpMul:
+			fixed.OpTranspose, fixed.OpConcat, fixed.OpAdd, fixed.OpMul, fixed.OpBatchMatMul:
 			nn[in.Out] = all
 		case fixed.OpPad:
 			nn[in.Out] = all && (in.PadMode != fixed.PadConstant || in.PadValue >= 0)

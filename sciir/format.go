@@ -34,8 +34,9 @@ var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
 // version 2, so that older builds keep reading it, and one with them is refused by those builds
 // with a version error instead of an unknown opcode. Version 4 added sparse weight tensors in
 // WDAT (a width byte with its high bit set: the non-zero values and their positions); a program
-// whose weights are all written dense keeps the version its opcodes need.
-const Version = 4
+// whose weights are all written dense keeps the version its opcodes need. Version 5 added
+// bmatmul (the product of two shared matrices, attention), on the same terms as version 3.
+const Version = 5
 
 // sparseFlag marks a sparse weight tensor in WDAT's width byte (version 4).
 const sparseFlag = 0x80
@@ -47,6 +48,9 @@ const sparseFlag = 0x80
 func fileVersion(f *File) int {
 	v := 2
 	for _, in := range f.Program.Instrs {
+		if in.Op == fixed.OpBatchMatMul {
+			return 5
+		}
 		if _, ok := in.Op.MathFunc(); ok {
 			v = 3
 		}

@@ -391,6 +391,10 @@ func decodeInstrs(d *dec, p *fixed.Program, version int) error {
 			if version < 3 {
 				err = fmt.Errorf("math opcode %s in a version %d file (math opcodes arrived in version 3)", in.Op, version)
 			}
+		case fixed.OpBatchMatMul:
+			if version < 5 {
+				err = fmt.Errorf("opcode %s in a version %d file (it arrived in version 5)", in.Op, version)
+			}
 		default:
 			err = fmt.Errorf("unknown opcode %d (written by a newer compiler?)", uint8(in.Op))
 		}

@@ -91,3 +91,14 @@ type MathBackend interface {
 	Backend
 	Math(ctx context.Context, f fxmath.Func, dst, x ring.Tensor, scale int) error
 }
+
+// SharedMatMulBackend is implemented by backends that multiply two shared matrices
+// (OpBatchMatMul: attention's Q·Kᵀ and softmax(…)·V). A backend without it cannot run programs
+// that use them: vm.New says so.
+type SharedMatMulBackend interface {
+	Backend
+	// MatMulShared sets dst[b] = X[b]·Y[b] for b < batch, exactly in the ring (products and sums
+	// wrap): x holds batch row-major m×k matrices one after the other, y batch k×n, dst batch m×n;
+	// x and y are shared. dst never aliases x or y; x and y may be the same tensor.
+	MatMulShared(ctx context.Context, dst, x, y ring.Tensor, batch, m, k, n int) error
+}

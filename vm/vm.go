@@ -72,6 +72,13 @@ func New(p *fixed.Program, b Backend) (*Machine, error) {
 			}
 		}
 	}
+	if _, ok := b.(SharedMatMulBackend); !ok {
+		for i, in := range p.Instrs {
+			if in.Op == fixed.OpBatchMatMul {
+				return nil, fmt.Errorf("vm: instruction %d (%s from %s): the backend (%T) cannot multiply two shared matrices", i, in.Op, in.Source, b)
+			}
+		}
+	}
 	if party == 0 && !p.HasWeights() {
 		return nil, ErrNoWeights
 	}
@@ -322,6 +329,13 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 	case fixed.OpConcat:
 		m.concat(in, dst)
 		return nil
+	case fixed.OpBatchMatMul:
+		mb, ok := b.(SharedMatMulBackend)
+		if !ok {
+			return fmt.Errorf("the backend (%T) cannot multiply two shared matrices", b)
+		}
+		batch, mm, k, n := fixed.BatchMatMulDims(p.Tensors[in.In[0]].Shape, p.Tensors[in.In[1]].Shape)
+		return mb.MatMulShared(ctx, dst, x, m.tensor(in.In[1]), batch, mm, k, n)
 	}
 	return fmt.Errorf("unknown opcode %d", uint8(in.Op))
 }

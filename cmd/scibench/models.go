@@ -665,6 +665,9 @@ func estimateTraffic(p *fixed.Program, backend, netName string) (Estimate, error
 			}
 		case fixed.OpMul:
 			nbits += linear.MulBits(int(size(in.Out)), l)
+		case fixed.OpBatchMatMul:
+			b, m, k, n := fixed.BatchMatMulDims(p.Tensors[in.In[0]].Shape, p.Tensors[in.In[1]].Shape)
+			nbits += linear.SharedMatMulBits(b, m, k, n, l)
 		}
 	}
 	e.NonlinearBytes = nbits / 8

@@ -14,6 +14,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/fxmath"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
@@ -339,11 +340,49 @@ func (c convRecorder) Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tenso
 	return c.conv.Conv2D(ctx, e, dst, w, x, g)
 }
 
+// extras forwards the optional math functions and products of two shared matrices of a wrapped
+// backend that implements both (vm.MathBackend, vm.SharedMatMulBackend).
+type extras struct {
+	math   vm.MathBackend
+	shared vm.SharedMatMulBackend
+}
+
+// Math runs the wrapped backend's math function.
+func (x extras) Math(ctx context.Context, f fxmath.Func, dst, in ring.Tensor, scale int) error {
+	return x.math.Math(ctx, f, dst, in, scale)
+}
+
+// MatMulShared runs the wrapped backend's product of two shared matrices.
+func (x extras) MatMulShared(ctx context.Context, dst, a, b ring.Tensor, batch, m, k, n int) error {
+	return x.shared.MatMulShared(ctx, dst, a, b, batch, m, k, n)
+}
+
+// extrasRecorder is a recorder over a backend with the math functions and shared products.
+type extrasRecorder struct {
+	*recorder
+	extras
+}
+
+// fullRecorder is a convRecorder over a backend with the math functions and shared products.
+type fullRecorder struct {
+	convRecorder
+	extras
+}
+
 // backend returns the recorder as the vm.Backend to run on, exposing the optional interfaces
-// of the wrapped backend.
+// of the wrapped backend (its convolution; its math functions and products of two shared
+// matrices, which the backends implement together).
 func (rc *recorder) backend() vm.Backend {
-	if cb, ok := rc.Backend.(vm.ConvBackend); ok {
+	cb, conv := rc.Backend.(vm.ConvBackend)
+	mb, math := rc.Backend.(vm.MathBackend)
+	sb, shared := rc.Backend.(vm.SharedMatMulBackend)
+	switch {
+	case conv && math && shared:
+		return fullRecorder{convRecorder{recorder: rc, conv: cb}, extras{mb, sb}}
+	case conv:
 		return convRecorder{recorder: rc, conv: cb}
+	case math && shared:
+		return extrasRecorder{rc, extras{mb, sb}}
 	}
 	return rc
 }

@@ -200,7 +200,7 @@ func (p *Program) InferInstr(in *Instr) (ir.Shape, int, error) {
 		}
 		return nil
 	}
-	nIn := map[Opcode]int{OpAdd: 2, OpSub: 2, OpMul: 2}
+	nIn := map[Opcode]int{OpAdd: 2, OpSub: 2, OpMul: 2, OpBatchMatMul: 2}
 	if in.Op != OpConcat {
 		want := 1
 		if n, ok := nIn[in.Op]; ok {
@@ -252,6 +252,13 @@ func (p *Program) InferInstr(in *Instr) (ir.Shape, int, error) {
 			return nil, 0, err
 		}
 		return b, x.Scale + y.Scale, checkScale(x.Scale + y.Scale)
+	case OpBatchMatMul:
+		s, err := BatchMatMulShape(x.Shape, p.Tensors[in.In[1]].Shape)
+		if err != nil {
+			return nil, 0, err
+		}
+		y := p.Tensors[in.In[1]]
+		return s, x.Scale + y.Scale, checkScale(x.Scale + y.Scale)
 	case OpScaleUp:
 		if in.Shift < 0 || in.Shift > MaxScale {
 			return nil, 0, fmt.Errorf("shift %d is not in 0..%d", in.Shift, MaxScale)
@@ -506,4 +513,21 @@ func (p *Program) checkSlots() error {
 		owner[s] = in.Out
 	}
 	return nil
+}
+
+// BatchMatMulShape returns the result shape of OpBatchMatMul on operands of shapes a [..., M, K]
+// and b [..., K, N]: both at least 2-D, with equal leading dimensions.
+func BatchMatMulShape(a, b ir.Shape) (ir.Shape, error) {
+	r := len(a)
+	if r < 2 || len(b) != r || !a[:r-2].Equal(b[:r-2]) || a[r-1] != b[r-2] {
+		return nil, fmt.Errorf("batched matmul of %v and %v (want [..., M, K] and [..., K, N] with the same leading dimensions)", a, b)
+	}
+	return append(a[:r-1].Clone(), b[r-1]), nil
+}
+
+// BatchMatMulDims returns the batch size and the matrix dimensions M, K, N of OpBatchMatMul on
+// operands of shapes a and b (valid for BatchMatMulShape).
+func BatchMatMulDims(a, b ir.Shape) (batch, m, k, n int) {
+	r := len(a)
+	return a[:r-2].Size(), a[r-2], a[r-1], b[r-1]
 }

@@ -77,6 +77,11 @@ const (
 	OpTanh    Opcode = 23
 	OpRecip   Opcode = 24
 	OpRsqrt   Opcode = 25
+	// OpBatchMatMul: Out[..., M, N] = In[0][..., M, K] x In[1][..., K, N], both operands shared,
+	// with the same leading (batch) dimensions (none: one 2-D product), exact in the ring; Out's
+	// scale is the sum of the operands' scales. Attention's Q·Kᵀ and softmax(…)·V.
+	// Backend.MatMulShared (vm.SharedMatMulBackend).
+	OpBatchMatMul Opcode = 26
 )
 
 var opcodeNames = map[Opcode]string{
@@ -85,6 +90,7 @@ var opcodeNames = map[Opcode]string{
 	OpReLU: "relu", OpMaxPool: "maxpool", OpSumPool: "sumpool", OpDiv: "div", OpArgMax: "argmax",
 	OpReshape: "reshape", OpTranspose: "transpose", OpConcat: "concat", OpPad: "pad", OpMul: "mul",
 	OpExp: "exp", OpSigmoid: "sigmoid", OpTanh: "tanh", OpRecip: "recip", OpRsqrt: "rsqrt",
+	OpBatchMatMul: "bmatmul",
 }
 
 // MathFunc returns the fxmath function of a math opcode (OpExp..OpRsqrt), or false.

@@ -127,6 +127,20 @@ func (h *Helper) Serve(ctx context.Context, conn *transport.Conn, party int) err
 					err = sendPacked(ctx, conn, dealLinear(h.seeds[0], h.seeds[1], r, sh, id, call), r.Bits)
 				}
 			}
+		case opMatMul:
+			call, l, d := req[1], req[2], matDims{int(min(req[3], maxCount+1)), int(min(req[4], maxCount+1)),
+				int(min(req[5], maxCount+1)), int(min(req[6], maxCount+1))}
+			r, rerr := ring.New(int(min(l, 65)))
+			switch {
+			case party != 1:
+				err = fmt.Errorf("matrix triple request from party %d", party)
+			case rerr != nil:
+				err = rerr
+			default:
+				if err = d.validate(); err == nil {
+					err = sendPacked(ctx, conn, dealMatMul(h.seeds[0], h.seeds[1], r, d, call), r.Bits)
+				}
+			}
 		default:
 			err = fmt.Errorf("unknown request %d", req[0])
 		}

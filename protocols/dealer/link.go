@@ -18,6 +18,7 @@ const (
 	opLinear  = 3 // a linear layer's correction: words kind, id, call, l, then the shape
 	opDone    = 4 // the data party is done (the helper's loop for this link returns)
 	opDealt   = 5 // dealt random 1-of-N OTs on stream s: words s, sender, N, w, l, first instance, n
+	opMatMul  = 6 // a matrix triple's C1 for a product of two shared matrices: words call, l, batch, m, k, n
 )
 
 // reqWords is the fixed size of a request, in words.
@@ -43,6 +44,8 @@ const (
 	purTriple1  = 8  // party 1's triple shares (d1, e1), per OT stream
 	purOTMsgs   = 9  // messages of the dealt OTs a party sends, per OT stream
 	purOTChoice = 10 // choices of the dealt OTs a party receives, per OT stream
+	purMat0     = 11 // party 0's matrix triple shares (A0, B0, C0), per call
+	purMat1     = 12 // party 1's matrix triple shares (A1, B1), per call
 )
 
 // streamID is the PRG stream number of a purpose and an index.

@@ -48,9 +48,23 @@ func (s *Session) MatMul(ctx context.Context, dst, w []uint64, m, k, n int, x []
 	} else {
 		clear(dst)
 	}
-	// Party 1's share of X, column-major, is the element order of the product.
+	if err := s.crossMatMul(ctx, op, dst, w, m, k, n, x, 0); err != nil {
+		return err
+	}
+	s.r.ReduceVec(dst)
+	return nil
+}
+
+// crossMatMul adds to dst (m×n, not reduced) this party's share of W·X, where W (m×k) is the
+// private matrix of party sender (the OT sender) and X (k×n) the private matrix of the other
+// party: each party passes its own matrix as w or x, and the other slice is not read. Party
+// sender's role is party 0's in the products (reversed streams when sender is 1).
+// Communication: MatMulBits.
+func (s *Session) crossMatMul(ctx context.Context, op string, dst, w []uint64, m, k, n int, x []uint64, sender int) error {
+	isSender := s.party == sender
+	// The receiver's X, column-major, is the element order of the product.
 	var xT []uint64
-	if s.party == 1 {
+	if !isSender {
 		xT = make([]uint64, k*n)
 		for r := 0; r < k; r++ {
 			row := x[r*n : r*n+n]
@@ -63,7 +77,7 @@ func (s *Session) MatMul(ctx context.Context, dst, w []uint64, m, k, n int, x []
 	for r0 := 0; r0 < m; r0 += ot.MaxWidth {
 		mb := min(ot.MaxWidth, m-r0)
 		p := &product{E: k * n, M: mb, kv: k, kt: k, x: xT}
-		if s.party == 0 {
+		if isSender {
 			// V[r][j] = W[r0+j][r]: column r of the block, contiguous.
 			p.V = make([]uint64, k*mb)
 			for j := 0; j < mb; j++ {
@@ -73,7 +87,15 @@ func (s *Session) MatMul(ctx context.Context, dst, w []uint64, m, k, n int, x []
 				}
 			}
 		}
-		acc, err := s.cross(ctx, op, p)
+		f := func(ctx context.Context, st *stream, lo, hi int, acc []uint64) error {
+			return st.cross(ctx, p, lo, hi, acc)
+		}
+		if sender == 1 {
+			f = func(ctx context.Context, st *stream, lo, hi int, acc []uint64) error {
+				return st.reversed(func(sw *stream) error { return sw.cross(ctx, p, lo, hi, acc) })
+			}
+		}
+		acc, err := s.crossWith(ctx, op, s.parts(p.E), p.rows()*p.M, f)
 		if err != nil {
 			return err
 		}
@@ -85,7 +107,6 @@ func (s *Session) MatMul(ctx context.Context, dst, w []uint64, m, k, n int, x []
 			}
 		}
 	}
-	s.r.ReduceVec(dst)
 	return nil
 }
 

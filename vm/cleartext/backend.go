@@ -104,6 +104,22 @@ func (c *Backend) Mul(_ context.Context, dst, x, y ring.Tensor) error {
 	return nil
 }
 
+// MatMulShared computes dst[b] = X[b]·Y[b] for b < batch, exactly in the ring (products and sums
+// wrap).
+func (c *Backend) MatMulShared(_ context.Context, dst, x, y ring.Tensor, batch, m, k, n int) error {
+	if batch < 0 || m < 0 || k < 0 || n < 0 {
+		return fmt.Errorf("clear bmatmul: negative dimension in %d × (%d×%d times %d×%d)", batch, m, k, k, n)
+	}
+	if err := firstError(checkLen("bmatmul first operand", x, batch*m*k), checkLen("bmatmul second operand", y, batch*k*n),
+		checkLen("bmatmul result", dst, batch*m*n)); err != nil {
+		return err
+	}
+	for b := 0; b < batch; b++ {
+		c.r.MatMul(dst.Data[b*m*n:(b+1)*m*n], x.Data[b*m*k:(b+1)*m*k], m, k, n, y.Data[b*k*n:(b+1)*k*n])
+	}
+	return nil
+}
+
 // ReLU computes dst = max(signed(x), 0).
 func (c *Backend) ReLU(_ context.Context, dst, x ring.Tensor) error {
 	if err := c.pow2("relu"); err != nil {

@@ -25,8 +25,9 @@ import (
 // Backend runs convolutions itself (by OT on the input elements, or by HE), every linear layer
 // with the engine the program records for it, and the fixed-point math functions.
 var (
-	_ vm.ConvBackend = (*Backend)(nil)
-	_ vm.MathBackend = (*Backend)(nil)
+	_ vm.ConvBackend         = (*Backend)(nil)
+	_ vm.MathBackend         = (*Backend)(nil)
+	_ vm.SharedMatMulBackend = (*Backend)(nil)
 )
 
 // Mode is how a Backend computes the linear layers (products with party 0's weights). The
@@ -471,6 +472,17 @@ func (b *Backend) Mul(ctx context.Context, dst, x, y ring.Tensor) error {
 	return end(&b.prof.Linear, b.lin.Mul(ctx, dst.Data, x.Data, y.Data))
 }
 
+// MatMulShared sets dst[b] = X[b]·Y[b] for two shared factors, by OT (linear.Session.MatMulShared:
+// the two cross terms as products of one party's share with the other's, one with each party as
+// the OT sender).
+func (b *Backend) MatMulShared(ctx context.Context, dst, x, y ring.Tensor, batch, m, k, n int) error {
+	end, err := b.begin("bmatmul")
+	if err != nil {
+		return err
+	}
+	return end(&b.prof.Linear, b.lin.MatMulShared(ctx, dst.Data, x.Data, y.Data, batch, m, k, n))
+}
+
 // weightErr checks that party 0 has the weights and party 1 has none.
 func (b *Backend) weightErr(w *ring.Tensor) error {
 	if b.party == 0 && w == nil {
@@ -574,6 +586,10 @@ func FerretFor(p *fixed.Program) ferret.Config {
 		case fixed.OpExp, fixed.OpSigmoid, fixed.OpTanh, fixed.OpRecip, fixed.OpRsqrt:
 			// About twenty ReLU-sized steps per element (MathCost).
 			elems += 20 * int64(ring.Size(p.Tensors[in.In[0]].Shape))
+		case fixed.OpBatchMatMul:
+			// 2·l COTs per entry of the smaller factor's (k×n or k×m) per product.
+			b, m, k, n := fixed.BatchMatMulDims(p.Tensors[in.In[0]].Shape, p.Tensors[in.In[1]].Shape)
+			elems += int64(b) * int64(k) * int64(min(m, n)) / 2
 		}
 	}
 	if elems*4*int64(p.Bits) < 8*int64(ferret.Small().Main.Output()) {

@@ -30,8 +30,9 @@ import (
 const Name = "sci3"
 
 var (
-	_ vm.ConvBackend = (*Backend)(nil)
-	_ vm.MathBackend = (*Backend)(nil)
+	_ vm.ConvBackend         = (*Backend)(nil)
+	_ vm.MathBackend         = (*Backend)(nil)
+	_ vm.SharedMatMulBackend = (*Backend)(nil)
 )
 
 // Options configures a Backend; both data parties must use the same.
@@ -74,12 +75,14 @@ func (o Options) Describe() string {
 }
 
 // Backend is a data party's end of a three-party session; it implements vm.Backend. The
-// nonlinear layers, input sharing, reveal and secret×secret products are those of vm/sci on
-// the dealt OT source; the products with party 0's weights are the dealer's.
+// nonlinear layers, input sharing, reveal and elementwise secret×secret products are those of
+// vm/sci on the dealt OT source; the products with party 0's weights and the products of two
+// shared matrices (dealt matrix triples) are the dealer's.
 type Backend struct {
 	*sci.Backend
 	link *dealer.Link
 	lin  *dealer.Linear
+	mm   *dealer.SharedMatMul
 	conn *transport.Conn
 	prof sci.Cost // the dealer's linear layers
 	err  error
@@ -116,7 +119,11 @@ func New(ctx context.Context, conn *transport.Conn, link *dealer.Link, r ring.Ri
 		return nil, fmt.Errorf("sci3: %w", err)
 	}
 	lin.Period = opt.LinearPerRun
-	return &Backend{Backend: sb, link: link, lin: lin, conn: conn}, nil
+	mm, err := dealer.NewSharedMatMul(link, conn, r)
+	if err != nil {
+		return nil, fmt.Errorf("sci3: %w", err)
+	}
+	return &Backend{Backend: sb, link: link, lin: lin, mm: mm, conn: conn}, nil
 }
 
 // LinearEngine names how the linear layers run (the report's engine column): by the dealer's
@@ -144,17 +151,23 @@ func (b *Backend) Abort(reason string) {
 }
 
 func (b *Backend) run(ctx context.Context, op string, sh dealer.Shape, dst, w, x []uint64) error {
+	if b.Party() == 0 && w == nil && b.err == nil && b.Backend.Err() == nil {
+		return errors.New("sci3: party 0 has no weights (was it given the client copy of the program?)")
+	}
+	return b.dealt(op, func() error { return b.lin.Apply(ctx, sh, dst, w, x) })
+}
+
+// dealt runs one of the dealer's protocols with the other data party (f), accounting its time
+// and traffic in the linear layers' cost; a failure makes the backend unusable.
+func (b *Backend) dealt(op string, f func() error) error {
 	if b.err != nil {
 		return fmt.Errorf("sci3: %s: backend unusable after an earlier failure: %w", op, b.err)
 	}
 	if err := b.Backend.Err(); err != nil {
 		return fmt.Errorf("sci3: %s: backend unusable after an earlier failure: %w", op, err)
 	}
-	if b.Party() == 0 && w == nil {
-		return errors.New("sci3: party 0 has no weights (was it given the client copy of the program?)")
-	}
 	start, before := time.Now(), b.conn.Stats()
-	err := b.lin.Apply(ctx, sh, dst, w, x)
+	err := f()
 	b.prof.Calls++
 	b.prof.Time += time.Since(start)
 	b.prof.Stats = b.prof.Stats.Add(b.conn.Stats().Sub(before))
@@ -190,6 +203,13 @@ func (b *Backend) Conv2D(ctx context.Context, _ fixed.Engine, dst ring.Tensor, w
 // MulConst sets dst = w ⊙ x by the dealer's protocol.
 func (b *Backend) MulConst(ctx context.Context, dst ring.Tensor, w *ring.Tensor, x ring.Tensor) error {
 	return b.run(ctx, "mulconst", dealer.Shape{Kind: dealer.KindElem, Len: len(x.Data)}, dst.Data, data(w), x.Data)
+}
+
+// MatMulShared sets dst[i] = X[i]·Y[i] for two shared factors with a matrix Beaver triple dealt
+// by the helper (dealer.SharedMatMul): the data parties open X − A and Y − B, the helper sends
+// party 1 its share of A·B.
+func (b *Backend) MatMulShared(ctx context.Context, dst, x, y ring.Tensor, batch, m, k, n int) error {
+	return b.dealt("bmatmul", func() error { return b.mm.Apply(ctx, dst.Data, x.Data, y.Data, batch, m, k, n) })
 }
 
 // Close tells the helper this party is done.

@@ -32,6 +32,26 @@ func MatMulBits(m, k, n, l int) int64 {
 	return blocks*kn*int64(l)*Lambda + kn*int64(m)*int64(l*(l+1)/2)
 }
 
+// SharedMatMulTransposed reports whether linear's MatMulShared computes X·Y (X m×k, Y k×n, both
+// shared) as (Yᵀ·Xᵀ)ᵀ: when that moves fewer bits (the OTs run on the entries of the right-hand
+// factor, k·n of them against k·m).
+func SharedMatMulTransposed(m, k, n, l int) bool {
+	return MatMulBits(n, k, m, l) < MatMulBits(m, k, n, l)
+}
+
+// SharedMatMulBits is the communication of linear's MatMulShared on batch products of two shared
+// matrices X (m×k) and Y (k×n), in bits, both directions together, with the same exclusions as
+// MatMulBits: per product two cross terms, each a MatMul with one party's share as the private
+// matrix (one with party 0 as the OT sender, one with party 1), in the cheaper orientation:
+//
+//	batch · 2 · min(MatMulBits(m, k, n, l), MatMulBits(n, k, m, l))
+func SharedMatMulBits(batch, m, k, n, l int) int64 {
+	if SharedMatMulTransposed(m, k, n, l) {
+		m, n = n, m
+	}
+	return int64(batch) * 2 * MatMulBits(m, k, n, l)
+}
+
 // MulElemBits is the communication of linear's MulElem on n elements: n·l·λ + n·l(l+1)/2 bits.
 func MulElemBits(n, l int) int64 { return MatMulBits(1, 1, n, l) }
 

@@ -1,0 +1,89 @@
+package linear
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cryptflow-go/cryptflow/protocols/linear/lincost"
+)
+
+// SharedMatMulBits is the communication of MatMulShared (lincost.SharedMatMulBits).
+func SharedMatMulBits(batch, m, k, n, l int) int64 {
+	return lincost.SharedMatMulBits(batch, m, k, n, l)
+}
+
+// MatMulShared sets dst to this party's share of the batch products X[b]·Y[b] (exact in
+// Z_{2^l}), where both factors are shared: x holds this party's shares of batch row-major m×k
+// matrices one after the other, y of batch k×n, dst batch m×n. With X = X0 + X1 and
+// Y = Y0 + Y1,
+//
+//	X·Y = X0·Y0 + X1·Y1 + X0·Y1 + X1·Y0
+//
+// each party computes its own square term locally, and each cross term is MatMul's product of one
+// party's private matrix with the other party's private matrix, by correlated OT on the bits of
+// the second (Gilboa-style, one batch of COTs per bit): X0·Y1 with party 0 as the OT sender, X1·Y0
+// with party 1. When the transposed orientation moves fewer bits (lincost.SharedMatMulTransposed:
+// the OTs run on the entries of the right-hand factor) the product is computed as (Yᵀ·Xᵀ)ᵀ with
+// local transposes. The two directions and the batch run one after the other, each over all the
+// session's streams. dst must not alias x or y; x and y may be the same slice. Communication:
+// SharedMatMulBits.
+func (s *Session) MatMulShared(ctx context.Context, dst, x, y []uint64, batch, m, k, n int) error {
+	const op = "MatMulShared"
+	if err := s.usable(op); err != nil {
+		return err
+	}
+	if batch < 0 || m < 0 || k < 0 || n < 0 {
+		return fmt.Errorf("linear: %s: negative dimension in %d × (%d×%d times %d×%d)", op, batch, m, k, k, n)
+	}
+	switch {
+	case len(x) != batch*m*k:
+		return fmt.Errorf("linear: %s: first operand has %d elements, want %d×%d×%d", op, len(x), batch, m, k)
+	case len(y) != batch*k*n:
+		return fmt.Errorf("linear: %s: second operand has %d elements, want %d×%d×%d", op, len(y), batch, k, n)
+	case len(dst) != batch*m*n:
+		return fmt.Errorf("linear: %s: result has %d elements, want %d×%d×%d", op, len(dst), batch, m, n)
+	}
+	if batch*m*n == 0 {
+		return nil
+	}
+	if k == 0 {
+		clear(dst)
+		return nil
+	}
+	tr := lincost.SharedMatMulTransposed(m, k, n, s.r.Bits)
+	var xt, yt, zt []uint64
+	if tr {
+		xt, yt, zt = make([]uint64, m*k), make([]uint64, k*n), make([]uint64, m*n)
+	}
+	for b := 0; b < batch; b++ {
+		xb, yb, zb := x[b*m*k:][:m*k], y[b*k*n:][:k*n], dst[b*m*n:][:m*n]
+		a, c, z, rows, cols := xb, yb, zb, m, n
+		if tr {
+			// Z = X·Y = (Yᵀ·Xᵀ)ᵀ: the left factor is Yᵀ (n×k), the right Xᵀ (k×m).
+			transposeInto(xt, xb, m, k)
+			transposeInto(yt, yb, k, n)
+			a, c, z, rows, cols = yt, xt, zt, n, m
+		}
+		s.r.MatMul(z, a, rows, k, cols, c) // this party's square term
+		if err := s.crossMatMul(ctx, op, z, a, rows, k, cols, c, 0); err != nil {
+			return fmt.Errorf("product %d, party 0's left factor: %w", b, err)
+		}
+		if err := s.crossMatMul(ctx, op, z, a, rows, k, cols, c, 1); err != nil {
+			return fmt.Errorf("product %d, party 1's left factor: %w", b, err)
+		}
+		if tr {
+			transposeInto(zb, zt, n, m)
+		}
+		s.r.ReduceVec(zb)
+	}
+	return nil
+}
+
+// transposeInto sets dst (c×r) to the transpose of src (r×c), both row-major.
+func transposeInto(dst, src []uint64, r, c int) {
+	for i := 0; i < r; i++ {
+		for j, v := range src[i*c : i*c+c] {
+			dst[j*r+i] = v
+		}
+	}
+}
