@@ -14,6 +14,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/fxmath"
 	"github.com/cryptflow-go/cryptflow/vm"
 )
 
@@ -339,11 +340,41 @@ func (c convRecorder) Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tenso
 	return c.conv.Conv2D(ctx, e, dst, w, x, g)
 }
 
+// mathRecorder is a recorder over a backend that runs the math functions (vm.MathBackend),
+// which the VM also finds by a type assertion.
+type mathRecorder struct {
+	*recorder
+	math vm.MathBackend
+}
+
+// Math runs the wrapped backend's math function.
+func (m mathRecorder) Math(ctx context.Context, f fxmath.Func, dst, x ring.Tensor, scale int) error {
+	return m.math.Math(ctx, f, dst, x, scale)
+}
+
+// convMathRecorder exposes both optional interfaces.
+type convMathRecorder struct {
+	convRecorder
+	math vm.MathBackend
+}
+
+// Math runs the wrapped backend's math function.
+func (m convMathRecorder) Math(ctx context.Context, f fxmath.Func, dst, x ring.Tensor, scale int) error {
+	return m.math.Math(ctx, f, dst, x, scale)
+}
+
 // backend returns the recorder as the vm.Backend to run on, exposing the optional interfaces
-// of the wrapped backend.
+// of the wrapped backend (its own convolution, the math functions).
 func (rc *recorder) backend() vm.Backend {
-	if cb, ok := rc.Backend.(vm.ConvBackend); ok {
+	cb, conv := rc.Backend.(vm.ConvBackend)
+	mb, math := rc.Backend.(vm.MathBackend)
+	switch {
+	case conv && math:
+		return convMathRecorder{convRecorder: convRecorder{recorder: rc, conv: cb}, math: mb}
+	case conv:
 		return convRecorder{recorder: rc, conv: cb}
+	case math:
+		return mathRecorder{recorder: rc, math: mb}
 	}
 	return rc
 }
