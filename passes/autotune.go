@@ -14,6 +14,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
 	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/fxmath"
 	"github.com/cryptflow-go/cryptflow/vm"
 	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 )
@@ -138,9 +139,10 @@ func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts tuneOptions, buil
 		limit = opts.Bits
 	}
 	type scaleRun struct {
-		row  TuneRow
-		outs [][]int64
-		top  []int
+		row   TuneRow
+		floor int // the smallest ring the program accepts (MinBits, or the math functions' floor)
+		outs  [][]int64
+		top   []int
 	}
 	var runs []scaleRun
 	for _, s := range scales {
@@ -157,12 +159,15 @@ func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts tuneOptions, buil
 			row.Accuracy = accuracy(run.top, samples)
 		}
 		row.BitsUsed, row.Widest = bitsUsed(p, run.maxAbs)
-		row.Bits = max(row.BitsUsed+opts.Headroom, MinBits)
+		// The math functions compute at an internal scale wider than any tensor's: a floor
+		// under the ring the values need (mathFloor).
+		floor := max(MinBits, mathFloor(p))
+		row.Bits = max(row.BitsUsed+opts.Headroom, floor)
 		if opts.Bits != 0 {
 			row.Bits = opts.Bits
 		}
-		row.Overflow = row.BitsUsed+opts.Headroom > limit
-		runs = append(runs, scaleRun{row: row, outs: run.outs, top: run.top})
+		row.Overflow = max(row.BitsUsed+opts.Headroom, floor) > limit
+		runs = append(runs, scaleRun{row: row, floor: floor, outs: run.outs, top: run.top})
 	}
 	rows := make([]TuneRow, len(runs))
 	tops := make([][]int, len(runs))
@@ -189,7 +194,7 @@ func autotune(g, ref *ir.Graph, samples []dataset.Sample, opts tuneOptions, buil
 		} else {
 			need := math.MaxInt
 			for _, r := range runs {
-				need = min(need, r.row.BitsUsed+opts.Headroom)
+				need = min(need, max(r.row.BitsUsed+opts.Headroom, r.floor))
 			}
 			return nil, fmt.Errorf("autotune: no scale fits a %d-bit ring with %d bit(s) of headroom (the smallest needs %d bits); lower the scale or the headroom", limit, opts.Headroom, need)
 		}
@@ -366,6 +371,20 @@ func equalOutputs(a, b [][]int64) bool {
 		}
 	}
 	return true
+}
+
+// mathFloor returns the smallest bitwidth at which the math instructions of p (exp, sigmoid,
+// tanh, reciprocal, rsqrt) compute what they compute in the 64-bit sweep, or 0 when p has none.
+// They accept any l ≥ fxmath.MinBits(s) = 2s+5, but their internal scale T = min(s+3, ⌊(l−3)/2⌋)
+// (fxmath.NewParams) reaches s+3 only from l = 2s+9: in a smaller ring they are less precise than
+// the program autotune measured (and the verification run would differ from it).
+func mathFloor(p *fixed.Program) int {
+	for _, in := range p.Instrs {
+		if _, ok := in.Op.MathFunc(); ok {
+			return max(fxmath.MinBits(p.Scale), 2*(p.Scale+3)+3)
+		}
+	}
+	return 0
 }
 
 // bitsUsed returns the bits (with sign) of the largest magnitude over the tensors (maxAbs) and the

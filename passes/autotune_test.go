@@ -247,3 +247,41 @@ func TestSignificantGain(t *testing.T) {
 		}
 	}
 }
+
+// TestAutotuneMathFloor: a model with sigmoid and tanh whose values need few bits still gets a
+// ring of 2s+9 bits, where the math functions' internal scale is the one of the 64-bit sweep
+// (mathFloor). Before, an LSTM got l = 25 at s = 11 and the final lowering failed (the functions
+// need l ≥ 2s+5), and at 2s+5 the verification run differed from the sweep. With l pinned below
+// the floor of every candidate scale, autotune says which ring it needs.
+func TestAutotuneMathFloor(t *testing.T) {
+	b := newGB(32, ir.Shape{1, 4})
+	h := b.node(ir.Sigmoid, nil, b.node(ir.Add, nil, b.node(ir.MatMul, nil, "x", b.konst(ir.Shape{4, 3}, 0.3)), b.konst(ir.Shape{3}, 0.1)))
+	out := b.node(ir.Tanh, nil, b.node(ir.MatMul, nil, h, b.konst(ir.Shape{3, 2}, 0.3)))
+	g := b.done(t, out)
+	cg, _, err := clean(g, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := tuneSamples(t, g, 10, false)
+	opts := defaultTuneOptions()
+	opts.Scales = []int{8, 10, 12}
+	res, err := tuneGraph(cg, g, samples, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Rows {
+		if r.BitsUsed+opts.Headroom >= 2*r.Scale+9 {
+			t.Errorf("row %+v: the values alone need the floor; the test does not exercise it", r)
+		}
+		if r.Bits != 2*r.Scale+9 || r.Overflow {
+			t.Errorf("row %+v: want l = 2s+9 = %d", r, 2*r.Scale+9)
+		}
+	}
+	if !res.Verified || res.Program == nil || res.Program.Bits != 2*res.Scale+9 {
+		t.Errorf("chose l=%d s=%d, verified %v", res.Bits, res.Scale, res.Verified)
+	}
+	opts.Bits = 24
+	if _, err := tuneGraph(cg, g, samples, opts); err == nil || !strings.Contains(err.Error(), "needs 25 bits") {
+		t.Errorf("l = 24 pinned, scales 8..12: %v", err)
+	}
+}

@@ -29,7 +29,7 @@ var updateCoverage = flag.Bool("update-coverage", false, "rewrite docs/onnx-cove
 // harness binds them to the test set's values as constants before importing.
 var paramSlots = map[string][]int{
 	"Clip": {1, 2}, "Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "Pad": {1, 2, 3},
-	"Dropout": {1, 2}, "Slice": {1, 2, 3, 4}, "ConstantOfShape": {0},
+	"Dropout": {1, 2}, "Slice": {1, 2, 3, 4}, "ConstantOfShape": {0}, "Expand": {1},
 	// Recurrent layers: W, R, B, sequence_lens and (LSTM) P; the initial states stay runtime inputs.
 	"RNN": {1, 2, 3, 4}, "GRU": {1, 2, 3, 4}, "LSTM": {1, 2, 3, 4, 7},
 	// If: the predicate (the importer folds only an If whose predicate is known at compile time).

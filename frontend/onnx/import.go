@@ -115,7 +115,7 @@ func init() {
 		"Concat": (*importer).concat, "Pad": (*importer).pad, "Squeeze": (*importer).squeeze,
 		"Unsqueeze": (*importer).unsqueeze, "Identity": (*importer).identity, "Dropout": (*importer).dropout,
 		"Softmax": (*importer).softmax, "ArgMax": (*importer).argmax,
-		"Constant": (*importer).constantNode, "ConstantOfShape": (*importer).constantOfShape,
+		"Constant": (*importer).constantNode, "ConstantOfShape": (*importer).constantOfShape, "Expand": (*importer).expand,
 		"Shape": (*importer).shapeNode, "Gather": (*importer).gather, "Cast": (*importer).cast,
 		"Slice": (*importer).slice, "HardSigmoid": (*importer).hardSigmoid, "HardSwish": (*importer).hardSwish,
 		"ReduceSum": (*importer).reduce, "ReduceMean": (*importer).reduce, "ReduceMax": (*importer).reduce,

@@ -20,7 +20,8 @@ import (
 // constant Rᵀ; products of two gates are secret products (Mul).
 //
 // Supported: forward, reverse and bidirectional; layout 0 and 1; optional B, initial_h, initial_c
-// and (LSTM) peepholes P, all constants except the initial states, which may be runtime values;
+// and (LSTM) peepholes P, all constants except the initial states, which may be runtime values (an
+// all-zero constant state is imported as the absent one);
 // sequence_lens absent or a constant equal to seq_length everywhere; activations Sigmoid, Tanh and
 // Relu (defaults: sigmoid/tanh, sigmoid/tanh/tanh, tanh); clip; GRU linear_before_reset. W, R, B
 // and P must be constants (initializers). Refused: input_forget = 1, other activations, shorter
@@ -295,6 +296,7 @@ func (rb *rnnBuilder) initial(slot, d int) (rnnState, error) {
 			return rnnState{}, fmt.Errorf("input %d (%q) is an integer tensor", slot, name)
 		}
 		data := make([]float32, B*H)
+		allZero := true
 		for b := 0; b < B; b++ {
 			for h := 0; h < H; h++ {
 				if rb.layout == 0 {
@@ -302,7 +304,13 @@ func (rb *rnnBuilder) initial(slot, d int) (rnnState, error) {
 				} else {
 					data[b*H+h] = c.f[(b*rb.ndir+d)*H+h]
 				}
+				allZero = allZero && data[b*H+h] == 0
 			}
+		}
+		if allZero {
+			// An explicit zero state (PyTorch's export always writes one) is the absent state:
+			// the same values, without the first step's forget (LSTM) or reset (GRU) gate.
+			return rnnState{}, nil
 		}
 		return rnnState{name: rb.konst(fmt.Sprintf("init%d_d%d", slot, d), ir.Shape{B, H}, data), konst: data}, nil
 	}

@@ -1,0 +1,73 @@
+package serve
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/fxmath"
+	"github.com/cryptflow-go/cryptflow/vm"
+)
+
+// Backends with each combination of the optional interfaces the VM looks for by type assertion.
+type (
+	plainBackend struct{ vm.Backend }
+	mathBackend  struct {
+		vm.Backend
+		calls *int
+	}
+	convBackend     struct{ vm.Backend }
+	convMathBackend struct {
+		convBackend
+		calls *int
+	}
+)
+
+func (m mathBackend) Math(context.Context, fxmath.Func, ring.Tensor, ring.Tensor, int) error {
+	*m.calls++
+	return nil
+}
+
+func (convBackend) UseConv2D(ring.ConvGeom, fixed.Engine) bool { return true }
+
+func (convBackend) Conv2D(context.Context, fixed.Engine, ring.Tensor, *ring.Tensor, ring.Tensor, ring.ConvGeom) error {
+	return nil
+}
+
+func (m convMathBackend) Math(context.Context, fxmath.Func, ring.Tensor, ring.Tensor, int) error {
+	*m.calls++
+	return nil
+}
+
+// TestRecorderExposesOptionalInterfaces: the session's accounting wrapper exposes exactly the
+// optional interfaces of the backend it wraps (own convolution, math functions) and forwards the
+// math functions to it. Before, a wrapped vm/sci backend lost Math, and `scirun --local` refused
+// every program with sigmoid, tanh, exp, reciprocal or rsqrt.
+func TestRecorderExposesOptionalInterfaces(t *testing.T) {
+	calls := 0
+	for _, c := range []struct {
+		name       string
+		b          vm.Backend
+		conv, math bool
+	}{
+		{"plain", plainBackend{}, false, false},
+		{"math", mathBackend{calls: &calls}, false, true},
+		{"conv", convBackend{}, true, false},
+		{"conv+math", convMathBackend{calls: &calls}, true, true},
+	} {
+		be := newRecorder(c.b, nil, &fixed.Program{}, nil, 1).backend()
+		_, conv := be.(vm.ConvBackend)
+		mb, math := be.(vm.MathBackend)
+		if conv != c.conv || math != c.math {
+			t.Errorf("%s: wrapper is a ConvBackend %v, a MathBackend %v; want %v, %v", c.name, conv, math, c.conv, c.math)
+			continue
+		}
+		if math {
+			before := calls
+			if err := mb.Math(context.Background(), fxmath.Sigmoid, ring.Tensor{}, ring.Tensor{}, 12); err != nil || calls != before+1 {
+				t.Errorf("%s: Math not forwarded (%v, %d calls)", c.name, err, calls-before)
+			}
+		}
+	}
+}
