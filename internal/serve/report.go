@@ -340,16 +340,20 @@ func (c convRecorder) Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tenso
 	return c.conv.Conv2D(ctx, e, dst, w, x, g)
 }
 
-// extras forwards the optional math functions and products of two shared matrices of a wrapped
-// backend that implements both (vm.MathBackend, vm.SharedMatMulBackend).
-type extras struct {
-	math   vm.MathBackend
-	shared vm.SharedMatMulBackend
-}
+// mathFuncs forwards the wrapped backend's math functions (vm.MathBackend).
+type mathFuncs struct{ math vm.MathBackend }
 
 // Math runs the wrapped backend's math function.
-func (x extras) Math(ctx context.Context, f fxmath.Func, dst, in ring.Tensor, scale int) error {
+func (x mathFuncs) Math(ctx context.Context, f fxmath.Func, dst, in ring.Tensor, scale int) error {
 	return x.math.Math(ctx, f, dst, in, scale)
+}
+
+// extras forwards the math functions and the products of two shared matrices of a wrapped
+// backend that implements both (vm.MathBackend, vm.SharedMatMulBackend), as every secure
+// backend does.
+type extras struct {
+	mathFuncs
+	shared vm.SharedMatMulBackend
 }
 
 // MatMulShared runs the wrapped backend's product of two shared matrices.
@@ -357,32 +361,46 @@ func (x extras) MatMulShared(ctx context.Context, dst, a, b ring.Tensor, batch, 
 	return x.shared.MatMulShared(ctx, dst, a, b, batch, m, k, n)
 }
 
-// extrasRecorder is a recorder over a backend with the math functions and shared products.
-type extrasRecorder struct {
-	*recorder
-	extras
-}
-
-// fullRecorder is a convRecorder over a backend with the math functions and shared products.
-type fullRecorder struct {
-	convRecorder
-	extras
-}
+// The recorder as the VM sees it: one type per combination of the optional interfaces the
+// wrapped backend has, since the VM finds them by type assertion.
+type (
+	mathRecorder struct {
+		*recorder
+		mathFuncs
+	}
+	extrasRecorder struct {
+		*recorder
+		extras
+	}
+	convMathRecorder struct {
+		convRecorder
+		mathFuncs
+	}
+	fullRecorder struct {
+		convRecorder
+		extras
+	}
+)
 
 // backend returns the recorder as the vm.Backend to run on, exposing the optional interfaces
-// of the wrapped backend (its convolution; its math functions and products of two shared
-// matrices, which the backends implement together).
+// of the wrapped backend: its convolution, its math functions, and its products of two shared
+// matrices (only beside the math functions: no backend has them alone).
 func (rc *recorder) backend() vm.Backend {
 	cb, conv := rc.Backend.(vm.ConvBackend)
 	mb, math := rc.Backend.(vm.MathBackend)
 	sb, shared := rc.Backend.(vm.SharedMatMulBackend)
+	cr := convRecorder{recorder: rc, conv: cb}
 	switch {
 	case conv && math && shared:
-		return fullRecorder{convRecorder{recorder: rc, conv: cb}, extras{mb, sb}}
+		return fullRecorder{cr, extras{mathFuncs{mb}, sb}}
+	case conv && math:
+		return convMathRecorder{cr, mathFuncs{mb}}
 	case conv:
-		return convRecorder{recorder: rc, conv: cb}
+		return cr
 	case math && shared:
-		return extrasRecorder{rc, extras{mb, sb}}
+		return extrasRecorder{rc, extras{mathFuncs{mb}, sb}}
+	case math:
+		return mathRecorder{rc, mathFuncs{mb}}
 	}
 	return rc
 }

@@ -22,7 +22,19 @@ type (
 		convBackend
 		calls *int
 	}
+	mathSharedBackend struct{ mathBackend }
+	fullBackend       struct{ convMathBackend }
 )
+
+func (m mathSharedBackend) MatMulShared(context.Context, ring.Tensor, ring.Tensor, ring.Tensor, int, int, int, int) error {
+	*m.calls += 10
+	return nil
+}
+
+func (m fullBackend) MatMulShared(context.Context, ring.Tensor, ring.Tensor, ring.Tensor, int, int, int, int) error {
+	*m.calls += 10
+	return nil
+}
 
 func (m mathBackend) Math(context.Context, fxmath.Func, ring.Tensor, ring.Tensor, int) error {
 	*m.calls++
@@ -47,21 +59,30 @@ func (m convMathBackend) Math(context.Context, fxmath.Func, ring.Tensor, ring.Te
 func TestRecorderExposesOptionalInterfaces(t *testing.T) {
 	calls := 0
 	for _, c := range []struct {
-		name       string
-		b          vm.Backend
-		conv, math bool
+		name               string
+		b                  vm.Backend
+		conv, math, shared bool
 	}{
-		{"plain", plainBackend{}, false, false},
-		{"math", mathBackend{calls: &calls}, false, true},
-		{"conv", convBackend{}, true, false},
-		{"conv+math", convMathBackend{calls: &calls}, true, true},
+		{"plain", plainBackend{}, false, false, false},
+		{"math", mathBackend{calls: &calls}, false, true, false},
+		{"conv", convBackend{}, true, false, false},
+		{"conv+math", convMathBackend{calls: &calls}, true, true, false},
+		{"math+shared", mathSharedBackend{mathBackend{calls: &calls}}, false, true, true},
+		{"conv+math+shared", fullBackend{convMathBackend{calls: &calls}}, true, true, true},
 	} {
 		be := newRecorder(c.b, nil, &fixed.Program{}, nil, 1).backend()
 		_, conv := be.(vm.ConvBackend)
 		mb, math := be.(vm.MathBackend)
-		if conv != c.conv || math != c.math {
-			t.Errorf("%s: wrapper is a ConvBackend %v, a MathBackend %v; want %v, %v", c.name, conv, math, c.conv, c.math)
+		sb, shared := be.(vm.SharedMatMulBackend)
+		if conv != c.conv || math != c.math || shared != c.shared {
+			t.Errorf("%s: wrapper is a ConvBackend %v, a MathBackend %v, a SharedMatMulBackend %v; want %v, %v, %v", c.name, conv, math, shared, c.conv, c.math, c.shared)
 			continue
+		}
+		if shared {
+			before := calls
+			if err := sb.MatMulShared(context.Background(), ring.Tensor{}, ring.Tensor{}, ring.Tensor{}, 1, 1, 1, 1); err != nil || calls != before+10 {
+				t.Errorf("%s: MatMulShared not forwarded (%v, %d)", c.name, err, calls-before)
+			}
 		}
 		if math {
 			before := calls
