@@ -364,6 +364,15 @@ func TestDealtErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("the helper answered a request naming the receiver as sender")
 	}
+	// A position past the end of a shape's stream is refused (a fresh trio: that link is dead).
+	tr, _, _ = trio(t)
+	err = tr.Links[1].call(ctx, []uint64{opDealt, 0, 0, 256, 1 << 16, 64, 1 << 40, 1}, func() error {
+		return recvPacked(ctx, tr.Links[1].conn, make([]uint64, 1<<16), 64)
+	})
+	if err == nil {
+		t.Fatal("the helper answered a request for instance 2^40 of a 2^24-word shape")
+	}
+	t.Logf("refused: %v", err)
 }
 
 // TestDealtPrefetch: with a prefetch of P on the links, a receiver fetches the next P instances
