@@ -364,6 +364,15 @@ func TestDealtErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("the helper answered a request naming the receiver as sender")
 	}
+	// A position past the end of a shape's stream is refused (a fresh trio: that link is dead).
+	tr, _, _ = trio(t)
+	err = tr.Links[1].call(ctx, []uint64{opDealt, 0, 0, 256, 1 << 16, 64, 1 << 40, 1}, func() error {
+		return recvPacked(ctx, tr.Links[1].conn, make([]uint64, 1<<16), 64)
+	})
+	if err == nil {
+		t.Fatal("the helper answered a request for instance 2^40 of a 2^24-word shape")
+	}
+	t.Logf("refused: %v", err)
 }
 
 // TestDealtPrefetch: with a prefetch of P on the links, a receiver fetches the next P instances
@@ -412,4 +421,72 @@ func TestDealtPrefetch(t *testing.T) {
 	if got.BytesRecv != want || got.BytesSent != 5*req {
 		t.Fatalf("helper→P1 %d bytes (want %d), P1→helper %d (want %d: 4 requests and done)", got.BytesRecv, want, got.BytesSent, 5*req)
 	}
+}
+
+// TestReLUHelperBytes: CrypTFlow2's ReLU and truncation on dealt short OTs agree with the spec,
+// send exactly the data parties' bytes of the generic derivation from 128-bit COTs, and cost the
+// helper at least 4× fewer bytes than the 128 bits per COT the generic derivation draws.
+func TestReLUHelperBytes(t *testing.T) {
+	r := ring.Must(32)
+	rng := rand.New(rand.NewPCG(12, 13))
+	const n = 5000
+	v := ringtest.Values(r, rng, n)
+	x0, x1 := ringtest.Share(r, rng, v)
+	type result struct {
+		data   int64 // both data parties' bytes sent
+		helper int64 // the helper's bytes sent to both
+		cots   uint64
+	}
+	run := func(generic bool) result {
+		tr, c0, c1 := trio(t)
+		k0, _ := NewCore(tr.Links[0], c0)
+		k1, _ := NewCore(tr.Links[1], c1)
+		var core0, core1 ot.Core = k0, k1
+		if generic {
+			core0, core1 = ottest.RandomChoice{Core: k0}, ottest.RandomChoice{Core: k1}
+		}
+		o0, _ := ot.New(core0)
+		o1, _ := ot.New(core1)
+		ctx := context.Background()
+		var n0, n1 *nonlinear.Session
+		ottest.MustBoth(t, func() (err error) { n0, err = nonlinear.New(ctx, r, nonlinear.Options{}, o0); return },
+			func() (err error) { n1, err = nonlinear.New(ctx, r, nonlinear.Options{}, o1); return })
+		d0, d1 := c0.Stats(), c1.Stats()
+		h0, h1 := tr.Links[0].Conn().Stats(), tr.Links[1].Conn().Stats()
+		y0, y1 := make([]uint64, n), make([]uint64, n)
+		ottest.MustBoth(t, func() error { return n0.ReLU(ctx, y0, x0) }, func() error { return n1.ReLU(ctx, y1, x1) })
+		for i, x := range ringtest.Reconstruct(r, y0, y1) {
+			want := v[i]
+			if r.IsNeg(want) {
+				want = 0
+			}
+			if x != want {
+				t.Fatalf("generic=%v: ReLU(%d) = %d", generic, r.Signed(v[i]), r.Signed(x))
+			}
+		}
+		ottest.MustBoth(t, func() error { return n0.Trunc(ctx, y0, x0, 12, false) }, func() error { return n1.Trunc(ctx, y1, x1, 12, false) })
+		for i, x := range ringtest.Reconstruct(r, y0, y1) {
+			if x != r.Trunc(v[i], 12) {
+				t.Fatalf("generic=%v: Trunc(%d) = %d", generic, r.Signed(v[i]), r.Signed(x))
+			}
+		}
+		return result{
+			data:   c0.Stats().Sub(d0).BytesSent + c1.Stats().Sub(d1).BytesSent,
+			helper: tr.Links[0].Conn().Stats().Sub(h0).BytesRecv + tr.Links[1].Conn().Stats().Sub(h1).BytesRecv,
+			cots:   k0.Count(false) + k1.Count(false),
+		}
+	}
+	dealt, generic := run(false), run(true)
+	if dealt.data != generic.data {
+		t.Fatalf("data parties: %d bytes on dealt OTs, %d on the generic derivation", dealt.data, generic.data)
+	}
+	if dealt.cots != 0 {
+		t.Fatalf("the dealt run drew %d 128-bit COTs", dealt.cots)
+	}
+	cotBytes := 16 * int64(generic.cots)
+	if 4*dealt.helper > cotBytes {
+		t.Fatalf("helper: %d bytes on dealt OTs, only %.1f× below the %d COTs' %d bytes", dealt.helper, float64(cotBytes)/float64(dealt.helper), generic.cots, cotBytes)
+	}
+	t.Logf("ReLU + Trunc on %d elements (l = 32): data parties %d B either way; helper %d B (%.1f bits per element) against %d COTs × 128 bits = %d B (%.1f×; the refills sent %d B)",
+		n, dealt.data, dealt.helper, float64(8*dealt.helper)/n, generic.cots, cotBytes, float64(cotBytes)/float64(dealt.helper), generic.helper)
 }

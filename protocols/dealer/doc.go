@@ -30,5 +30,7 @@
 //     party 0 computes z0 = W·(x0 + x1 − A) + R, party 1 z1 = F·A + D.
 //
 // Requests: a data party asks its link for what it needs, in the order both data parties use
-// it; the helper answers requests in order, one link at a time per goroutine ([Serve]).
+// it; the helper answers requests in order, one link at a time per goroutine ([Serve]). A
+// request for dealt OTs names the shape and the position of its first instance in the shape's
+// sequence, so those may also be fetched ahead ([Link.SetPrefetch]).
 package dealer

@@ -98,7 +98,12 @@ func (h *Helper) Serve(ctx context.Context, conn *transport.Conn, party int) err
 			if m, _, err = checkDealt("helper", int(N), int(w), int(l), int(n*w), int(w)); err != nil {
 				break
 			}
-			out := dealOTs(h.seeds[sender], h.seeds[party], st, shape{m, int(w), int(l)}, at, int(n))
+			k := shape{m, int(w), int(l)}
+			if at > (1<<60)/uint64(8*k.words()) {
+				err = fmt.Errorf("dealt OT request: instance %d is past the end of the shape's stream", at)
+				break
+			}
+			out := dealOTs(h.seeds[sender], h.seeds[party], st, k, at, int(n))
 			err = sendPacked(ctx, conn, out, int(l))
 		case opTriples:
 			st, nReg, nCorr := req[1], req[2], req[3]

@@ -115,8 +115,8 @@ type DealtCore interface {
 	// random choices at once to c (log2 N bits per instance, packed: instance i's at bits
 	// [i·log2 N, (i+1)·log2 N); at least bitvec.Words(n·log2 N) words, bits past the last
 	// cleared) and returns wait, which fills out[i·w + t] with word t of message c_i once the
-	// dealer's reply is in. The caller must call wait exactly once, before it reads out and
-	// before its next draw; until then it may use c (to send derandomisation bits).
+	// dealer's reply is in. The caller must call wait exactly once, before it reads out; other
+	// draws may come first (batches interleaved on one session each wait for their own).
 	RecvDealt(ctx context.Context, N, w, l int, c, out []uint64) (wait func() error, err error)
 }
 
