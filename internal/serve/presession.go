@@ -207,34 +207,78 @@ func (s *Server) acceptable(peer *Hello) bool {
 	return Compare(s.Options.hello(0, 0), *peer) == ""
 }
 
-// waitForSlot takes a session slot for a client whose hello is complete and acceptable: at once
-// if one is free, else after waiting in the queue for at most the queue timeout. It returns ""
-// with the slot taken, or the reason the client is turned away (the queue is full, the wait
-// timed out, or the server stopped accepting; stopped is then true and no refusal is due).
-func (s *Server) waitForSlot(acceptCtx context.Context, st *serveState) (reason string, stopped bool) {
+// waitForSlot takes a session slot for the client on c, whose hello is complete and acceptable:
+// at once if one is free, else after waiting in the queue for at most the queue timeout. It
+// returns "" with the slot taken, or the reason the client is turned away (the queue is full, the
+// wait timed out, or the server stopped accepting; stopped is then true and no refusal is due),
+// or, with gone set, why the client is no longer there: it closed its connection while queued
+// (or sent bytes, which no honest client does before the server's verdict), so that a client
+// that queues and disconnects does not keep its place.
+func (s *Server) waitForSlot(acceptCtx context.Context, st *serveState, c *prefixConn) (reason string, stopped bool, gone error) {
 	select {
 	case st.running <- struct{}{}:
-		return "", false
+		return "", false, nil
 	default:
 	}
 	select {
 	case st.queued <- struct{}{}:
 	default:
 		return fmt.Sprintf("the server is busy (%d sessions running and %d clients waiting): try again later",
-			cap(st.running), cap(st.queued)), false
+			cap(st.running), cap(st.queued)), false, nil
 	}
 	s.Metrics.queue(1)
 	defer func() { <-st.queued; s.Metrics.queue(-1) }()
+	left, stopWatch := watchQueued(c)
 	wait := s.Options.queueTimeout()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case st.running <- struct{}{}:
-		return "", false
+		if err := stopWatch(); err != nil {
+			<-st.running
+			return "", false, err
+		}
+		return "", false, nil
+	case <-left:
+		return "", false, stopWatch()
 	case <-timer.C:
+		_ = stopWatch()
 		return fmt.Sprintf("the server is busy: no session slot came free within %v (%d sessions running): try again later",
-			wait, cap(st.running)), false
+			wait, cap(st.running)), false, nil
 	case <-acceptCtx.Done():
-		return "the server stopped accepting sessions", true
+		_ = stopWatch()
+		return "the server stopped accepting sessions", true, nil
+	}
+}
+
+// watchQueued reads from a queued client's connection until stop is called: left is closed when
+// the read returns first (the client closed the connection, or sent a byte). stop ends the read
+// (with a past read deadline, which leaves plain and TLS connections usable) and returns nil if
+// the client is still there and silent, else why not.
+func watchQueued(c *prefixConn) (left <-chan struct{}, stop func() error) {
+	ch := make(chan struct{})
+	var (
+		n   int
+		err error
+	)
+	go func() {
+		defer close(ch)
+		var b [1]byte
+		n, err = c.Conn.Read(b[:])
+	}()
+	return ch, func() error {
+		_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
+		<-ch
+		_ = c.Conn.SetReadDeadline(time.Time{})
+		var ne net.Error
+		switch {
+		case n > 0:
+			return errors.New("it sent data before the server's verdict")
+		case err == nil || errors.As(err, &ne) && ne.Timeout():
+			return nil
+		case errors.Is(err, io.EOF):
+			return errors.New("it closed the connection")
+		}
+		return err
 	}
 }

@@ -339,3 +339,95 @@ func TestHelloOnlyConnectionsHoldNoSlot(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// queuedGauge reads the server's scirun_sessions_queued gauge.
+func queuedGauge(t *testing.T, m *Metrics) float64 {
+	t.Helper()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "scirun_sessions_queued" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no scirun_sessions_queued gauge")
+	return 0
+}
+
+// Found by the soak test (issue 24): a client that queued for a slot (hello and verdict sent) and
+// then went away kept its queue place until a slot came to it or the queue timeout passed, so a
+// client that connected, queued and disconnected in a loop filled the queue with dead entries and
+// every other client, honest ones included, was refused as busy. Now a queued client's
+// connection is watched: when it closes, its place is freed at once, and logged; a client that
+// stays (plain or TLS, whose connection the watch interrupts) is served as before.
+func TestQueuedClientsThatLeaveFreeTheirPlaces(t *testing.T) {
+	full, cfile, _, _ := mnistSmall(t)
+	srvTLS, cliTLS := tlsPair(t)
+	for _, tc := range []struct {
+		name     string
+		srv, cli *tls.Config
+	}{{"plain", nil, nil}, {"TLS", srvTLS, cliTLS}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sopt := options(full)
+			sopt.Timeout = 30 * time.Second
+			preSessionLimits(sopt, 5*time.Second, 30*time.Second)
+			m := NewMetrics()
+			ts := startServer(t, &Server{Options: sopt, MaxSessions: 1, Metrics: m, TLS: tc.srv}) // 4 queue places
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			dial := func() net.Conn {
+				nc, err := Dial(ctx, ts.addr, tc.cli, 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return nc
+			}
+			hello := HelloFor(cfile, 1, options(cfile).backend(), "test")
+			stalled := dial() // holds the only slot
+			defer stalled.Close()
+			if _, _, _, err := Handshake(ctx, stalled, hello, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the stalled session", func() bool { return strings.Contains(ts.log.String(), "session started") })
+
+			// Four clients queue, then go away.
+			var leavers []net.Conn
+			for range waitingPerSlot {
+				nc := dial()
+				leavers = append(leavers, nc)
+				go func() { _, _, _, _ = Handshake(ctx, nc, hello, 30*time.Second) }()
+			}
+			waitFor(t, "four queued clients", func() bool { return queuedGauge(t, m) == waitingPerSlot })
+			for _, nc := range leavers {
+				nc.Close()
+			}
+			waitFor(t, "the queue to empty", func() bool { return queuedGauge(t, m) == 0 })
+			waitFor(t, "the departures in the log", func() bool {
+				return strings.Count(ts.log.String(), "left while waiting for a session slot") == waitingPerSlot
+			})
+
+			// An honest client now queues (it is not refused as busy) and is served once the slot
+			// frees.
+			in := input(t, full, 2)
+			done := make(chan error, 1)
+			var res *Result
+			go func() {
+				var err error
+				res, err = client(ctx, ts.addr, options(cfile), tc.cli, in)
+				done <- err
+			}()
+			waitFor(t, "the honest client in the queue", func() bool { return queuedGauge(t, m) == 1 })
+			time.Sleep(100 * time.Millisecond) // the watch's read is blocked before the slot frees
+			stalled.Close()
+			if err := <-done; err != nil {
+				t.Fatalf("the honest client: %v", err)
+			}
+			checkOutputs(t, "honest", res, clearRun(t, full, in))
+			if err := ts.stop(t); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -264,8 +264,13 @@ func (s *Server) handle(ctx, acceptCtx context.Context, id int, pc *pendingConn,
 		return
 	}
 	defer st.limits.release(ident)
-	reason, stopped := s.waitForSlot(acceptCtx, st)
+	reason, stopped, gone := s.waitForSlot(acceptCtx, st, hc.(*prefixConn))
 	switch {
+	case gone != nil:
+		_ = hc.Close()
+		s.Metrics.clientRefused("left_queue")
+		log.Info("client left while waiting for a session slot", "why", gone, "after", time.Since(start).Round(time.Millisecond))
+		return
 	case stopped:
 		s.refuse(ctx, hc, "the server is shutting down: try again (another replica)")
 		s.Metrics.clientRefused("shutdown")
