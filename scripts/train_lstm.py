@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""Train a small LSTM sequence classifier on MNIST, each image read as a sequence of rows, and
+export it as ONNX (opset 13) with the recurrent layer as one standard ONNX `LSTM` node.
+
+Usage (from the repository root):
+
+    /usr/bin/python3 scripts/train_lstm.py --out testdata/lstm-mnist
+
+    [N,1,28,28] -> Reshape [N,14,56] (step t = image rows 2t and 2t+1)
+                -> LSTM, hidden 32, one forward layer, zero initial state
+                -> last hidden state h_14 [N,32] -> Linear 10 (logits)
+
+Fourteen steps of two rows each keep the unrolled program small (athosc unrolls the LSTM over the
+static sequence length, frontend/onnx/rnn.go). The data and the helpers (idx reading, GoMNIST
+lookup) are those of scripts/train_mnist.py; the run is deterministic for a given --seed (fixed
+seeds, a fixed shuffle generator, deterministic algorithms, a fixed thread count).
+
+Writes into --out: model.onnx (batch 1, static shapes), inputs/NNNNN.npy (+ labels.txt),
+expected/NNNNN.npy (PyTorch float logits) and TRAINING.txt.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_mnist as tm  # noqa: E402
+
+NUM_SAMPLES = 8
+
+
+class LSTMMNIST(nn.Module):
+    def __init__(self, steps, hidden):
+        super().__init__()
+        if 28 % steps != 0:
+            raise ValueError("--steps %d does not divide the 28 image rows" % steps)
+        self.steps = steps
+        self.features = 28 * 28 // steps
+        self.lstm = nn.LSTM(self.features, hidden, num_layers=1, batch_first=True)
+        self.fc = nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        x = x.reshape(-1, self.steps, self.features)
+        _, (h, _) = self.lstm(x)  # h: [1, N, hidden], the state after the last step
+        # Squeeze rather than h[0]: a runtime Gather has no HLIL form (HLIL has no runtime slicing).
+        return self.fc(h.squeeze(0))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--data", help="directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz")
+    ap.add_argument("--steps", type=int, default=14, help="sequence length (divides 28)")
+    ap.add_argument("--hidden", type=int, default=32)
+    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=5e-3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    torch.use_deterministic_algorithms(True)
+
+    data_dir = args.data or tm.find_gomnist_data()
+    x_train, y_train = tm.load_split(data_dir, "train")
+    x_test, y_test = tm.load_split(data_dir, "t10k")
+    print("train %s, test %s, data from %s" % (tuple(x_train.shape), tuple(x_test.shape), data_dir))
+
+    model = LSTMMNIST(args.steps, args.hidden)
+    n_params = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    steps = (x_train.shape[0] + args.batch - 1) // args.batch
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, epochs=args.epochs, steps_per_epoch=steps)
+    gen = torch.Generator().manual_seed(args.seed)
+    t0 = time.time()
+    for epoch in range(args.epochs):
+        model.train()
+        perm = torch.randperm(x_train.shape[0], generator=gen)
+        total = 0.0
+        for i in range(0, x_train.shape[0], args.batch):
+            idx = perm[i : i + args.batch]
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            total += loss.item() * idx.numel()
+        acc = tm.evaluate(model, x_test, y_test)
+        print("epoch %d: train loss %.4f, t10k accuracy %.2f%% (%.0fs)" % (epoch + 1, total / x_train.shape[0], 100 * acc, time.time() - t0))
+    train_seconds = time.time() - t0
+    model.eval()
+    acc = tm.evaluate(model, x_test, y_test)
+    print("final t10k accuracy: %.2f%% (%d/%d)" % (100 * acc, round(acc * x_test.shape[0]), x_test.shape[0]))
+
+    os.makedirs(args.out, exist_ok=True)
+    onnx_path = os.path.join(args.out, "model.onnx")
+    # A static batch of 1 and constant folding: the exporter then writes the LSTM's weights
+    # (PyTorch's gate order i, f, g, o permuted to ONNX's i, o, f, c) as initializers instead of
+    # Slice/Concat chains. Its zero initial state comes as Expand(zeros, Shape(input)...), which
+    # athosc folds.
+    torch.onnx.export(model, torch.zeros(1, 1, 28, 28), onnx_path, opset_version=13,
+                      input_names=["input"], output_names=["logits"], do_constant_folding=True)
+    import onnx
+
+    m = onnx.load(onnx_path)
+    onnx.checker.check_model(m, full_check=True)
+    ops = [n.op_type for n in m.graph.node]
+    if "LSTM" not in ops:
+        sys.exit("the exporter wrote no ONNX LSTM node: %s" % " ".join(ops))
+    print("exported %s (%d bytes): %s" % (onnx_path, os.path.getsize(onnx_path), " ".join(ops)))
+
+    in_dir, exp_dir = os.path.join(args.out, "inputs"), os.path.join(args.out, "expected")
+    os.makedirs(in_dir, exist_ok=True)
+    os.makedirs(exp_dir, exist_ok=True)
+    lines = []
+    with torch.no_grad():
+        for i in range(NUM_SAMPLES):
+            name = "%05d.npy" % i
+            xi = x_test[i : i + 1]
+            tm.write_npy_f32(os.path.join(in_dir, name), xi.numpy())
+            tm.write_npy_f32(os.path.join(exp_dir, name), model(xi).numpy())
+            lines.append("%s %d" % (name, y_test[i].item()))
+    with open(os.path.join(in_dir, "labels.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(args.out, "TRAINING.txt"), "w") as f:
+        f.write("command: /usr/bin/python3 scripts/train_lstm.py --out %s --steps %d --hidden %d --seed %d --epochs %d --lr %g --batch %d\n"
+                % (args.out, args.steps, args.hidden, args.seed, args.epochs, args.lr, args.batch))
+        f.write("parameters: %d\nonnx ops: %s\n" % (n_params, " ".join(ops)))
+        f.write("float t10k accuracy (10000 images): %.2f%%\n" % (100 * acc))
+        f.write("training: 60000 MNIST training images, %d epochs, Adam one-cycle (max lr %g), batch %d, grad-norm clip 1, %.0f s on 2 shared cores\n"
+                % (args.epochs, args.lr, args.batch, train_seconds))
+        f.write("versions: PyTorch %s, onnx %s, numpy %s, Python %s\n"
+                % (torch.__version__, onnx.__version__, np.__version__, sys.version.split()[0]))
+
+
+if __name__ == "__main__":
+    main()
