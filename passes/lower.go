@@ -27,7 +27,7 @@ func lower(g *ir.Graph, opts lowerOptions) (*fixed.Program, error) {
 			return nil, fmt.Errorf("lower: %w", err)
 		}
 	}
-	l := &lowerer{g: g, s: opts.Scale, noTrunc: opts.NoTrunc, p: &fixed.Program{Bits: opts.Bits, Scale: opts.Scale},
+	l := &lowerer{g: g, s: opts.Scale, noTrunc: opts.NoTrunc, lnVar: opts.LayerNormVar, p: &fixed.Program{Bits: opts.Bits, Scale: opts.Scale},
 		vals: map[string]*fval{}, uses: map[string]int{}}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {

@@ -1,10 +1,13 @@
 package passes
 
 import (
+	"fmt"
 	"math"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/ir/interp"
 	"github.com/cryptflow-go/cryptflow/ring/fxmath"
 )
 
@@ -13,6 +16,86 @@ import (
 // var + ε ≥ 2^−2k; the reciprocal square root of the pre-scaled variance is 2^−k·rsqrt(var + ε),
 // and the product with the doubled centred value cancels both factors exactly.
 func layerNormShift(s int) int { return s / 4 }
+
+// layerNormShiftFor is k for a LayerNorm whose validated rows have variance at least minVar: the
+// default layerNormShift(s), raised until 2^−2k is at most half of minVar + ε (a bit of margin
+// below the smallest validated variance), at most s. A larger k costs rsqrt's result one
+// significant bit per step on rows of large variance and needs 2 more ring bits for the square of
+// the pre-scaled values; autotune's ring choice sees that like any other range.
+func layerNormShiftFor(s int, minVar, eps float64) int {
+	k := layerNormShift(s)
+	v := minVar + eps
+	if v <= 0 || math.IsNaN(v) {
+		return k
+	}
+	need := int(math.Ceil((1 - math.Log2(v)) / 2))
+	return min(max(k, need), s)
+}
+
+// layerNormVariances runs the float graph g on the samples and returns, for the input value of
+// every LayerNormalization node, the smallest variance of one of its normalised rows (over the
+// axes axis..rank−1) across the samples.
+func layerNormVariances(g *ir.Graph, samples []dataset.Sample) (map[string]float64, error) {
+	type ln struct {
+		in   string
+		axis int
+	}
+	var lns []ln
+	for _, n := range g.Nodes {
+		if n.Op != ir.LayerNormalization {
+			continue
+		}
+		axis, err := n.Attrs.Int("axis")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln{n.Inputs[0], axis})
+	}
+	if len(lns) == 0 || len(g.Inputs) != 1 {
+		return nil, nil
+	}
+	cp := *g
+	cp.Outputs = nil
+	for _, l := range lns {
+		cp.Outputs = append(cp.Outputs, l.in)
+	}
+	it, err := interp.New(&cp)
+	if err != nil {
+		return nil, fmt.Errorf("layer norm statistics: %w", err)
+	}
+	in := g.Inputs[0]
+	out := map[string]float64{}
+	for _, smp := range samples {
+		res, err := it.Run(map[string]*ir.Tensor{in.Name: {Shape: in.Shape, Data: smp.Input}})
+		if err != nil {
+			return nil, fmt.Errorf("layer norm statistics on %s: %w", smp.Name, err)
+		}
+		for _, l := range lns {
+			x := res[l.in]
+			if l.axis < 0 || l.axis > len(x.Shape) {
+				continue
+			}
+			width := 1
+			for _, d := range x.Shape[l.axis:] {
+				width *= d
+			}
+			for r := 0; r+width <= len(x.Data) && width > 0; r += width {
+				var sum, sq float64
+				for _, v := range x.Data[r : r+width] {
+					sum += float64(v)
+				}
+				mu := sum / float64(width)
+				for _, v := range x.Data[r : r+width] {
+					sq += (float64(v) - mu) * (float64(v) - mu)
+				}
+				if v, ok := out[l.in]; !ok || sq/float64(width) < v {
+					out[l.in] = sq / float64(width)
+				}
+			}
+		}
+	}
+	return out, nil
+}
 
 // layerNorm lowers LayerNormalization over axes axis..rank−1 (docs/fixed-point.md, "LayerNorm"):
 //
@@ -67,6 +150,9 @@ func (l *lowerer) layerNorm(n *ir.Node) error {
 		return err
 	}
 	k := layerNormShift(s)
+	if v, ok := l.lnVar[n.Inputs[0]]; ok {
+		k = layerNormShiftFor(s, v, float64(eps))
+	}
 	for i := 0; i < k; i++ {
 		if d, err = l.op(&fixed.Instr{Op: fixed.OpAdd, In: []int{d, d}}, out+"_centred_x2"); err != nil {
 			return err

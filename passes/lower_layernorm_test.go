@@ -1,10 +1,12 @@
 package passes
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
@@ -89,5 +91,58 @@ func TestLowerErf(t *testing.T) {
 		if math.Ldexp(worst, -c.scale) > 7e-4 {
 			t.Errorf("erf l=%d s=%d: error %g", c.bits, c.scale, math.Ldexp(worst, -c.scale))
 		}
+	}
+}
+
+// TestLowerLayerNormValidatedVariance: a row whose variance lies below the default rsqrt domain
+// (2^−2k = 1/64 at s = 12) is clamped without validation samples, and normalised accurately when
+// the samples show its variance (k raised to cover half of it: layerNormShiftFor, here 7 instead
+// of 3, which costs the other row's rsqrt four significant bits: its error grows from about 7 to
+// about 130 ULP).
+func TestLowerLayerNormValidatedVariance(t *testing.T) {
+	b := newGB(10, ir.Shape{2, 16})
+	g := b.done(t, b.node(ir.LayerNormalization, ir.Attrs{"axis": ir.IntAttr(1), "epsilon": ir.FloatAttr(1e-5)},
+		"x", b.konst(ir.Shape{16}, 1.5), b.konst(ir.Shape{16}, 0.5)))
+	cg, _, err := clean(g, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	sample := func() []float32 {
+		x := randInput(rng, ir.Shape{2, 16}, 1)
+		for i := range 16 {
+			x[i] *= 0.02 // row 0: variance about 1.3·10^−4
+		}
+		return x
+	}
+	var samples []dataset.Sample
+	for i := range 4 {
+		samples = append(samples, dataset.Sample{Name: fmt.Sprint(i), Input: sample(), Label: -1})
+	}
+	errOf := func(opts Options) float64 {
+		st, _, err := drive(&buildTable, cg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := sample()
+		return maxAbsDiff(runFixed(t, st.p, x), runFloat(t, g, x))
+	}
+	plain := errOf(Options{Bits: 48, Scale: 12, Check: true})
+	tuned := errOf(Options{Bits: 48, Scale: 12, Check: true, Samples: samples})
+	t.Logf("largest error without samples %.4f, with %.4f", plain, tuned)
+	if plain < 0.5 {
+		t.Errorf("without samples the small-variance row should be clamped (error %.4f)", plain)
+	}
+	if tuned > 0.05 {
+		t.Errorf("with samples the error is %.4f", tuned)
+	}
+	if k := layerNormShiftFor(12, 1.3e-4, 1e-5); k != 7 {
+		t.Errorf("layerNormShiftFor(12, 1.3e-4, 1e-5) = %d, want 7 (2^-14 ≤ half of 1.4e-4)", k)
+	}
+	if k := layerNormShiftFor(12, 1, 1e-5); k != 3 {
+		t.Errorf("layerNormShiftFor(12, 1, ε) = %d, want the default 3", k)
+	}
+	if k := layerNormShiftFor(12, 0, 0); k != 3 {
+		t.Errorf("layerNormShiftFor(12, 0, 0) = %d, want the default 3", k)
 	}
 }

@@ -27,6 +27,10 @@ type lowerOptions struct {
 	// NoTrunc lowers for the fhe mode: no truncation is ever emitted, so products keep their
 	// scale and scales add up through the network (docs/fixed-point.md, "The fhe mode").
 	NoTrunc bool
+	// LayerNormVar is, per LayerNormalization input value, the smallest row variance the
+	// validation samples gave it (layerNormVariances); the lowering widens rsqrt's domain to
+	// cover it. Absent: the default domain (layerNormShift).
+	LayerNormVar map[string]float64
 }
 
 // fval is the lowering of one HLIL value: a tensor id, and for a value still at a product scale,
@@ -39,7 +43,8 @@ type fval struct {
 }
 
 type lowerer struct {
-	noTrunc bool // lowerOptions.NoTrunc
+	noTrunc bool               // lowerOptions.NoTrunc
+	lnVar   map[string]float64 // lowerOptions.LayerNormVar
 	g       *ir.Graph
 	p       *fixed.Program
 	s       int

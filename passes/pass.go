@@ -181,6 +181,9 @@ type state struct {
 	// driver sets it for a pass that has one). With final set, the program is the one the
 	// compilation goes on with: its passes are recorded, and its peephole counts kept in st.
 	build func(bits, scale int, final bool) (*fixed.Program, error)
+	// lnVar is the smallest validated row variance of each LayerNormalization input, measured
+	// once on the float graph for the lowering (nil until then, or without samples).
+	lnVar map[string]float64
 }
 
 func (st *state) logf(format string, args ...any) {

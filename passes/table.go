@@ -192,7 +192,14 @@ func peepholePass(name, doc string, rewrite func(q *fixed.Program, r *PeepholeRe
 }
 
 func runLower(st *state) error {
-	p, err := lower(st.g, lowerOptions{Bits: st.bits, Scale: st.scale})
+	if st.lnVar == nil && len(st.opts.Samples) > 0 {
+		v, err := layerNormVariances(st.g, st.opts.Samples)
+		if err != nil {
+			return err
+		}
+		st.lnVar = v
+	}
+	p, err := lower(st.g, lowerOptions{Bits: st.bits, Scale: st.scale, LayerNormVar: st.lnVar})
 	if err != nil {
 		return err
 	}

@@ -48,42 +48,51 @@ func (s *Session) MatMul(ctx context.Context, dst, w []uint64, m, k, n int, x []
 	} else {
 		clear(dst)
 	}
-	if err := s.crossMatMul(ctx, op, dst, w, m, k, n, x, 0); err != nil {
+	if err := s.crossMatMul(ctx, op, dst, w, 1, m, k, n, x, 0); err != nil {
 		return err
 	}
 	s.r.ReduceVec(dst)
 	return nil
 }
 
-// crossMatMul adds to dst (m×n, not reduced) this party's share of W·X, where W (m×k) is the
-// private matrix of party sender (the OT sender) and X (k×n) the private matrix of the other
-// party: each party passes its own matrix as w or x, and the other slice is not read. Party
-// sender's role is party 0's in the products (reversed streams when sender is 1).
-// Communication: MatMulBits.
-func (s *Session) crossMatMul(ctx context.Context, op string, dst, w []uint64, m, k, n int, x []uint64, sender int) error {
+// crossMatMul adds to dst (batch m×n matrices, not reduced) this party's share of the batch
+// products W[b]·X[b], where W (batch m×k matrices) is the private input of party sender (the OT
+// sender) and X (batch k×n) the private input of the other party: each party passes its own
+// matrices as w or x, and the other slice is not read. Party sender's role is party 0's in the
+// products (reversed streams when sender is 1). All the batch runs as one product, so its OT
+// batches and flights are those of one call: the receiver's elements are the entries of X in the
+// order (column c, batch b, row r), e = (c·batch + b)·k + r, so that element e multiplies vector
+// e mod batch·k (column r of W[b]) and adds to accumulator row e / k = c·batch + b.
+// Communication: batch·MatMulBits (the λ term once per row block and element, padding to whole
+// words once per chunk).
+func (s *Session) crossMatMul(ctx context.Context, op string, dst, w []uint64, batch, m, k, n int, x []uint64, sender int) error {
 	isSender := s.party == sender
-	// The receiver's X, column-major, is the element order of the product.
+	mk, kn, mn := m*k, k*n, m*n
 	var xT []uint64
 	if !isSender {
-		xT = make([]uint64, k*n)
-		for r := 0; r < k; r++ {
-			row := x[r*n : r*n+n]
-			for c, v := range row {
-				xT[c*k+r] = v
+		xT = make([]uint64, batch*kn)
+		for b := 0; b < batch; b++ {
+			xb := x[b*kn : (b+1)*kn]
+			for r := 0; r < k; r++ {
+				for c, v := range xb[r*n : r*n+n] {
+					xT[(c*batch+b)*k+r] = v
+				}
 			}
 		}
 	}
 	// Row blocks of W of at most ot.MaxWidth rows (one OT instance carries a whole block column).
 	for r0 := 0; r0 < m; r0 += ot.MaxWidth {
 		mb := min(ot.MaxWidth, m-r0)
-		p := &product{E: k * n, M: mb, kv: k, kt: k, x: xT}
+		p := &product{E: batch * kn, M: mb, kv: batch * k, kt: k, x: xT}
 		if isSender {
-			// V[r][j] = W[r0+j][r]: column r of the block, contiguous.
-			p.V = make([]uint64, k*mb)
-			for j := 0; j < mb; j++ {
-				row := w[(r0+j)*k : (r0+j)*k+k]
-				for r, v := range row {
-					p.V[r*mb+j] = v
+			// V[b·k + r][j] = W[b][r0+j][r]: column r of the block of W[b], contiguous.
+			p.V = make([]uint64, batch*k*mb)
+			for b := 0; b < batch; b++ {
+				for j := 0; j < mb; j++ {
+					row := w[b*mk+(r0+j)*k : b*mk+(r0+j)*k+k]
+					for r, v := range row {
+						p.V[(b*k+r)*mb+j] = v
+					}
 				}
 			}
 		}
@@ -99,11 +108,13 @@ func (s *Session) crossMatMul(ctx context.Context, op string, dst, w []uint64, m
 		if err != nil {
 			return err
 		}
-		// acc is [n][mb]: add its transpose into rows r0.. of dst.
-		for j := 0; j < mb; j++ {
-			out := dst[(r0+j)*n : (r0+j)*n+n]
-			for c := range out {
-				out[c] += acc[c*mb+j]
+		// acc is [n][batch][mb]: add its transpose into rows r0.. of each dst[b].
+		for b := 0; b < batch; b++ {
+			for j := 0; j < mb; j++ {
+				out := dst[b*mn+(r0+j)*n : b*mn+(r0+j)*n+n]
+				for c := range out {
+					out[c] += acc[(c*batch+b)*mb+j]
+				}
 			}
 		}
 	}

@@ -24,9 +24,9 @@ func SharedMatMulBits(batch, m, k, n, l int) int64 {
 // the second (Gilboa-style, one batch of COTs per bit): X0·Y1 with party 0 as the OT sender, X1·Y0
 // with party 1. When the transposed orientation moves fewer bits (lincost.SharedMatMulTransposed:
 // the OTs run on the entries of the right-hand factor) the product is computed as (Yᵀ·Xᵀ)ᵀ with
-// local transposes. The two directions and the batch run one after the other, each over all the
-// session's streams. dst must not alias x or y; x and y may be the same slice. Communication:
-// SharedMatMulBits.
+// local transposes. Each direction runs the whole batch as one product over all the session's
+// streams (its flights do not grow with the batch); the two directions run one after the other.
+// dst must not alias x or y; x and y may be the same slice. Communication: SharedMatMulBits.
 func (s *Session) MatMulShared(ctx context.Context, dst, x, y []uint64, batch, m, k, n int) error {
 	const op = "MatMulShared"
 	if err := s.usable(op); err != nil {
@@ -51,31 +51,30 @@ func (s *Session) MatMulShared(ctx context.Context, dst, x, y []uint64, batch, m
 		return nil
 	}
 	tr := lincost.SharedMatMulTransposed(m, k, n, s.r.Bits)
-	var xt, yt, zt []uint64
+	a, c, z, rows, cols := x, y, dst, m, n
 	if tr {
-		xt, yt, zt = make([]uint64, m*k), make([]uint64, k*n), make([]uint64, m*n)
+		// Z = X·Y = (Yᵀ·Xᵀ)ᵀ: the left factors are Yᵀ (n×k), the right ones Xᵀ (k×m).
+		a, c, z, rows, cols = make([]uint64, batch*k*n), make([]uint64, batch*m*k), make([]uint64, batch*m*n), n, m
+		for b := 0; b < batch; b++ {
+			transposeInto(a[b*k*n:][:k*n], y[b*k*n:][:k*n], k, n)
+			transposeInto(c[b*m*k:][:m*k], x[b*m*k:][:m*k], m, k)
+		}
 	}
-	for b := 0; b < batch; b++ {
-		xb, yb, zb := x[b*m*k:][:m*k], y[b*k*n:][:k*n], dst[b*m*n:][:m*n]
-		a, c, z, rows, cols := xb, yb, zb, m, n
-		if tr {
-			// Z = X·Y = (Yᵀ·Xᵀ)ᵀ: the left factor is Yᵀ (n×k), the right Xᵀ (k×m).
-			transposeInto(xt, xb, m, k)
-			transposeInto(yt, yb, k, n)
-			a, c, z, rows, cols = yt, xt, zt, n, m
-		}
-		s.r.MatMul(z, a, rows, k, cols, c) // this party's square term
-		if err := s.crossMatMul(ctx, op, z, a, rows, k, cols, c, 0); err != nil {
-			return fmt.Errorf("product %d, party 0's left factor: %w", b, err)
-		}
-		if err := s.crossMatMul(ctx, op, z, a, rows, k, cols, c, 1); err != nil {
-			return fmt.Errorf("product %d, party 1's left factor: %w", b, err)
-		}
-		if tr {
-			transposeInto(zb, zt, n, m)
-		}
-		s.r.ReduceVec(zb)
+	for b := 0; b < batch; b++ { // this party's square terms
+		s.r.MatMul(z[b*rows*cols:][:rows*cols], a[b*rows*k:][:rows*k], rows, k, cols, c[b*k*cols:][:k*cols])
 	}
+	if err := s.crossMatMul(ctx, op, z, a, batch, rows, k, cols, c, 0); err != nil {
+		return fmt.Errorf("linear: %s: party 0's left factors: %w", op, err)
+	}
+	if err := s.crossMatMul(ctx, op, z, a, batch, rows, k, cols, c, 1); err != nil {
+		return fmt.Errorf("linear: %s: party 1's left factors: %w", op, err)
+	}
+	if tr {
+		for b := 0; b < batch; b++ {
+			transposeInto(dst[b*m*n:][:m*n], z[b*m*n:][:m*n], n, m)
+		}
+	}
+	s.r.ReduceVec(dst)
 	return nil
 }
 

@@ -136,16 +136,17 @@ func TestMatMulSharedDegenerate(t *testing.T) {
 }
 
 // sharedPayloadBytes is the exact payload (bytes, both parties, frame headers excluded) of
-// MatMulShared in the per-bit mode on one stream with the default budget: per product and
-// direction, MatMul's OT batches on the k·n' entries of the right-hand factor (n' = n, or m when
-// transposed), in chunks of chunkElems(M) elements, for each bit i one batch: a 24-byte header
-// and 128 bits per instance (whole words per column) from the receiver, an 8-byte
-// acknowledgement and M·(l−i) bits per instance (whole bytes) from the sender.
+// MatMulShared in the per-bit mode on one stream with the default budget: per direction one
+// MatMul-like product of the whole batch, its OT batches on the batch·k·n' entries of the
+// right-hand factors (n' = n, or m when transposed), in chunks of chunkElems(M) elements, for
+// each bit i one batch: a 24-byte header and 128 bits per instance (whole words per column) from
+// the receiver, an 8-byte acknowledgement and M·(l−i) bits per instance (whole bytes) from the
+// sender.
 func sharedPayloadBytes(batch, m, k, n, l int) int64 {
 	if lincost.SharedMatMulTransposed(m, k, n, l) {
 		m, n = n, m
 	}
-	E, ce := k*n, chunkElems(m, DefaultBudget)
+	E, ce := batch*k*n, chunkElems(m, DefaultBudget)
 	var b int64
 	for c0 := 0; c0 < E; c0 += ce {
 		nc := int64(min(ce, E-c0))
@@ -153,13 +154,13 @@ func sharedPayloadBytes(batch, m, k, n, l int) int64 {
 			b += 24 + 16*64*((nc+63)/64) + 8 + (nc*int64(m*(l-i))+7)/8
 		}
 	}
-	return int64(batch) * 2 * b
+	return 2 * b
 }
 
 func TestMatMulSharedCommunication(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))
 	for _, tc := range []struct{ batch, m, k, n, l int }{
-		{2, 16, 8, 16, 32}, // 128 receiver entries: no padding, exactly the formula
+		{2, 16, 8, 16, 32}, // 256 receiver entries: no padding, exactly the formula
 		{2, 17, 16, 17, 40},
 		{2, 17, 17, 16, 40}, // attention's softmax(…)·V: the right-hand factor has fewer entries
 		{1, 16, 17, 17, 40}, // transposed: Xᵀ has fewer entries than Y
@@ -180,15 +181,16 @@ func TestMatMulSharedCommunication(t *testing.T) {
 				t.Errorf("payload %d bytes, want %d", d.PayloadSent(), w)
 			}
 			formula := SharedMatMulBits(tc.batch, tc.m, tc.k, tc.n, tc.l)
-			batches := int64(tc.batch * 2 * tc.l) // one OT batch per bit, direction and product
+			batches := int64(2 * tc.l) // one OT batch per bit and direction, the whole batch in one
 			if tc.m == 16 && tc.k == 8 {
 				if got := 8 * (d.PayloadSent() - 32*batches); got != formula {
 					t.Errorf("payload without batch constants %d bits, SharedMatMulBits gives %d", got, formula)
 				}
 			}
-			// Flights: two per OT batch, less one where consecutive cross terms meet (the last
-			// flight of one and the first of the next are one run of sends by the same party).
-			if want := 2*batches - int64(2*tc.batch-1); d.Rounds != want {
+			// Flights: two per OT batch, less one where the two directions meet (the last flight
+			// of one and the first of the next are one run of sends by the same party); none
+			// more for a larger batch.
+			if want := 2*batches - 1; d.Rounds != want {
 				t.Errorf("%d flights, want %d", d.Rounds, want)
 			}
 			t.Logf("%d×(%d×%d·%d×%d) l=%d: %d payload bytes, formula %d bits (%.0f bits per multiply-add), %d flights",
