@@ -3,9 +3,10 @@
 // evaluator of protocols/fhe. It does not implement vm.Backend: a non-interactive evaluation
 // changes the data's representation between layers (LoLa), so it walks the program itself. The
 // linear instructions are composed, with the Machine's own gather tables (vm.PlanIndex), into one
-// affine map of the ciphertexts they read, applied by the diagonal method only where a square (a
-// product of two runtime tensors) or an output needs the value; the results are bitwise the
-// cleartext run's (vm/cleartext over Z_n).
+// affine map of the ciphertexts they read, applied by the (folded) diagonal method only where a
+// square (a product of two runtime tensors) or an output needs the value, with each vector in a
+// layout that suits the map (layout.go); up to Layout.Lanes inferences share every ciphertext.
+// The results are bitwise the cleartext run's (vm/cleartext over Z_n).
 package fhe
 
 import (
