@@ -178,28 +178,141 @@ func (e *Evaluator) Linear(terms []Term, constant []uint64, plan LinearPlan) (_ 
 	return out, nil
 }
 
+// steps returns the key rotations (in elements, each a key of the evaluator) whose sum is k, k in
+// [0, lane length): greedily the largest key first; ok is false when the keys cannot make k.
+func (e *Evaluator) steps(k int) (out []int, ok bool) {
+	for k > 0 {
+		best := 0
+		for _, r := range e.rots {
+			if r%e.stride == 0 && r/e.stride <= k && r/e.stride > best {
+				best = r / e.stride
+			}
+		}
+		if best == 0 {
+			return nil, false
+		}
+		out = append(out, best)
+		k -= best
+	}
+	return out, true
+}
+
+// rotateBy rotates x by k elements with the keys (steps).
+func (e *Evaluator) rotateBy(i int, x *rlwe.Ciphertext, k int) (*rlwe.Ciphertext, error) {
+	st, ok := e.steps(k)
+	if !ok {
+		return nil, fmt.Errorf("fhe: the keys cannot make a rotation by %d elements", k)
+	}
+	for _, r := range st {
+		var err error
+		if x, err = e.rotate(i, x, r); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+// bsgs is a baby-step giant-step schedule for a set of diagonals: baby rotations b (ascending,
+// each reached from the previous one) and giant steps a (descending, Horner: acc is rotated by
+// the gap to the next a, then by the last a), with giant step g; cost is the number of key
+// rotations it takes, or -1 when the keys cannot make it.
+type bsgs struct {
+	g      int
+	babies []int
+	giants []int
+	cost   int
+}
+
+// schedule returns the cheapest baby-step giant-step schedule for diagonals ds over the given
+// period: every power of two g up to the period, and rotations composed from the keys, so that
+// sparse diagonal sets (a convolution's in a layout that suits it) skip the empty steps.
+func (e *Evaluator) schedule(ds []Diag, period, hint int) bsgs {
+	cost := func(k int) int {
+		st, ok := e.steps(k)
+		if !ok {
+			return -1
+		}
+		return len(st)
+	}
+	best := bsgs{cost: -1}
+	for g := 1; g <= period; g *= 2 {
+		bset, aset := map[int]bool{}, map[int]bool{}
+		for _, d := range ds {
+			bset[d.D%g], aset[d.D/g] = true, true
+		}
+		sc := bsgs{g: g}
+		for b := range bset {
+			sc.babies = append(sc.babies, b)
+		}
+		for a := range aset {
+			sc.giants = append(sc.giants, a)
+		}
+		slices.Sort(sc.babies)
+		slices.Sort(sc.giants)
+		slices.Reverse(sc.giants)
+		total, prev := 0, 0
+		for _, b := range sc.babies {
+			c := cost(b - prev)
+			if c < 0 {
+				total = -1
+				break
+			}
+			total, prev = total+c, b
+		}
+		if total >= 0 && len(sc.giants) > 0 {
+			for k, a := range sc.giants {
+				next := 0
+				if k+1 < len(sc.giants) {
+					next = sc.giants[k+1]
+				}
+				c := cost((a - next) * g)
+				if c < 0 {
+					total = -1
+					break
+				}
+				total += c
+			}
+		}
+		if total < 0 {
+			continue
+		}
+		sc.cost = total
+		if best.cost < 0 || total < best.cost || total == best.cost && g == hint {
+			best = sc
+		}
+	}
+	return best
+}
+
 func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext, error) {
 	ev := e.ev[i]
 	x := tm.X.Ct[i]
 	level := x.Level()
-	// Group the diagonals by giant step a = D / g; baby steps b = D mod g.
-	maxA, maxB := 0, 0
 	for _, d := range tm.Diags {
 		if d.D < 0 || d.D >= period || len(d.V) != period {
 			return nil, fmt.Errorf("fhe linear: diagonal %d (%d values) for period %d", d.D, len(d.V), period)
 		}
-		maxA, maxB = max(maxA, d.D/g), max(maxB, d.D%g)
 	}
-	baby := make([]*rlwe.Ciphertext, maxB+1)
-	baby[0] = x
-	for b := 1; b <= maxB; b++ {
-		r, err := e.rotate(i, baby[b-1], 1)
+	if len(tm.Diags) == 0 { // a map with no diagonals: zero
+		acc := bgv.NewCiphertext(e.p.comp[i], 1, level)
+		acc.Scale = x.Scale
+		return acc, nil
+	}
+	sc := e.schedule(tm.Diags, period, g)
+	if sc.cost < 0 {
+		return nil, fmt.Errorf("fhe linear: the Galois keys cannot make the rotations of this map")
+	}
+	g = sc.g
+	baby := map[int]*rlwe.Ciphertext{}
+	prevB, prev := 0, x
+	for _, b := range sc.babies {
+		r, err := e.rotateBy(i, prev, b-prevB)
 		if err != nil {
 			return nil, fmt.Errorf("fhe linear: %w", err)
 		}
-		baby[b] = r
+		baby[b], prevB, prev = r, b, r
 	}
-	giant := make([]*rlwe.Ciphertext, maxA+1)
+	giant := map[int]*rlwe.Ciphertext{}
 	w := make([]uint64, period)
 	for _, d := range tm.Diags {
 		a, b := d.D/g, d.D%g
@@ -221,26 +334,20 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 		}
 		e.count(i, &e.Stats.PlainMuls)
 	}
-	// Horner: y = u_0 + rot_g(u_1 + rot_g(u_2 + ...)).
+	// Horner over the non-empty giant steps: y = rot_{g·a_k}(u_k + rot_{g(a_{k-1}-a_k)}(...)).
 	var acc *rlwe.Ciphertext
-	for a := maxA; a >= 0; a-- {
-		if acc != nil {
-			r, err := e.rotate(i, acc, g)
-			if err != nil {
-				return nil, fmt.Errorf("fhe linear: %w", err)
-			}
-			acc = r
+	for k, a := range sc.giants {
+		var err error
+		if acc, err = e.add(i, acc, giant[a]); err != nil {
+			return nil, err
 		}
-		if giant[a] != nil {
-			var err error
-			if acc, err = e.add(i, acc, giant[a]); err != nil {
-				return nil, err
-			}
+		next := 0
+		if k+1 < len(sc.giants) {
+			next = sc.giants[k+1]
 		}
-	}
-	if acc == nil { // a map with no diagonals: zero
-		acc = bgv.NewCiphertext(e.p.comp[i], 1, level)
-		acc.Scale = x.Scale
+		if acc, err = e.rotateBy(i, acc, (a-next)*g); err != nil {
+			return nil, fmt.Errorf("fhe linear: %w", err)
+		}
 	}
 	return acc, nil
 }

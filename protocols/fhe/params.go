@@ -3,9 +3,10 @@
 // ciphertexts with no further message, and returns the result, which only the client can decrypt.
 // It runs on lattigo v6's schemes/bgv, with one prime plaintext modulus t_i per CRT component (all
 // components share the ring degree, the ciphertext modulus chain and the keys; a value mod
-// n = Πt_i is one ciphertext per component), SIMD packing with vectors replicated periodically
-// across the slots so that rotations are cyclic over a power-of-two period, and linear maps by the
-// diagonal method with baby-step giant-step rotations. Parameter sizes come from package
+// n = Πt_i is one ciphertext per component), SIMD packing with several vectors (lanes) interleaved
+// in the slots, each replicated periodically along its lane so that rotations are cyclic over a
+// power-of-two period, and linear maps by the (folded) diagonal method with baby-step giant-step
+// rotations scheduled per map from the session's keys. Parameter sizes come from package
 // fheparams (the compiler chooses them); the plan of which linear maps and products to evaluate
 // comes from the VM layer above (vm/fhe).
 package fhe

@@ -47,13 +47,13 @@ func compileFHE(t *testing.T, g *ir.Graph, seed uint64) *fixed.Program {
 // the cleartext run over Z_n bit for bit — on inputs inside and outside the validated range, one
 // inference alone and a ciphertext whose every lane holds its own inference.
 func TestEncryptedEqualsClear(t *testing.T) {
-	// Seeds 23, 17 and 39 start with a stride-2 convolution: the input goes up in its polyphase
+	// Seeds 22, 23 and 39 start with a stride-2 convolution: the input goes up in its polyphase
 	// layout and the convolution's output in a chosen strided one.
 	type tc struct {
 		seed uint64
 		mlp  bool
 	}
-	cases := []tc{{1, false}, {2, true}, {23, false}, {3, false}, {4, true}, {17, false}, {39, false}}
+	cases := []tc{{1, false}, {2, true}, {22, false}, {3, false}, {4, true}, {23, false}, {39, false}}
 	if testing.Short() {
 		cases = cases[:3]
 	}

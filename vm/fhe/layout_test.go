@@ -1,8 +1,16 @@
 package fhe
 
 import (
+	"context"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/cryptflow-go/cryptflow/golden"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 
 	"github.com/cryptflow-go/cryptflow/frontend/onnx"
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
@@ -72,5 +80,79 @@ func TestLoLaLayoutsCutDiagonals(t *testing.T) {
 	t.Logf("conv map: %d diagonals row-major, %d polyphase in and strided out", before, after)
 	if before != 1024 || after != 63 || pos == nil {
 		t.Errorf("conv map: %d diagonals row-major (want 1024), %d with the layouts (want 63)", before, after)
+	}
+}
+
+// TestSquareOutputInLayout: a program whose output is the square of a stride-2 convolution (the
+// convolution's output written in a strided layout, the input polyphase) returns the square
+// row-major, bitwise equal to the clear run: the change of layout at the output is a linear map
+// whose rotations the key plan covers.
+func TestSquareOutputInLayout(t *testing.T) {
+	g, err := golden.RandomPolyNet(22, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := compileFHE(t, g, 22)
+	p := full.Clone()
+	p.Instrs = nil
+	for _, in := range full.Instrs {
+		p.Instrs = append(p.Instrs, in)
+		if in.Op == fixed.OpMul {
+			p.Outputs = []fixed.IO{{Name: "square", Tensor: in.Out, Party: 1}}
+			p.Instrs = append(p.Instrs, &fixed.Instr{Op: fixed.OpOutput, Out: -1, In: []int{in.Out}, Weight: -1, Source: "square"})
+			break
+		}
+	}
+	l, err := NewLayout(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.InPos[0] == nil {
+		t.Fatal("seed 22's input is not polyphase")
+	}
+	if x, f, shape := firstSquareOperand(t, p, l); x.chooseLayout(f, shape) == nil {
+		t.Fatal("seed 22's convolution output stays row-major: the test would not change layouts")
+	}
+	r, _ := p.Ring()
+	be, _ := cleartext.New(r)
+	m, err := vm.New(p, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := fheproto.NewClient(l.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := cl.Keys(l.Rotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := fheproto.NewEvaluator(l.Params, keys, l.Stride)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(22, 5))
+	x, err := r.EncodeTensor(g.Inputs[0].Shape, randInput(g, rng), p.Tensors[p.Inputs[0].Tensor].Scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.Run(context.Background(), []ring.Tensor{x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cts, err := l.EncryptInputs(cl, [][]ring.Tensor{{x}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, _, err := Evaluate(context.Background(), p, l, ev, cts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.DecryptOutputs(cl, outs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got[0][0], want[0].Value.Data) {
+		t.Errorf("encrypted %v, clear %v", got[0][0], want[0].Value.Data)
 	}
 }

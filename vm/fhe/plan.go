@@ -3,9 +3,10 @@
 // evaluator of protocols/fhe. It does not implement vm.Backend: a non-interactive evaluation
 // changes the data's representation between layers (LoLa), so it walks the program itself. The
 // linear instructions are composed, with the Machine's own gather tables (vm.PlanIndex), into one
-// affine map of the ciphertexts they read, applied by the diagonal method only where a square (a
-// product of two runtime tensors) or an output needs the value; the results are bitwise the
-// cleartext run's (vm/cleartext over Z_n).
+// affine map of the ciphertexts they read, applied by the (folded) diagonal method only where a
+// square (a product of two runtime tensors) or an output needs the value, with each vector in a
+// layout that suits the map (layout.go); up to Layout.Lanes inferences share every ciphertext.
+// The results are bitwise the cleartext run's (vm/cleartext over Z_n).
 package fhe
 
 import (
@@ -125,6 +126,7 @@ func planKeys(set map[int]bool, plan fheproto.LinearPlan, m int) {
 type shape struct {
 	srcs    []int
 	general bool
+	laid    bool // some source may be in a layout other than row-major (layout.go)
 }
 
 // planRotations walks the program as Evaluate does, on shapes only (the client has no weights),
@@ -134,7 +136,7 @@ func planRotations(p *fixed.Program) ([]int, error) {
 	forms := make([]*shape, len(p.Tensors))
 	set := map[int]bool{}
 	materialize := func(f *shape, n int) {
-		general := f.general
+		general := f.general || f.laid // a change of layout is a general map
 		for _, k := range f.srcs {
 			general = general || k != n
 		}
@@ -150,6 +152,7 @@ func planRotations(p *fixed.Program) ([]int, error) {
 				continue
 			}
 			out.general = out.general || f.general
+			out.laid = out.laid || f.laid
 			for _, k := range f.srcs {
 				if !slices.Contains(out.srcs, k) {
 					out.srcs = append(out.srcs, k)
@@ -162,7 +165,7 @@ func planRotations(p *fixed.Program) ([]int, error) {
 		var f *shape
 		switch in.Op {
 		case fixed.OpInput:
-			f = &shape{srcs: []int{size(in.Out)}}
+			f = &shape{srcs: []int{size(in.Out)}, laid: inputLayout(p, in.Out) != nil}
 		case fixed.OpOutput:
 			if forms[in.In[0]] == nil {
 				return nil, fmt.Errorf("fhe: output %s reads an undefined tensor", in.Source)
@@ -176,14 +179,20 @@ func planRotations(p *fixed.Program) ([]int, error) {
 			if err != nil {
 				return nil, fmt.Errorf("fhe: %s (%s): %w", in.Op, in.Source, err)
 			}
+			// The product is in its first operand's layout or in one chooseLayout picks; both
+			// operands are written in it.
+			both := union(forms[in.In[0]], forms[in.In[1]])
+			sh := p.Tensors[in.Out].Shape
+			laid := both.laid || len(sh) == 4 && sh[0] == 1 && sh[1] >= 2
 			for k, id := range in.In[:2] {
 				g := union(forms[id])
 				if k == 0 && ip.Idx != nil || k == 1 && ip.Idx2 != nil {
 					g.general = true
 				}
+				g.laid = laid
 				materialize(g, size(in.Out))
 			}
-			f = &shape{srcs: []int{size(in.Out)}}
+			f = &shape{srcs: []int{size(in.Out)}, laid: laid}
 		case fixed.OpAdd, fixed.OpSub:
 			f = union(forms[in.In[0]], forms[in.In[1]])
 			if !p.Tensors[in.In[0]].Shape.Equal(p.Tensors[in.In[1]].Shape) {

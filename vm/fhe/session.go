@@ -75,6 +75,12 @@ type Backend struct {
 // ciphertexts, Lanes at a time. Without it, every inference is one round trip. done, when set, is
 // called with the party's statistics after every round trip.
 func NewBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Ring, p *fixed.Program, batch [][]ring.Tensor, done func(party int, s *Stats)) (*Backend, error) {
+	return newBackend(ctx, conn, party, r, p, batch, 0, done)
+}
+
+// newBackend is NewBackend with the client's group size bounded by maxGroup (0: by the lanes
+// only), so that tests can run several groups of a small batch.
+func newBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Ring, p *fixed.Program, batch [][]ring.Tensor, maxGroup int, done func(party int, s *Stats)) (*Backend, error) {
 	l, err := NewLayout(p)
 	if err != nil {
 		return nil, err
@@ -97,6 +103,9 @@ func NewBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Rin
 	if party == 1 {
 		if len(batch) > 1 {
 			b.batch, b.group = batch, min(len(batch), l.Lanes)
+			if maxGroup > 0 {
+				b.group = min(b.group, maxGroup)
+			}
 		}
 		b.stats.Group = b.group
 		start := time.Now()

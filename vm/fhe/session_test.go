@@ -18,9 +18,9 @@ import (
 
 // TestSessionRoundTrip runs the fhe mode through the session machinery (handshake over loopback
 // TCP, the backend set-up, a batch of three inferences) with the client holding the copy without
-// weights, once with one round trip per inference and once with the batch sharing one ciphertext:
-// one upload of keys; one encrypted input up and one result down per round trip (the shared run
-// moves a third of the bytes); the client's outputs bitwise equal to the cleartext run; the
+// weights, with one round trip per inference, with the batch sharing one ciphertext, and in
+// groups of two (a full and a partial one): one upload of keys; one encrypted input up and one
+// result down per round trip (the shared run moves a third of the bytes); the client's outputs bitwise equal to the cleartext run; the
 // server learns no output.
 func TestSessionRoundTrip(t *testing.T) {
 	g, err := golden.RandomPolyNet(2, true)
@@ -59,16 +59,18 @@ func TestSessionRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var runs [2][2]Stats
-	for shared := range 2 {
+	// shared 0: one round trip per inference; 1: all three in one; 2: groups of two (a full group
+	// and a partial one).
+	var runs [3][2]Stats
+	for shared := range 3 {
 		stats := &runs[shared]
 		opts := func(f *sciir.File) *serve.Options {
 			return &serve.Options{File: f, NewBackend: func(ctx context.Context, conn *transport.Conn, _ []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
 				var b [][]ring.Tensor
-				if shared == 1 && party == 1 {
+				if shared > 0 && party == 1 {
 					b = batch
 				}
-				return NewBackend(ctx, conn, party, r, f.Program, b, func(party int, s *Stats) { stats[party] = *s })
+				return newBackend(ctx, conn, party, r, f.Program, b, []int{0, 0, 2}[shared], func(party int, s *Stats) { stats[party] = *s })
 			}}
 		}
 		cres, sres, err := serve.RunLocalBatch(context.Background(), opts(full), opts(client), batch)
@@ -93,14 +95,17 @@ func TestSessionRoundTrip(t *testing.T) {
 		if c.KeyBytes == 0 || c.KeyBytes != s.KeyBytes || c.UploadBytes != s.UploadBytes || c.DownloadBytes != s.DownloadBytes {
 			t.Errorf("bytes disagree: client %+v, server %+v", c, s)
 		}
-		if want := 3 - 2*shared; c.RoundTrips != want || s.RoundTrips != want {
+		if want := []int{3, 1, 2}[shared]; c.RoundTrips != want || s.RoundTrips != want {
 			t.Errorf("shared %d: %d and %d round trips for 3 inferences, want %d", shared, c.RoundTrips, s.RoundTrips, want)
 		}
 		t.Logf("shared %d: keys %d B once; %d round trips: %d B up, %d B down in all; keygen %v, encrypt %v, decrypt %v; server %v",
 			shared, c.KeyBytes, c.RoundTrips, c.UploadBytes, c.DownloadBytes, c.KeygenTime, c.EncryptTime, c.DecryptTime, s.EvalTime)
 	}
-	one, shared := runs[0][1], runs[1][1]
+	one, shared, twos := runs[0][1], runs[1][1], runs[2][1]
 	if one.UploadBytes != 3*shared.UploadBytes || one.DownloadBytes != 3*shared.DownloadBytes || one.KeyBytes != shared.KeyBytes {
 		t.Errorf("sharing the slots: %d B up and %d B down, want a third of %d and %d", shared.UploadBytes, shared.DownloadBytes, one.UploadBytes, one.DownloadBytes)
+	}
+	if twos.UploadBytes != 2*shared.UploadBytes || twos.DownloadBytes != 2*shared.DownloadBytes {
+		t.Errorf("groups of two: %d B up and %d B down, want twice %d and %d", twos.UploadBytes, twos.DownloadBytes, shared.UploadBytes, shared.DownloadBytes)
 	}
 }
