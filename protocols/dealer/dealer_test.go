@@ -360,14 +360,14 @@ func TestDealtErrors(t *testing.T) {
 		t.Fatal("argument errors made the cores unusable or sent a request")
 	}
 	// The helper refuses a request for a stream in which the requesting party is the sender.
-	err := tr.Links[1].call(ctx, []uint64{opDealt, 0, 1, 2, 1, 8, 10}, func() error { return recvPacked(ctx, tr.Links[1].conn, make([]uint64, 10), 8) })
+	err := tr.Links[1].call(ctx, []uint64{opDealt, 0, 1, 2, 1, 8, 10}, func(src frameReader) error { return recvPacked(ctx, src, make([]uint64, 10), 8) })
 	if err == nil {
 		t.Fatal("the helper answered a request naming the receiver as sender")
 	}
 	// A position past the end of a shape's stream is refused (a fresh trio: that link is dead).
 	tr, _, _ = trio(t)
-	err = tr.Links[1].call(ctx, []uint64{opDealt, 0, 0, 256, 1 << 16, 64, 1 << 40, 1}, func() error {
-		return recvPacked(ctx, tr.Links[1].conn, make([]uint64, 1<<16), 64)
+	err = tr.Links[1].call(ctx, []uint64{opDealt, 0, 0, 256, 1 << 16, 64, 1 << 40, 1}, func(src frameReader) error {
+		return recvPacked(ctx, src, make([]uint64, 1<<16), 64)
 	})
 	if err == nil {
 		t.Fatal("the helper answered a request for instance 2^40 of a 2^24-word shape")
