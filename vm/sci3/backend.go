@@ -192,6 +192,24 @@ func (b *Backend) MulConst(ctx context.Context, dst ring.Tensor, w *ring.Tensor,
 	return b.run(ctx, "mulconst", dealer.Shape{Kind: dealer.KindElem, Len: len(x.Data)}, dst.Data, data(w), x.Data)
 }
 
+// BeginInference tells the link to the helper that inference k of count starts: the first is
+// recorded, and with dealing ahead on (dealer.Link.SetAhead) inference k ≥ 1 finds every
+// correlation it needs already dealt, and the next one's are dealt in the background.
+func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
+	if err := b.link.BeginInference(ctx, k, count); err != nil {
+		return fmt.Errorf("sci3: %w", err)
+	}
+	return nil
+}
+
+// EndInference tells the link that inference k ended.
+func (b *Backend) EndInference(k int) error {
+	if err := b.link.EndInference(k); err != nil {
+		return fmt.Errorf("sci3: %w", err)
+	}
+	return nil
+}
+
 // Close tells the helper this party is done.
 func (b *Backend) Close() error {
 	if b.link.Err() != nil {
