@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,6 +225,40 @@ func TestDealAhead(t *testing.T) {
 		}
 		if a.Period == 1 && a.Wasted != 0 {
 			t.Errorf("party %d: period 1 with %d bytes unused", p, a.Wasted)
+		}
+	}
+}
+
+// TestDealAheadCap: a cap below one inference's replies deals everything on demand and says
+// why; the outputs and the helper's bytes are those of dealing on demand.
+func TestDealAheadCap(t *testing.T) {
+	server, client := mnistSmall(t)
+	r := ring.Must(server.Bits)
+	in := server.Tensors[server.Inputs[0].Tensor]
+	var inputs []ring.Tensor
+	for range 3 {
+		x, err := r.EncodeTensor(in.Shape, make([]float32, ring.Size(in.Shape)), in.Scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, x)
+	}
+	capped := runBatch(t, server, client, inputs, 1024)
+	onDemand := runBatch(t, server, client, inputs, 0)
+	for p := range 2 {
+		a := capped.ahead[p]
+		if !strings.Contains(a.Off, "exceed the cap of 1024 bytes") || a.Inferences != 0 || a.Requests != 0 {
+			t.Errorf("party %d: %+v", p, a)
+		}
+		if !slices.Equal(column(capped.demand, p), column(onDemand.demand, p)) || capped.helper[p] != onDemand.helper[p] {
+			t.Errorf("party %d: requests %v, helper %+v; on demand %v, %+v", p, column(capped.demand, p), capped.helper[p], column(onDemand.demand, p), onDemand.helper[p])
+		}
+	}
+	for k := range inputs {
+		for j := range capped.outs[k] {
+			if !slices.Equal(capped.outs[k][j].Value.Data, onDemand.outs[k][j].Value.Data) {
+				t.Fatalf("inference %d output %d differs", k, j)
+			}
 		}
 	}
 }
