@@ -135,6 +135,9 @@ type aheadEntry struct {
 	err    error
 }
 
+// aheadFlight is the number of requests dealt ahead sent before their replies are read.
+const aheadFlight = 64
+
 // streamKey names the stream of a stateful request (COT, triples): op and OT stream.
 type streamKey struct{ op, st uint64 }
 
@@ -527,40 +530,69 @@ func (l *Link) startFetch(a *ahead, k int) {
 		start := time.Now()
 		ctx := context.Background() // bounded by the transport's timeout and the link's abort
 		failed := false
-		for _, e := range entries {
-			a.mu.Lock()
-			for !a.stop && a.held+e.bytes > a.cap && a.held > 0 {
-				a.cond.Wait()
+		// The requests go in flights of up to aheadFlight, each flight's replies read in order.
+		for i := 0; i < len(entries); {
+			var flight []*aheadEntry
+			for i < len(entries) && len(flight) < aheadFlight {
+				e := entries[i]
+				a.mu.Lock()
+				// Reserve the reply's memory; wait for the inference running to use some only
+				// when no reply of this flight is pending (it may need them first).
+				if len(flight) > 0 && !a.stop && a.held+e.bytes > a.cap && a.held > 0 {
+					a.mu.Unlock()
+					break
+				}
+				for !a.stop && a.held+e.bytes > a.cap && a.held > 0 {
+					a.cond.Wait()
+				}
+				stop := a.stop
+				if !stop && !failed {
+					a.held += e.bytes
+				}
+				a.mu.Unlock()
+				i++
+				if stop || failed {
+					e.err = errors.New("dealer: dealing ahead stopped")
+					close(e.done)
+					continue
+				}
+				flight = append(flight, e)
 			}
-			stop := a.stop
-			if !stop && !failed {
-				a.held += e.bytes
-			}
-			a.mu.Unlock()
-			if stop || failed {
-				e.err = errors.New("dealer: dealing ahead stopped")
-				close(e.done)
+			if len(flight) == 0 {
 				continue
 			}
-			e.frames = make([][]byte, len(e.sizes))
-			err := l.request(ctx, e.req[:], func(src frameReader) error {
-				for i, s := range e.sizes {
-					e.frames[i] = make([]byte, s)
-					if err := src.Recv(ctx, e.frames[i]); err != nil {
-						return err
+			reqs := make([][reqWords]uint64, len(flight))
+			recvs := make([]func(frameReader) error, len(flight))
+			for j, e := range flight {
+				reqs[j] = e.req
+				e.frames = make([][]byte, len(e.sizes))
+				recvs[j] = func(src frameReader) error {
+					for f, size := range e.sizes {
+						e.frames[f] = make([]byte, size)
+						if err := src.Recv(ctx, e.frames[f]); err != nil {
+							return err
+						}
+					}
+					// Ready as soon as read, before the rest of the flight.
+					a.mu.Lock()
+					a.stats.Requests++
+					a.stats.Bytes += e.wire
+					a.mu.Unlock()
+					close(e.done)
+					return nil
+				}
+			}
+			if err := l.requestMany(ctx, reqs, recvs); err != nil {
+				failed = true
+				for _, e := range flight {
+					select {
+					case <-e.done:
+					default:
+						e.err = err
+						close(e.done)
 					}
 				}
-				return nil
-			}, reqBackground)
-			a.mu.Lock()
-			if err != nil {
-				e.err, failed = err, true
-			} else {
-				a.stats.Requests++
-				a.stats.Bytes += e.wire
 			}
-			a.mu.Unlock()
-			close(e.done)
 		}
 		a.mu.Lock()
 		a.stats.Fetch += time.Since(start)

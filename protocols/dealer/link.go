@@ -250,6 +250,38 @@ func (l *Link) request(ctx context.Context, req []uint64, recv func(src frameRea
 	return nil
 }
 
+// requestMany sends the requests reqs in one flight and then reads their replies in order
+// (recvs[i] reads the reply to reqs[i]), while no other request is in flight on the link: the
+// helper answers a link's requests in order, so the round trips of a batch of background fetches
+// overlap. Errors are as request's.
+func (l *Link) requestMany(ctx context.Context, reqs [][reqWords]uint64, recvs []func(src frameReader) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return fmt.Errorf("dealer: link unusable after an earlier failure: %w", l.err)
+	}
+	var err error
+	for i := range reqs {
+		if err = l.conn.SendUint64s(ctx, reqs[i][:]); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = l.conn.Flush(ctx)
+	}
+	for i := 0; err == nil && i < len(recvs); i++ {
+		err = recvs[i](l.conn)
+	}
+	if err != nil {
+		l.err = &HelperError{Where: l.where, Err: err}
+		actx, cancel := context.WithTimeout(context.Background(), timeoutAbort)
+		_ = l.conn.Abort(actx, l.err.Error())
+		cancel()
+		return l.err
+	}
+	return nil
+}
+
 // Abort makes the link unusable and aborts its connection (the helper fails at once).
 func (l *Link) Abort(reason string) {
 	l.stopAhead()
