@@ -232,7 +232,7 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 	perRun := sci3.LinearCalls(f.Program)
 	var newLink func(ctx context.Context, conn *transport.Conn, party int) (*dealer.Link, error)
 	var other func(party int) *transport.Stats // the other data party's link traffic (--local)
-	var otherAhead func(party int) dealer.AheadStats
+	var otherLink func(party int) *dealer.Link
 	if c.local {
 		lt := &localTrio{}
 		newLink = func(ctx context.Context, _ *transport.Conn, party int) (*dealer.Link, error) {
@@ -246,7 +246,7 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 			s := lt.trio.Conns[1-party].Stats()
 			return &s
 		}
-		otherAhead = func(party int) dealer.AheadStats { return lt.trio.Links[1-party].AheadStats() }
+		otherLink = func(party int) *dealer.Link { return lt.trio.Links[1-party] }
 	} else {
 		if c.helper == "" {
 			return nil, cli.Usagef("backend sci3 needs the helper: --helper HOST:PORT with --helper-tls-pin FINGERPRINT (start it with scirun --helper --listen ADDR --tls-self FILE PROGRAM)")
@@ -292,7 +292,7 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 		if err != nil {
 			return nil, err
 		}
-		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr, setup: setup, setupStats: setupStats, other: other, otherAhead: otherAhead}, nil
+		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr, setup: setup, setupStats: setupStats, other: other, otherLink: otherLink}, nil
 	}, nil
 }
 
@@ -305,7 +305,7 @@ type sci3Party struct {
 	setup      time.Duration   // reaching the helper
 	setupStats transport.Stats // the link's traffic then
 	other      func(party int) *transport.Stats
-	otherAhead func(party int) dealer.AheadStats
+	otherLink  func(party int) *dealer.Link
 }
 
 // HelperAccount splits the session into set-up, offline and online for the report.
@@ -313,7 +313,8 @@ func (b *sci3Party) HelperAccount() serve.HelperAccount {
 	l := b.Link()
 	a := serve.HelperAccount{Setup: b.setup, SetupStats: b.setupStats, Wait: l.Wait(), Demand: l.Demand(), Ahead: l.AheadStats()}
 	if b.other != nil {
-		a.Other, a.OtherAhead = b.other(b.Party()), b.otherAhead(b.Party())
+		o := b.otherLink(b.Party())
+		a.Other, a.OtherAhead, a.OtherWait = b.other(b.Party()), o.AheadStats(), o.Wait()
 	}
 	return a
 }

@@ -406,6 +406,11 @@ func TestSci3LocalBatchAhead(t *testing.T) {
 	if p, want := pairs["1-2"], h.BytesSent+h.BytesRecv; p.Setup+p.Offline+p.Online != want {
 		t.Errorf("pair 1-2: %+v, the link %d bytes", p, want)
 	}
+	// Times per pair: the helper links' dealing ahead and waits, the data parties' run outside
+	// party 1's waits.
+	if p := pairs["1-2"]; p.OfflineMS != h.AheadMS || p.OnlineMS != h.OfflineMS || pairs["0-2"].OfflineMS <= 0 || pairs["0-1"].OnlineMS != h.OnlineMS || pairs["0-1"].OfflineMS != 0 {
+		t.Errorf("pair times: %+v", h.Pairs)
+	}
 	// The same dealing as on demand, plus the replies dealt for the second inference and not
 	// used (period 2 only).
 	if got, want := h.BytesSent+h.BytesRecv-h.AheadWastedBytes, od.BytesSent+od.BytesRecv; got != want {

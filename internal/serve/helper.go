@@ -454,9 +454,10 @@ type HelperAccount struct {
 	Demand int64
 	Ahead  dealer.AheadStats
 	// Other is the other data party's link traffic, when this process knows it (--local), and
-	// OtherAhead its dealing ahead.
+	// OtherAhead its dealing ahead and OtherWait its waits on the helper.
 	Other      *transport.Stats
 	OtherAhead dealer.AheadStats
+	OtherWait  time.Duration
 }
 
 // HelperAccounter is a HelperBackend that accounts its link's set-up and waits.
@@ -503,12 +504,21 @@ type ThreeParty struct {
 	Pairs []PairTraffic `json:"pairs"`
 }
 
-// PairTraffic is the traffic between two parties in the phases of a three-party session.
+// PairTraffic is the traffic between two parties in the phases of a three-party session, and
+// the time of each phase on that pair.
 type PairTraffic struct {
 	Pair    string `json:"pair"`          // "0-1", "0-2" or "1-2"
 	Setup   int64  `json:"setup_bytes"`   // handshake and set-up (0-1), link set-up (P-2)
 	Offline int64  `json:"offline_bytes"` // what the helper dealt ahead (P-2)
 	Online  int64  `json:"online_bytes"`  // the data parties' protocol (0-1), dealt on demand (P-2)
+	// SetupMS is the backend's set-up (0-1) or reaching the helper (P-2, this party's link);
+	// OfflineMS the wall time of the dealing ahead on the link (P-2: in the background, so
+	// overlapping the inferences; 0-1: 0); OnlineMS the run's time outside waits on this
+	// party's helper link (0-1), or the time inferences waited on the link (P-2: requests on
+	// demand and the waits at inference starts).
+	SetupMS   float64 `json:"setup_ms"`
+	OfflineMS float64 `json:"offline_ms"`
+	OnlineMS  float64 `json:"online_ms"`
 }
 
 func bothWays(s transport.Stats) int64 { return s.BytesSent + s.BytesRecv }
@@ -518,7 +528,7 @@ func threeParty(h HelperBackend, rep *Report, party int) *ThreeParty {
 	all := h.HelperStats()
 	t := &ThreeParty{Traffic: trafficOf(all)}
 	setup := rep.Handshake.BytesSent + rep.Handshake.BytesRecv + rep.Setup.BytesSent + rep.Setup.BytesRecv
-	t.Pairs = append(t.Pairs, PairTraffic{Pair: "0-1", Setup: setup, Online: rep.Total.BytesSent + rep.Total.BytesRecv - setup})
+	t.Pairs = append(t.Pairs, PairTraffic{Pair: "0-1", Setup: setup, Online: rep.Total.BytesSent + rep.Total.BytesRecv - setup, SetupMS: rep.SetupMS, OnlineMS: rep.RunMS})
 	a, ok := h.(HelperAccounter)
 	if !ok {
 		t.Pairs = append(t.Pairs, PairTraffic{Pair: fmt.Sprintf("%d-2", party), Online: bothWays(all)})
@@ -532,13 +542,16 @@ func threeParty(h HelperBackend, rep *Report, party int) *ThreeParty {
 	t.OnDemandRequests, t.AheadRequests, t.AheadOff = acc.Demand, acc.Ahead.Requests, acc.Ahead.Off
 	t.AheadPeriod, t.AheadMisses, t.AheadWastedBytes, t.AheadLateWaits = acc.Ahead.Period, acc.Ahead.Misses, acc.Ahead.Wasted, acc.Ahead.LateWaits
 	setupB := bothWays(acc.SetupStats)
-	own := PairTraffic{Pair: fmt.Sprintf("%d-2", party), Setup: setupB, Offline: acc.Ahead.Bytes, Online: bothWays(all) - setupB - acc.Ahead.Bytes}
+	t.Pairs[0].OnlineMS = t.OnlineMS
+	own := PairTraffic{Pair: fmt.Sprintf("%d-2", party), Setup: setupB, Offline: acc.Ahead.Bytes, Online: bothWays(all) - setupB - acc.Ahead.Bytes,
+		SetupMS: t.SetupMS, OfflineMS: ms(acc.Ahead.Fetch), OnlineMS: t.OfflineMS}
 	if acc.Other == nil {
 		t.Pairs = append(t.Pairs, own)
 		return t
 	}
 	// The link hello has the same size for both data parties.
-	other := PairTraffic{Pair: fmt.Sprintf("%d-2", 1-party), Setup: own.Setup, Offline: acc.OtherAhead.Bytes, Online: bothWays(*acc.Other) - own.Setup - acc.OtherAhead.Bytes}
+	other := PairTraffic{Pair: fmt.Sprintf("%d-2", 1-party), Setup: own.Setup, Offline: acc.OtherAhead.Bytes, Online: bothWays(*acc.Other) - own.Setup - acc.OtherAhead.Bytes,
+		OfflineMS: ms(acc.OtherAhead.Fetch), OnlineMS: ms(acc.OtherWait)}
 	if party == 0 {
 		t.Pairs = append(t.Pairs, own, other)
 	} else {
@@ -559,7 +572,7 @@ func (t *ThreeParty) write(b *strings.Builder, runMS float64) {
 		fmt.Fprintf(b, "  dealt on demand (%d requests): dealing ahead is off: %s\n", t.OnDemandRequests, t.AheadOff)
 	}
 	for _, p := range t.Pairs {
-		fmt.Fprintf(b, "  %s: set-up %s, offline %s, online %s\n", strings.Replace(p.Pair, "-", "↔", 1),
-			FormatBytes(p.Setup), FormatBytes(p.Offline), FormatBytes(p.Online))
+		fmt.Fprintf(b, "  %s: set-up %s, offline %s, online %s; time set-up %s, offline %s, online %s\n", strings.Replace(p.Pair, "-", "↔", 1),
+			FormatBytes(p.Setup), FormatBytes(p.Offline), FormatBytes(p.Online), fmtMS(p.SetupMS), fmtMS(p.OfflineMS), fmtMS(p.OnlineMS))
 	}
 }
