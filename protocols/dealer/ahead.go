@@ -244,7 +244,7 @@ func (l *Link) Demand() int64 {
 // replies are made complete first (the wait counts in Wait and AheadStats.Wait) and the next
 // inference's are fetched in the background (when k+1 < count: nothing is dealt for an
 // inference that will not run, and not during inference 1, whose requests decide the period).
-// It returns an error only when the link failed.
+// It returns an error only when the link failed or ctx ended.
 func (l *Link) BeginInference(ctx context.Context, k, count int) error {
 	a := l.ah
 	if a == nil {
@@ -273,7 +273,11 @@ func (l *Link) BeginInference(ctx context.Context, k, count int) error {
 	a.mu.Unlock()
 	start := time.Now()
 	if done != nil {
-		<-done
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("dealer: waiting for inference %d's correlations dealt ahead: %w", k+1, context.Cause(ctx))
+		}
 	}
 	waited := time.Since(start)
 	l.addWait(waited)
