@@ -63,12 +63,18 @@ type helperTLSFlags struct {
 	pin, ca  string
 	insecure bool
 	prefetch int // COTs per OT stream fetched ahead from the helper (0: on demand)
+	aheadMiB int // MiB of the helper's replies dealt ahead at most (0: off)
 }
+
+// defaultAheadMiB is --helper-ahead's default: more than a ResNet50 inference's replies to
+// party 1 (153 MiB).
+const defaultAheadMiB = 256
 
 func (h *helperTLSFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&h.pin, "helper-tls-pin", "", "backend sci3 (server and client): reach the helper over TLS and accept only the one whose key has this `FINGERPRINT` (sha256:..., as the helper printed it)")
 	fs.StringVar(&h.ca, "helper-tls-ca", "", "backend sci3 (server and client): reach the helper over TLS and trust its certificate if signed by (or equal to) the PEM `FILE`")
 	fs.IntVar(&h.prefetch, "helper-prefetch", 0, fmt.Sprintf("backend sci3 (server, client, --local): fetch the next `N` dealt OTs of each shape (message count and width) of each OT stream from the helper in the background, so that a draw finds them ready (N words of memory per shape and stream for one-word messages; the last fetch of each shape goes unused: up to N·l bits more from the helper); e.g. %d; 0: on demand", 1<<14))
+	fs.IntVar(&h.aheadMiB, "helper-ahead", defaultAheadMiB, "backend sci3 (server, client, --local): in a session of several inferences, record the first one's requests to the helper and have each next inference's correlations dealt ahead, in the background during the one before, so that it runs without waiting on the helper; at most `MIB` MiB of the helper's replies held in memory (an inference needing more is dealt on demand); 0: off (everything dealt on demand)")
 	fs.BoolVar(&h.insecure, "helper-insecure", false, "backend sci3: allow a plaintext link to the helper (data parties), or serve without TLS (the helper): the pairwise seeds then travel in the clear; on a trusted network only")
 }
 
@@ -92,7 +98,7 @@ const insecureWarning = "scirun: WARNING: --helper-insecure: the link to the hel
 // suffices), TLS (--tls-self, or --tls-cert and --tls-key) or --helper-insecure, nothing that
 // belongs to a data party.
 func (c *config) checkHelper() error {
-	for _, f := range []string{"party", "local", "clear", "connect", "input", "output", "serve", "tls-ca", "tls-pin", "helper-tls-pin", "helper-tls-ca", "helper-prefetch"} {
+	for _, f := range []string{"party", "local", "clear", "connect", "input", "output", "serve", "tls-ca", "tls-pin", "helper-tls-pin", "helper-tls-ca", "helper-prefetch", "helper-ahead"} {
 		if c.set[f] {
 			return cli.Usagef("--%s is not used by the helper (--helper)", f)
 		}
@@ -126,9 +132,17 @@ func (c *config) checkHelperLink() error {
 	if h.prefetch < 0 || h.prefetch > 1<<24 {
 		return cli.Usagef("--helper-prefetch %d: want 0 (on demand) to %d COTs", h.prefetch, 1<<24)
 	}
+	if h.aheadMiB < 0 || h.aheadMiB > 1<<20 {
+		return cli.Usagef("--helper-ahead %d: want 0 (off) to %d MiB", h.aheadMiB, 1<<20)
+	}
+	if h.prefetch > 0 && h.aheadMiB > 0 && c.set["helper-ahead"] {
+		return cli.Usagef("--helper-prefetch and --helper-ahead exclude each other (a prefetch's requests depend on the draws' timing, so they cannot be dealt ahead): give --helper-ahead 0 with --helper-prefetch")
+	}
 	if c.helper == "" {
-		if c.set["helper-prefetch"] && !c.local {
-			return cli.Usagef("--helper-prefetch goes with --helper HOST:PORT or --local (backend sci3)")
+		for _, f := range []string{"helper-prefetch", "helper-ahead"} {
+			if c.set[f] && !c.local {
+				return cli.Usagef("--%s goes with --helper HOST:PORT or --local (backend sci3)", f)
+			}
 		}
 		for _, f := range []string{"helper-tls-pin", "helper-tls-ca", "helper-insecure"} {
 			if c.set[f] {
@@ -218,6 +232,7 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 	perRun := sci3.LinearCalls(f.Program)
 	var newLink func(ctx context.Context, conn *transport.Conn, party int) (*dealer.Link, error)
 	var other func(party int) *transport.Stats // the other data party's link traffic (--local)
+	var otherLink func(party int) *dealer.Link
 	if c.local {
 		lt := &localTrio{}
 		newLink = func(ctx context.Context, _ *transport.Conn, party int) (*dealer.Link, error) {
@@ -231,6 +246,7 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 			s := lt.trio.Conns[1-party].Stats()
 			return &s
 		}
+		otherLink = func(party int) *dealer.Link { return lt.trio.Links[1-party] }
 	} else {
 		if c.helper == "" {
 			return nil, cli.Usagef("backend sci3 needs the helper: --helper HOST:PORT with --helper-tls-pin FINGERPRINT (start it with scirun --helper --listen ADDR --tls-self FILE PROGRAM)")
@@ -269,11 +285,14 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 		}
 		setup, setupStats := time.Since(start), link.Conn().Stats()
 		link.SetPrefetch(c.helperTLS.prefetch)
+		if c.helperTLS.prefetch == 0 {
+			link.SetAhead(int64(c.helperTLS.aheadMiB) << 20)
+		}
 		b, err := sci3.New(ctx, conn, link, r, sci3.Options{Streams: streams, LinearPerRun: perRun})
 		if err != nil {
 			return nil, err
 		}
-		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr, setup: setup, setupStats: setupStats, other: other}, nil
+		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr, setup: setup, setupStats: setupStats, other: other, otherLink: otherLink}, nil
 	}, nil
 }
 
@@ -286,13 +305,16 @@ type sci3Party struct {
 	setup      time.Duration   // reaching the helper
 	setupStats transport.Stats // the link's traffic then
 	other      func(party int) *transport.Stats
+	otherLink  func(party int) *dealer.Link
 }
 
 // HelperAccount splits the session into set-up, offline and online for the report.
 func (b *sci3Party) HelperAccount() serve.HelperAccount {
-	a := serve.HelperAccount{Setup: b.setup, SetupStats: b.setupStats, Wait: b.Link().Wait()}
+	l := b.Link()
+	a := serve.HelperAccount{Setup: b.setup, SetupStats: b.setupStats, Wait: l.Wait(), Demand: l.Demand(), Ahead: l.AheadStats()}
 	if b.other != nil {
-		a.Other = b.other(b.Party())
+		o := b.otherLink(b.Party())
+		a.Other, a.OtherAhead, a.OtherWait = b.other(b.Party()), o.AheadStats(), o.Wait()
 	}
 	return a
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -304,7 +305,8 @@ func TestSci3LocalReport(t *testing.T) {
 		t.Errorf("stderr has no helper traffic line: %q", stderr)
 	}
 	// The offline/online split: the run's time is the waits on the helper plus the rest, each
-	// pair's bytes are in their phase (the helper's in offline, the data parties' in online).
+	// pair's bytes are in their phase (one inference: the helper deals everything on demand,
+	// online; the data parties' protocol is online).
 	h := r.Helper
 	if h.OfflineMS <= 0 || h.OnlineMS <= 0 || h.OfflineMS+h.OnlineMS < r.RunMS-0.01 || h.OfflineMS+h.OnlineMS > r.RunMS+0.01 {
 		t.Errorf("times: offline %v + online %v, run %v", h.OfflineMS, h.OnlineMS, r.RunMS)
@@ -317,11 +319,11 @@ func TestSci3LocalReport(t *testing.T) {
 		t.Errorf("pair 0-1: %+v", p)
 	}
 	for _, name := range []string{"0-2", "1-2"} {
-		if p := pairs[name]; p.Offline == 0 || p.Online != 0 || p.Setup == 0 {
+		if p := pairs[name]; p.Offline != 0 || p.Online == 0 || p.Setup == 0 {
 			t.Errorf("pair %s: %+v", name, p)
 		}
 	}
-	if got, want := pairs["1-2"].Setup+pairs["1-2"].Offline, h.BytesSent+h.BytesRecv; got != want {
+	if got, want := pairs["1-2"].Setup+pairs["1-2"].Online, h.BytesSent+h.BytesRecv; got != want {
 		t.Errorf("pair 1-2: %d bytes, the link %d", got, want)
 	}
 	for _, want := range []string{"conv by dealer", "three parties: helper set-up", "0↔1: set-up", "0↔2: set-up", "1↔2: set-up"} {
@@ -333,6 +335,89 @@ func TestSci3LocalReport(t *testing.T) {
 		t.Logf("three parties:%s", tail)
 	}
 	t.Logf("party 1: data parties %d B sent, %d B received; helper %d B received", r.Total.BytesSent, r.Total.BytesRecv, r.Helper.BytesRecv)
+}
+
+// TestSci3LocalBatchAhead: a --local batch of three inferences deals the second and third
+// ahead (--helper-ahead, on by default): bitwise equal to the clear run, and the report splits
+// each helper link into set-up, offline (dealt ahead) and online (dealt on demand) bytes that
+// add up to the link's traffic, with no request on the critical path after the second.
+func TestSci3LocalBatchAhead(t *testing.T) {
+	full, _, data := program(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.Mkdir(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"00000.npy", "00001.npy", "00002.npy"} {
+		b, err := os.ReadFile(filepath.Join(data, "inputs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(in, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clr, sec, rep := filepath.Join(dir, "clr")+"/", filepath.Join(dir, "sec")+"/", filepath.Join(dir, "r.json")
+	if _, _, err := runArgs("--clear", full, "--input", in+"/", "--output", clr, "--raw"); err != nil {
+		t.Fatal(err)
+	}
+	var reps [2]*serve.Report
+	for i, ahead := range []string{"256", "0"} {
+		_, stderr, err := runArgs("--local", full, "--backend", "sci3", "--input", in+"/", "--output", sec, "--raw", "--report", rep, "--helper-ahead", ahead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"00000.npy", "00001.npy", "00002.npy"} {
+			if !slices.Equal(readInts(t, filepath.Join(clr, name)), readInts(t, filepath.Join(sec, name))) {
+				t.Fatalf("--helper-ahead %s: %s differs from the clear run", ahead, name)
+			}
+		}
+		reps[i] = readReport(t, rep)
+		if i == 0 && !strings.Contains(stderr, "dealt ahead: 2 inferences") {
+			t.Errorf("the table does not say what was dealt ahead:\n%s", stderr)
+		}
+	}
+	h, od := reps[0].Helper, reps[1].Helper
+	if h.AheadInferences != 2 || h.AheadLateWaits != 0 || h.AheadOff != "" || h.AheadPeriod == 0 || od.AheadInferences != 0 {
+		t.Fatalf("dealing ahead: %+v; off: %+v", h, od)
+	}
+	// Party 1's requests on the critical path: the first inference's (as many as a session of
+	// one inference sends) and the second's misses (period 2: the streams whose roles swapped);
+	// none from the third.
+	if _, _, err := runArgs("--local", full, "--backend", "sci3", "--input", filepath.Join(in, "00000.npy"), "--output", filepath.Join(dir, "one.npy"), "--raw", "--report", rep); err != nil {
+		t.Fatal(err)
+	}
+	one := readReport(t, rep).Helper
+	if h.OnDemandRequests != one.OnDemandRequests+h.AheadMisses || h.AheadPeriod == 1 && h.AheadMisses != 0 || h.AheadPeriod == 2 && h.AheadMisses == 0 {
+		t.Errorf("%d requests on demand (%d missed, period %d); one inference: %d", h.OnDemandRequests, h.AheadMisses, h.AheadPeriod, one.OnDemandRequests)
+	}
+	if h.OfflineMS+h.OnlineMS < reps[0].RunMS-0.01 || h.OfflineMS+h.OnlineMS > reps[0].RunMS+0.01 || h.AheadMS <= 0 {
+		t.Errorf("times: offline %v + online %v, run %v; dealing ahead %v", h.OfflineMS, h.OnlineMS, reps[0].RunMS, h.AheadMS)
+	}
+	pairs := map[string]serve.PairTraffic{}
+	for _, p := range h.Pairs {
+		pairs[p.Pair] = p
+	}
+	for _, name := range []string{"0-2", "1-2"} {
+		if p := pairs[name]; p.Offline == 0 || p.Online == 0 || p.Setup == 0 {
+			t.Errorf("pair %s: %+v", name, p)
+		}
+	}
+	if p, want := pairs["1-2"], h.BytesSent+h.BytesRecv; p.Setup+p.Offline+p.Online != want {
+		t.Errorf("pair 1-2: %+v, the link %d bytes", p, want)
+	}
+	// Times per pair: the helper links' dealing ahead and waits, the data parties' run outside
+	// party 1's waits.
+	if p := pairs["1-2"]; p.OfflineMS != h.AheadMS || p.OnlineMS != h.OfflineMS || pairs["0-2"].OfflineMS <= 0 || pairs["0-1"].OnlineMS != h.OnlineMS || pairs["0-1"].OfflineMS != 0 {
+		t.Errorf("pair times: %+v", h.Pairs)
+	}
+	// The same dealing as on demand, plus the replies dealt for the second inference and not
+	// used (period 2 only).
+	if got, want := h.BytesSent+h.BytesRecv-h.AheadWastedBytes, od.BytesSent+od.BytesRecv; got != want {
+		t.Errorf("helper link: %d bytes less %d unused, %d dealt on demand", h.BytesSent+h.BytesRecv, h.AheadWastedBytes, want)
+	}
+	t.Logf("party 1: %d requests on demand (%d dealt on demand in all), %d dealt ahead, period %d, %d missed, %d B unused; pairs %+v",
+		h.OnDemandRequests, od.OnDemandRequests, h.AheadRequests, h.AheadPeriod, h.AheadMisses, h.AheadWastedBytes, h.Pairs)
 }
 
 // TestHelperStopsOnFirstSignal: one SIGINT stops a helper process at once, with a connection
@@ -404,5 +489,47 @@ func TestSci3LocalSessionTimeout(t *testing.T) {
 	}
 	if _, _, err := runArgs("--local", full, "--backend", "sci3", "--input", in, "--session-timeout", "0", "--quiet"); err != nil {
 		t.Fatalf("--local --session-timeout 0: %v", err)
+	}
+}
+
+// TestSci3AheadSharedProducts: dealing ahead covers the helper's matrix triples of products of
+// two shared matrices (attention): a batch of three ViT images with --helper-ahead is bitwise
+// equal to the clear run and sends no request on demand from the third inference on.
+func TestSci3AheadSharedProducts(t *testing.T) {
+	data := filepath.Join(testenv.RepoRoot(t), "testdata", "vit-mnist")
+	if _, err := os.Stat(filepath.Join(data, "inputs", "00002.npy")); err != nil {
+		t.Skipf("testdata/vit-mnist not present: %v", err)
+	}
+	dir := t.TempDir()
+	full, _ := compileTo(t, filepath.Join(data, "model.onnx"), dir, "vit", 38, 12)
+	in := filepath.Join(dir, "in")
+	if err := os.Mkdir(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"00000.npy", "00001.npy", "00002.npy"}
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(data, "inputs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(in, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clr, sec, rep := filepath.Join(dir, "clr")+"/", filepath.Join(dir, "sec")+"/", filepath.Join(dir, "r.json")
+	if _, _, err := runArgs("--clear", full, "--input", in+"/", "--output", clr, "--raw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runArgs("--local", full, "--backend", "sci3", "--input", in+"/", "--output", sec, "--raw", "--report", rep, "--helper-ahead", "256"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if !slices.Equal(readInts(t, filepath.Join(clr, name)), readInts(t, filepath.Join(sec, name))) {
+			t.Fatalf("%s differs from the clear run", name)
+		}
+	}
+	h := readReport(t, rep).Helper
+	if h == nil || h.AheadInferences != 2 || h.AheadOff != "" || h.AheadLateWaits != 0 {
+		t.Fatalf("dealing ahead: %+v", h)
 	}
 }

@@ -446,10 +446,18 @@ type HelperAccount struct {
 	// seed) and SetupStats the link's traffic then.
 	Setup      time.Duration
 	SetupStats transport.Stats
-	// Wait is the run's time in requests to the helper (dealer.Link.Wait).
+	// Wait is the run's time in requests to the helper (dealer.Link.Wait): on demand during
+	// the inferences, and at an inference's start for what was being dealt ahead.
 	Wait time.Duration
-	// Other is the other data party's link traffic, when this process knows it (--local).
-	Other *transport.Stats
+	// Demand is the number of requests sent on the critical path (dealer.Link.Demand), Ahead
+	// what dealing ahead did (dealer.Link.AheadStats).
+	Demand int64
+	Ahead  dealer.AheadStats
+	// Other is the other data party's link traffic, when this process knows it (--local), and
+	// OtherAhead its dealing ahead and OtherWait its waits on the helper.
+	Other      *transport.Stats
+	OtherAhead dealer.AheadStats
+	OtherWait  time.Duration
 }
 
 // HelperAccounter is a HelperBackend that accounts its link's set-up and waits.
@@ -459,27 +467,58 @@ type HelperAccounter interface {
 }
 
 // ThreeParty is Report.Helper: this party's traffic with the helper (all phases, as the
-// embedded Traffic), and the session split into set-up, offline and online. Offline is
-// everything the helper deals (input-independent) and the time spent waiting for it; online is
-// the data parties' own protocol. The helper deals on demand today, so the run's wall-clock
-// time is their sum (OfflineMS + OnlineMS = Report.RunMS): OnlineMS is what the run would
-// take with the dealing done ahead.
+// embedded Traffic), and the session split into set-up, offline and online. Everything the
+// helper deals is input-independent; what it deals before the inference that uses it (dealt
+// ahead: from the second inference of a session on, in the background during the one before)
+// is offline, what an inference asks for while it runs is on demand. The run's wall-clock time
+// is split into the waits on the helper (OfflineMS: on demand, and at an inference's start for
+// a dealing ahead still in flight) and the rest (OnlineMS; OfflineMS + OnlineMS =
+// Report.RunMS). AheadMS is the time the dealing ahead ran, overlapping the inferences.
 type ThreeParty struct {
 	Traffic
 	SetupMS   float64 `json:"setup_ms"`   // reaching the helper: TCP, TLS, verdict, link hello
 	OfflineMS float64 `json:"offline_ms"` // the run's waits on the helper
 	OnlineMS  float64 `json:"online_ms"`  // the run without those waits
+	// AheadInferences is the number of inferences served from correlations dealt ahead,
+	// AheadMS the wall time of that dealing (in the background) and AheadWaitMS the part of
+	// OfflineMS spent waiting for it at an inference's start.
+	AheadInferences int     `json:"ahead_inferences"`
+	AheadMS         float64 `json:"ahead_ms"`
+	AheadWaitMS     float64 `json:"ahead_wait_ms"`
+	// OnDemandRequests is the number of requests this party sent the helper while an
+	// inference ran (on its critical path); AheadRequests those dealt ahead.
+	OnDemandRequests int64 `json:"on_demand_requests"`
+	AheadRequests    int64 `json:"ahead_requests"`
+	// AheadPeriod is the period of the requests (1 or 2 inferences; 0 unknown), AheadMisses
+	// the requests of inferences served ahead that were not dealt ahead (sent on demand),
+	// AheadWastedBytes the replies dealt ahead and not used, AheadLateWaits the waits of an
+	// inference served ahead for a reply still in flight.
+	AheadPeriod      int   `json:"ahead_period,omitempty"`
+	AheadMisses      int64 `json:"ahead_misses"`
+	AheadWastedBytes int64 `json:"ahead_wasted_bytes"`
+	AheadLateWaits   int64 `json:"ahead_late_waits"`
+	// AheadOff says why dealing ahead is off, when it was asked for.
+	AheadOff string `json:"ahead_off,omitempty"`
 	// Pairs gives the bytes (both directions) of each pair of parties this party can see: its
 	// own two links, and the other data party's link to the helper when known (--local).
 	Pairs []PairTraffic `json:"pairs"`
 }
 
-// PairTraffic is the traffic between two parties in the phases of a three-party session.
+// PairTraffic is the traffic between two parties in the phases of a three-party session, and
+// the time of each phase on that pair.
 type PairTraffic struct {
 	Pair    string `json:"pair"`          // "0-1", "0-2" or "1-2"
 	Setup   int64  `json:"setup_bytes"`   // handshake and set-up (0-1), link set-up (P-2)
-	Offline int64  `json:"offline_bytes"` // what the helper dealt
-	Online  int64  `json:"online_bytes"`  // the data parties' protocol
+	Offline int64  `json:"offline_bytes"` // what the helper dealt ahead (P-2)
+	Online  int64  `json:"online_bytes"`  // the data parties' protocol (0-1), dealt on demand (P-2)
+	// SetupMS is the backend's set-up (0-1) or reaching the helper (P-2, this party's link);
+	// OfflineMS the wall time of the dealing ahead on the link (P-2: in the background, so
+	// overlapping the inferences; 0-1: 0); OnlineMS the run's time outside waits on this
+	// party's helper link (0-1), or the time inferences waited on the link (P-2: requests on
+	// demand and the waits at inference starts).
+	SetupMS   float64 `json:"setup_ms"`
+	OfflineMS float64 `json:"offline_ms"`
+	OnlineMS  float64 `json:"online_ms"`
 }
 
 func bothWays(s transport.Stats) int64 { return s.BytesSent + s.BytesRecv }
@@ -489,23 +528,30 @@ func threeParty(h HelperBackend, rep *Report, party int) *ThreeParty {
 	all := h.HelperStats()
 	t := &ThreeParty{Traffic: trafficOf(all)}
 	setup := rep.Handshake.BytesSent + rep.Handshake.BytesRecv + rep.Setup.BytesSent + rep.Setup.BytesRecv
-	t.Pairs = append(t.Pairs, PairTraffic{Pair: "0-1", Setup: setup, Online: rep.Total.BytesSent + rep.Total.BytesRecv - setup})
+	t.Pairs = append(t.Pairs, PairTraffic{Pair: "0-1", Setup: setup, Online: rep.Total.BytesSent + rep.Total.BytesRecv - setup, SetupMS: rep.SetupMS, OnlineMS: rep.RunMS})
 	a, ok := h.(HelperAccounter)
 	if !ok {
-		t.Pairs = append(t.Pairs, PairTraffic{Pair: fmt.Sprintf("%d-2", party), Offline: bothWays(all)})
+		t.Pairs = append(t.Pairs, PairTraffic{Pair: fmt.Sprintf("%d-2", party), Online: bothWays(all)})
 		return t
 	}
 	acc := a.HelperAccount()
 	t.SetupMS = ms(acc.Setup)
 	t.OfflineMS = ms(acc.Wait)
 	t.OnlineMS = max(0, rep.RunMS-t.OfflineMS)
-	own := PairTraffic{Pair: fmt.Sprintf("%d-2", party), Setup: bothWays(acc.SetupStats), Offline: bothWays(all) - bothWays(acc.SetupStats)}
+	t.AheadInferences, t.AheadMS, t.AheadWaitMS = acc.Ahead.Inferences, ms(acc.Ahead.Fetch), ms(acc.Ahead.Wait)
+	t.OnDemandRequests, t.AheadRequests, t.AheadOff = acc.Demand, acc.Ahead.Requests, acc.Ahead.Off
+	t.AheadPeriod, t.AheadMisses, t.AheadWastedBytes, t.AheadLateWaits = acc.Ahead.Period, acc.Ahead.Misses, acc.Ahead.Wasted, acc.Ahead.LateWaits
+	setupB := bothWays(acc.SetupStats)
+	t.Pairs[0].OnlineMS = t.OnlineMS
+	own := PairTraffic{Pair: fmt.Sprintf("%d-2", party), Setup: setupB, Offline: acc.Ahead.Bytes, Online: bothWays(all) - setupB - acc.Ahead.Bytes,
+		SetupMS: t.SetupMS, OfflineMS: ms(acc.Ahead.Fetch), OnlineMS: t.OfflineMS}
 	if acc.Other == nil {
 		t.Pairs = append(t.Pairs, own)
 		return t
 	}
 	// The link hello has the same size for both data parties.
-	other := PairTraffic{Pair: fmt.Sprintf("%d-2", 1-party), Setup: own.Setup, Offline: bothWays(*acc.Other) - own.Setup}
+	other := PairTraffic{Pair: fmt.Sprintf("%d-2", 1-party), Setup: own.Setup, Offline: acc.OtherAhead.Bytes, Online: bothWays(*acc.Other) - own.Setup - acc.OtherAhead.Bytes,
+		OfflineMS: ms(acc.OtherAhead.Fetch), OnlineMS: ms(acc.OtherWait)}
 	if party == 0 {
 		t.Pairs = append(t.Pairs, own, other)
 	} else {
@@ -518,8 +564,15 @@ func threeParty(h HelperBackend, rep *Report, party int) *ThreeParty {
 func (t *ThreeParty) write(b *strings.Builder, runMS float64) {
 	fmt.Fprintf(b, "three parties: helper set-up %s, offline (waits on the helper) %s, online %s of the run's %s\n",
 		fmtMS(t.SetupMS), fmtMS(t.OfflineMS), fmtMS(t.OnlineMS), fmtMS(runMS))
+	switch {
+	case t.AheadInferences > 0:
+		fmt.Fprintf(b, "  dealt ahead: %d inferences, %d requests in %s in the background (waited %s at inference starts; period %d, %d missed, %s unused); %d requests on demand\n",
+			t.AheadInferences, t.AheadRequests, fmtMS(t.AheadMS), fmtMS(t.AheadWaitMS), t.AheadPeriod, t.AheadMisses, FormatBytes(t.AheadWastedBytes), t.OnDemandRequests)
+	case t.AheadOff != "":
+		fmt.Fprintf(b, "  dealt on demand (%d requests): dealing ahead is off: %s\n", t.OnDemandRequests, t.AheadOff)
+	}
 	for _, p := range t.Pairs {
-		fmt.Fprintf(b, "  %s: set-up %s, offline %s, online %s\n", strings.Replace(p.Pair, "-", "↔", 1),
-			FormatBytes(p.Setup), FormatBytes(p.Offline), FormatBytes(p.Online))
+		fmt.Fprintf(b, "  %s: set-up %s, offline %s, online %s; time set-up %s, offline %s, online %s\n", strings.Replace(p.Pair, "-", "↔", 1),
+			FormatBytes(p.Setup), FormatBytes(p.Offline), FormatBytes(p.Online), fmtMS(p.SetupMS), fmtMS(p.OfflineMS), fmtMS(p.OnlineMS))
 	}
 }

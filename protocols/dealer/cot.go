@@ -248,8 +248,8 @@ func (c *Core) refill(ctx context.Context, n int) error {
 	c.buf, c.bits = c.buf[:n], c.bits[:bitvec.Words(n)]
 	c.bitsG.Uint64s(c.bits)
 	c.pos = 0
-	err := c.link.call(ctx, []uint64{opCOT, uint64(c.stream), uint64(1 - c.party), uint64(n)}, func() error {
-		return recvWords(ctx, c.link.conn, prg.BlockWords(c.buf))
+	err := c.link.call(ctx, []uint64{opCOT, uint64(c.stream), uint64(1 - c.party), uint64(n)}, func(src frameReader) error {
+		return recvWords(ctx, src, prg.BlockWords(c.buf))
 	})
 	if err == nil {
 		c.startPrefetch(ctx)
@@ -275,9 +275,9 @@ func (c *Core) startPrefetch(ctx context.Context) {
 	c.link.bg.Add(1)
 	go func(ch chan<- fetched) {
 		defer c.link.bg.Done()
-		f.err = c.link.request(ctx, []uint64{opCOT, uint64(c.stream), uint64(1 - c.party), uint64(n)}, func() error {
-			return recvWords(ctx, c.link.conn, prg.BlockWords(f.buf))
-		}, false)
+		f.err = c.link.request(ctx, []uint64{opCOT, uint64(c.stream), uint64(1 - c.party), uint64(n)}, func(src frameReader) error {
+			return recvWords(ctx, src, prg.BlockWords(f.buf))
+		}, reqBackground)
 		ch <- f
 	}(c.next)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -360,14 +361,14 @@ func TestDealtErrors(t *testing.T) {
 		t.Fatal("argument errors made the cores unusable or sent a request")
 	}
 	// The helper refuses a request for a stream in which the requesting party is the sender.
-	err := tr.Links[1].call(ctx, []uint64{opDealt, 0, 1, 2, 1, 8, 10}, func() error { return recvPacked(ctx, tr.Links[1].conn, make([]uint64, 10), 8) })
+	err := tr.Links[1].call(ctx, []uint64{opDealt, 0, 1, 2, 1, 8, 10}, func(src frameReader) error { return recvPacked(ctx, src, make([]uint64, 10), 8) })
 	if err == nil {
 		t.Fatal("the helper answered a request naming the receiver as sender")
 	}
 	// A position past the end of a shape's stream is refused (a fresh trio: that link is dead).
 	tr, _, _ = trio(t)
-	err = tr.Links[1].call(ctx, []uint64{opDealt, 0, 0, 256, 1 << 16, 64, 1 << 40, 1}, func() error {
-		return recvPacked(ctx, tr.Links[1].conn, make([]uint64, 1<<16), 64)
+	err = tr.Links[1].call(ctx, []uint64{opDealt, 0, 0, 256, 1 << 16, 64, 1 << 40, 1}, func(src frameReader) error {
+		return recvPacked(ctx, src, make([]uint64, 1<<16), 64)
 	})
 	if err == nil {
 		t.Fatal("the helper answered a request for instance 2^40 of a 2^24-word shape")
@@ -489,4 +490,59 @@ func TestReLUHelperBytes(t *testing.T) {
 	}
 	t.Logf("ReLU + Trunc on %d elements (l = 32): data parties %d B either way; helper %d B (%.1f bits per element) against %d COTs × 128 bits = %d B (%.1f×; the refills sent %d B)",
 		n, dealt.data, dealt.helper, float64(8*dealt.helper)/n, generic.cots, cotBytes, float64(cotBytes)/float64(dealt.helper), generic.helper)
+}
+
+// TestAheadStreamOrder: triples dealt ahead are handed out in their stream's order; an
+// inference that asks for other triples than the first one did fails with a clear error
+// instead of taking a reply the helper drew for another request. The triples it was served
+// ahead equal those dealt on demand (the helper's stream stays in step).
+func TestAheadStreamOrder(t *testing.T) {
+	ctx := context.Background()
+	tr, err := Local(ctx, transport.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tr.Close(ctx) }()
+	lk := tr.Links[1]
+	lk.SetAhead(1 << 20)
+	tp0, tp1 := NewTriples(tr.Links[0]), NewTriples(lk)
+	check := func(k int) {
+		t.Helper()
+		r0, _, err := tp0.DealBitTriples(ctx, 0, 100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r1, _, err := tp1.DealBitTriples(ctx, 0, 100, 0)
+		if err != nil {
+			t.Fatalf("inference %d: %v", k, err)
+		}
+		for i := range r0[0] {
+			if (r0[0][i]^r1[0][i])&(r0[1][i]^r1[1][i]) != r0[2][i]^r1[2][i] {
+				t.Fatalf("inference %d: word %d is not a triple", k, i)
+			}
+		}
+	}
+	for k := range 3 {
+		if err := lk.BeginInference(ctx, k, 4); err != nil {
+			t.Fatal(err)
+		}
+		before := lk.Demand()
+		check(k)
+		if d := lk.Demand() - before; k > 0 && d != 0 || k == 0 && d != 1 {
+			t.Errorf("inference %d: %d requests on demand", k, d)
+		}
+		if err := lk.EndInference(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lk.BeginInference(ctx, 3, 4); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = tp1.DealBitTriples(ctx, 0, 50, 0)
+	if err == nil || !strings.Contains(err.Error(), "out of step") {
+		t.Fatalf("a triple request out of the stream's order: %v", err)
+	}
+	if a := lk.AheadStats(); a.Inferences != 3 || a.Period != 1 || a.Requests != 3 || a.Misses != 0 || a.Wasted != 0 {
+		t.Errorf("%+v", a)
+	}
 }

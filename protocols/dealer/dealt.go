@@ -258,7 +258,11 @@ func (c *Core) startFetch(ctx context.Context, k shape, at uint64, buf []uint64,
 		if ahead {
 			defer link.bg.Done()
 		}
-		f.err = link.request(ctx, req, func() error { return recvPacked(ctx, link.conn, buf, k.l) }, false)
+		mode := reqUntimed // the draw's wait counts the time
+		if ahead {
+			mode = reqBackground
+		}
+		f.err = link.request(ctx, req, func(src frameReader) error { return recvPacked(ctx, src, buf, k.l) }, mode)
 	}()
 	return f
 }

@@ -32,5 +32,9 @@
 // Requests: a data party asks its link for what it needs, in the order both data parties use
 // it; the helper answers requests in order, one link at a time per goroutine ([Serve]). A
 // request for dealt OTs names the shape and the position of its first instance in the shape's
-// sequence, so those may also be fetched ahead ([Link.SetPrefetch]).
+// sequence, so those may also be fetched ahead ([Link.SetPrefetch]). In a session of several
+// inferences of one program, [Link.SetAhead] deals each inference's correlations ahead: the link
+// records an inference's requests, predicts the next one's (dealt OTs and linear corrections are
+// addressed by position, the rest follow in stream order) and fetches their replies in the
+// background, so that the inference makes no request to the helper.
 package dealer

@@ -292,13 +292,15 @@ func (s *Linear) apply(ctx context.Context, sh Shape, dst, w, x []uint64) error 
 		}
 		if hdr[2] == 1 {
 			s.fs[id] = f
+		} else {
+			s.link.linearOnce()
 		}
 	} else if len(f) != nw {
 		return fmt.Errorf("dealer: linear layer: weight tensor %d has %d elements here, %d at party 0", id, len(f), nw)
 	}
 	d := make([]uint64, nz)
 	req := append([]uint64{opLinear, id, call, uint64(l)}, sh.words()...)
-	if err := s.link.call(ctx, req, func() error { return recvPacked(ctx, s.link.conn, d, l) }); err != nil {
+	if err := s.link.call(ctx, req, func(src frameReader) error { return recvPacked(ctx, src, d, l) }); err != nil {
 		return err
 	}
 	sh.Apply(s.r, dst, f, a)

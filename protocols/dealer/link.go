@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
@@ -66,7 +67,20 @@ type Link struct {
 	// background (0: none).
 	prefetch int
 	bg       sync.WaitGroup // the background fetches in flight (Done waits for them)
+	demand   int64          // requests sent on the critical path
+	ah       *ahead         // dealing ahead (SetAhead), or nil
 }
+
+// reqMode is how a request is sent: on the critical path, its time counted in Wait (reqTimed)
+// or by the caller (reqUntimed), or in the background (reqBackground: a prefetch, or dealing
+// ahead).
+type reqMode uint8
+
+const (
+	reqTimed reqMode = iota
+	reqUntimed
+	reqBackground
+)
 
 // SetPrefetch makes the cores on this link fetch ahead in the background, so that the next draw
 // finds the helper's part ready (an offline phase for the helper's dealing): the next n COTs of
@@ -170,15 +184,16 @@ func (l *Link) prg(purpose uint8, idx uint64) *prg.PRG {
 
 // Done tells the helper that this party will send no more requests.
 func (l *Link) Done(ctx context.Context) error {
+	l.stopAhead()
 	l.bg.Wait() // a prefetch still in flight gets its reply first
 	return l.call(ctx, []uint64{opDone}, nil)
 }
 
-// call sends request req (padded to reqWords) and runs recv, which reads the reply, while no
-// other request is in flight on the link. An error makes the link unusable and aborts it, so that
-// the helper stops at once.
-func (l *Link) call(ctx context.Context, req []uint64, recv func() error) error {
-	return l.request(ctx, req, recv, true)
+// call sends request req (padded to reqWords) and runs recv, which reads the reply from src,
+// while no other request is in flight on the link. An error makes the link unusable and aborts
+// it, so that the helper stops at once.
+func (l *Link) call(ctx context.Context, req []uint64, recv func(src frameReader) error) error {
+	return l.request(ctx, req, recv, reqTimed)
 }
 
 // addWait counts d as time the online path waited on the helper.
@@ -188,10 +203,26 @@ func (l *Link) addWait(d time.Duration) {
 	l.mu.Unlock()
 }
 
-// request is call; account says whether its time counts in Wait (not for a background fetch).
-func (l *Link) request(ctx context.Context, req []uint64, recv func() error, account bool) error {
+// request is call; mode says whether it is on the critical path and who counts its time. A
+// request on the critical path is recorded for dealing ahead, or answered from the replies
+// dealt ahead.
+func (l *Link) request(ctx context.Context, req []uint64, recv func(src frameReader) error, mode reqMode) error {
+	var r [reqWords]uint64
+	if len(req) > reqWords {
+		return fmt.Errorf("dealer: internal error: a request of %d words", len(req))
+	}
+	copy(r[:], req)
+	if l.ah != nil && mode != reqBackground {
+		l.ah.record(&r)
+		if served, err := l.serveAhead(ctx, &r, recv); served {
+			return err
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if mode != reqBackground {
+		l.demand++
+	}
 	if l.err != nil {
 		var he *HelperError
 		if errors.As(l.err, &he) {
@@ -199,14 +230,9 @@ func (l *Link) request(ctx context.Context, req []uint64, recv func() error, acc
 		}
 		return fmt.Errorf("dealer: link unusable after an earlier failure: %w", l.err)
 	}
-	var r [reqWords]uint64
-	if len(req) > reqWords {
-		return fmt.Errorf("dealer: internal error: a request of %d words", len(req))
-	}
-	copy(r[:], req)
 	start := time.Now()
 	defer func() {
-		if account {
+		if mode == reqTimed {
 			l.wait += time.Since(start)
 		}
 	}()
@@ -215,7 +241,39 @@ func (l *Link) request(ctx context.Context, req []uint64, recv func() error, acc
 		err = l.conn.Flush(ctx)
 	}
 	if err == nil && recv != nil {
-		err = recv()
+		err = recv(l.conn)
+	}
+	if err != nil {
+		l.err = &HelperError{Where: l.where, Err: err}
+		actx, cancel := context.WithTimeout(context.Background(), timeoutAbort)
+		_ = l.conn.Abort(actx, l.err.Error())
+		cancel()
+		return l.err
+	}
+	return nil
+}
+
+// requestMany sends the requests reqs in one flight and then reads their replies in order
+// (recvs[i] reads the reply to reqs[i]), while no other request is in flight on the link: the
+// helper answers a link's requests in order, so the round trips of a batch of background fetches
+// overlap. Errors are as request's.
+func (l *Link) requestMany(ctx context.Context, reqs [][reqWords]uint64, recvs []func(src frameReader) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return fmt.Errorf("dealer: link unusable after an earlier failure: %w", l.err)
+	}
+	var err error
+	for i := range reqs {
+		if err = l.conn.SendUint64s(ctx, reqs[i][:]); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = l.conn.Flush(ctx)
+	}
+	for i := 0; err == nil && i < len(recvs); i++ {
+		err = recvs[i](l.conn)
 	}
 	if err != nil {
 		l.err = &HelperError{Where: l.where, Err: err}
@@ -229,6 +287,7 @@ func (l *Link) request(ctx context.Context, req []uint64, recv func() error, acc
 
 // Abort makes the link unusable and aborts its connection (the helper fails at once).
 func (l *Link) Abort(reason string) {
+	l.stopAhead()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err == nil {
@@ -270,9 +329,9 @@ func sendWords(ctx context.Context, c *transport.Conn, v []uint64) error {
 }
 
 // recvWords receives what sendWords sent with the same len(dst).
-func recvWords(ctx context.Context, c *transport.Conn, dst []uint64) error {
+func recvWords(ctx context.Context, c frameReader, dst []uint64) error {
 	for off := 0; off < len(dst) || off == 0; off += frameElems {
-		if err := c.RecvUint64s(ctx, dst[off:min(len(dst), off+frameElems)]); err != nil {
+		if err := c.Recv(ctx, bitvec.Bytes(dst[off:min(len(dst), off+frameElems)])); err != nil {
 			return err
 		}
 		if len(dst) == 0 {
@@ -293,12 +352,47 @@ func sendPacked(ctx context.Context, c *transport.Conn, v []uint64, l int) error
 }
 
 // recvPacked receives what sendPacked sent with the same len(dst) and l.
-func recvPacked(ctx context.Context, c *transport.Conn, dst []uint64, l int) error {
+func recvPacked(ctx context.Context, c frameReader, dst []uint64, l int) error {
+	if l < 1 || l > 64 {
+		return fmt.Errorf("dealer: bit width %d outside 1..64", l)
+	}
+	tc, _ := c.(*transport.Conn)
+	var buf []uint64
 	for off := 0; off < len(dst); off += frameElems {
-		if err := c.RecvPacked(ctx, dst[off:min(len(dst), off+frameElems)], l); err != nil {
+		part := dst[off:min(len(dst), off+frameElems)]
+		if tc != nil {
+			if err := tc.RecvPacked(ctx, part, l); err != nil {
+				return err
+			}
+			continue
+		}
+		nw := transport.PackedWords(len(part), l)
+		if cap(buf) < nw {
+			buf = make([]uint64, nw)
+		}
+		buf = buf[:nw]
+		if err := recvBits(ctx, c, buf, len(part)*l); err != nil {
 			return err
 		}
+		transport.Unpack(part, buf, l)
 	}
+	return nil
+}
+
+// recvBits receives what transport.Conn.SendBits sent with the same nbits into the first
+// bitvec.Words(nbits) words of dst (the bits past nbits zeroed).
+func recvBits(ctx context.Context, c frameReader, dst []uint64, nbits int) error {
+	if tc, ok := c.(*transport.Conn); ok {
+		return tc.RecvBits(ctx, dst, nbits)
+	}
+	nw := bitvec.Words(nbits)
+	if nw > 0 {
+		dst[nw-1] = 0
+	}
+	if err := c.Recv(ctx, bitvec.Bytes(dst[:nw])[:(nbits+7)/8]); err != nil {
+		return err
+	}
+	bitvec.ClearTail(dst, nbits)
 	return nil
 }
 

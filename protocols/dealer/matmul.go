@@ -184,7 +184,7 @@ func (s *SharedMatMul) apply(ctx context.Context, dst, x, y []uint64, d matDims)
 	if s.party == 1 {
 		c = make([]uint64, len(dst))
 		req := []uint64{opMatMul, call, uint64(l), uint64(d.batch), uint64(d.m), uint64(d.k), uint64(d.n)}
-		if err := s.link.call(ctx, req, func() error { return recvPacked(ctx, s.link.conn, c, l) }); err != nil {
+		if err := s.link.call(ctx, req, func(src frameReader) error { return recvPacked(ctx, src, c, l) }); err != nil {
 			return err
 		}
 	}

@@ -80,8 +80,8 @@ func (t *Triples) DealBitTriples(ctx context.Context, stream, nReg, nCorr int) (
 	}
 	n := nReg + 2*nCorr
 	buf := make([]uint64, bitvec.Words(n))
-	err = t.link.call(ctx, []uint64{opTriples, uint64(stream), uint64(nReg), uint64(nCorr)}, func() error {
-		return t.link.conn.RecvBits(ctx, buf, n)
+	err = t.link.call(ctx, []uint64{opTriples, uint64(stream), uint64(nReg), uint64(nCorr)}, func(src frameReader) error {
+		return recvBits(ctx, src, buf, n)
 	})
 	if err != nil {
 		return reg, corr, err

@@ -212,6 +212,24 @@ func (b *Backend) MatMulShared(ctx context.Context, dst, x, y ring.Tensor, batch
 	return b.dealt("bmatmul", func() error { return b.mm.Apply(ctx, dst.Data, x.Data, y.Data, batch, m, k, n) })
 }
 
+// BeginInference tells the link to the helper that inference k of count starts: the first is
+// recorded, and with dealing ahead on (dealer.Link.SetAhead) inference k ≥ 1 finds every
+// correlation it needs already dealt, and the next one's are dealt in the background.
+func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
+	if err := b.link.BeginInference(ctx, k, count); err != nil {
+		return fmt.Errorf("sci3: %w", err)
+	}
+	return nil
+}
+
+// EndInference tells the link that inference k ended.
+func (b *Backend) EndInference(k int) error {
+	if err := b.link.EndInference(k); err != nil {
+		return fmt.Errorf("sci3: %w", err)
+	}
+	return nil
+}
+
 // Close tells the helper this party is done.
 func (b *Backend) Close() error {
 	if b.link.Err() != nil {

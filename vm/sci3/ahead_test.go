@@ -1,0 +1,272 @@
+package sci3_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/frontend/onnx"
+	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/passes"
+	"github.com/cryptflow-go/cryptflow/protocols/dealer"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/sciir"
+	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
+	"github.com/cryptflow-go/cryptflow/vm/sci3"
+)
+
+// mnistSmall compiles the project's MNIST model (l = 32, s = 12) and returns the server and
+// client copies, decoded from their .sciir encodings.
+func mnistSmall(t *testing.T) (server, client *fixed.Program) {
+	t.Helper()
+	model := filepath.Join(testenv.RepoRoot(t), "testdata", "mnist-small", "model.onnx")
+	if _, err := os.Stat(model); err != nil {
+		t.Skipf("testdata/mnist-small not present: %v", err)
+	}
+	g, err := onnx.Load(model, onnx.Options{Batch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := passes.DefaultOptions()
+	opts.Bits, opts.Scale, opts.Check = 32, 12, true
+	p, _, err := passes.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copies [2]*fixed.Program
+	for i, weights := range []bool{true, false} {
+		b, err := sciir.Marshal(&sciir.File{Program: p}, weights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := sciir.Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies[i] = f.Program
+	}
+	return copies[0], copies[1]
+}
+
+// batchRun is one three-party session over a batch: per inference, the client's outputs and
+// each link's requests on the critical path; the helper links' traffic and dealing ahead.
+type batchRun struct {
+	outs   [][]vm.Output
+	demand [][2]int64
+	helper [2]transport.Stats
+	ahead  [2]dealer.AheadStats
+}
+
+// runBatch runs the inputs in one sci3 session (helper in this process, two streams), telling
+// the backends where each inference starts and ends as internal/serve does, with dealing ahead
+// capped at aheadCap bytes (0: off).
+func runBatch(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor, aheadCap int64) batchRun {
+	t.Helper()
+	ctx := context.Background()
+	topt := transport.Options{Timeout: 60 * time.Second}
+	trio, err := dealer.Local(ctx, topt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns [2][]*transport.Conn
+	for range 2 {
+		na, nb := net.Pipe()
+		a, b := transport.NewConn(na, topt), transport.NewConn(nb, topt)
+		t.Cleanup(func() { a.Close(); b.Close() })
+		conns[0], conns[1] = append(conns[0], a), append(conns[1], b)
+	}
+	progs := [2]*fixed.Program{server, client}
+	r := ring.Must(server.Bits)
+	var backends [2]*sci3.Backend
+	var machines [2]*vm.Machine
+	setup := func(p int) error {
+		trio.Links[p].SetAhead(aheadCap)
+		b, err := sci3.New(ctx, conns[p][0], trio.Links[p], r, sci3.Options{Streams: conns[p][1:], LinearPerRun: sci3.LinearCalls(progs[p])})
+		if err != nil {
+			return err
+		}
+		backends[p] = b
+		machines[p], err = vm.New(progs[p], b)
+		return err
+	}
+	if e0, e1 := testenv.Both(func() error { return setup(0) }, func() error { return setup(1) }); e0 != nil || e1 != nil {
+		t.Fatalf("setup: party 0: %v; party 1: %v", e0, e1)
+	}
+	var res batchRun
+	in0 := []ring.Tensor{{Shape: inputs[0].Shape}}
+	for k, x := range inputs {
+		var before [2]int64
+		var o1 []vm.Output
+		run := func(p int) error {
+			if err := backends[p].BeginInference(ctx, k, len(inputs)); err != nil {
+				return err
+			}
+			before[p] = trio.Links[p].Demand()
+			in := in0
+			if p == 1 {
+				in = []ring.Tensor{x}
+			}
+			o, err := machines[p].Run(ctx, in)
+			if p == 1 {
+				o1 = o
+			}
+			if err != nil {
+				return err
+			}
+			return backends[p].EndInference(k)
+		}
+		if e0, e1 := testenv.Both(func() error { return run(0) }, func() error { return run(1) }); e0 != nil || e1 != nil {
+			t.Fatalf("inference %d: party 0: %v; party 1: %v", k, e0, e1)
+		}
+		res.outs = append(res.outs, o1)
+		res.demand = append(res.demand, [2]int64{trio.Links[0].Demand() - before[0], trio.Links[1].Demand() - before[1]})
+	}
+	for p, b := range backends {
+		res.ahead[p] = trio.Links[p].AheadStats()
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		res.helper[p] = trio.Links[p].Conn().Stats()
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := trio.Close(cctx); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	return res
+}
+
+// TestDealAhead: a batch of inferences with dealing ahead gives bitwise the cleartext outputs;
+// from the third inference on neither data party sends the helper a request on the critical
+// path and no reply is waited for (the second is served ahead too, with at most the requests
+// of the streams whose roles swapped sent on demand: period 2); the helper links carry
+// exactly the bytes of the same batch dealt on demand plus the replies dealt ahead and not
+// used.
+func TestDealAhead(t *testing.T) {
+	server, client := mnistSmall(t)
+	n := 5
+	if testing.Short() {
+		n = 4
+	}
+	rng := rand.New(rand.NewPCG(26, 3))
+	in := server.Tensors[server.Inputs[0].Tensor]
+	r := ring.Must(server.Bits)
+	var inputs []ring.Tensor
+	size := 1
+	for _, d := range in.Shape {
+		size *= d
+	}
+	for k := range n {
+		x := make([]float32, size)
+		for i := range x {
+			switch k {
+			case 0: // edge: all zero
+			case 1: // edge: the largest value of the validated range
+				x[i] = 1
+			default:
+				x[i] = rng.Float32()
+			}
+		}
+		enc, err := r.EncodeTensor(in.Shape, x, in.Scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, enc)
+	}
+	c, err := cleartext.New(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := vm.New(server, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := runBatch(t, server, client, inputs, 64<<20)
+	for k, x := range inputs {
+		want, err := m.Run(context.Background(), []ring.Tensor{x})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, w := range want {
+			got := ahead.outs[k][j]
+			if !got.Revealed || !slices.Equal(got.Value.Data, w.Value.Data) {
+				t.Fatalf("inference %d output %q: secure %v differs from clear %v", k, w.Name, got.Value.Data[:min(8, len(got.Value.Data))], w.Value.Data[:min(8, len(w.Value.Data))])
+			}
+		}
+	}
+	onDemand := runBatch(t, server, client, inputs, 0)
+	for p := range 2 {
+		a := ahead.ahead[p]
+		t.Logf("party %d: requests per inference on the critical path %v (on demand: %v); %+v", p, column(ahead.demand, p), column(onDemand.demand, p), a)
+		if d := ahead.demand[0][p]; d == 0 || d != onDemand.demand[0][p] {
+			t.Errorf("party %d: the first inference sent %d requests, %d on demand", p, d, onDemand.demand[0][p])
+		}
+		for k := 2; k < n; k++ {
+			if d := ahead.demand[k][p]; d != 0 {
+				t.Errorf("party %d: inference %d sent %d requests to the helper on the critical path, want 0", p, k+1, d)
+			}
+		}
+		if a.Inferences != n-1 || a.LateWaits != 0 || a.Off != "" || a.Misses != ahead.demand[1][p] || a.Period == 0 || (a.Period == 1) != (a.Misses == 0) {
+			t.Errorf("party %d: dealing ahead %+v, the second inference's requests on demand %d", p, a, ahead.demand[1][p])
+		}
+		// Bytes: the same dealing, plus what was dealt for the second inference and not used.
+		got := ahead.helper[p].BytesSent + ahead.helper[p].BytesRecv - a.Wasted
+		if want := onDemand.helper[p].BytesSent + onDemand.helper[p].BytesRecv; got != want {
+			t.Errorf("party %d: helper link %d bytes less %d unused = %d, dealt on demand %d", p, got+a.Wasted, a.Wasted, got, want)
+		}
+		if a.Period == 1 && a.Wasted != 0 {
+			t.Errorf("party %d: period 1 with %d bytes unused", p, a.Wasted)
+		}
+	}
+}
+
+// TestDealAheadCap: a cap below one inference's replies deals everything on demand and says
+// why; the outputs and the helper's bytes are those of dealing on demand.
+func TestDealAheadCap(t *testing.T) {
+	server, client := mnistSmall(t)
+	r := ring.Must(server.Bits)
+	in := server.Tensors[server.Inputs[0].Tensor]
+	var inputs []ring.Tensor
+	for range 3 {
+		x, err := r.EncodeTensor(in.Shape, make([]float32, ring.Size(in.Shape)), in.Scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, x)
+	}
+	capped := runBatch(t, server, client, inputs, 1024)
+	onDemand := runBatch(t, server, client, inputs, 0)
+	for p := range 2 {
+		a := capped.ahead[p]
+		if !strings.Contains(a.Off, "exceed the cap of 1024 bytes") || a.Inferences != 0 || a.Requests != 0 {
+			t.Errorf("party %d: %+v", p, a)
+		}
+		if !slices.Equal(column(capped.demand, p), column(onDemand.demand, p)) || capped.helper[p] != onDemand.helper[p] {
+			t.Errorf("party %d: requests %v, helper %+v; on demand %v, %+v", p, column(capped.demand, p), capped.helper[p], column(onDemand.demand, p), onDemand.helper[p])
+		}
+	}
+	for k := range inputs {
+		for j := range capped.outs[k] {
+			if !slices.Equal(capped.outs[k][j].Value.Data, onDemand.outs[k][j].Value.Data) {
+				t.Fatalf("inference %d output %d differs", k, j)
+			}
+		}
+	}
+}
+
+func column(v [][2]int64, p int) []int64 {
+	var out []int64
+	for _, x := range v {
+		out = append(out, x[p])
+	}
+	return out
+}
