@@ -190,3 +190,46 @@ func TestNTTPrimes(t *testing.T) {
 		t.Error("10 primes of 8 bits ≡ 1 mod 64: no error")
 	}
 }
+
+// TestTaplessPhasesDropped checks that a kernel smaller than its stride packs only the phases that
+// meet a tap: a 1×1 convolution at stride 2 (rows and columns apart) costs exactly what the same
+// convolution costs on the subsampled input at stride 1 (and a 2×2 kernel at stride 3 what the
+// 1×1 convolution of its four phases costs), with every weight placed once.
+func TestTaplessPhasesDropped(t *testing.T) {
+	p, err := ParamsFor(37)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ sub, strided ring.ConvGeom }{
+		{conv(1, 64, 14, 14, 32, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0), conv(1, 64, 28, 28, 32, 1, 1, 2, 2, 0, 0, 1, 1, 1, 0, 0)},
+		{conv(1, 16, 9, 5, 8, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0), conv(1, 16, 9, 15, 8, 1, 1, 1, 3, 0, 0, 1, 1, 1, 0, 0)},
+		// 2×2 at stride 3 meets phases 0 and 1 of 3 along each axis: 4 phases of 6 channels, a 1×1
+		// convolution of 24 channels in 2 groups over the 4×4 phase images.
+		{conv(2, 24, 4, 4, 6, 1, 1, 1, 1, 0, 0, 1, 1, 2, 0, 0), conv(2, 6, 12, 12, 6, 2, 2, 3, 3, 0, 0, 1, 1, 2, 0, 0)},
+	} {
+		a, err := ConvCost(c.sub, 37)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ConvCost(c.strided, 37)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a != b {
+			t.Errorf("%+v: cost %+v, on the subsampled input %+v", c.strided, b, a)
+		}
+		pl, err := ConvPlan(p, c.strided)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := map[[2]int32]bool{}
+		for i := 0; i < pl.Weights; i++ {
+			for _, e := range pl.WElem[pl.WStart[i]:pl.WStart[i+1]] {
+				used[[2]int32{int32(i), e}] = true
+			}
+		}
+		if len(used) != c.strided.M*(c.strided.C/c.strided.Groups)*c.strided.KH*c.strided.KW {
+			t.Errorf("%+v: %d weights placed", c.strided, len(used))
+		}
+	}
+}
