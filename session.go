@@ -45,7 +45,8 @@ type SessionOptions struct {
 
 // Result is the outcome of one inference at the client.
 type Result struct {
-	// Output is the revealed output decoded to floats, in Shape.
+	// Output is the revealed output decoded to floats, in Shape (for a quantized model's
+	// dequantized output, the floats its DequantizeLinear gives: ONNX Runtime's).
 	Output []float32
 	Shape  []int
 	// Class is the index of the highest score (the first row's, for an output of several

@@ -41,10 +41,11 @@ const Version = 5
 // sparseFlag marks a sparse weight tensor in WDAT's width byte (version 4).
 const sparseFlag = 0x80
 
-// fileVersion is the version a file of f is written as: the oldest that can hold it. Whether a
-// weight is written sparse depends on its values, which a program without weight data (a client
-// copy read from a file) does not have: then the version it was read as is kept, so that writing
-// it again gives the same program ID.
+// fileVersion is the version a file of f is written as: the oldest that can hold it. A program
+// read from a file keeps the version it was read as (at least what its opcodes need), so that
+// writing it again — either copy — gives the same program ID; its weights are then written
+// sparse only if that version is 4 or newer. A new program is written as version 4 when some
+// weight is worth writing sparse.
 func fileVersion(f *File) int {
 	v := 2
 	for _, in := range f.Program.Instrs {
@@ -55,15 +56,17 @@ func fileVersion(f *File) int {
 			v = 3
 		}
 	}
+	if f.Version != 0 {
+		return max(v, f.Version)
+	}
 	if f.Program.HasWeights() {
 		for _, w := range f.Program.Weights {
 			if sparseWeight(w.Data, weightWidth(w.Data)) {
 				return 4
 			}
 		}
-		return v
 	}
-	return max(v, f.Version)
+	return v
 }
 
 // sparseWeight reports whether a weight tensor is written sparse: when the positions and values
@@ -116,8 +119,8 @@ type File struct {
 	Meta    Meta
 	ID      [32]byte // program ID: SHA-256 of everything but the weights section (set by Marshal and Unmarshal)
 	// Version is the format version the file was read as (set by Unmarshal; 0 for a new program).
-	// Write writes a program without weight data at no older version, so a client copy read and
-	// written again keeps its ID.
+	// Write keeps it (raised only if the opcodes need more), so a file read and written again
+	// keeps its ID.
 	Version int
 }
 
@@ -166,7 +169,8 @@ func Write(w io.Writer, f *File, withWeights bool) error {
 	var head bytes.Buffer
 	head.Write(Magic[:])
 	var ver [4]byte
-	binary.LittleEndian.PutUint16(ver[:], uint16(fileVersion(f)))
+	version := fileVersion(f)
+	binary.LittleEndian.PutUint16(ver[:], uint16(version))
 	head.Write(ver[:])
 	add := func(tag string, payload []byte) {
 		head.Write(sectionHeader(tag, uint64(len(payload))))
@@ -191,7 +195,7 @@ func Write(w io.Writer, f *File, withWeights bool) error {
 		return fmt.Errorf("write program: %w", err)
 	}
 	if withWeights {
-		if err := writeWeights(w, p, f.ID); err != nil {
+		if err := writeWeights(w, p, f.ID, version >= 4); err != nil {
 			return fmt.Errorf("write program weights: %w", err)
 		}
 	}
@@ -249,13 +253,13 @@ func weightWidth(data []int64) int {
 // byte width and the values as little-endian two's complement of that width; a tensor that is
 // mostly zeros (sparseWeight) has the width's high bit set and gives its non-zero count, their
 // positions (u32, ascending) and only their values.
-func writeWeights(w io.Writer, p *fixed.Program, id [32]byte) error {
+func writeWeights(w io.Writer, p *fixed.Program, id [32]byte, sparseOK bool) error {
 	widths := make([]int, len(p.Weights))
 	sparse := make([]bool, len(p.Weights))
 	n := uint64(32 + 4)
 	for i, wt := range p.Weights {
 		widths[i] = weightWidth(wt.Data)
-		sparse[i] = sparseWeight(wt.Data, widths[i])
+		sparse[i] = sparseOK && sparseWeight(wt.Data, widths[i])
 		if !sparse[i] {
 			n += 9 + uint64(len(wt.Data)*widths[i])
 			continue

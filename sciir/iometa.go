@@ -60,7 +60,8 @@ func (q *Quant) Check() error {
 
 // Quantize replaces each value x by its quantized integer as ONNX Runtime's QuantizeLinear
 // computes it on the CPU (MLAS): x/scale in float32, clamped to [qmin − zp, qmax − zp], rounded
-// half to even, plus the zero point. NaN becomes the zero point (as MLAS's min/max make it).
+// half to even, plus the zero point. A NaN (no defined result: runtimes differ) becomes the
+// zero point, the quantized 0.
 func (q *Quant) Quantize(x []float32) {
 	lo, hi := q.bounds()
 	flo, fhi := float32(lo-q.ZeroPoint), float32(hi-q.ZeroPoint)

@@ -165,3 +165,30 @@ func TestSparseWeightErrors(t *testing.T) {
 		copy(b[i:], c3.ID[:])
 	}, "sparse weights in a version 3 file")
 }
+
+// TestSparseOldVersionKept: a version 2 file whose weights are mostly zeros (written dense, as
+// older builds did) keeps version 2 and its ID when read and written again; a new program with
+// the same weights is written as version 4.
+func TestSparseOldVersionKept(t *testing.T) {
+	f := sparseFile(t, []int{7}, []int64{3})
+	f.Version = 2 // as if read from a version 2 file
+	old, err := Marshal(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint16(old[8:]); v != 2 {
+		t.Fatalf("written as version %d, want 2", v)
+	}
+	g, err := Unmarshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Marshal(g, true)
+	if err != nil || !bytes.Equal(again, old) || g.ID != f.ID {
+		t.Errorf("a version 2 file written again differs (err %v)", err)
+	}
+	f.Version = 0
+	if nw, _ := Marshal(f, true); binary.LittleEndian.Uint16(nw[8:]) != 4 || len(nw) >= len(old) {
+		t.Errorf("a new program with sparse weights: version %d, %d bytes (dense: %d)", binary.LittleEndian.Uint16(nw[8:]), len(nw), len(old))
+	}
+}

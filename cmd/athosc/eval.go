@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/npy"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/interp"
+	"github.com/cryptflow-go/cryptflow/sciir"
 )
 
 const evalUsage = `usage: athosc eval MODEL.onnx|MODEL.pb --input X.npy [--output Y.npy] [flags]
@@ -19,7 +21,8 @@ const evalUsage = `usage: athosc eval MODEL.onnx|MODEL.pb --input X.npy [--outpu
 Runs the model with cryptflow-go's float32 reference interpreter (the "did we read the model
 right" check) and prints each output's shape and, for a classifier's [N, classes] output, the top
 classes. A model with several inputs takes --input NAME=FILE.npy once per input. --output writes
-the first output, or with several outputs --output NAME=FILE.npy once per output.
+the first output, or with several outputs --output NAME=FILE.npy once per output. A quantized
+(int8) model takes its float input and gives its dequantized float output, as scirun does.
 
 ` + modelHelp + `
 Flags:
@@ -63,9 +66,24 @@ func runEval(args []string) error {
 	if err != nil {
 		return err
 	}
+	// As scirun does: a declared float16 input is rounded to it, a quantized model's input is
+	// quantized as its QuantizeLinear (the graph's input is the integer tensor), and its
+	// dequantized output is given as the float DequantizeLinear makes.
+	var rec sciir.Meta
+	rec.Inputs, rec.Outputs = sciir.IOInfo(g)
+	for name, t := range feeds {
+		rec.PrepareInput(name, t.Data)
+	}
 	outs, err := interp.Run(g, feeds)
 	if err != nil {
 		return fmt.Errorf("eval %s: %w", pos[0], err)
+	}
+	for name, y := range outs {
+		if dq := rec.Dequantization(name); dq != nil {
+			for i, v := range y.Data {
+				y.Data[i] = dq.Dequantize(int64(math.Round(float64(v))))
+			}
+		}
 	}
 	for _, spec := range outputs {
 		name, file, named := strings.Cut(spec, "=")

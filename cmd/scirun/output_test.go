@@ -183,3 +183,55 @@ func TestOTSourceAuto(t *testing.T) {
 		t.Error("--ot auto accepted a program whose planned link is unreadable")
 	}
 }
+
+// TestDecodeDequantized: an output the program dequantizes (a quantized model's
+// DequantizeLinear) is printed and written as float32(q − zp)·scale, and --raw still writes q.
+func TestDecodeDequantized(t *testing.T) {
+	r := ring.Must(64)
+	x := ring.NewTensor([]int{1, 4})
+	for i, v := range []int64{0, 75, 76, 255} {
+		x.Data[i] = r.FromSigned(v)
+	}
+	o := vm.Output{Name: "output", Value: x, Scale: 0}
+	dq := &sciir.Quant{Scale: 0.160144582, ZeroPoint: 75, Type: "uint8"}
+	got := decodeOutput(r, o, dq)
+	for i, q := range []int64{0, 75, 76, 255} {
+		if want := float32(q-75) * float32(0.160144582); got[i] != want {
+			t.Errorf("value %d: %g, want %g", i, got[i], want)
+		}
+	}
+	if plain := decodeOutput(r, o, nil); plain[3] != 255 {
+		t.Errorf("without a dequantization: %v", plain)
+	}
+	var b bytes.Buffer
+	printTop(&b, r, o, 2, nil, dq)
+	if !strings.Contains(b.String(), "top class 3 (28.83)") {
+		t.Errorf("printed:\n%s", b.String())
+	}
+	dir := t.TempDir()
+	for _, raw := range []bool{false, true} {
+		c := &config{raw: raw}
+		path := filepath.Join(dir, "out.npy")
+		if err := c.writeOutput(path, r, o, dq); err != nil {
+			t.Fatal(err)
+		}
+		a, err := npy.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := a.Float32()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []float32{got[0], got[1], got[2], got[3]}
+		if raw {
+			want = []float32{0, 75, 76, 255}
+		}
+		for i := range want {
+			if f[i] != want[i] {
+				t.Errorf("raw=%v: wrote %v, want %v", raw, f, want)
+				break
+			}
+		}
+	}
+}
