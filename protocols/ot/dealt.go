@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
 // The derivation from dealt random OTs ([DealtCore]). A dealt batch gives the sender N random
@@ -117,6 +118,9 @@ func (s *Session) sendOTNDealt(ctx context.Context, N, m, l, n int, msgs []uint6
 	if err := s.open(ctx, h, false, true); err != nil {
 		return err
 	}
+	if N*l <= 64 {
+		return s.sendOTNDealtWord(ctx, h.ctr, N, m, l, n, msgs)
+	}
 	R := growU(&s.sc.dm, n*N)
 	if err := s.dealt.SendDealt(ctx, N, 1, l, R); err != nil {
 		return err
@@ -140,6 +144,64 @@ func (s *Session) sendOTNDealt(ctx context.Context, N, m, l, n int, msgs []uint6
 		return e, nil
 	}
 	return s.reply(ctx, h.ctr, n, N, l, nil, vals)
+}
+
+// sendOTNDealtWord is sendOTNDealt for messages of N·l ≤ 64 bits in all, where an instance's
+// dealt messages are one word of the dealer's stream (message v at bits [v·l, (v+1)·l)): the
+// relabelling by d_i is a butterfly on that word (for each set bit j of d_i, swap the neighbouring
+// blocks of 2^j·l bits), and the reply is the packed messages ⊕ the relabelled word, XORed
+// straight into the packed reply. Same values and bytes as the general path, without unpacking
+// the dealt messages or packing the reply.
+func (s *Session) sendOTNDealtWord(ctx context.Context, ctr uint64, N, m, l, n int, msgs []uint64) error {
+	R := growU(&s.sc.dm, n)
+	if err := s.dealt.SendDealtRaw(ctx, N, 1, l, R); err != nil {
+		return err
+	}
+	B := N * l
+	out := growU(&s.sc.vals, bitvec.Words(n*B)+1)
+	mask := bitvec.Mask(l)
+	keep := ^uint64(0) // the B bits of an instance
+	if B < 64 {
+		keep = 1<<B - 1
+	}
+	// lo[j]: the low halves of the pairs of 2^j·l-bit blocks that bit j of d_i swaps.
+	var lo [8]uint64
+	for j := 0; j < m; j++ {
+		for v := 0; v < N; v++ {
+			if v>>j&1 == 0 {
+				lo[j] |= mask << (v * l)
+			}
+		}
+	}
+	flip := func(off, nc int, f []uint64) {
+		g0, cnt := off/m, nc/m // a frame holds whole instances, and starts on a word of out
+		fo := out[g0*B/64:]
+		transport.Pack(fo, msgs[g0*N:(g0+cnt)*N], l)
+		fo[transport.PackedWords(cnt*N, l)] = 0
+		for i := 0; i < cnt; i++ {
+			p := i * m
+			di := f[p>>6] >> (p & 63)
+			if (p&63)+m > 64 {
+				di |= f[p>>6+1] << (64 - p&63)
+			}
+			x := R[g0+i] & keep
+			for j := 0; j < m; j++ {
+				// Swap the block pairs of bit j when it is set (a delta swap, without a branch).
+				sh := l << j
+				t := ((x >> sh) ^ x) & lo[j] & -(di >> j & 1)
+				x ^= t | t<<sh
+			}
+			q := i * B
+			fo[q>>6] ^= x << (q & 63)
+			if (q&63)+B > 64 {
+				fo[q>>6+1] ^= x >> (64 - q&63)
+			}
+		}
+	}
+	if err := s.recvFlips(ctx, n, m, flip); err != nil {
+		return err
+	}
+	return s.reply(ctx, ctr, n, N, l, out, nil)
 }
 
 // recvOTNDealt is the receiver of sendOTNDealt: choices c, outputs out.
