@@ -140,6 +140,17 @@ func (c *Core) SendDealt(ctx context.Context, N, w, l int, msgs []uint64) error 
 		}
 		raw := q.raw[:cnt*S]
 		fill(q.msgs, raw)
+		if S == 1 {
+			// One word per instance: shift the values out (Unpack pads a partial block).
+			mask := bitvec.Mask(l)
+			for i, x := range raw {
+				dst := msgs[(i0+i)*per : (i0+i+1)*per]
+				for v := range dst {
+					dst[v] = x >> (v * l) & mask
+				}
+			}
+			continue
+		}
 		for i := 0; i < cnt; i++ {
 			transport.Unpack(msgs[(i0+i)*per:(i0+i+1)*per], raw[i*S:(i+1)*S], l)
 		}
@@ -303,7 +314,7 @@ func dealOTs(ks, kr prg.Seed, st uint64, k shape, at uint64, n int) []uint64 {
 	choice.XORKeyStream(cb, cb)
 	out := make([]uint64, n*k.w)
 	raw := make([]uint64, min(n, dealtGroup)*S)
-	mask := byte(1<<k.m - 1)
+	mask, mask64 := byte(1<<k.m-1), bitvec.Mask(k.l)
 	for i0 := 0; i0 < n; i0 += dealtGroup {
 		cnt := min(dealtGroup, n-i0)
 		r := raw[:cnt*S]
@@ -312,6 +323,12 @@ func dealOTs(ks, kr prg.Seed, st uint64, k shape, at uint64, n int) []uint64 {
 			g := i0 + i
 			base := (int(cb[g]&mask) * k.w) * k.l
 			inst, o := r[i*S:(i+1)*S], out[g*k.w:(g+1)*k.w]
+			if S == 1 {
+				for t := range o {
+					o[t] = inst[0] >> (base + t*k.l) & mask64
+				}
+				continue
+			}
 			for t := range o {
 				o[t] = bitvec.Get(inst, base+t*k.l, k.l)
 			}
