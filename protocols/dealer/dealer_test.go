@@ -522,9 +522,40 @@ func TestDealtOTNWord(t *testing.T) {
 			}
 		}
 	}
+	// SendOTNWords: the same messages packed, one word per instance, on the dealt session and
+	// (unpacked for SendOTN) on the generic derivation.
+	g0, _ := ot.New(ottest.RandomChoice{Core: k0})
+	g1, _ := ot.New(ottest.RandomChoice{Core: k1})
+	words := func(snd, rcv *ot.Session, N, l, n int) {
+		t.Helper()
+		w := make([]uint64, n)
+		for i := range w {
+			w[i] = rng.Uint64() // bits past N·l must not leak into the reply
+		}
+		c := make([]uint8, n)
+		for i := range c {
+			c[i] = uint8(rng.IntN(N))
+		}
+		c[0], c[n-1] = 0, uint8(N-1)
+		out := make([]uint64, n)
+		ottest.MustBoth(t, func() error { return snd.SendOTNWords(ctx, N, l, w) }, func() error { return rcv.RecvOTN(ctx, N, l, c, out) })
+		for i := range out {
+			if want := w[i] >> (int(c[i]) * l) & bitvec.Mask(l); out[i] != want {
+				t.Fatalf("OTNWords N=%d l=%d n=%d: instance %d (choice %d): got %x, want %x", N, l, n, i, c[i], out[i], want)
+			}
+		}
+	}
 	for _, sh := range []struct{ N, l int }{{16, 2}, {16, 4}, {2, 32}, {4, 3}, {8, 7}, {64, 1}, {32, 2}, {2, 1}} {
 		otn(sh.N, sh.l, 2*coreFrame+37)
 		otn(sh.N, sh.l, 1)
+		words(s0, s1, sh.N, sh.l, 2*coreFrame+37)
+		words(g0, g1, sh.N, sh.l, 300)
+	}
+	if !s0.PacksOTN(16, 2) || s0.PacksOTN(16, 5) || g0.PacksOTN(16, 2) {
+		t.Fatal("PacksOTN: want true on the dealt session for N·l ≤ 64 only, false on the generic derivation")
+	}
+	if err := s0.SendOTNWords(ctx, 16, 5, make([]uint64, 3)); err == nil {
+		t.Fatal("SendOTNWords with N·l = 80 > 64: no error")
 	}
 	// Shape N=2, l=8 through both SendDealtRaw (OTN) and SendDealt (1-of-2 OT).
 	for round := 0; round < 2; round++ {
