@@ -50,6 +50,7 @@ type config struct {
 	quiet, strict            bool
 	threads                  int
 	memLimit                 string
+	cpuProfile               string
 	helper                   string          // sci3: the helper's address (data parties)
 	helperMode               bool            // --helper without an address: run the helper (party 2)
 	helperTLS                helperTLSFlags  // sci3: how the data parties authenticate the helper
@@ -142,6 +143,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.strict, "strict", false, "refuse an input whose values leave the range the program was validated on (without it: a warning)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress on stderr (otherwise: a line redrawn in place on a terminal, plain lines every 10 s elsewhere) and no report table")
 	fs.StringVar(&c.memLimit, "memory-limit", "", "soft limit of `SIZE` on this process's memory, e.g. 1800MiB or 2GiB: the garbage collector works harder near it (Go's GOMEMLIMIT)")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to `FILE` (go tool pprof)")
 	fs.IntVar(&c.threads, "threads", runtime.NumCPU(), "use at most `N` cores: Go's scheduler and HE ciphertext work; --streams sets the OT streams")
 	fs.IntVar(&c.streams, "streams", defaultStreams(), "run each session over `N` connections (OT streams, one core each); both parties must agree")
 	return fs

@@ -29,7 +29,7 @@ var helpSections = []struct {
 		"tls-client-cert", "tls-client-key", "tls-client-self"}},
 	{"Three parties (--backend sci3: server and client --helper HOST:PORT --helper-tls-pin FP; the helper: --helper --listen ADDR --tls-self FILE)",
 		[]string{"helper", "helper-tls-pin", "helper-tls-ca", "helper-insecure", "helper-prefetch", "helper-ahead"}},
-	{"Process (any mode)", []string{"quiet", "threads", "memory-limit"}},
+	{"Process (any mode)", []string{"quiet", "threads", "memory-limit", "cpuprofile"}},
 }
 
 // helpDefaults says the default of the flags whose default value is not the one to print: one

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -143,6 +144,17 @@ func runMode(ctx context.Context, args []string, e *env) error {
 	}
 	if n, _ := parseSize(c.memLimit); n > 0 {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(n))
+	}
+	if c.cpuProfile != "" {
+		f, err := os.Create(c.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	if !(c.party == 0 && c.serveMany) {
 		// Only a --serve server drains; anything else stops at the first signal.

@@ -546,3 +546,95 @@ func TestAheadStreamOrder(t *testing.T) {
 		t.Errorf("%+v", a)
 	}
 }
+
+// TestDealtOTNWord: 1-of-N OTs whose N messages fit one word (N·l ≤ 64, the sender's butterfly
+// path) give the chosen messages, on every such width class (N·l = 64, below it, not dividing
+// it, flips straddling words), across frames, interleaved on one shape with 1-of-2 OTs (which
+// draw the same dealt sequence through SendDealt).
+func TestDealtOTNWord(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(26, 3))
+	tr, c0, c1 := trio(t)
+	k0, _ := NewCore(tr.Links[0], c0)
+	k1, _ := NewCore(tr.Links[1], c1)
+	s0, _ := ot.New(k0)
+	s1, _ := ot.New(k1)
+	otn := func(N, l, n int) {
+		t.Helper()
+		msgs := make([]uint64, n*N)
+		for i := range msgs {
+			msgs[i] = rng.Uint64() // bits past l must not leak into the reply
+		}
+		c := make([]uint8, n)
+		for i := range c {
+			c[i] = uint8(rng.IntN(N))
+		}
+		c[0], c[n-1] = 0, uint8(N-1)
+		out := make([]uint64, n)
+		ottest.MustBoth(t, func() error { return s0.SendOTN(ctx, N, l, msgs) }, func() error { return s1.RecvOTN(ctx, N, l, c, out) })
+		for i := range out {
+			if want := msgs[i*N+int(c[i])] & bitvec.Mask(l); out[i] != want {
+				t.Fatalf("OTN N=%d l=%d n=%d: instance %d (choice %d): got %x, want %x", N, l, n, i, c[i], out[i], want)
+			}
+		}
+	}
+	// SendOTNWords: the same messages packed, one word per instance, on the dealt session and
+	// (unpacked for SendOTN) on the generic derivation.
+	g0, _ := ot.New(ottest.RandomChoice{Core: k0})
+	g1, _ := ot.New(ottest.RandomChoice{Core: k1})
+	words := func(snd, rcv *ot.Session, N, l, n int) {
+		t.Helper()
+		w := make([]uint64, n)
+		for i := range w {
+			w[i] = rng.Uint64() // bits past N·l must not leak into the reply
+		}
+		c := make([]uint8, n)
+		for i := range c {
+			c[i] = uint8(rng.IntN(N))
+		}
+		c[0], c[n-1] = 0, uint8(N-1)
+		out := make([]uint64, n)
+		ottest.MustBoth(t, func() error { return snd.SendOTNWords(ctx, N, l, w) }, func() error { return rcv.RecvOTN(ctx, N, l, c, out) })
+		for i := range out {
+			if want := w[i] >> (int(c[i]) * l) & bitvec.Mask(l); out[i] != want {
+				t.Fatalf("OTNWords N=%d l=%d n=%d: instance %d (choice %d): got %x, want %x", N, l, n, i, c[i], out[i], want)
+			}
+		}
+	}
+	for _, sh := range []struct{ N, l int }{{16, 2}, {16, 4}, {2, 32}, {4, 3}, {8, 7}, {64, 1}, {32, 2}, {2, 1}} {
+		otn(sh.N, sh.l, 2*coreFrame+37)
+		otn(sh.N, sh.l, 1)
+		words(s0, s1, sh.N, sh.l, 2*coreFrame+37)
+		words(g0, g1, sh.N, sh.l, 300)
+	}
+	if !s0.PacksOTN(16, 2) || s0.PacksOTN(16, 5) || g0.PacksOTN(16, 2) {
+		t.Fatal("PacksOTN: want true on the dealt session for N·l ≤ 64 only, false on the generic derivation")
+	}
+	if err := s0.SendOTNWords(ctx, 16, 5, make([]uint64, 3)); err == nil {
+		t.Fatal("SendOTNWords with N·l = 80 > 64: no error")
+	}
+	// Shape N=2, l=8 through both SendDealtRaw (OTN) and SendDealt (1-of-2 OT).
+	for round := 0; round < 2; round++ {
+		otn(2, 8, 1000+round)
+		n := 777
+		x, r, y := make([]uint64, n), make([]uint64, n), make([]uint64, n)
+		for i := range x {
+			x[i], r[i] = rng.Uint64()&0xff, rng.Uint64()&0xff
+		}
+		b := make([]uint64, bitvec.Words(n))
+		for i := range b {
+			b[i] = rng.Uint64()
+		}
+		bitvec.ClearTail(b, n)
+		ottest.MustBoth(t, func() error { return s0.SendOTWide(ctx, 1, 8, x, r) }, func() error { return s1.RecvOTWide(ctx, 1, 8, b, y) })
+		for i := range y {
+			want := x[i]
+			if bitvec.Bit(b, i) == 1 {
+				want = r[i]
+			}
+			if y[i] != want {
+				t.Fatalf("OT after OTN, round %d: instance %d: got %x, want %x", round, i, y[i], want)
+			}
+		}
+	}
+}

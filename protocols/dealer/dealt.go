@@ -128,18 +128,9 @@ func (c *Core) DealtCount(send bool) uint64 {
 // SendDealt draws the next n = len(msgs)/(N·w) dealt OTs of this shape this party sends from its
 // seed; nothing is sent.
 func (c *Core) SendDealt(ctx context.Context, N, w, l int, msgs []uint64) error {
-	if err := c.Err(); err != nil {
-		return err
-	}
-	m, n, err := checkDealt("SendDealt", N, w, l, len(msgs), N*w)
+	q, k, n, err := c.sendSeq("SendDealt", N, w, l, len(msgs), N*w)
 	if err != nil {
 		return err
-	}
-	k := shape{m, w, l}
-	q := c.sendSeqs[k]
-	if q == nil {
-		q = &sendSeq{msgs: streamAt(c.link.seed, purOTMsgs, k.index(uint64(c.stream)), 0)}
-		c.sendSeqs[k] = q
 	}
 	S, per := k.words(), N*w
 	for i0 := 0; i0 < n; i0 += dealtGroup {
@@ -149,12 +140,60 @@ func (c *Core) SendDealt(ctx context.Context, N, w, l int, msgs []uint64) error 
 		}
 		raw := q.raw[:cnt*S]
 		fill(q.msgs, raw)
+		if S == 1 {
+			// One word per instance: shift the values out (Unpack pads a partial block).
+			mask := bitvec.Mask(l)
+			for i, x := range raw {
+				dst := msgs[(i0+i)*per : (i0+i+1)*per]
+				for v := range dst {
+					dst[v] = x >> (v * l) & mask
+				}
+			}
+			continue
+		}
 		for i := 0; i < cnt; i++ {
 			transport.Unpack(msgs[(i0+i)*per:(i0+i+1)*per], raw[i*S:(i+1)*S], l)
 		}
 	}
 	c.dsent += uint64(n)
 	return nil
+}
+
+// SendDealtRaw is SendDealt with the messages left as the seed's stream gives them: instance i's
+// S = ⌈N·w·l/64⌉ words at raw[i·S : (i+1)·S], word t of message v at bits [(v·w + t)·l,
+// (v·w + t + 1)·l) of them (bits past N·w·l are random). It draws the same instances as SendDealt
+// would, without unpacking them.
+func (c *Core) SendDealtRaw(ctx context.Context, N, w, l int, raw []uint64) error {
+	S := (N*w*l + 63) / 64
+	q, _, n, err := c.sendSeq("SendDealtRaw", N, w, l, len(raw), S)
+	if err != nil {
+		return err
+	}
+	fill(q.msgs, raw)
+	c.dsent += uint64(n)
+	return nil
+}
+
+// sendSeq checks a sender's draw of words words, per per instance, and returns the shape's
+// sequence (made on first use), the shape and the number of instances.
+func (c *Core) sendSeq(call string, N, w, l, words, per int) (*sendSeq, shape, int, error) {
+	if err := c.Err(); err != nil {
+		return nil, shape{}, 0, err
+	}
+	if per < 1 {
+		per = 1 // checkDealt reports the bad shape
+	}
+	m, n, err := checkDealt(call, N, w, l, words, per)
+	if err != nil {
+		return nil, shape{}, 0, err
+	}
+	k := shape{m, w, l}
+	q := c.sendSeqs[k]
+	if q == nil {
+		q = &sendSeq{msgs: streamAt(c.link.seed, purOTMsgs, k.index(uint64(c.stream)), 0)}
+		c.sendSeqs[k] = q
+	}
+	return q, k, n, nil
 }
 
 // dealtGroup is the number of instances whose messages are drawn at a time.
@@ -279,7 +318,7 @@ func dealOTs(ks, kr prg.Seed, st uint64, k shape, at uint64, n int) []uint64 {
 	choice.XORKeyStream(cb, cb)
 	out := make([]uint64, n*k.w)
 	raw := make([]uint64, min(n, dealtGroup)*S)
-	mask := byte(1<<k.m - 1)
+	mask, mask64 := byte(1<<k.m-1), bitvec.Mask(k.l)
 	for i0 := 0; i0 < n; i0 += dealtGroup {
 		cnt := min(dealtGroup, n-i0)
 		r := raw[:cnt*S]
@@ -288,6 +327,12 @@ func dealOTs(ks, kr prg.Seed, st uint64, k shape, at uint64, n int) []uint64 {
 			g := i0 + i
 			base := (int(cb[g]&mask) * k.w) * k.l
 			inst, o := r[i*S:(i+1)*S], out[g*k.w:(g+1)*k.w]
+			if S == 1 {
+				for t := range o {
+					o[t] = inst[0] >> (base + t*k.l) & mask64
+				}
+				continue
+			}
 			for t := range o {
 				o[t] = bitvec.Get(inst, base+t*k.l, k.l)
 			}

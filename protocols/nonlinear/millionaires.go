@@ -304,6 +304,45 @@ func (q *leafReq) send(msgs []uint64) {
 	}
 }
 
+// sendWords is send with each instance's N messages packed in one word (N·l ≤ 64, so N ≤ 32).
+func (q *leafReq) sendWords(words []uint64) {
+	g, N, l := q.g, q.N, q.l
+	// The packed messages of every (digit, lt share, eq share).
+	var row [64]uint64
+	table := make([]uint64, N*4)
+	for s := 0; s < N; s++ {
+		for ac := uint64(0); ac < 4; ac++ {
+			leafMsgs(row[:N], s, ac&1, ac&2, g.isX)
+			var w uint64
+			for v := N - 1; v >= 0; v-- {
+				w = w<<l | row[v]&bitvec.Mask(l)
+			}
+			table[s*4+int(ac)] = w
+		}
+	}
+	for k, j := range q.leaves {
+		lt := q.st.randBits(g.n)
+		g.lt[j] = lt
+		var eq []uint64
+		if l == 2 {
+			eq = q.st.randBits(g.n)
+			g.eq[j] = eq
+		}
+		shift := uint(g.offs[j])
+		mask := uint64(N - 1)
+		out := words[k*g.n : (k+1)*g.n]
+		for e := range out {
+			s := int(g.v[e] >> shift & mask)
+			a := bitvec.Bit(lt, e)
+			var c uint64
+			if eq != nil {
+				c = bitvec.Bit(eq, e) << 1
+			}
+			out[e] = table[s*4+int(a|c)]
+		}
+	}
+}
+
 // leafMsgs writes the sender's messages of one digit: for every receiver
 // digit k, (lt share ⊕ cmp) | (eq share ⊕ 1{k = s})<<1, where the sender's
 // digit is s, its shares are a (lt) and c (eq, already shifted to bit 1),

@@ -112,6 +112,23 @@ type otnReq interface {
 	receive(out []uint64)
 }
 
+// A wordSender is an otnReq whose sender messages of an instance fit one word (N·l ≤ 64).
+type wordSender interface {
+	// sendWords fills words (size() words) with this party's sender messages, instance i's N
+	// messages packed in words[i] (message v at bits [v·l, (v+1)·l)): what send would write.
+	sendWords(words []uint64)
+}
+
+// allWordSenders reports whether every request of g is a wordSender.
+func allWordSenders(g []otnReq) bool {
+	for _, q := range g {
+		if _, ok := q.(wordSender); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // runOTN runs the requests as one KK13 batch per kind (in order of first
 // appearance), alternating the receiver starting with st.last.
 func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
@@ -169,6 +186,20 @@ func (st *stream) runOTN(ctx context.Context, reqs ...otnReq) error {
 		} else {
 			if err := st.senderStep(); err != nil {
 				return err
+			}
+			if st.ot.PacksOTN(k.N, k.l) && allWordSenders(g) {
+				// Each instance's messages packed in one word (a dealt core forms the reply on it).
+				words := grow(&st.snd.msgs, total)
+				off := 0
+				for _, q := range g {
+					q.(wordSender).sendWords(words[off : off+q.size()])
+					off += q.size()
+				}
+				if err := st.ot.SendOTNWords(ctx, k.N, k.l, words); err != nil {
+					return err
+				}
+				st.last = 1 - st.last
+				continue
 			}
 			msgs := grow(&st.snd.msgs, total*k.N)
 			off := 0

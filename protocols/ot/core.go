@@ -111,6 +111,10 @@ type DealtCore interface {
 	// SendDealt draws the next n = len(msgs)/(N·w) dealt OTs this party sends: word t of message
 	// v of instance i (l bits) goes to msgs[(i·N+v)·w + t]. It sends nothing to the peer.
 	SendDealt(ctx context.Context, N, w, l int, msgs []uint64) error
+	// SendDealtRaw draws the same instances as SendDealt, packed as the dealer's stream holds
+	// them: instance i's S = ⌈N·w·l/64⌉ words at raw[i·S : (i+1)·S] (n = len(raw)/S), word t of
+	// message v at bits [(v·w + t)·l, (v·w + t + 1)·l) of them; bits past N·w·l are random.
+	SendDealtRaw(ctx context.Context, N, w, l int, raw []uint64) error
 	// RecvDealt draws the next n = len(out)/w dealt OTs this party receives. It writes the
 	// random choices at once to c (log2 N bits per instance, packed: instance i's at bits
 	// [i·log2 N, (i+1)·log2 N); at least bitvec.Words(n·log2 N) words, bits past the last

@@ -2,8 +2,10 @@ package ot
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
 // The derivation from dealt random OTs ([DealtCore]). A dealt batch gives the sender N random
@@ -117,6 +119,9 @@ func (s *Session) sendOTNDealt(ctx context.Context, N, m, l, n int, msgs []uint6
 	if err := s.open(ctx, h, false, true); err != nil {
 		return err
 	}
+	if N*l <= 64 {
+		return s.sendOTNDealtWord(ctx, h.ctr, N, m, l, n, msgs, nil)
+	}
 	R := growU(&s.sc.dm, n*N)
 	if err := s.dealt.SendDealt(ctx, N, 1, l, R); err != nil {
 		return err
@@ -140,6 +145,115 @@ func (s *Session) sendOTNDealt(ctx context.Context, N, m, l, n int, msgs []uint6
 		return e, nil
 	}
 	return s.reply(ctx, h.ctr, n, N, l, nil, vals)
+}
+
+// sendOTNDealtWord is sendOTNDealt for messages of N·l ≤ 64 bits in all, where an instance's
+// dealt messages are one word of the dealer's stream (message v at bits [v·l, (v+1)·l)): the
+// relabelling by d_i is a butterfly on that word (for each set bit j of d_i, swap the neighbouring
+// blocks of 2^j·l bits), and the reply is the packed messages ⊕ the relabelled word, XORed
+// straight into the packed reply. Same values and bytes as the general path, without unpacking
+// the dealt messages or packing the reply. The sender's messages are msgs (N values per
+// instance) or, with msgs nil, words (instance i's packed in words[i], as SendOTNWords takes
+// them).
+func (s *Session) sendOTNDealtWord(ctx context.Context, ctr uint64, N, m, l, n int, msgs, words []uint64) error {
+	R := growU(&s.sc.dm, n)
+	if err := s.dealt.SendDealtRaw(ctx, N, 1, l, R); err != nil {
+		return err
+	}
+	B := N * l
+	out := growU(&s.sc.vals, bitvec.Words(n*B)+1)
+	mask := bitvec.Mask(l)
+	keep := ^uint64(0) // the B bits of an instance
+	if B < 64 {
+		keep = 1<<B - 1
+	}
+	// lo[j]: the low halves of the pairs of 2^j·l-bit blocks that bit j of d_i swaps.
+	var lo [8]uint64
+	for j := 0; j < m; j++ {
+		for v := 0; v < N; v++ {
+			if v>>j&1 == 0 {
+				lo[j] |= mask << (v * l)
+			}
+		}
+	}
+	flip := func(off, nc int, f []uint64) {
+		g0, cnt := off/m, nc/m // a frame holds whole instances, and starts on a word of out
+		fo := out[g0*B/64:]
+		if msgs != nil {
+			transport.Pack(fo, msgs[g0*N:(g0+cnt)*N], l)
+			fo[transport.PackedWords(cnt*N, l)] = 0
+		} else {
+			clear(fo[:transport.PackedWords(cnt*N, l)+1])
+		}
+		for i := 0; i < cnt; i++ {
+			p := i * m
+			di := f[p>>6] >> (p & 63)
+			if (p&63)+m > 64 {
+				di |= f[p>>6+1] << (64 - p&63)
+			}
+			x := R[g0+i] & keep
+			for j := 0; j < m; j++ {
+				// Swap the block pairs of bit j when it is set (a delta swap, without a branch).
+				sh := l << j
+				t := ((x >> sh) ^ x) & lo[j] & -(di >> j & 1)
+				x ^= t | t<<sh
+			}
+			if msgs == nil {
+				x ^= words[g0+i] & keep
+			}
+			q := i * B
+			fo[q>>6] ^= x << (q & 63)
+			if (q&63)+B > 64 {
+				fo[q>>6+1] ^= x >> (64 - q&63)
+			}
+		}
+	}
+	if err := s.recvFlips(ctx, n, m, flip); err != nil {
+		return err
+	}
+	return s.reply(ctx, ctr, n, N, l, out, nil)
+}
+
+// PacksOTN reports whether SendOTNWords forms the reply on the packed words themselves for 1-of-N
+// OTs of l-bit messages (a dealt core and N·l ≤ 64); otherwise it unpacks them for SendOTN, and
+// a caller that has the messages unpacked should call SendOTN.
+func (s *Session) PacksOTN(N, l int) bool {
+	return s.dealt != nil && s.otn == nil && N*l <= 64
+}
+
+// SendOTNWords is SendOTN with instance i's N messages packed in words[i] (N·l ≤ 64; message v
+// at bits [v·l, (v+1)·l), bits past N·l ignored): the same OTs, the same bytes.
+func (s *Session) SendOTNWords(ctx context.Context, N, l int, words []uint64) error {
+	const call = "SendOTNWords"
+	m, err := checkN(call, N, l)
+	if err == nil && N*l > 64 {
+		err = fmt.Errorf("ot: %s: N·l = %d·%d bits do not fit one word", call, N, l)
+	}
+	if err == nil {
+		err = s.usable(call)
+	}
+	n := len(words)
+	if err != nil || n == 0 {
+		return err
+	}
+	if !s.PacksOTN(N, l) {
+		msgs := make([]uint64, n*N)
+		mask := bitvec.Mask(l)
+		for i, x := range words {
+			for v := range N {
+				msgs[i*N+v] = x >> (v * l) & mask
+			}
+		}
+		return s.SendOTN(ctx, N, l, msgs)
+	}
+	h := header{op: opOTN, l: uint8(l), w: uint32(N), n: uint64(n), ctr: s.dealt.DealtCount(true)}
+	if err = s.open(ctx, h, false, true); err == nil {
+		err = s.sendOTNDealtWord(ctx, h.ctr, N, m, l, n, nil, words)
+	}
+	if err != nil {
+		return s.fail(call, err)
+	}
+	return nil
 }
 
 // recvOTNDealt is the receiver of sendOTNDealt: choices c, outputs out.
