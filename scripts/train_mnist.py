@@ -124,6 +124,74 @@ def write_npy_f32(path, arr):
     np.save(path, arr, allow_pickle=False)
 
 
+def fit(model, opt, x_train, y_train, x_test, y_test, epochs, batch, lr, seed, clip=None):
+    """Trains model with opt under a one-cycle schedule (max lr), shuffled by a generator seeded
+    with seed, clipping the gradient norm to clip when given; prints the loss and the t10k
+    accuracy after each epoch. Returns (wall, CPU) seconds."""
+    steps_per_epoch = (x_train.shape[0] + batch - 1) // batch
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, epochs=epochs, steps_per_epoch=steps_per_epoch)
+    gen = torch.Generator().manual_seed(seed)
+    t0, c0 = time.time(), time.process_time()
+    for epoch in range(epochs):
+        model.train()
+        perm = torch.randperm(x_train.shape[0], generator=gen)
+        total = 0.0
+        for i in range(0, x_train.shape[0], batch):
+            idx = perm[i : i + batch]
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
+            loss.backward()
+            if clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+            sched.step()
+            total += loss.item() * idx.numel()
+        acc = evaluate(model, x_test, y_test)
+        print(
+            "epoch %d: train loss %.4f, t10k accuracy %.2f%% (%.0fs)"
+            % (epoch + 1, total / x_train.shape[0], 100 * acc, time.time() - t0),
+            flush=True,
+        )
+    return time.time() - t0, time.process_time() - c0
+
+
+def checked_ops(onnx_path):
+    """Loads and fully checks an exported ONNX file; prints and returns its operator types."""
+    import onnx
+
+    m = onnx.load(onnx_path)
+    onnx.checker.check_model(m, full_check=True)
+    ops = [n.op_type for n in m.graph.node]
+    print("exported %s (%d bytes): %s" % (onnx_path, os.path.getsize(onnx_path), " ".join(ops)))
+    return ops
+
+
+def write_samples(out, x_test, y_test, model, n):
+    """Writes the first n t10k images to out/inputs (with labels.txt) and model's logits for
+    them to out/expected, as .npy files named NNNNN.npy."""
+    in_dir, exp_dir = os.path.join(out, "inputs"), os.path.join(out, "expected")
+    os.makedirs(in_dir, exist_ok=True)
+    os.makedirs(exp_dir, exist_ok=True)
+    lines = []
+    with torch.no_grad():
+        for i in range(n):
+            name = "%05d.npy" % i
+            xi = x_test[i : i + 1]
+            write_npy_f32(os.path.join(in_dir, name), xi.numpy())
+            write_npy_f32(os.path.join(exp_dir, name), model(xi).numpy())
+            lines.append("%s %d" % (name, y_test[i].item()))
+    with open(os.path.join(in_dir, "labels.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def versions():
+    """The library versions a model was made with, for TRAINING.txt."""
+    import onnx
+
+    return "versions: PyTorch %s, onnx %s, numpy %s, Python %s\n" % (
+        torch.__version__, onnx.__version__, np.__version__, sys.version.split()[0])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output directory (e.g. testdata/mnist-small)")
@@ -148,31 +216,7 @@ def main():
     model = SmallCNN()
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    steps_per_epoch = (x_train.shape[0] + args.batch - 1) // args.batch
-    sched = torch.optim.lr_scheduler.OneCycleLR(
-        opt, max_lr=args.lr, epochs=args.epochs, steps_per_epoch=steps_per_epoch
-    )
-    gen = torch.Generator().manual_seed(args.seed)
-
-    t0, c0 = time.time(), time.process_time()
-    for epoch in range(args.epochs):
-        model.train()
-        perm = torch.randperm(x_train.shape[0], generator=gen)
-        total = 0.0
-        for i in range(0, x_train.shape[0], args.batch):
-            idx = perm[i : i + args.batch]
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
-            loss.backward()
-            opt.step()
-            sched.step()
-            total += loss.item() * idx.numel()
-        acc = evaluate(model, x_test, y_test)
-        print(
-            "epoch %d: train loss %.4f, t10k accuracy %.2f%% (%.0fs)"
-            % (epoch + 1, total / x_train.shape[0], 100 * acc, time.time() - t0)
-        )
-    train_seconds = (time.time() - t0, time.process_time() - c0)
+    train_seconds = fit(model, opt, x_train, y_train, x_test, y_test, args.epochs, args.batch, args.lr, args.seed)
     model.eval()
     acc = evaluate(model, x_test, y_test)
     print("final t10k accuracy: %.2f%% (%d/%d)" % (100 * acc, round(acc * 10000), x_test.shape[0]))

@@ -25,7 +25,6 @@ TRAINING.txt.
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 import torch
@@ -121,26 +120,7 @@ def main():
     model = ViT()
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    steps = (x_train.shape[0] + args.batch - 1) // args.batch
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, epochs=args.epochs, steps_per_epoch=steps)
-    gen = torch.Generator().manual_seed(args.seed)
-    t0 = time.time()
-    for epoch in range(args.epochs):
-        model.train()
-        perm = torch.randperm(x_train.shape[0], generator=gen)
-        total = 0.0
-        for i in range(0, x_train.shape[0], args.batch):
-            idx = perm[i : i + args.batch]
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            total += loss.item() * idx.numel()
-        acc = tm.evaluate(model, x_test, y_test)
-        print("epoch %d: train loss %.4f, t10k accuracy %.2f%% (%.0fs)" % (epoch + 1, total / x_train.shape[0], 100 * acc, time.time() - t0), flush=True)
-    train_seconds = time.time() - t0
+    train_seconds, _ = tm.fit(model, opt, x_train, y_train, x_test, y_test, args.epochs, args.batch, args.lr, args.seed, clip=1.0)
     model.eval()
     acc = tm.evaluate(model, x_test, y_test)
     print("final t10k accuracy: %.2f%%" % (100 * acc))
@@ -156,26 +136,9 @@ def main():
     onnx_path = os.path.join(args.out, "model.onnx")
     torch.onnx.export(single, torch.zeros(1, 1, 28, 28), onnx_path, opset_version=17,
                       input_names=["input"], output_names=["logits"], do_constant_folding=True)
-    import onnx
+    ops = tm.checked_ops(onnx_path)
 
-    m = onnx.load(onnx_path)
-    onnx.checker.check_model(m, full_check=True)
-    ops = [n.op_type for n in m.graph.node]
-    print("exported %s (%d bytes): %s" % (onnx_path, os.path.getsize(onnx_path), " ".join(ops)))
-
-    in_dir, exp_dir = os.path.join(args.out, "inputs"), os.path.join(args.out, "expected")
-    os.makedirs(in_dir, exist_ok=True)
-    os.makedirs(exp_dir, exist_ok=True)
-    lines = []
-    with torch.no_grad():
-        for i in range(NUM_SAMPLES):
-            name = "%05d.npy" % i
-            xi = x_test[i : i + 1]
-            tm.write_npy_f32(os.path.join(in_dir, name), xi.numpy())
-            tm.write_npy_f32(os.path.join(exp_dir, name), single(xi).numpy())
-            lines.append("%s %d" % (name, y_test[i].item()))
-    with open(os.path.join(in_dir, "labels.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    tm.write_samples(args.out, x_test, y_test, single, NUM_SAMPLES)
     with open(os.path.join(args.out, "TRAINING.txt"), "w") as f:
         f.write("command: /usr/bin/python3 scripts/train_vit.py --out %s --seed %d --epochs %d --lr %g --batch %d\n"
                 % (args.out, args.seed, args.epochs, args.lr, args.batch))
@@ -183,8 +146,7 @@ def main():
         f.write("float t10k accuracy (10000 images): %.2f%%\n" % (100 * acc))
         f.write("training: 60000 MNIST training images, %d epochs, AdamW one-cycle (max lr %g, weight decay 0.01), batch %d, grad-norm clip 1, %.0f s on 2 shared cores\n"
                 % (args.epochs, args.lr, args.batch, train_seconds))
-        f.write("versions: PyTorch %s, onnx %s, numpy %s, Python %s\n"
-                % (torch.__version__, onnx.__version__, np.__version__, sys.version.split()[0]))
+        f.write(tm.versions())
 
 
 if __name__ == "__main__":
