@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,12 +26,59 @@ func fheBackend(f *sciir.File, e *env, batch *[][]ring.Tensor) serve.BackendFunc
 		if party == 1 {
 			b = *batch
 		}
-		return fhevm.NewBackend(ctx, conn, party, r, f.Program, b, func(party int, s *fhevm.Stats) {
+		fp := &fheParty{}
+		be, err := fhevm.NewBackend(ctx, conn, party, r, f.Program, b, func(party int, s *fhevm.Stats) {
+			fp.keep(s)
 			mu.Lock()
 			defer mu.Unlock()
 			printFHEStats(e, party, s)
 		})
+		if err != nil {
+			return nil, err
+		}
+		fp.Backend = be
+		return fp, nil
 	}
+}
+
+// fheParty is the fhe backend with the account of its last round trip, for the session
+// report (serve.FHEAccounter).
+type fheParty struct {
+	*fhevm.Backend
+	mu   sync.Mutex
+	last fhevm.Stats
+	seen bool
+}
+
+func (b *fheParty) keep(s *fhevm.Stats) {
+	b.mu.Lock()
+	b.last = *s
+	b.last.Layers = slices.Clone(s.Layers)
+	b.last.Rotations = slices.Clone(s.Rotations)
+	b.seen = true
+	b.mu.Unlock()
+}
+
+// FHEAccount is the session's account so far (nil before the first round trip).
+func (b *fheParty) FHEAccount() *serve.FHEAccount {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.seen {
+		return nil
+	}
+	s := &b.last
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+	ops := func(o fhevm.Ops) serve.FHEOps {
+		return serve.FHEOps{Rotations: o.Rotations, PlainMuls: o.PlainMuls, CtMuls: o.CtMuls, Rescales: o.Rescales}
+	}
+	a := &serve.FHEAccount{Params: s.Params, Period: s.Period, Lanes: s.Lanes, Group: s.Group, Inferences: s.Inferences,
+		RoundTrips: s.RoundTrips, Rotations: s.Rotations, KeyBytes: s.KeyBytes, UploadBytes: s.UploadBytes,
+		DownloadBytes: s.DownloadBytes, KeygenMS: ms(s.KeygenTime), EncryptMS: ms(s.EncryptTime),
+		DecryptMS: ms(s.DecryptTime), EvalMS: ms(s.EvalTime), Ops: ops(s.Ops)}
+	for _, l := range s.Layers {
+		a.Layers = append(a.Layers, serve.FHELayer{Op: l.Op.String(), Source: l.Source, MS: ms(l.Time), Ops: ops(l.Ops)})
+	}
+	return a
 }
 
 func printFHEStats(e *env, party int, s *fhevm.Stats) {

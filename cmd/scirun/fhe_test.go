@@ -60,12 +60,27 @@ func TestFHELocalEqualsClear(t *testing.T) {
 	if _, _, err := runArgs("--clear", full, "--input", first, "--output", clearRaw, "--raw"); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, err := runArgs("--local", full, "--input", first, "--output", localRaw, "--raw")
+	rep := filepath.Join(dir, "r.json")
+	_, stderr, err := runArgs("--local", full, "--input", first, "--output", localRaw, "--raw", "--report", rep)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(readInts(t, clearRaw), readInts(t, localRaw)) {
 		t.Fatal("the encrypted run differs from the clear run")
+	}
+	// The report carries both sides' fhe account: the client's keys, bytes and times, and the
+	// server's evaluation per layer.
+	a := readReport(t, rep).FHE
+	if a == nil || a.RoundTrips != 1 || a.Inferences != 1 || a.KeyBytes <= 0 || a.UploadBytes <= 0 || a.DownloadBytes <= 0 ||
+		a.EncryptMS <= 0 || a.EvalMS <= 0 || len(a.Layers) == 0 || a.Ops.PlainMuls == 0 || a.Params == "" {
+		t.Fatalf("fhe account in the report: %+v", a)
+	}
+	var layerOps int
+	for _, l := range a.Layers {
+		layerOps += l.Ops.PlainMuls
+	}
+	if layerOps != a.Ops.PlainMuls {
+		t.Errorf("the layers' plaintext products add up to %d, the total says %d", layerOps, a.Ops.PlainMuls)
 	}
 	for _, want := range []string{"fhe client: keys", "fhe server: round trip 1 evaluated", "backend fhe", "round trip 1 (up to 1 inferences each)"} {
 		if !strings.Contains(stderr, want) {

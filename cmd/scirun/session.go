@@ -222,8 +222,9 @@ func runLocal(ctx context.Context, c *config, f *sciir.File, opt *serve.Options,
 	}
 	em.bar = bar
 	copt.OnResult = em.keep
-	res, _, err := serve.RunLocalBatch(ctx, &sopt, &copt, b.encoded)
+	res, sres, err := serve.RunLocalBatch(ctx, &sopt, &copt, b.encoded)
 	bar.Done()
+	mergeServerFHE(res, sres)
 	return c.finishClient(em, res, err)
 }
 
@@ -399,4 +400,17 @@ func otSource(name string, f *sciir.File) (sci.OTSource, error) {
 		return 0, fmt.Errorf("--ot auto: the program's planned link: %w", err)
 	}
 	return sci.AutoOT(net), nil
+}
+
+// mergeServerFHE completes the fhe account of a --local run's (client) report with the server's
+// evaluation: both parties ran here, so the one report shows both sides.
+func mergeServerFHE(cres, sres *serve.Result) {
+	if cres == nil || sres == nil || cres.Report == nil || sres.Report == nil {
+		return
+	}
+	c, s := cres.Report.FHE, sres.Report.FHE
+	if c == nil || s == nil {
+		return
+	}
+	c.EvalMS, c.Ops, c.Layers = s.EvalMS, s.Ops, s.Layers
 }

@@ -88,7 +88,10 @@ type Report struct {
 	// Total is then the traffic between the two data parties only.
 	// Helper.Pairs and the *_ms fields split the session into set-up, offline and online.
 	Helper *ThreeParty `json:"helper,omitempty"`
-	Error  string      `json:"error,omitempty"`
+	// FHE is the fhe mode's account (keys, bytes up and down, the client's encryption and
+	// decryption time, the server's evaluation per layer), from a backend that keeps one.
+	FHE   *FHEAccount `json:"fhe,omitempty"`
+	Error string      `json:"error,omitempty"`
 
 	Inferences       int         `json:"inferences"`                 // program runs completed in the session
 	Requested        int         `json:"requested,omitempty"`        // inferences asked for, when fewer completed
@@ -471,4 +474,47 @@ func (rc *recorder) result() []Layer {
 		rc.layers[i].Traffic = trafficOf(phaseStats(rc.conns, rc.labels[i]))
 	}
 	return rc.layers
+}
+
+// FHEAccounter is a backend of the fhe mode that accounts for its session (Report.FHE).
+type FHEAccounter interface {
+	FHEAccount() *FHEAccount
+}
+
+// FHEAccount is Report.FHE: what one party of an fhe session measured, cumulative over the
+// session's round trips. The client fills the key, encryption and decryption fields; the server
+// the evaluation ones; both the bytes.
+type FHEAccount struct {
+	Params        string     `json:"params"`
+	Period        int        `json:"elements_per_lane"`
+	Lanes         int        `json:"lanes_per_ciphertext"`
+	Group         int        `json:"inferences_per_round_trip"`
+	Inferences    int        `json:"inferences"`
+	RoundTrips    int        `json:"round_trips"`
+	Rotations     []int      `json:"rotation_keys,omitempty"`
+	KeyBytes      int64      `json:"key_bytes"`
+	UploadBytes   int64      `json:"upload_bytes"`
+	DownloadBytes int64      `json:"download_bytes"`
+	KeygenMS      float64    `json:"keygen_ms,omitempty"`
+	EncryptMS     float64    `json:"encrypt_ms,omitempty"`
+	DecryptMS     float64    `json:"decrypt_ms,omitempty"`
+	EvalMS        float64    `json:"eval_ms,omitempty"`
+	Ops           FHEOps     `json:"ops"`
+	Layers        []FHELayer `json:"layers,omitempty"` // the server's, of the last round trip
+}
+
+// FHEOps counts homomorphic operations.
+type FHEOps struct {
+	Rotations int `json:"rotations"`
+	PlainMuls int `json:"plaintext_products"`
+	CtMuls    int `json:"ciphertext_products"`
+	Rescales  int `json:"rescalings"`
+}
+
+// FHELayer is the server's evaluation of one instruction (a composed linear map, a square).
+type FHELayer struct {
+	Op     string  `json:"op"`
+	Source string  `json:"source"`
+	MS     float64 `json:"ms"`
+	Ops    FHEOps  `json:"ops"`
 }

@@ -551,6 +551,9 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	if h, ok := be.(HelperBackend); ok {
 		rep.Helper = threeParty(h, rep, party)
 	}
+	if f, ok := be.(FHEAccounter); ok {
+		rep.FHE = f.FHEAccount()
+	}
 	if err != nil {
 		if done := len(res.Batch); done < count {
 			// The report counts what finished, and says what was asked.
