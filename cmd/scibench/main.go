@@ -39,6 +39,7 @@ func commands() []command {
 		nonlinearCommand(),
 		modelsCommand(),
 		heCommand(),
+		fheCommand(),
 	}
 }
 

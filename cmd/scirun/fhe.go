@@ -71,7 +71,7 @@ func (b *fheParty) FHEAccount() *serve.FHEAccount {
 	ops := func(o fhevm.Ops) serve.FHEOps {
 		return serve.FHEOps{Rotations: o.Rotations, PlainMuls: o.PlainMuls, CtMuls: o.CtMuls, Rescales: o.Rescales}
 	}
-	a := &serve.FHEAccount{Params: s.Params, Period: s.Period, Lanes: s.Lanes, Group: s.Group, Inferences: s.Inferences,
+	a := &serve.FHEAccount{Params: s.Params, Period: s.Period, Lanes: s.Lanes, Group: s.Group,
 		RoundTrips: s.RoundTrips, Rotations: s.Rotations, KeyBytes: s.KeyBytes, UploadBytes: s.UploadBytes,
 		DownloadBytes: s.DownloadBytes, KeygenMS: ms(s.KeygenTime), EncryptMS: ms(s.EncryptTime),
 		DecryptMS: ms(s.DecryptTime), EvalMS: ms(s.EvalTime), Ops: ops(s.Ops)}

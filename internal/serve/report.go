@@ -489,7 +489,6 @@ type FHEAccount struct {
 	Period        int        `json:"elements_per_lane"`
 	Lanes         int        `json:"lanes_per_ciphertext"`
 	Group         int        `json:"inferences_per_round_trip"`
-	Inferences    int        `json:"inferences"`
 	RoundTrips    int        `json:"round_trips"`
 	Rotations     []int      `json:"rotation_keys,omitempty"`
 	KeyBytes      int64      `json:"key_bytes"`

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/internal/serve"
+)
+
+func fheCommand() command {
+	return command{name: "fhe", summary: "the non-interactive fhe mode on its networks (LoLa MNIST, a polynomial CNN): keys, bytes and time per inference, per layer", run: runFHE}
+}
+
+// fheModel is one network of the fhe harness: an ONNX file and the folder of inputs it is
+// validated on and run with.
+type fheModel struct {
+	Name   string
+	Model  string
+	Inputs string
+}
+
+// FHEResult is one network's run: a batch of N inferences in one session of scirun --local.
+type FHEResult struct {
+	Model      string            `json:"model"`
+	N          int               `json:"inferences"`
+	Status     string            `json:"status"` // ok, failed
+	Reason     string            `json:"reason,omitempty"`
+	WallS      float64           `json:"wall_s,omitempty"`
+	CPUS       float64           `json:"cpu_s,omitempty"` // both parties (one process), user + sys
+	MaxRSS     int64             `json:"max_rss_bytes,omitempty"`
+	EqualClear *bool             `json:"equal_to_clear,omitempty"`
+	Account    *serve.FHEAccount `json:"fhe,omitempty"`
+}
+
+type fheConfig struct {
+	models  []fheModel
+	n       int
+	out     string
+	scirun  string
+	athosc  string
+	mkmodel string
+	timeout time.Duration
+	log     io.Writer
+}
+
+func runFHE(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("scibench fhe", flag.ContinueOnError)
+	modelsF := fs.String("models", "lola,polycnn", "comma-separated `MODELS`: lola (testdata/lola-mnist), polycnn (mkmodel poly-cnn --seed 5), or NAME=FILE.onnx:INPUTDIR")
+	n := fs.Int("n", 32, "inferences per session (one batch; the client packs as many per ciphertext as its lanes hold)")
+	outDir := fs.String("out", "bench-fhe", "write results.json, results.md, the programs and the reports to `DIR`")
+	scirun := fs.String("scirun", "", "scirun `BINARY` (default: go build it)")
+	athosc := fs.String("athosc", "", "athosc `BINARY` (default: go build it)")
+	mkmodel := fs.String("mkmodel", "", "mkmodel `BINARY` for polycnn (default: go build it)")
+	timeout := fs.Duration("timeout", 20*time.Minute, "end a run after `D`")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *n < 1 {
+		return fmt.Errorf("-n %d: want at least one inference", *n)
+	}
+	cfg := fheConfig{n: *n, out: *outDir, scirun: *scirun, athosc: *athosc, mkmodel: *mkmodel, timeout: *timeout, log: os.Stderr}
+	if *quiet {
+		cfg.log = io.Discard
+	}
+	root := moduleRoot()
+	for _, s := range strings.Split(*modelsF, ",") {
+		switch s = strings.TrimSpace(s); {
+		case s == "lola":
+			cfg.models = append(cfg.models, fheModel{"lola", filepath.Join(root, "testdata", "lola-mnist", "model.onnx"), filepath.Join(root, "testdata", "lola-mnist", "inputs")})
+		case s == "polycnn":
+			cfg.models = append(cfg.models, fheModel{Name: "polycnn"})
+		case strings.Contains(s, "="):
+			name, spec, _ := strings.Cut(s, "=")
+			file, dir, ok := strings.Cut(spec, ":")
+			if !ok || name == "" || file == "" || dir == "" {
+				return fmt.Errorf("-models %q: want NAME=FILE.onnx:INPUTDIR", s)
+			}
+			cfg.models = append(cfg.models, fheModel{name, file, dir})
+		default:
+			return fmt.Errorf("-models: unknown model %q (lola, polycnn, or NAME=FILE.onnx:INPUTDIR)", s)
+		}
+	}
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	mc := modelsConfig{out: cfg.out, scirun: cfg.scirun, athosc: cfg.athosc, mkmodel: cfg.mkmodel,
+		models: []benchModel{{Name: "minionn"}}} // asks tools for mkmodel too
+	if err := mc.tools(ctx); err != nil {
+		return err
+	}
+	cfg.scirun, cfg.athosc, cfg.mkmodel = mc.scirun, mc.athosc, mc.mkmodel
+	var results []FHEResult
+	for _, m := range cfg.models {
+		results = append(results, benchFHE(ctx, cfg, m))
+	}
+	var md bytes.Buffer
+	writeFHEMarkdown(&md, results)
+	if err := os.WriteFile(filepath.Join(cfg.out, "results.md"), md.Bytes(), 0o644); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.out, "results.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	_, err = out.Write(md.Bytes())
+	return err
+}
+
+// benchFHE compiles m for the fhe mode, runs a batch of cfg.n inferences through scirun --local
+// and --clear, and reads the fhe account from the report.
+func benchFHE(ctx context.Context, cfg fheConfig, m fheModel) FHEResult {
+	r := FHEResult{Model: m.Name, N: cfg.n, Status: "failed"}
+	work := filepath.Join(cfg.out, m.Name)
+	fail := func(err error) FHEResult {
+		r.Reason = err.Error()
+		fmt.Fprintf(cfg.log, "%s: %v\n", m.Name, err)
+		return r
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return fail(err)
+	}
+	if m.Model == "" { // polycnn: the project's synthetic polynomial CNN
+		dir := filepath.Join(work, "onnx")
+		cmd := exec.CommandContext(ctx, cfg.mkmodel, "poly-cnn", "--seed", "5", "--inputs", "8", "--out", dir)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fail(fmt.Errorf("mkmodel poly-cnn: %w: %s", err, lastLines(b, 3)))
+		}
+		m.Model, m.Inputs = filepath.Join(dir, "model.onnx"), filepath.Join(dir, "inputs")
+	}
+	prog := filepath.Join(work, "model.sciir")
+	fmt.Fprintf(cfg.log, "compile %s for fhe (validate on %s)\n", m.Name, m.Inputs)
+	if b, err := exec.CommandContext(ctx, cfg.athosc, m.Model, "--backend", "fhe", "--validate", m.Inputs, "-q", "-o", prog).CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("athosc: %w: %s", err, lastLines(b, 3)))
+	}
+	in := filepath.Join(work, "in")
+	if err := batchInputs(m.Inputs, in, cfg.n); err != nil {
+		return fail(err)
+	}
+	sec, clr, rep := filepath.Join(work, "secure")+"/", filepath.Join(work, "clear")+"/", filepath.Join(work, "report.json")
+	for _, d := range []string{sec, clr} {
+		os.RemoveAll(d)
+	}
+	rctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	fmt.Fprintf(cfg.log, "run %s: %d inferences, scirun --local\n", m.Name, cfg.n)
+	cmd := exec.CommandContext(rctx, cfg.scirun, "--local", prog, "--input", in+"/", "--output", sec, "--raw", "--report", rep, "--quiet")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return fail(fmt.Errorf("scirun --local: %w: %s", err, lastLines(stderr.Bytes(), 3)))
+	}
+	r.WallS = time.Since(start).Seconds()
+	u := usageOf(cmd.ProcessState)
+	r.CPUS, r.MaxRSS = u.UserS+u.SysS, u.MaxRSS
+	if b, err := exec.CommandContext(rctx, cfg.scirun, "--clear", prog, "--input", in+"/", "--output", clr, "--raw", "--quiet").CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("scirun --clear: %w: %s", err, lastLines(b, 3)))
+	}
+	eq, err := sameFiles(sec, clr)
+	if err != nil {
+		return fail(err)
+	}
+	r.EqualClear = &eq
+	report, err := readReport(rep)
+	if err != nil {
+		return fail(err)
+	}
+	if report.FHE == nil {
+		return fail(fmt.Errorf("%s: the report has no fhe account", rep))
+	}
+	r.Account, r.Status = report.FHE, "ok"
+	a := r.Account
+	fmt.Fprintf(cfg.log, "  %d round trip(s), %.1f s, keys %.1f MB, %.1f KB up and %.1f KB down per inference, server %.0f ms per inference, equal to clear: %v\n",
+		a.RoundTrips, r.WallS, float64(a.KeyBytes)/1e6, perInf(a.UploadBytes, r.N)/1e3, perInf(a.DownloadBytes, r.N)/1e3, a.EvalMS/float64(r.N), eq)
+	return r
+}
+
+func perInf(b int64, n int) float64 { return float64(b) / float64(n) }
+
+// batchInputs fills dst with n inputs named 00000.npy… taken in turn from the .npy files of src.
+func batchInputs(src, dst string, n int) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	var files []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".npy") && e.Type().IsRegular() {
+			files = append(files, filepath.Join(src, e.Name()))
+		}
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("%s: no .npy inputs", src)
+	}
+	os.RemoveAll(dst)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for i := range n {
+		b, err := os.ReadFile(files[i%len(files)])
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, fmt.Sprintf("%05d.npy", i)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameFiles reports whether every file of dir a has an identical namesake in dir b (and b no
+// other file).
+func sameFiles(a, b string) (bool, error) {
+	ea, err := os.ReadDir(a)
+	if err != nil {
+		return false, err
+	}
+	eb, err := os.ReadDir(b)
+	if err != nil {
+		return false, err
+	}
+	if len(ea) != len(eb) || len(ea) == 0 {
+		return false, nil
+	}
+	for _, e := range ea {
+		x, err := os.ReadFile(filepath.Join(a, e.Name()))
+		if err != nil {
+			return false, err
+		}
+		y, err := os.ReadFile(filepath.Join(b, e.Name()))
+		if err != nil || !bytes.Equal(x, y) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func writeFHEMarkdown(w io.Writer, results []FHEResult) {
+	fmt.Fprintf(w, "Measured by `scibench fhe` (one `scirun --local` session per network: client and server in one process, a batch of inferences), %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintln(w, "| network | inferences | status | N, log QP | lanes × elements | round trips | keys (MB, once) | up / down per inference (KB) | keygen (s) | encrypt / decrypt per inference (ms) | server per inference (ms) | rotations / pt products / ct products | CPU (s) | wall (s) | = clear |")
+	fmt.Fprintln(w, "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|")
+	for _, r := range results {
+		if r.Status != "ok" {
+			fmt.Fprintf(w, "| %s | %d | %s: %s | | | | | | | | | | | | |\n", r.Model, r.N, r.Status, strings.ReplaceAll(r.Reason, "|", "/"))
+			continue
+		}
+		a := r.Account
+		eq := "**no**"
+		if r.EqualClear != nil && *r.EqualClear {
+			eq = "yes"
+		}
+		n := float64(r.N)
+		fmt.Fprintf(w, "| %s | %d | ok | %s | %d × %d | %d | %.1f | %.1f / %.1f | %.2f | %.1f / %.1f | %.0f | %d / %d / %d | %.1f | %.1f | %s |\n",
+			r.Model, r.N, a.Params, a.Lanes, a.Period, a.RoundTrips, float64(a.KeyBytes)/1e6,
+			perInf(a.UploadBytes, r.N)/1e3, perInf(a.DownloadBytes, r.N)/1e3, a.KeygenMS/1e3,
+			a.EncryptMS/n, a.DecryptMS/n, a.EvalMS/n, a.Ops.Rotations, a.Ops.PlainMuls, a.Ops.CtMuls, r.CPUS, r.WallS, eq)
+	}
+	for _, r := range results {
+		if r.Status != "ok" || len(r.Account.Layers) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s, the server's last round trip per instruction (%s inferences in it):\n\n", r.Model, strconv.Itoa(min(r.N, r.Account.Group)))
+		fmt.Fprintln(w, "| op | source | ms | rotations | plaintext products | ciphertext products |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+		for _, l := range r.Account.Layers {
+			if l.MS < 1 && l.Ops == (serve.FHEOps{}) {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %.0f | %d | %d | %d |\n", l.Op, l.Source, l.MS, l.Ops.Rotations, l.Ops.PlainMuls, l.Ops.CtMuls)
+		}
+	}
+}
