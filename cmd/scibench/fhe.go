@@ -94,12 +94,9 @@ func runFHE(ctx context.Context, args []string, out io.Writer) error {
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return err
 	}
-	mc := modelsConfig{out: cfg.out, scirun: cfg.scirun, athosc: cfg.athosc, mkmodel: cfg.mkmodel,
-		models: []benchModel{{Name: "minionn"}}} // asks tools for mkmodel too
-	if err := mc.tools(ctx); err != nil {
+	if err := buildCommands(ctx, cfg.out, map[string]*string{"scirun": &cfg.scirun, "athosc": &cfg.athosc, "mkmodel": &cfg.mkmodel}); err != nil {
 		return err
 	}
-	cfg.scirun, cfg.athosc, cfg.mkmodel = mc.scirun, mc.athosc, mc.mkmodel
 	var results []FHEResult
 	for _, m := range cfg.models {
 		results = append(results, benchFHE(ctx, cfg, m))

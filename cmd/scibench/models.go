@@ -312,6 +312,12 @@ func (cfg *modelsConfig) tools(ctx context.Context) error {
 			need["mkmodel"] = &cfg.mkmodel
 		}
 	}
+	return buildCommands(ctx, cfg.out, need)
+}
+
+// buildCommands builds each command of need (name → its binary's path) whose path is empty into
+// out/bin with one go build, and sets the path.
+func buildCommands(ctx context.Context, out string, need map[string]*string) error {
 	var pkgs []string
 	for name, p := range need {
 		if *p == "" {
@@ -321,7 +327,7 @@ func (cfg *modelsConfig) tools(ctx context.Context) error {
 	if len(pkgs) == 0 {
 		return nil
 	}
-	dir := filepath.Join(cfg.out, "bin")
+	dir := filepath.Join(out, "bin")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
