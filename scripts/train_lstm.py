@@ -23,7 +23,6 @@ import argparse
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn as nn
 
@@ -63,15 +62,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    np.random.seed(args.seed)
-    torch.use_deterministic_algorithms(True)
-
-    data_dir = args.data or tm.find_gomnist_data()
-    x_train, y_train = tm.load_split(data_dir, "train")
-    x_test, y_test = tm.load_split(data_dir, "t10k")
-    print("train %s, test %s, data from %s" % (tuple(x_train.shape), tuple(x_test.shape), data_dir))
+    x_train, y_train, x_test, y_test = tm.prepare(args)
 
     model = LSTMMNIST(args.steps, args.hidden)
     n_params = sum(p.numel() for p in model.parameters())

@@ -124,6 +124,22 @@ def write_npy_f32(path, arr):
     np.save(path, arr, allow_pickle=False)
 
 
+def prepare(args):
+    """Makes the run deterministic (threads, seeds, deterministic kernels) from args.threads and
+    args.seed, loads MNIST (args.data, or Go's module cache) and returns x_train, y_train,
+    x_test, y_test."""
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    torch.use_deterministic_algorithms(True)
+
+    data_dir = args.data or find_gomnist_data()
+    x_train, y_train = load_split(data_dir, "train")
+    x_test, y_test = load_split(data_dir, "t10k")
+    print("train %s, test %s, data from %s" % (tuple(x_train.shape), tuple(x_test.shape), data_dir))
+    return x_train, y_train, x_test, y_test
+
+
 def fit(model, opt, x_train, y_train, x_test, y_test, epochs, batch, lr, seed, clip=None):
     """Trains model with opt under a one-cycle schedule (max lr), shuffled by a generator seeded
     with seed, clipping the gradient norm to clip when given; prints the loss and the t10k
@@ -203,15 +219,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    np.random.seed(args.seed)
-    torch.use_deterministic_algorithms(True)
-
-    data_dir = args.data or find_gomnist_data()
-    x_train, y_train = load_split(data_dir, "train")
-    x_test, y_test = load_split(data_dir, "t10k")
-    print("train %s, test %s, data from %s" % (tuple(x_train.shape), tuple(x_test.shape), data_dir))
+    x_train, y_train, x_test, y_test = prepare(args)
 
     model = SmallCNN()
     n_params = sum(p.numel() for p in model.parameters())
