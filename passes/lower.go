@@ -478,24 +478,7 @@ func (l *lowerer) checkBroadcastTo(c, x ir.Shape) error {
 // like a linear layer's product (a truncation follows when a consumer needs scale s). The squeeze-
 // and-excitation gate x·σ(·) and HardSwish's x·HardSigmoid(x) lower this way.
 func (l *lowerer) mulShared(n *ir.Node) error {
-	x, err := l.input(n, 0)
-	if err != nil {
-		return err
-	}
-	y, err := l.input(n, 1)
-	if err != nil {
-		return err
-	}
-	id, err := l.op(&fixed.Instr{Op: fixed.OpMul, In: []int{x, y}}, n.Outputs[0])
-	if err != nil {
-		return err
-	}
-	if want, ok := l.g.Values[n.Outputs[0]]; ok && !l.p.Tensors[id].Shape.Equal(want.Shape) {
-		return noLowering("Mul of shapes %v and %v gives %v, the graph says %v",
-			l.p.Tensors[x].Shape, l.p.Tensors[y].Shape, l.p.Tensors[id].Shape, want.Shape)
-	}
-	l.set(n, id)
-	return nil
+	return l.sharedProduct(n, fixed.OpMul, "Mul")
 }
 
 // matmulShared lowers MatMul of two runtime tensors (attention's Q·Kᵀ and softmax(…)·V) to
@@ -506,6 +489,12 @@ func (l *lowerer) matmulShared(n *ir.Node, a, b ir.Shape) error {
 	if _, err := fixed.BatchMatMulShape(a, b); err != nil {
 		return noLowering("MatMul of two runtime tensors of shapes %v and %v (both must be at least 2-D with equal batch dimensions; 1-D operands and batch broadcasting are not supported)", a, b)
 	}
+	return l.sharedProduct(n, fixed.OpBatchMatMul, "MatMul")
+}
+
+// sharedProduct emits op (OpMul or OpBatchMatMul) of node n's two runtime inputs and checks the
+// product's shape against the graph's.
+func (l *lowerer) sharedProduct(n *ir.Node, op fixed.Opcode, name string) error {
 	x, err := l.input(n, 0)
 	if err != nil {
 		return err
@@ -514,12 +503,13 @@ func (l *lowerer) matmulShared(n *ir.Node, a, b ir.Shape) error {
 	if err != nil {
 		return err
 	}
-	id, err := l.op(&fixed.Instr{Op: fixed.OpBatchMatMul, In: []int{x, y}}, n.Outputs[0])
+	id, err := l.op(&fixed.Instr{Op: op, In: []int{x, y}}, n.Outputs[0])
 	if err != nil {
 		return err
 	}
 	if want, ok := l.g.Values[n.Outputs[0]]; ok && !l.p.Tensors[id].Shape.Equal(want.Shape) {
-		return noLowering("MatMul of shapes %v and %v gives %v, the graph says %v", a, b, l.p.Tensors[id].Shape, want.Shape)
+		return noLowering("%s of shapes %v and %v gives %v, the graph says %v",
+			name, l.p.Tensors[x].Shape, l.p.Tensors[y].Shape, l.p.Tensors[id].Shape, want.Shape)
 	}
 	l.set(n, id)
 	return nil
