@@ -1,18 +1,14 @@
 package cryptflow
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/cryptflow-go/cryptflow/frontend"
+	"github.com/cryptflow-go/cryptflow/internal/compile"
 	"github.com/cryptflow-go/cryptflow/internal/dataset"
-	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/sciir"
 )
@@ -51,44 +47,21 @@ type CompileOptions struct {
 	// Classes name the output's classes, name k for class k; they are recorded in the program
 	// (sciir.Meta.Classes, as athosc --classes records them), so that every Result carries its
 	// ClassName and scirun prints them. Their number must match the output's class count.
+	// Without them, a validation folder's classes.txt or class subfolders name the classes, as
+	// with athosc.
 	Classes []string
 }
 
 // Compile compiles the ONNX or TensorFlow (frozen GraphDef) classifier at modelPath into a
 // program, as athosc does: clean-up, autotuning of l and s on the validation inputs (see
 // passes.SelectionRule), lowering, peepholes and, for backend auto, the per-layer engine plan.
+// It runs the same code as athosc (package internal/compile), so the program is the one athosc
+// would write for the same model, data and options.
 // The program returned is the server's copy, with the weights.
 func Compile(modelPath string, opts CompileOptions) (*Program, error) {
-	g, err := frontend.Load(modelPath, frontend.Options{})
+	m, err := compile.Load(modelPath, frontend.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", modelPath, err)
-	}
-	b, err := os.ReadFile(modelPath)
-	if err != nil {
-		return nil, fmt.Errorf("compile: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	meta := sciir.Meta{Compiler: "cryptflow-go API", Source: filepath.Base(modelPath), SourceSHA256: hex.EncodeToString(sum[:]),
-		Name: opts.Name}
-	if meta.Name == "" {
-		meta.Name = strings.TrimSuffix(filepath.Base(modelPath), filepath.Ext(modelPath))
-	}
-	meta.Inputs, meta.Outputs = sciir.IOInfo(g)
-	if len(opts.Classes) > 0 {
-		for i, c := range opts.Classes {
-			if strings.TrimSpace(c) == "" || strings.ContainsAny(c, "\r\n") {
-				return nil, fmt.Errorf("compile: class %d: %q: want a non-empty name on one line", i, c)
-			}
-		}
-		if len(g.Outputs) > 0 {
-			if v := g.Values[g.Outputs[0]]; v != nil {
-				if n := lastNonUnit(v.Shape); n > 1 && n != len(opts.Classes) {
-					return nil, fmt.Errorf("compile: %d class names, but the model's output %s has %d classes: give one name per output class, in index order",
-						len(opts.Classes), g.Outputs[0], n)
-				}
-			}
-		}
-		meta.Classes = append([]string(nil), opts.Classes...)
 	}
 	backend := opts.Backend
 	if backend == "" {
@@ -103,77 +76,29 @@ func Compile(modelPath string, opts CompileOptions) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile: net: %w", err)
 	}
-	po := passes.DefaultOptions()
-	po.Bits, po.Backend, po.Net = opts.Bits, backend, nm.Spec()
+	co := compile.Options{Passes: passes.DefaultOptions(), Backend: backend, Compiler: "cryptflow-go API", Name: opts.Name,
+		Validate: opts.ValidationDir, Classes: opts.Classes, ClassesFrom: "CompileOptions.Classes"}
+	co.Passes.Bits, co.Passes.Net = opts.Bits, nm.Spec()
 	if opts.Scale > 0 {
-		po.Scale = opts.Scale
+		co.Passes.Scale = opts.Scale
 	}
-	if backend == "auto" {
-		meta.Net = nm.Spec()
-	}
-	po.Workers = opts.Workers
-	if po.Workers < 1 {
-		po.Workers = runtime.NumCPU()
-	}
-	var samples []dataset.Sample
-	if opts.ValidationDir != "" {
-		if len(g.Inputs) != 1 {
-			return nil, fmt.Errorf("compile: validation needs a model with one input; %s has %d", modelPath, len(g.Inputs))
-		}
-		var prep *sciir.Preprocess
-		if len(g.Inputs[0].Shape) == 4 {
-			if prep, err = input.DefaultPreprocess(g.Inputs[0].Shape, "NCHW"); err != nil {
-				return nil, fmt.Errorf("compile: %w", err)
-			}
-		}
-		ds, err := dataset.Load(opts.ValidationDir, g.Inputs[0], prep)
-		if err != nil {
-			return nil, fmt.Errorf("compile: validation: %w", err)
-		}
-		samples = ds.Samples
-		meta.Preprocess = ds.Preprocess
-	}
-	if len(opts.Samples) > 0 && len(g.Inputs) != 1 {
-		return nil, fmt.Errorf("compile: validation needs a model with one input; %s has %d", modelPath, len(g.Inputs))
+	co.Passes.Workers = opts.Workers
+	if co.Passes.Workers < 1 {
+		co.Passes.Workers = runtime.NumCPU()
 	}
 	for i, s := range opts.Samples {
-		samples = append(samples, dataset.Sample{Name: fmt.Sprintf("sample %d", i), Input: s.Input, Label: s.Label})
+		co.Samples = append(co.Samples, dataset.Sample{Name: fmt.Sprintf("sample %d", i), Input: s.Input, Label: s.Label})
 	}
-	if len(samples) > 0 {
-		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
-		for _, s := range samples {
-			for _, v := range s.Input {
-				lo, hi = min(lo, v), max(hi, v)
-			}
-		}
-		if lo > hi {
-			return nil, fmt.Errorf("compile: the validation samples are empty")
-		}
-		meta.InputRange = &sciir.Range{Min: float64(lo), Max: float64(hi)}
-		po.Samples = samples
-	}
-	prog, rep, err := passes.Compile(g, po)
+	res, err := compile.Program(m, co)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", modelPath, err)
 	}
-	meta.Passes = rep.Lines()
-	f := &sciir.File{Program: prog, Backend: backend, Meta: meta}
 	// Marshalling sets the program ID; the parsed copy is what a reader of the file would get.
-	full, err := sciir.Marshal(f, true)
+	full, err := sciir.Marshal(res.File, true)
 	if err != nil {
 		return nil, fmt.Errorf("compile: %w", err)
 	}
 	return ParseProgram(full)
-}
-
-// lastNonUnit returns the class count of an output of shape: its last dimension other than 1.
-func lastNonUnit(shape []int) int {
-	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] != 1 {
-			return shape[i]
-		}
-	}
-	return 1
 }
 
 // CompileBytes compiles a model held in memory (see Compile). A model whose tensors live in

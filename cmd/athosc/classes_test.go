@@ -67,7 +67,7 @@ func TestClassNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if err := compile(cfg, &stdout, &stderr); err != nil {
+	if err := compileModel(cfg, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	f, err := sciir.ReadFile(out)
@@ -88,7 +88,7 @@ func TestClassNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := compile(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "names 9 classes, but the model's output") {
+	if err := compileModel(cfg, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "names 9 classes, but the model's output") {
 		t.Errorf("9 names for 10 classes: %v", err)
 	}
 
@@ -113,7 +113,7 @@ func TestClassNames(t *testing.T) {
 	}
 	stdout.Reset()
 	stderr.Reset()
-	if err := compile(cfg, &stdout, &stderr); err != nil {
+	if err := compileModel(cfg, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stdout.String(), "classes: the 3 subfolders of "+images+" in sorted name order are classes 0..2: 0 bird, 1 cat, 2 dog (renaming or adding a folder renumbers them") {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +14,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
-	"github.com/cryptflow-go/cryptflow/internal/dataset"
+	"github.com/cryptflow-go/cryptflow/internal/compile"
 	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
@@ -79,7 +77,7 @@ func runCompile(args []string) error {
 	if cfg.listPasses {
 		return listPasses(os.Stdout)
 	}
-	return compile(cfg, os.Stdout, os.Stderr)
+	return compileModel(cfg, os.Stdout, os.Stderr)
 }
 
 func parseCompile(args []string) (*compileConfig, error) {
@@ -293,43 +291,12 @@ func (c *compileConfig) preprocessFor(in ir.Value) (*sciir.Preprocess, error) {
 	return p, nil
 }
 
-// classCount is the number of classes of a classifier output: its last dimension after dropping
-// trailing 1-dimensions ([1,1000,1,1] has 1000).
-func classCount(shape ir.Shape) int {
-	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] != 1 {
-			return shape[i]
-		}
-	}
-	return 1
-}
-
-func firstOr(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	return names[0]
-}
-
 // clientPath derives the client copy's name: model.sciir -> model.client.sciir.
 func clientPath(out string) string {
 	return strings.TrimSuffix(out, ".sciir") + ".client.sciir"
 }
 
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func compile(c *compileConfig, stdout, stderr io.Writer) error {
+func compileModel(c *compileConfig, stdout, stderr io.Writer) error {
 	start := time.Now()
 	// Find an unwritable output before the autotuning, not after it.
 	for _, out := range []string{c.out, clientPath(c.out)} {
@@ -342,15 +309,16 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, format, args...)
 		}
 	}
-	g, err := c.modelFlags.load(c.model, c.batch)
+	fo, err := c.modelFlags.options(c.batch)
 	if err != nil {
 		return err
 	}
-	sum, err := fileSHA256(c.model)
+	m, err := compile.Load(c.model, fo)
 	if err != nil {
-		return fmt.Errorf("hash model: %w", err)
+		return err
 	}
-	say("model %s (sha256 %s): %d nodes, %d constants\n", c.model, sum[:16], len(g.Nodes), len(g.Consts))
+	g := m.Graph
+	say("model %s (sha256 %s): %d nodes, %d constants\n", c.model, m.SHA256[:16], len(g.Nodes), len(g.Consts))
 	for _, in := range g.Inputs {
 		say("  input  %s %v\n", in.Name, in.Shape)
 	}
@@ -362,78 +330,41 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--net: %w", err)
 	}
-	opts := passes.DefaultOptions()
-	opts.Bits, opts.Scale, opts.Check = c.bits, c.scale, c.check
-	opts.Backend, opts.Net = c.backend, c.net
+	opts := compile.Options{Passes: passes.DefaultOptions(), Backend: c.backend, Compiler: "athosc (cryptflow-go)",
+		Name: strings.TrimSuffix(filepath.Base(c.out), ".sciir"), Validate: c.validate, Limit: c.limit,
+		ClassesFrom: "--classes " + c.classes, Log: stdout, Warn: prefixed{stderr, "athosc: "}}
+	if c.quiet {
+		opts.Log = nil
+	}
+	po := &opts.Passes
+	po.Bits, po.Scale, po.Check = c.bits, c.scale, c.check
+	po.Net = c.net
+	po.Scales, po.Headroom, po.Workers = c.scales, c.headroom, c.jobs
 	if c.noPeephole {
-		opts.Disable = []string{"peephole-*"}
+		po.Disable = []string{"peephole-*"}
 	}
 	if c.dumpAfter != "" {
-		opts.DumpAfter, opts.Dump = c.dumpAfter, stdout
+		po.DumpAfter, po.Dump = c.dumpAfter, stdout
 	}
-	meta := sciir.Meta{Compiler: "athosc (cryptflow-go)", Source: filepath.Base(c.model), SourceSHA256: sum,
-		Name: strings.TrimSuffix(filepath.Base(c.out), ".sciir")}
-	if c.backend == "auto" {
-		meta.Net = c.net // scirun's --ot auto follows it
-	}
-	// Declared input types and a quantized model's input quantization and output
-	// dequantization: scirun applies them to the client's data and the revealed output.
-	meta.Inputs, meta.Outputs = sciir.IOInfo(g)
-	var given []string
 	if c.classes != "" {
-		if given, err = input.ReadClasses(c.classes); err != nil {
+		if opts.Classes, err = input.ReadClasses(c.classes); err != nil {
 			return fmt.Errorf("--classes: %w", err)
 		}
 	}
-	outClasses := 0
-	if v := g.Values[firstOr(g.Outputs)]; v != nil {
-		outClasses = classCount(v.Shape)
-	}
-	if given != nil && outClasses > 1 && len(given) != outClasses {
-		return fmt.Errorf("--classes %s names %d classes, but the model's output %s has %d: give one name per output class, in index order",
-			c.classes, len(given), firstOr(g.Outputs), outClasses)
-	}
-	meta.Classes = given
-	var ds *dataset.Dataset
-	if c.validate != "" {
-		if len(g.Inputs) != 1 {
-			return fmt.Errorf("--validate needs a model with one input; %s has %d", c.model, len(g.Inputs))
-		}
-		var prep *sciir.Preprocess
-		if len(g.Inputs[0].Shape) == 4 {
-			if prep, err = c.preprocessFor(g.Inputs[0]); err != nil {
-				return err
-			}
-		}
-		if ds, err = dataset.LoadWith(c.validate, g.Inputs[0], prep, given); err != nil {
+	if c.validate != "" && len(g.Inputs) == 1 && len(g.Inputs[0].Shape) == 4 {
+		if opts.Preprocess, err = c.preprocessFor(g.Inputs[0]); err != nil {
 			return err
 		}
-		if err := c.recordClasses(ds, outClasses, &meta, stdout, stderr); err != nil {
-			return err
-		}
-		if v := g.Values[firstOr(g.Outputs)]; ds.Labelled && v != nil {
-			if classes := classCount(v.Shape); classes > 1 {
-				if err := ds.CheckLabels(classes); err != nil {
-					return fmt.Errorf("--validate %s: %w", c.validate, err)
-				}
-			}
-		}
-		if c.limit > 0 && c.limit < len(ds.Samples) {
-			ds.Samples = ds.Samples[:c.limit]
-		}
-		samples := ds.Samples
-		lo, hi := ds.InputRange()
-		meta.InputRange = &sciir.Range{Min: float64(lo), Max: float64(hi)}
-		say("validation: %d inputs from %s, %s; input values in [%.4g, %.4g]\n", len(samples), c.validate, ds.Layout(), lo, hi)
-		opts.Samples, opts.Scales, opts.Headroom, opts.Workers = samples, c.scales, c.headroom, c.jobs
 	}
 	bar := cli.NewProgress(stderr, "autotune", cli.IsTerminal(stderr) && !c.quiet && c.dumpAfter == "")
-	opts.Progress = func(done, total int) { bar.Update(done, total, "") }
-	prog, rep, err := passes.Compile(g, opts)
+	po.Progress = func(done, total int) { bar.Update(done, total, "") }
+	res, err := compile.Program(m, opts)
 	bar.Done()
 	if err != nil {
 		return err
 	}
+	f, rep := res.File, res.Report
+	prog := f.Program
 	bits, scale := prog.Bits, prog.Scale
 	say("clean-up:\n")
 	cleaned := false
@@ -448,26 +379,18 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	if !cleaned {
 		say("  nothing to do\n")
 	}
-	meta.Passes = rep.Lines()
-	if rep.Tune != nil {
-		meta.Preprocess = ds.Preprocess
-		meta.Autotune = tuneMeta(rep.Tune, c, filepath.Base(c.validate))
+	switch {
+	case rep.Tune != nil:
 		printTune(stdout, rep.Tune, c.quiet)
-	} else if passes.Quantized(g) {
+	case passes.Quantized(g):
 		say("quantized model: l=%d s=%d follow from the quantization parameters (integer tensors; int32 accumulators and requantization as ONNX Runtime computes them); no autotuning\n", bits, scale)
-		if ds != nil {
-			// Not tuned on, but an image folder's preprocessing is still the client's: scirun
-			// then takes images, preprocesses them and quantizes them as the model does.
-			meta.Preprocess = ds.Preprocess
-		}
-	} else {
+	default:
 		say("no --validate: using l=%d s=%d without checking for overflow\n", bits, scale)
 	}
 	if rep.Peephole != nil {
 		say("peepholes:\n")
 		for _, l := range rep.Peephole.Lines() {
 			say("  %s\n", l)
-			meta.Passes = append(meta.Passes, "peepholes: "+strings.TrimSpace(l))
 		}
 	}
 	if err := printEngines(stdout, prog, rep.Engines, c, nm); err != nil {
@@ -482,7 +405,6 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	f := &sciir.File{Program: prog, Backend: c.backend, Meta: meta}
 	cp := clientPath(c.out)
 	if err := cli.WriteProgram(c.out, f, true); err != nil {
 		return err
@@ -501,47 +423,17 @@ func compile(c *compileConfig, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// recordClasses records the validation folder's class names in meta (unless --classes gave
-// them), prints the rule that numbers class subfolders, and warns when the folder's classes are
-// not the model's output classes.
-func (c *compileConfig) recordClasses(ds *dataset.Dataset, outClasses int, meta *sciir.Meta, stdout, stderr io.Writer) error {
-	if ds.Format == "images" {
-		n := len(ds.Preprocess.ClassDirs)
-		fmt.Fprintf(stdout, "classes: the %d subfolders of %s in sorted name order are classes 0..%d: %s (renaming or adding a folder renumbers them: recompile after)\n",
-			n, c.validate, n-1, numbered(ds.Preprocess.ClassDirs))
-		if outClasses > 1 && n != outClasses {
-			fmt.Fprintf(stderr, "athosc: warning: %s has %d class subfolders, but the model's output has %d classes: folder k is taken for class k, so the labels are likely wrong (one subfolder per output class, named so that they sort in class order)\n",
-				c.validate, n, outClasses)
-		}
-	}
-	if meta.Classes != nil || len(ds.Classes) == 0 {
-		return nil
-	}
-	if ds.ClassSource == dataset.ClassesFile {
-		fmt.Fprintf(stdout, "classes: %d names from %s\n", len(ds.Classes), filepath.Join(c.validate, dataset.ClassesFile))
-		if outClasses > 1 && len(ds.Classes) != outClasses {
-			fmt.Fprintf(stderr, "athosc: warning: %s names %d classes, but the model's output has %d: the names are not recorded (give --classes FILE)\n",
-				filepath.Join(c.validate, dataset.ClassesFile), len(ds.Classes), outClasses)
-			return nil
-		}
-	}
-	meta.Classes = ds.Classes
-	return nil
+// prefixed writes to w with a prefix before each write (the warnings are single lines).
+type prefixed struct {
+	w      io.Writer
+	prefix string
 }
 
-// numbered lists names as "0 a, 1 b, ..." (the first and last few of a long list).
-func numbered(names []string) string {
-	var parts []string
-	for k, n := range names {
-		if len(names) > 12 && k >= 5 && k < len(names)-3 {
-			if k == 5 {
-				parts = append(parts, "…")
-			}
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("%d %s", k, n))
+func (p prefixed) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix); err != nil {
+		return 0, err
 	}
-	return strings.Join(parts, ", ")
+	return p.w.Write(b)
 }
 
 // printEngines writes, for every linear layer, the engine the backend will use and the traffic
@@ -640,24 +532,6 @@ func clipLeft(s string, n int) string {
 		return s
 	}
 	return "…" + string(r[len(r)-n+1:])
-}
-
-func tuneMeta(res *passes.TuneResult, c *compileConfig, dir string) *sciir.Autotune {
-	a := &sciir.Autotune{Validation: dir, Samples: res.Samples, Labelled: res.Labelled, Headroom: res.Headroom,
-		Bits: res.Bits, Scale: res.Scale, FloatAcc: res.FloatAccuracy, Reason: res.Reason}
-	var pinned []string
-	if c.bits != 0 {
-		pinned = append(pinned, "bitwidth")
-	}
-	if c.scale >= 0 {
-		pinned = append(pinned, "scale")
-	}
-	a.Pinned = strings.Join(pinned, ",")
-	for _, r := range res.Rows {
-		a.Rows = append(a.Rows, sciir.TuneRecord{Bits: r.Bits, Scale: r.Scale, Accuracy: r.Accuracy,
-			Agreement: r.Agreement, BitsUsed: r.BitsUsed, Overflow: r.Overflow})
-	}
-	return a
 }
 
 func pct(v float64) string {

@@ -31,7 +31,7 @@ func smallModel(t *testing.T) (model, valDir string) {
 // pass, which the product does only when asked.
 func compileChecked(c *compileConfig, stdout, stderr io.Writer) error {
 	c.check = true
-	return compile(c, stdout, stderr)
+	return compileModel(c, stdout, stderr)
 }
 
 func TestCompileWritesBothCopies(t *testing.T) {

@@ -46,7 +46,7 @@ func TestNotAModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = compile(cfg, &bytes.Buffer{}, &bytes.Buffer{})
+		err = compileModel(cfg, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), path+" "+wants[name]) || !errors.Is(err, frontend.ErrNotAModel) ||
 			strings.Contains(err.Error(), "proto") {
 			t.Errorf("%s: %v\nwant %q", name, err, wants[name])
