@@ -140,6 +140,52 @@ func TestSoftmaxSecure(t *testing.T) {
 		randomSamples(g, 11, 3, 4), 0.01, true)
 }
 
+// LogSoftmaxMLP returns an MLP with a LogSoftmax in the middle and one as its output: input
+// [2, 12]; fully connected to 8, LogSoftmax; fully connected to 6, LogSoftmax.
+func LogSoftmaxMLP(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("logsoftmax-mlp-%d", seed), seed, ir.Shape{2, 12})
+	x := b.node(ir.LogSoftmax, ir.Attrs{"axis": ir.IntAttr(1)}, b.gemm("input", 8))
+	x = b.gemm(x, 6)
+	return b.done(b.node(ir.LogSoftmax, ir.Attrs{"axis": ir.IntAttr(1)}, x))
+}
+
+// TestLogSoftmaxSecure runs the log-softmax MLP securely, the trailing LogSoftmax kept, and
+// requires the revealed log-probabilities to equal the cleartext run bit for bit (and the
+// float model's within 0.01).
+func TestLogSoftmaxSecure(t *testing.T) {
+	g, err := LogSoftmaxMLP(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpExp: 2, fixed.OpLog: 2, fixed.OpMaxPool: 2, fixed.OpRecip: 0, fixed.OpMul: 0},
+		randomSamples(g, 13, 3, 4), 0.01, true)
+}
+
+// SelectNet returns an MLP that slices and gathers runtime tensors: input [2, 12]; fully
+// connected to 8, reshaped [2, 2, 4]; Slice with a reversed middle axis and a stride-2 last axis
+// ([2, 2, 2]); Gather of last-axis entries [1, 0, 1] ([2, 2, 3]); ReLU; fully connected to 4 from
+// the flattened [2, 6]; and the class-token pattern: Gather of row 0 of a [2, 2, 3] view.
+func SelectNet(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("select-net-%d", seed), seed, ir.Shape{2, 12})
+	h := b.node(ir.Reshape, ir.Attrs{"shape": ir.IntsAttr([]int{2, 2, 4})}, b.gemm("input", 8))
+	sl := b.node(ir.Slice, ir.Attrs{"starts": ir.IntsAttr([]int{0, 1, 1}), "steps": ir.IntsAttr([]int{1, -1, 2}), "sizes": ir.IntsAttr([]int{2, 2, 2})}, h)
+	ga := b.node(ir.Gather, ir.Attrs{"axis": ir.IntAttr(2), "indices": ir.IntsAttr([]int{1, 0, 1}), "indices_shape": ir.IntsAttr([]int{3})}, sl)
+	r := b.node(ir.Relu, nil, ga)
+	y := b.gemm(b.node(ir.Reshape, ir.Attrs{"shape": ir.IntsAttr([]int{2, 6})}, r), 4)
+	tok := b.node(ir.Gather, ir.Attrs{"axis": ir.IntAttr(1), "indices": ir.IntsAttr([]int{0}), "indices_shape": ir.IntsAttr(nil)}, r)
+	return b.done(y, tok)
+}
+
+// TestSelectSecure runs SelectNet securely: Slice and Gather of runtime tensors are local gathers,
+// and the revealed outputs equal the cleartext run bit for bit.
+func TestSelectSecure(t *testing.T) {
+	g, err := SelectNet(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMathModel(t, g, 32, 12, map[fixed.Opcode]int{fixed.OpGather: 3}, randomSamples(g, 17, 3, 2), 0.01, false)
+}
+
 // ReduceNet returns a graph of the ONNX reductions, a Concat with a constant block and a cube:
 // input [1, 4, 6]; a = ReduceMean over the last axis (keepdims), the centred x − a squared and
 // summed over axes 1, 2 (a variance-like [1]); the ReduceMax over axis 1 concatenated with a

@@ -68,6 +68,8 @@ const (
 	// Softmax: X. Attrs: axis int (non-negative); softmax along that one axis (opset-13 meaning;
 	// the front end lowers the older coerce-to-2-D form to Flatten/Softmax/Reshape).
 	Softmax Op = "Softmax"
+	// LogSoftmax: X. Attrs: axis int (non-negative); log(softmax) along that one axis, as Softmax.
+	LogSoftmax Op = "LogSoftmax"
 	// ArgMax: X -> Int64. Attrs: axis int (non-negative), keepdims int, select_last_index int.
 	ArgMax Op = "ArgMax"
 	// ReduceSum, ReduceMean, ReduceMax: X. Attrs: axes ints (non-negative, sorted, distinct, not
@@ -91,6 +93,14 @@ const (
 	// slot-major) add fix_add[j·C+c] before the clip where x = fix_at[j·C+c] (docs/fixed-point.md,
 	// "Quantized operators").
 	Requant Op = "Requant"
+	// Slice: X, a runtime tensor (the front ends fold slices of constants). Attrs: starts, steps,
+	// sizes ints, one each per axis of X (normalised: 0 ≤ starts[a] < X.shape[a] when sizes[a] > 0,
+	// steps[a] ≠ 0, every element read in range). y[i] = x[starts + i·steps] per axis; y.shape = sizes.
+	Slice Op = "Slice"
+	// Gather: X, a runtime tensor, and constant indices (attributes). Attrs: axis int, indices ints
+	// (non-negative, < X.shape[axis]), indices_shape ints. y = X's slices at indices along axis:
+	// y.shape = X.shape[:axis] + indices_shape + X.shape[axis+1:] (ONNX Gather).
+	Gather Op = "Gather"
 )
 
 // AllOps returns every HLIL operator, in the order used by error messages and reports.
@@ -98,7 +108,7 @@ func AllOps() []Op {
 	return []Op{
 		Conv, Gemm, MatMul, Add, Sub, Mul, Div, Sum, Relu, LeakyRelu, Clip, Sigmoid, Tanh, Exp,
 		MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization, LRN,
-		Flatten, Reshape, Transpose, Concat, Pad, Squeeze, Unsqueeze, Identity, Softmax, ArgMax,
-		ReduceSum, ReduceMean, ReduceMax, Erf, LayerNormalization, Requant,
+		Flatten, Reshape, Transpose, Concat, Pad, Squeeze, Unsqueeze, Identity, Softmax, LogSoftmax,
+		ArgMax, ReduceSum, ReduceMean, ReduceMax, Erf, LayerNormalization, Requant, Slice, Gather,
 	}
 }

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -88,7 +89,7 @@ func arity(in []Shape, lo, hi int) error {
 func opArity(op Op) (lo, hi int, ok bool) {
 	switch op {
 	case Relu, Sigmoid, Tanh, Exp, Identity, LeakyRelu, Clip, LRN, GlobalAveragePool, GlobalMaxPool, MaxPool, AveragePool,
-		Flatten, Reshape, Transpose, Pad, Squeeze, Unsqueeze, Softmax, ArgMax, ReduceSum, ReduceMean, ReduceMax, Erf:
+		Flatten, Reshape, Transpose, Pad, Squeeze, Unsqueeze, Softmax, LogSoftmax, ArgMax, ReduceSum, ReduceMean, ReduceMax, Erf, Slice, Gather:
 		return 1, 1, true
 	case Add, Sub, Mul, Div, MatMul:
 		return 2, 2, true
@@ -310,12 +311,15 @@ func inferOp(n *Node, in []Shape) (Shape, DType, error) {
 			}
 		}
 		return out, Float32, nil
-	case Softmax:
+	case Softmax, LogSoftmax:
 		if _, err := axisAttr(a, len(in[0])); err != nil {
 			return nil, 0, err
 		}
 	case ArgMax:
 		return inferArgMax(a, in[0])
+	case Slice, Gather:
+		_, out, err := Selection(n.Op, a, in[0])
+		return out, Float32, err
 	}
 	// The remaining operators are elementwise: the output has the shape of the input.
 	return in[0].Clone(), Float32, nil
@@ -696,4 +700,108 @@ func inferPad(a Attrs, in []Shape) (Shape, DType, error) {
 		}
 	}
 	return out, Float32, nil
+}
+
+// Selection returns the per-axis index lists of a Slice or Gather of a tensor of shape x (numpy
+// outer indexing: output element i reads x at sel[a][i_a] along every axis a; a nil list is the
+// whole axis) and the output shape, after checking the attributes. For a Gather the output shape
+// is x.shape[:axis] + indices_shape + x.shape[axis+1:], the selection's own shape (sel along axis)
+// reshaped.
+func Selection(op Op, a Attrs, x Shape) (sel [][]int, out Shape, err error) {
+	sel = make([][]int, len(x))
+	switch op {
+	case Slice:
+		starts, err1 := a.Ints("starts")
+		steps, err2 := a.Ints("steps")
+		sizes, err3 := a.Ints("sizes")
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, nil, err
+		}
+		if len(starts) != len(x) || len(steps) != len(x) || len(sizes) != len(x) {
+			return nil, nil, fmt.Errorf("slice of rank %d: starts %v, steps %v, sizes %v need one entry per axis", len(x), starts, steps, sizes)
+		}
+		out = make(Shape, len(x))
+		for ax := range x {
+			st, step, n := starts[ax], steps[ax], sizes[ax]
+			if n < 0 || step == 0 {
+				return nil, nil, fmt.Errorf("slice axis %d: size %d, step %d", ax, n, step)
+			}
+			if n > 0 && (st < 0 || st >= x[ax] || st+(n-1)*step < 0 || st+(n-1)*step >= x[ax]) {
+				return nil, nil, fmt.Errorf("slice axis %d of size %d: %d elements from %d by %d leave it", ax, x[ax], n, st, step)
+			}
+			out[ax] = n
+			if st == 0 && step == 1 && n == x[ax] {
+				continue // the whole axis
+			}
+			sel[ax] = make([]int, n)
+			for i := range sel[ax] {
+				sel[ax][i] = st + i*step
+			}
+		}
+		return sel, out, nil
+	case Gather:
+		axis, err := axisAttr(a, len(x))
+		if err != nil {
+			return nil, nil, err
+		}
+		idx, err1 := a.Ints("indices")
+		ishape, err2 := a.Ints("indices_shape")
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, nil, err
+		}
+		if Shape(ishape).Size() != len(idx) {
+			return nil, nil, fmt.Errorf("gather: %d indices for indices_shape %v", len(idx), ishape)
+		}
+		for _, v := range idx {
+			if v < 0 || v >= x[axis] {
+				return nil, nil, fmt.Errorf("gather: index %d out of range for axis %d of size %d", v, axis, x[axis])
+			}
+		}
+		sel[axis] = append([]int{}, idx...)
+		out = append(append(x[:axis].Clone(), ishape...), x[axis+1:]...)
+		return sel, out, nil
+	}
+	return nil, nil, fmt.Errorf("%s is not a selection", op)
+}
+
+// SelectionIndex returns, for every element of x[sel] (numpy outer indexing, nil = the whole
+// axis) in row-major order, the position of the element of x (shape x) it reads.
+func SelectionIndex(x Shape, sel [][]int) []int {
+	dims := make([]int, len(x))
+	for a := range x {
+		dims[a] = x[a]
+		if sel[a] != nil {
+			dims[a] = len(sel[a])
+		}
+	}
+	n := Shape(dims).Size()
+	out := make([]int, n)
+	if n == 0 {
+		return out
+	}
+	strides := make([]int, len(x))
+	st := 1
+	for a := len(x) - 1; a >= 0; a-- {
+		strides[a] = st
+		st *= x[a]
+	}
+	pos := make([]int, len(x))
+	for i := range out {
+		off := 0
+		for a, p := range pos {
+			if sel[a] != nil {
+				p = sel[a][p]
+			}
+			off += p * strides[a]
+		}
+		out[i] = off
+		for a := len(pos) - 1; a >= 0; a-- {
+			pos[a]++
+			if pos[a] < dims[a] {
+				break
+			}
+			pos[a] = 0
+		}
+	}
+	return out
 }

@@ -472,13 +472,13 @@ func scaleOutputChannels(lin *ir.Node, wi int, w *ir.Tensor, a []float32) error 
 	return nil
 }
 
-// dropSoftmax removes a Softmax that produces a graph output: for classification the argmax of its
-// input is the same.
+// dropSoftmax removes a Softmax or LogSoftmax that produces a graph output: for classification
+// the argmax of its input is the same.
 func (c *cleaner) dropSoftmax() error {
 	uses := c.uses()
 	drop := map[*ir.Node]bool{}
 	for _, n := range c.g.Nodes {
-		if n.Op != ir.Softmax || !c.isOutput(n.Outputs[0]) || uses[n.Outputs[0]] != 1 || c.isInput(n.Inputs[0]) {
+		if (n.Op != ir.Softmax && n.Op != ir.LogSoftmax) || !c.isOutput(n.Outputs[0]) || uses[n.Outputs[0]] != 1 || c.isInput(n.Inputs[0]) {
 			continue
 		}
 		if uses[n.Inputs[0]] != 1 || c.isOutput(n.Inputs[0]) {
@@ -486,7 +486,7 @@ func (c *cleaner) dropSoftmax() error {
 		}
 		c.renameValue(n.Inputs[0], n.Outputs[0])
 		drop[n] = true
-		c.logf("dropped the trailing Softmax producing %q: for classification the argmax of its input is the same (the output is now logits)", n.Outputs[0])
+		c.logf("dropped the trailing %s producing %q: for classification the argmax of its input is the same (the output is now logits; athosc --keep-softmax keeps it)", n.Op, n.Outputs[0])
 	}
 	c.removeNodes(drop)
 	return nil

@@ -90,7 +90,7 @@ func TestPassOrder(t *testing.T) {
 		{"autotune", "lower", "lowering needs the l and s autotune chooses"},
 		{"peephole-trunc-hoist", "peephole-relu-maxpool", "ReLU->MaxPool pairs to swap"},
 		{"peephole-trunc-nonneg", "plan-engines", "engines are planned for the final linear layers"},
-		{"drop-softmax", "lower", "a trailing Softmax is dropped before lowering"},
+		{"drop-softmax", "lower", "a trailing Softmax or LogSoftmax is dropped before lowering"},
 	} {
 		tab := swapped(t, tc.a, tc.b)
 		err := tab.checkOrder()

@@ -136,13 +136,15 @@ func (l *lowerer) lowerNode(n *ir.Node) error {
 		id, err := l.op(&fixed.Instr{Op: fixed.OpTranspose, In: []int{x.id}, Perm: perm}, out)
 		l.vals[out] = &fval{id: id, index: x.index}
 		return err
+	case ir.Slice, ir.Gather:
+		return l.selection(n)
 	case ir.Concat:
 		return l.concat(n)
 	case ir.Pad:
 		return l.pad(n)
 	case ir.ArgMax:
 		return l.argmax(n)
-	case ir.Softmax:
+	case ir.Softmax, ir.LogSoftmax:
 		return l.softmax(n)
 	case ir.ReduceSum, ir.ReduceMean, ir.ReduceMax:
 		return l.reduce(n)
@@ -935,5 +937,44 @@ func (l *lowerer) argmax(n *ir.Node) error {
 	id := l.p.AddTensor(n.Outputs[0], shape, 0)
 	l.emit(&fixed.Instr{Op: fixed.OpArgMax, In: []int{x}, Out: id, Axis: axis})
 	l.vals[n.Outputs[0]] = &fval{id: id, index: true}
+	return nil
+}
+
+// selection lowers Slice and Gather of a runtime tensor to one gather instruction (local data
+// movement), followed for a Gather whose indices are not one-dimensional by a reshape to the
+// graph's shape.
+func (l *lowerer) selection(n *ir.Node) error {
+	x, err := l.get(n.Inputs[0])
+	if err != nil {
+		return err
+	}
+	out := n.Outputs[0]
+	sel, shape, err := ir.Selection(n.Op, n.Attrs, l.p.Tensors[x.id].Shape)
+	if err != nil {
+		return err
+	}
+	in := &fixed.Instr{Op: fixed.OpGather, In: []int{x.id}, Select: make([][]int, len(sel))}
+	direct := l.p.Tensors[x.id].Shape.Clone() // the gather's own shape
+	for a, s := range sel {
+		in.Select[a] = s
+		if s == nil {
+			in.Select[a] = []int{}
+		} else {
+			direct[a] = len(s)
+		}
+	}
+	name := out
+	if !direct.Equal(shape) {
+		name = out + "_gather"
+	}
+	id, err := l.op(in, name)
+	if err != nil {
+		return err
+	}
+	if name != out {
+		r := l.p.AddTensor(out, shape, l.p.Tensors[id].Scale)
+		id = l.emit(&fixed.Instr{Op: fixed.OpReshape, In: []int{id}, Out: r, Weight: -1})
+	}
+	l.vals[out] = &fval{id: id, index: x.index}
 	return nil
 }

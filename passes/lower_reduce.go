@@ -100,9 +100,13 @@ func (l *lowerer) reduce(n *ir.Node) error {
 // The invariant that makes recip applicable: the maximal element has z = 0 exactly and
 // exp(0) = 2^s exactly (every exp table gives 2^T at digit 0), so S ≥ 2^s, i.e. S ≥ 1 — recip's
 // domain. S ≤ width·2^s, and e·r ≤ 2^s·2^s < 2^(l−1) since l ≥ 2s + 5.
+//
+// LogSoftmax shares the steps up to S and ends y = z − log(S) (the fixed-point log, whose domain
+// is S ≥ 1 by the same invariant), at scale s: no product, no truncation.
 func (l *lowerer) softmax(n *ir.Node) error {
 	if s := l.p.Scale; s < 1 || l.p.Bits < fxmath.MinBits(s) {
-		return noLowering("Softmax needs scale ≥ 1 and l ≥ 2s+5 = %d for its exp and reciprocal (have l = %d, s = %d)", fxmath.MinBits(s), l.p.Bits, s)
+		return noLowering("%s needs scale ≥ 1 and l ≥ 2s+5 = %d for its exp and %s (have l = %d, s = %d)", n.Op, fxmath.MinBits(s),
+			map[bool]string{false: "reciprocal", true: "log"}[n.Op == ir.LogSoftmax], l.p.Bits, s)
 	}
 	axis, err := n.Attrs.Int("axis")
 	if err != nil {
@@ -128,6 +132,21 @@ func (l *lowerer) softmax(n *ir.Node) error {
 	sum, err := l.reduceKeep(e, []int{axis}, false, out+"_sum")
 	if err != nil {
 		return err
+	}
+	if n.Op == ir.LogSoftmax {
+		ls, err := l.op(&fixed.Instr{Op: fixed.OpLog, In: []int{sum}}, out+"_log")
+		if err != nil {
+			return err
+		}
+		y, err := l.op(&fixed.Instr{Op: fixed.OpSub, In: []int{z, ls}}, out)
+		if err != nil {
+			return err
+		}
+		if !l.p.Tensors[y].Shape.Equal(l.g.Values[out].Shape) {
+			return fmt.Errorf("log softmax: internal error: result shape %v, graph %v", l.p.Tensors[y].Shape, l.g.Values[out].Shape)
+		}
+		l.set(n, y)
+		return nil
 	}
 	r, err := l.op(&fixed.Instr{Op: fixed.OpRecip, In: []int{sum}}, out+"_recip")
 	if err != nil {

@@ -10,8 +10,9 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
-// softmaxRef is float64 softmax of the decoded fixed-point inputs v (at scale s) of one row.
-func softmaxRef(v []int64, s int) []float64 {
+// softmaxRef is float64 softmax (log softmax with log) of the decoded fixed-point inputs v (at
+// scale s) of one row.
+func softmaxRef(v []int64, s int, log bool) []float64 {
 	m := math.Inf(-1)
 	for _, x := range v {
 		m = math.Max(m, math.Ldexp(float64(x), -s))
@@ -22,8 +23,12 @@ func softmaxRef(v []int64, s int) []float64 {
 		out[i] = math.Exp(math.Ldexp(float64(x), -s) - m)
 		sum += out[i]
 	}
-	for i := range out {
-		out[i] /= sum
+	for i, x := range v {
+		if log {
+			out[i] = math.Ldexp(float64(x), -s) - m - math.Log(sum)
+		} else {
+			out[i] /= sum
+		}
 	}
 	return out
 }
@@ -31,10 +36,10 @@ func softmaxRef(v []int64, s int) []float64 {
 // softmaxULP compiles Softmax over the last axis of [rows, width] at (l, s), runs it in the clear
 // on random rows with values uniform in [−a, a], and returns the max and mean error against
 // float64 softmax of the encoded inputs, in units of 2^−s.
-func softmaxULP(t *testing.T, bits, scale, rows, width int, a float32, seed uint64) (worst, mean float64) {
+func softmaxULP(t *testing.T, op ir.Op, bits, scale, rows, width int, a float32, seed uint64) (worst, mean float64) {
 	t.Helper()
 	b := newGB(seed, ir.Shape{rows, width})
-	g := b.done(t, b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(1)}, "x"))
+	g := b.done(t, b.node(op, ir.Attrs{"axis": ir.IntAttr(1)}, "x"))
 	cg, _, err := clean(g, true)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +61,7 @@ func softmaxULP(t *testing.T, bits, scale, rows, width int, a float32, seed uint
 	}
 	total := 0.0
 	for r := 0; r < rows; r++ {
-		ref := softmaxRef(enc[r*width:(r+1)*width], scale)
+		ref := softmaxRef(enc[r*width:(r+1)*width], scale, op == ir.LogSoftmax)
 		for j, f := range ref {
 			e := math.Abs(float64(got[r*width+j]) - math.Ldexp(f, scale))
 			worst = max(worst, e)
@@ -69,7 +74,15 @@ func softmaxULP(t *testing.T, bits, scale, rows, width int, a float32, seed uint
 // TestSoftmaxULP measures the lowered softmax against float64 (docs/fixed-point.md, "Softmax")
 // and requires at most 10 ULP (the
 // error grows with the number of terms of the sum that are not negligible: each exp is floored).
-func TestSoftmaxULP(t *testing.T) {
+func TestSoftmaxULP(t *testing.T) { testSoftmaxULP(t, ir.Softmax, 10) }
+
+// TestLogSoftmaxULP measures the lowered log softmax the same way (docs/fixed-point.md,
+// "LogSoftmax"): y = z − log(S) inherits log's error (≤ 1.5 ULP) plus the sum's relative error
+// in units of 2^−s, which grows with the number of terms (each exp is floored, ~0.3 ULP low on
+// average): at most 16 ULP.
+func TestLogSoftmaxULP(t *testing.T) { testSoftmaxULP(t, ir.LogSoftmax, 16) }
+
+func testSoftmaxULP(t *testing.T, op ir.Op, bound float64) {
 	for _, c := range []struct{ bits, scale int }{{32, 12}, {20, 6}, {40, 16}, {64, 12}} {
 		var line string
 		worstAll := 0.0
@@ -77,15 +90,15 @@ func TestSoftmaxULP(t *testing.T) {
 			rows := max(4, 20000/w)
 			wWorst, wMean := 0.0, 0.0
 			for _, a := range []float32{1, 4, 16} {
-				worst, mean := softmaxULP(t, c.bits, c.scale, rows, w, a, uint64(w)+uint64(a))
+				worst, mean := softmaxULP(t, op, c.bits, c.scale, rows, w, a, uint64(w)+uint64(a))
 				wWorst, wMean = max(wWorst, worst), wMean+mean/3
 			}
 			worstAll = max(worstAll, wWorst)
 			line += fmt.Sprintf(" | %.2f / %.2f", wWorst, wMean)
 		}
-		t.Logf("softmax l=%d s=%d max / mean ULP for widths 2, 10, 100, 1000%s |", c.bits, c.scale, line)
-		if worstAll > 10 {
-			t.Errorf("softmax l=%d s=%d: %.3f ULP", c.bits, c.scale, worstAll)
+		t.Logf("%s l=%d s=%d max / mean ULP for widths 2, 10, 100, 1000%s |", op, c.bits, c.scale, line)
+		if worstAll > bound {
+			t.Errorf("%s l=%d s=%d: %.3f ULP", op, c.bits, c.scale, worstAll)
 		}
 	}
 }
@@ -128,5 +141,41 @@ func TestSoftmaxLowering(t *testing.T) {
 	}
 	if _, err := build(g, 28, 12, false); err == nil {
 		t.Error("softmax lowered at l = 28 < 2s+5")
+	}
+}
+
+// TestLogSoftmaxLowering: LogSoftmax lowers to the row max, exp, the row sum, log and a
+// subtraction (no reciprocal, no product), mid-graph and as a kept output; a trailing one is
+// dropped unless kept.
+func TestLogSoftmaxLowering(t *testing.T) {
+	b := newGB(9, ir.Shape{2, 5, 3})
+	mid := b.node(ir.LogSoftmax, ir.Attrs{"axis": ir.IntAttr(1)}, "x")
+	flat := b.node(ir.Reshape, ir.Attrs{"shape": ir.IntsAttr([]int{2, 15})}, mid)
+	h := b.node(ir.Add, nil, b.node(ir.MatMul, nil, flat, b.konst(ir.Shape{15, 4}, 1)), b.konst(ir.Shape{4}, 0.5))
+	g := b.done(t, b.node(ir.LogSoftmax, ir.Attrs{"axis": ir.IntAttr(1)}, h))
+	for _, keep := range []bool{false, true} {
+		cg, _, err := clean(g, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := build(cg, 32, 12, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := map[fixed.Opcode]int{}
+		for _, in := range p.Instrs {
+			ops[in.Op]++
+		}
+		n := 1
+		if keep {
+			n = 2
+		}
+		if ops[fixed.OpExp] != n || ops[fixed.OpLog] != n || ops[fixed.OpMaxPool] != n || ops[fixed.OpRecip] != 0 || ops[fixed.OpMul] != 0 {
+			t.Fatalf("keepSoftmax=%v: program %v", keep, ops)
+		}
+		x := randInput(rand.New(rand.NewPCG(3, 4)), ir.Shape{2, 5, 3}, 3)
+		if d := maxAbsDiff(runFixed(t, p, x), runFloat(t, cg, x)); d > 0.01 {
+			t.Errorf("keepSoftmax=%v: max |fixed − float| %g", keep, d)
+		}
 	}
 }

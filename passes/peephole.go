@@ -220,7 +220,7 @@ func nonNegative(p *fixed.Program) []bool {
 		case fixed.OpReLU, fixed.OpArgMax:
 			nn[in.Out] = true
 		case fixed.OpMaxPool, fixed.OpSumPool, fixed.OpDiv, fixed.OpTrunc, fixed.OpScaleUp, fixed.OpReshape,
-			fixed.OpTranspose, fixed.OpConcat, fixed.OpAdd, fixed.OpMul, fixed.OpBatchMatMul:
+			fixed.OpTranspose, fixed.OpGather, fixed.OpConcat, fixed.OpAdd, fixed.OpMul, fixed.OpBatchMatMul:
 			nn[in.Out] = all
 		case fixed.OpPad:
 			nn[in.Out] = all && (in.PadMode != fixed.PadConstant || in.PadValue >= 0)

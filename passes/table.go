@@ -37,7 +37,7 @@ var compileTable = table{
 			run: runSlots},
 	},
 	Order: []OrderRule{
-		{"compile", "drop-softmax", "lower", "a trailing Softmax is dropped before lowering, which would otherwise compute it (exp, reciprocal, products of shares)"},
+		{"compile", "drop-softmax", "lower", "a trailing Softmax or LogSoftmax is dropped before lowering, which would otherwise compute it (exp, reciprocal or log, products of shares)"},
 		{"compile", "fold-batchnorm", "lower", "a folded BatchNormalization costs nothing; lowered alone it costs a multiply by a constant, an add and a truncation per element"},
 		{"compile", "dead-code", "autotune", "autotune measures programs built from the final HLIL: every clean-up pass runs before it"},
 		{"compile", "autotune", "lower", "lowering needs the l and s autotune chooses; autotune's verified program is the one emitted, not lowered again"},
@@ -61,7 +61,7 @@ var cleanTable = table{
 			(*cleaner).fuseBias),
 		hlilPass("fold-batchnorm", false, "fold BatchNormalization into the preceding Conv/Gemm's weights and bias",
 			(*cleaner).foldBatchNorm),
-		withSkip(hlilPass("drop-softmax", false, "drop a Softmax producing a graph output (a classifier's argmax is the same)",
+		withSkip(hlilPass("drop-softmax", false, "drop a Softmax or LogSoftmax producing a graph output (a classifier's argmax is the same)",
 			(*cleaner).dropSoftmax), func(o *Options) string {
 			if o.KeepSoftmax {
 				return "KeepSoftmax is set"

@@ -35,8 +35,10 @@ var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
 // with a version error instead of an unknown opcode. Version 4 added sparse weight tensors in
 // WDAT (a width byte with its high bit set: the non-zero values and their positions); a program
 // whose weights are all written dense keeps the version its opcodes need. Version 5 added
-// bmatmul (the product of two shared matrices, attention), on the same terms as version 3.
-const Version = 5
+// bmatmul (the product of two shared matrices, attention), on the same terms as version 3;
+// version 6 the math opcode log (LogSoftmax) and gather (Slice and Gather of runtime tensors),
+// likewise.
+const Version = 6
 
 // sparseFlag marks a sparse weight tensor in WDAT's width byte (version 4).
 const sparseFlag = 0x80
@@ -49,14 +51,18 @@ const sparseFlag = 0x80
 func fileVersion(f *File) int {
 	v := 2
 	for _, in := range f.Program.Instrs {
-		if in.Op == fixed.OpBatchMatMul {
-			return 5
-		}
-		if _, ok := in.Op.MathFunc(); ok {
-			v = 3
+		switch {
+		case in.Op == fixed.OpLog || in.Op == fixed.OpGather:
+			v = max(v, 6)
+		case in.Op == fixed.OpBatchMatMul:
+			v = max(v, 5)
+		default:
+			if _, ok := in.Op.MathFunc(); ok {
+				v = max(v, 3)
+			}
 		}
 	}
-	if f.Version != 0 {
+	if f.Version != 0 || v >= 4 {
 		return max(v, f.Version)
 	}
 	if f.Program.HasWeights() {
@@ -468,6 +474,12 @@ func encodeInstrs(p *fixed.Program) []byte {
 			e.u8(len(in.Perm))
 			for _, a := range in.Perm {
 				e.u8(a)
+			}
+		case fixed.OpGather:
+			e.u8(len(in.Select))
+			for _, s := range in.Select {
+				e.u32(len(s))
+				e.ints32(s)
 			}
 		case fixed.OpPad:
 			e.u8(int(in.PadMode))

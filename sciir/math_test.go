@@ -1,10 +1,7 @@
 package sciir
 
 import (
-	"bytes"
 	"encoding/binary"
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ir"
@@ -29,41 +26,7 @@ func mathProgram() *fixed.Program {
 // TestMathOpcodesRoundTrip writes a program with the math opcodes (as version 3), reads it back
 // and disassembles it; the same bytes labelled version 2 are refused.
 func TestMathOpcodesRoundTrip(t *testing.T) {
-	p := mathProgram()
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := Marshal(&File{Program: p, Backend: "sciot"}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := binary.LittleEndian.Uint16(b[len(Magic):]); v != 3 {
-		t.Errorf("written as version %d, want 3", v)
-	}
-	got, err := Unmarshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var a, w bytes.Buffer
-	_ = got.Program.WriteText(&a)
-	_ = p.WriteText(&w)
-	if a.String() != w.String() {
-		t.Errorf("program changed:\n%s\nwant\n%s", a.String(), w.String())
-	}
-	var d bytes.Buffer
-	if err := Disasm(&d, b); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{"sciir version 3", "= sigmoid %0", "= rsqrt %0"} {
-		if !strings.Contains(d.String(), s) {
-			t.Errorf("disassembly lacks %q:\n%s", s, d.String())
-		}
-	}
-	tags, payloads := splitSections(b)
-	_, err = Unmarshal(joinSections(2, tags, payloads))
-	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "version 2 file") {
-		t.Errorf("math opcodes in a version 2 file: got %v", err)
-	}
+	checkVersionRoundTrip(t, mathProgram(), 3, "= sigmoid %0", "= rsqrt %0")
 	// A program without math opcodes is still written as version 2.
 	old, err := Marshal(testFile(t), true)
 	if err != nil {

@@ -395,6 +395,19 @@ func decodeInstrs(d *dec, p *fixed.Program, version int) error {
 			if version < 5 {
 				err = fmt.Errorf("opcode %s in a version %d file (it arrived in version 5)", in.Op, version)
 			}
+		case fixed.OpGather:
+			r := d.u8()
+			in.Select = make([][]int, r)
+			for a := 0; a < r && d.err == nil; a++ {
+				in.Select[a] = d.ints32(d.count("indices", 4))
+			}
+			if version < 6 {
+				err = fmt.Errorf("opcode %s in a version %d file (it arrived in version 6)", in.Op, version)
+			}
+		case fixed.OpLog:
+			if version < 6 {
+				err = fmt.Errorf("opcode %s in a version %d file (it arrived in version 6)", in.Op, version)
+			}
 		default:
 			err = fmt.Errorf("unknown opcode %d (written by a newer compiler?)", uint8(in.Op))
 		}

@@ -84,7 +84,7 @@ type ConvBackend interface {
 }
 
 // MathBackend is implemented by backends that run the fixed-point math functions (OpExp,
-// OpSigmoid, OpTanh, OpRecip, OpRsqrt). Math sets dst = f(x) elementwise, both at the program's
+// OpSigmoid, OpTanh, OpRecip, OpRsqrt, OpLog). Math sets dst = f(x) elementwise, both at the program's
 // scale, exactly as fxmath defines f (Params.Eval on the ring and scale). A backend without it
 // cannot run programs that use them: vm.New says so.
 type MathBackend interface {

@@ -9,7 +9,8 @@ import (
 // program another way (the fhe mode composes the linear instructions into matrices, vm/fhe) and
 // must read exactly the elements the Machine reads.
 //
-//   - OpTranspose, OpPad: Idx[i] is the input element of output element i (-1: the pad value).
+//   - OpTranspose, OpPad, OpGather: Idx[i] is the input element of output element i (-1: the
+//     pad value).
 //   - OpAdd, OpSub, OpMul: Idx and Idx2 broadcast the operands (nil: same shape as the output).
 //   - OpSumPool: Idx[o·D+k] is the k-th input element of output o's window (-1: padding).
 //   - OpConv: Idx[t·P+q] is the offset within one group's input planes (channel c of the group at

@@ -146,6 +146,19 @@ func (m *Machine) makePlan(in *fixed.Instr) (plan, int, error) {
 	case fixed.OpTranspose:
 		pl.idx = transposeIndex(p.Tensors[in.In[0]].Shape, in.Perm)
 		return pl, 0, nil
+	case fixed.OpGather:
+		sel := make([][]int, len(in.Select))
+		for a, s := range in.Select {
+			if len(s) > 0 {
+				sel[a] = s
+			}
+		}
+		idx := ir.SelectionIndex(p.Tensors[in.In[0]].Shape, sel)
+		pl.idx = make([]int32, len(idx))
+		for i, v := range idx {
+			pl.idx[i] = int32(v)
+		}
+		return pl, 0, nil
 	case fixed.OpPad:
 		idx, err := padIndex(p.Tensors[in.In[0]].Shape, in.Pads, in.PadMode)
 		pl.idx = idx

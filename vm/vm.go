@@ -265,7 +265,7 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 		return b.Trunc(ctx, dst, x, in.Shift, in.NonNeg)
 	case fixed.OpReLU:
 		return b.ReLU(ctx, dst, x)
-	case fixed.OpExp, fixed.OpSigmoid, fixed.OpTanh, fixed.OpRecip, fixed.OpRsqrt:
+	case fixed.OpExp, fixed.OpSigmoid, fixed.OpTanh, fixed.OpRecip, fixed.OpRsqrt, fixed.OpLog:
 		f, _ := in.Op.MathFunc()
 		mb, ok := b.(MathBackend)
 		if !ok {
@@ -316,7 +316,7 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 	case fixed.OpReshape:
 		copy(dst.Data, x.Data)
 		return nil
-	case fixed.OpTranspose:
+	case fixed.OpTranspose, fixed.OpGather:
 		gather(dst.Data, x.Data, pl.idx, 0)
 		return nil
 	case fixed.OpPad:

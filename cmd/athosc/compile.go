@@ -53,7 +53,7 @@ type compileConfig struct {
 	bits, scale, headroom, jobs   int
 	batch, limit                  int
 	scales                        []int
-	noPeephole                    bool
+	noPeephole, keepSoftmax       bool
 	quiet                         bool
 	listPasses, timePasses, check bool
 	dumpAfter                     string
@@ -108,6 +108,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.IntVar(&c.batch, "batch", 1, "batch size fixed for a symbolic batch dimension")
 	fs.IntVar(&c.limit, "limit", 0, "use only the first `N` validation inputs (0 = all)")
 	fs.BoolVar(&c.noPeephole, "no-peephole", false, "skip the peephole optimisations")
+	fs.BoolVar(&c.keepSoftmax, "keep-softmax", false, "compute a Softmax or LogSoftmax that produces the output securely (probabilities or log-probabilities out) instead of dropping it (by default it is dropped: a classifier's argmax is the same, and the output is the logits)")
 	fs.StringVar(&c.backend, "backend", "auto", "two-party backend recorded in the program: auto (OT or HE per linear layer, whichever the planner expects to be faster on --net), sciot (every linear layer by OT), scihe (every one by HE), sci3 (three parties: a helper deals correlations), fhe (non-interactive BGV: polynomial networks only, no truncation, Z_n for a CRT product n; default scales 1-8); the compile output lists each linear layer's engine and expected traffic; scirun --backend overrides it, and any program also runs with scirun --clear")
 	fs.StringVar(&c.net, "net", "lan", "the `LINK` --backend auto plans for (and the traffic estimate assumes), "+netmodel.Help+"; recorded in the program; scirun --ot auto takes silent OT (Ferret) when the link is slow enough for its smaller traffic to pay (docs/usage.md)")
 	fs.BoolVar(&c.quiet, "q", false, "print only errors and the output file names")
@@ -337,7 +338,7 @@ func compileModel(c *compileConfig, stdout, stderr io.Writer) error {
 		opts.Log = nil
 	}
 	po := &opts.Passes
-	po.Bits, po.Scale, po.Check = c.bits, c.scale, c.check
+	po.Bits, po.Scale, po.Check, po.KeepSoftmax = c.bits, c.scale, c.check, c.keepSoftmax
 	po.Net = c.net
 	po.Scales, po.Headroom, po.Workers = c.scales, c.headroom, c.jobs
 	if c.noPeephole {

@@ -114,7 +114,7 @@ func init() {
 		"Flatten": (*importer).flatten, "Reshape": (*importer).reshape, "Transpose": (*importer).transpose,
 		"Concat": (*importer).concat, "Pad": (*importer).pad, "Squeeze": (*importer).squeeze,
 		"Unsqueeze": (*importer).unsqueeze, "Identity": (*importer).identity, "Dropout": (*importer).dropout,
-		"Softmax": (*importer).softmax, "ArgMax": (*importer).argmax,
+		"Softmax": (*importer).softmax, "LogSoftmax": (*importer).logSoftmax, "ArgMax": (*importer).argmax,
 		"Constant": (*importer).constantNode, "ConstantOfShape": (*importer).constantOfShape, "Expand": (*importer).expand,
 		"Shape": (*importer).shapeNode, "Gather": (*importer).gather, "Cast": (*importer).cast,
 		"Slice": (*importer).slice, "HardSigmoid": (*importer).hardSigmoid, "HardSwish": (*importer).hardSwish,

@@ -338,6 +338,35 @@ func TestImportSoftmax(t *testing.T) {
 	wantAttrs(t, attrsOf(t, g, ir.Softmax), ir.Attrs{"axis": ir.IntAttr(1)})
 }
 
+// TestImportLogSoftmax: LogSoftmax follows Softmax's axis rules (the opset-11 coerced form as
+// Flatten/LogSoftmax/Reshape; opset 13 one axis), and each row's exps sum to 1.
+func TestImportLogSoftmax(t *testing.T) {
+	s := []any{2, 3, 4}
+	g := oneNode(t, 11, s, node("LogSoftmax", "lsm", []string{"x"}, []string{"y"}))
+	var ops []ir.Op
+	for _, n := range g.Nodes {
+		ops = append(ops, n.Op)
+	}
+	if !reflect.DeepEqual(ops, []ir.Op{ir.Flatten, ir.LogSoftmax, ir.Reshape}) {
+		t.Fatalf("opset-11 log softmax over axis 1 of a 3-D input: ops %v", ops)
+	}
+	g = oneNode(t, 13, s, node("LogSoftmax", "lsm", []string{"x"}, []string{"y"}))
+	wantAttrs(t, attrsOf(t, g, ir.LogSoftmax), ir.Attrs{"axis": ir.IntAttr(2)})
+	out, err := interp.Run(g, map[string]*ir.Tensor{"x": {Shape: ir.Shape{2, 3, 4}, Data: floats(24, 5)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < 6; r++ {
+		var sum float64
+		for _, v := range out["y"].Data[r*4 : (r+1)*4] {
+			sum += math.Exp(float64(v))
+		}
+		if math.Abs(sum-1) > 1e-5 {
+			t.Errorf("row %d: exps sum to %g", r, sum)
+		}
+	}
+}
+
 func TestImportDropoutAndBatchNorm(t *testing.T) {
 	s := []any{1, 2, 3, 3}
 	g := oneNode(t, 12, s, node("Dropout", "d", []string{"x", "r"}, []string{"y"}), scalarF("r", 0.3))
@@ -632,9 +661,9 @@ func TestImportErrors(t *testing.T) {
 	if !strings.Contains(err.Error(), `MatMul node "mm3"`) || !strings.Contains(err.Error(), "inner dimensions") {
 		t.Errorf("shape error: %v", err)
 	}
-	err = oneNodeErr(t, 13, s, node("Gather", "g", []string{"x", "i"}, []string{"y"}), ints1("i", 0))
-	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "runtime value") {
-		t.Errorf("runtime gather: %v", err)
+	err = oneNodeErr(t, 13, s, node("Gather", "g", []string{"k", "x"}, []string{"y"}), tensorF("k", []int64{3}, floats(3, 1)))
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "runtime indices") {
+		t.Errorf("gather by runtime indices: %v", err)
 	}
 	err = oneNodeErr(t, 13, s, node("Add", "a", []string{"x", "k"}, []string{"y"}), ints1("k", 1, 2))
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "int64") {
@@ -700,5 +729,57 @@ func TestOpsetFormsAgree(t *testing.T) {
 	}
 	if s, _ := a.ShapeOf("y"); !s.Equal(ir.Shape{2 * 6}) {
 		t.Errorf("output shape %v", s)
+	}
+}
+
+// TestImportRuntimeSliceGather: Slice and Gather of a runtime tensor import as HLIL's Slice and
+// Gather (constants are still folded), with ONNX's clamping and negative values normalised, and
+// the float interpreter reads what numpy's indexing reads.
+func TestImportRuntimeSliceGather(t *testing.T) {
+	s := []any{2, 3, 4}
+	x := floats(24, 3)
+	run := func(g *ir.Graph) []float32 {
+		t.Helper()
+		out, err := interp.Run(g, map[string]*ir.Tensor{"x": {Shape: ir.Shape{2, 3, 4}, Data: x}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out["y"].Data
+	}
+	// x[:, ::-2, 1:100] (ends past the end clamp; a negative step from the last row).
+	g := oneNode(t, 13, s, node("Slice", "sl", []string{"x", "st", "en", "ax", "sp"}, []string{"y"}),
+		ints1("st", -1, 1), ints1("en", math.MinInt64, 100), ints1("ax", 1, 2), ints1("sp", -2, 1))
+	wantAttrs(t, attrsOf(t, g, ir.Slice), ir.Attrs{"starts": ir.IntsAttr([]int{0, 2, 1}), "steps": ir.IntsAttr([]int{1, -2, 1}),
+		"sizes": ir.IntsAttr([]int{2, 2, 3})})
+	var want []float32
+	for i := 0; i < 2; i++ {
+		for _, j := range []int{2, 0} {
+			for k := 1; k < 4; k++ {
+				want = append(want, x[(i*3+j)*4+k])
+			}
+		}
+	}
+	if got := run(g); !reflect.DeepEqual(got, want) {
+		t.Errorf("slice: %v, want %v", got, want)
+	}
+	// x[:, [-1, 0], :] with a [1, 2] index tensor, and the class-token pattern x[:, 0].
+	g = oneNode(t, 13, s, node("Gather", "ga", []string{"x", "ix"}, []string{"y"}, aInt("axis", 1)),
+		tensorI64("ix", []int64{1, 2}, []int64{-1, 0}))
+	wantAttrs(t, attrsOf(t, g, ir.Gather), ir.Attrs{"axis": ir.IntAttr(1), "indices": ir.IntsAttr([]int{2, 0}), "indices_shape": ir.IntsAttr([]int{1, 2})})
+	want = want[:0]
+	for i := 0; i < 2; i++ {
+		for _, j := range []int{2, 0} {
+			want = append(want, x[(i*3+j)*4:(i*3+j)*4+4]...)
+		}
+	}
+	if got := run(g); !reflect.DeepEqual(got, want) {
+		t.Errorf("gather: %v, want %v", got, want)
+	}
+	g = oneNode(t, 13, s, node("Gather", "ga", []string{"x", "ix"}, []string{"y"}, aInt("axis", 1)), tensorI64("ix", nil, []int64{0}))
+	if v := g.Values["y"]; v == nil || !v.Shape.Equal(ir.Shape{2, 4}) {
+		t.Fatalf("x[:, 0]: %+v", v)
+	}
+	if err := oneNodeErr(t, 13, s, node("Gather", "ga", []string{"x", "x"}, []string{"y"})); err == nil || !strings.Contains(err.Error(), "indices must be constants") {
+		t.Errorf("runtime indices: %v", err)
 	}
 }

@@ -864,14 +864,19 @@ func (im *importer) dropout(n *Node) error {
 	return im.identity(&Node{Name: n.Name, OpType: n.OpType, Inputs: n.Inputs[:1], Outputs: n.Outputs[:1]})
 }
 
-func (im *importer) softmax(n *Node) error {
+func (im *importer) softmax(n *Node) error { return im.softmaxOp(n, ir.Softmax) }
+
+func (im *importer) logSoftmax(n *Node) error { return im.softmaxOp(n, ir.LogSoftmax) }
+
+// softmaxOp imports Softmax or LogSoftmax (op), whose axis rules are the same.
+func (im *importer) softmaxOp(n *Node, op ir.Op) error {
 	out, xs, err := im.arityOutputShape(n, 1, 1)
 	if err != nil {
 		return err
 	}
 	r := len(xs)
 	if r == 0 {
-		return errors.New("softmax of a scalar")
+		return fmt.Errorf("%s of a scalar", op)
 	}
 	def := int64(-1)
 	if im.opset < 13 {
@@ -890,7 +895,7 @@ func (im *importer) softmax(n *Node) error {
 	}
 	if im.opset >= 13 || xs[axis+1:].Size() == 1 {
 		// Single-axis softmax (opset 13), or a coercion whose trailing block is one axis long.
-		return im.emit(n, ir.Softmax, n.Inputs[:1], out, ir.Attrs{"axis": ir.IntAttr(axis)})
+		return im.emit(n, op, n.Inputs[:1], out, ir.Attrs{"axis": ir.IntAttr(axis)})
 	}
 	// Opset < 13: softmax over the flattened block xs[axis:], then back to the input shape.
 	x, err := im.data(n.Inputs[0])
@@ -901,7 +906,7 @@ func (im *importer) softmax(n *Node) error {
 	soft := im.fresh(out + "/softmax2d")
 	nodes := []*ir.Node{
 		{Name: n.Name, Op: ir.Flatten, Inputs: []string{x}, Outputs: []string{flat}, Attrs: ir.Attrs{"axis": ir.IntAttr(axis)}},
-		{Name: n.Name, Op: ir.Softmax, Inputs: []string{flat}, Outputs: []string{soft}, Attrs: ir.Attrs{"axis": ir.IntAttr(1)}},
+		{Name: n.Name, Op: op, Inputs: []string{flat}, Outputs: []string{soft}, Attrs: ir.Attrs{"axis": ir.IntAttr(1)}},
 		{Name: n.Name, Op: ir.Reshape, Inputs: []string{soft}, Outputs: []string{out}, Attrs: ir.Attrs{"shape": ir.IntsAttr(xs)}},
 	}
 	for _, nd := range nodes {
@@ -1042,13 +1047,9 @@ func (im *importer) gather(n *Node) error {
 	if err != nil {
 		return err
 	}
-	data := im.constOf(n.Inputs[0])
-	if data == nil {
-		return fmt.Errorf("%w: Gather from runtime value %q (only constant data is folded)", ErrUnsupported, n.Inputs[0])
-	}
 	ic := im.constOf(n.Inputs[1])
 	if ic == nil {
-		return fmt.Errorf("%w: Gather with runtime indices %q", ErrUnsupported, n.Inputs[1])
+		return fmt.Errorf("%w: Gather with runtime indices %q (the indices must be constants)", ErrUnsupported, n.Inputs[1])
 	}
 	idx, err := ic.ints()
 	if err != nil {
@@ -1058,7 +1059,13 @@ func (im *importer) gather(n *Node) error {
 	if err != nil {
 		return err
 	}
-	ds := data.shape
+	data := im.constOf(n.Inputs[0])
+	var ds ir.Shape
+	if data != nil {
+		ds = data.shape
+	} else if ds, err = im.shape(n.Inputs[0]); err != nil {
+		return err
+	}
 	axis, err := normAxis64(a, len(ds))
 	if err != nil {
 		return err
@@ -1074,6 +1081,11 @@ func (im *importer) gather(n *Node) error {
 	shape := append(append(ds[:axis].Clone(), ic.shape...), ds[axis+1:]...)
 	if err := checkSize(shape, im.limit); err != nil {
 		return err
+	}
+	if data == nil {
+		// A runtime tensor: HLIL's Gather (local data movement once lowered).
+		return im.emit(n, ir.Gather, n.Inputs[:1], out, ir.Attrs{"axis": ir.IntAttr(axis),
+			"indices": ir.IntsAttr(idx), "indices_shape": ir.IntsAttr(ic.shape)})
 	}
 	r := &constant{dtype: data.dtype, shape: shape}
 	if data.isInt() {
@@ -1124,8 +1136,8 @@ func (im *importer) cast(n *Node) error {
 	return im.emit(n, ir.Identity, n.Inputs[:1], out, ir.Attrs{})
 }
 
-// slice folds Slice of a constant (a step of shape computations); slicing runtime tensors is not
-// an HLIL operation.
+// slice folds Slice of a constant (a step of shape computations) and imports Slice of a runtime
+// tensor as HLIL's Slice (starts, steps and sizes normalised per axis).
 func (im *importer) slice(n *Node) error {
 	out, err := output(n)
 	if err != nil {
@@ -1163,10 +1175,12 @@ func (im *importer) slice(n *Node) error {
 		}
 	}
 	data := im.constOf(n.Inputs[0])
-	if data == nil {
-		return fmt.Errorf("%w: Slice of runtime value %q (only constants are folded)", ErrUnsupported, n.Inputs[0])
+	var ds ir.Shape
+	if data != nil {
+		ds = data.shape
+	} else if ds, err = im.shape(n.Inputs[0]); err != nil {
+		return err
 	}
-	ds := data.shape
 	if axes == nil {
 		axes = make([]int, len(starts))
 		for i := range axes {
@@ -1211,6 +1225,10 @@ func (im *importer) slice(n *Node) error {
 			cnt = max(0, (s-e-st-1)/(-st))
 		}
 		start[ax], step[ax], shape[ax] = s, st, cnt
+	}
+	if data == nil {
+		return im.emit(n, ir.Slice, n.Inputs[:1], out, ir.Attrs{"starts": ir.IntsAttr(start), "steps": ir.IntsAttr(step),
+			"sizes": ir.IntsAttr(shape)})
 	}
 	r := &constant{dtype: data.dtype, shape: shape}
 	if data.isInt() {

@@ -9,8 +9,8 @@ import (
 	"github.com/cryptflow-go/cryptflow/passes"
 )
 
-// TestMathOpsReachLowering checks that TensorFlow's Sigmoid, Tanh and a mid-graph Softmax (with a Mean
-// after it) import to the HLIL operators that passes.Compile lowers to the fixed-point math functions.
+// TestMathOpsReachLowering checks that TensorFlow's Sigmoid, Tanh, a mid-graph Softmax and
+// LogSoftmax (with a Mean after them) import to the HLIL operators that passes.Compile lowers to the fixed-point math functions.
 func TestMathOpsReachLowering(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	w := randTensor(r, 4, 6)
@@ -21,7 +21,9 @@ func TestMathOpsReachLowering(t *testing.T) {
 		node("sig", "Sigmoid", []string{"fc"}),
 		node("tanh", "Tanh", []string{"sig"}),
 		node("softmax", "Softmax", []string{"tanh"}),
-		node("mul", "Mul", []string{"softmax", "tanh"}),
+		node("logsoftmax", "LogSoftmax", []string{"tanh"}),
+		node("mul0", "Mul", []string{"softmax", "tanh"}),
+		node("mul", "Add", []string{"mul0", "logsoftmax"}),
 		constI("ax1", []int64{1}, 1),
 		node("mean", "Mean", []string{"mul", "ax1"}),
 	)
@@ -37,7 +39,7 @@ func TestMathOpsReachLowering(t *testing.T) {
 	for _, n := range g.Nodes {
 		ops[n.Op]++
 	}
-	for _, op := range []ir.Op{ir.Sigmoid, ir.Tanh, ir.Softmax} { // Mean becomes a linear map (MatMul)
+	for _, op := range []ir.Op{ir.Sigmoid, ir.Tanh, ir.Softmax, ir.LogSoftmax} { // Mean becomes a linear map (MatMul)
 		if ops[op] != 1 {
 			t.Errorf("%d %s nodes, want 1 (%v)", ops[op], op, ops)
 		}
@@ -52,7 +54,7 @@ func TestMathOpsReachLowering(t *testing.T) {
 	for _, in := range prog.Instrs {
 		codes[in.Op]++
 	}
-	for _, op := range []fixed.Opcode{fixed.OpSigmoid, fixed.OpTanh, fixed.OpExp} {
+	for _, op := range []fixed.Opcode{fixed.OpSigmoid, fixed.OpTanh, fixed.OpExp, fixed.OpLog} {
 		if codes[op] == 0 {
 			t.Errorf("no %s instruction (%v)", op, codes)
 		}

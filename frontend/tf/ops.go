@@ -35,8 +35,8 @@ func init() {
 		"LeakyRelu": (*importer).unaryNode, "Rsqrt": (*importer).unaryNode, "Sqrt": (*importer).unaryNode,
 		"Reciprocal": (*importer).unaryNode, "Exp": (*importer).unaryNode, "Log": (*importer).unaryNode,
 		"Abs": (*importer).unaryNode, "Floor": (*importer).unaryNode, "Ceil": (*importer).unaryNode,
-		"Softmax": (*importer).softmax,
-		"Conv2D":  (*importer).conv2D, "DepthwiseConv2dNative": (*importer).conv2D,
+		"Softmax": (*importer).softmax, "LogSoftmax": (*importer).logSoftmax,
+		"Conv2D": (*importer).conv2D, "DepthwiseConv2dNative": (*importer).conv2D,
 		"MaxPool": (*importer).pool, "AvgPool": (*importer).pool,
 		"FusedBatchNorm": (*importer).fusedBatchNorm, "FusedBatchNormV2": (*importer).fusedBatchNorm,
 		"FusedBatchNormV3": (*importer).fusedBatchNorm,
@@ -343,6 +343,15 @@ func (im *importer) unaryNode(n *NodeDef, in []*value) (*value, error) {
 }
 
 func (im *importer) softmax(n *NodeDef, in []*value) (*value, error) {
+	return im.softmaxOp(n, in, ir.Softmax)
+}
+
+func (im *importer) logSoftmax(n *NodeDef, in []*value) (*value, error) {
+	return im.softmaxOp(n, in, ir.LogSoftmax)
+}
+
+// softmaxOp imports Softmax or LogSoftmax (op): along the last axis.
+func (im *importer) softmaxOp(n *NodeDef, in []*value, op ir.Op) (*value, error) {
 	if err := arity(in, 1, 1); err != nil {
 		return nil, err
 	}
@@ -354,10 +363,10 @@ func (im *importer) softmax(n *NodeDef, in []*value) (*value, error) {
 		return nil, err
 	}
 	if x.rank() < 1 {
-		return nil, errors.New("softmax of a scalar")
+		return nil, fmt.Errorf("%s of a scalar", op)
 	}
 	axis := axisIn(x.perm, x.rank()-1)
-	return im.emit(n, ir.Softmax, []string{x.name}, ir.Attrs{"axis": ir.IntAttr(axis)}, x.shape, x.perm)
+	return im.emit(n, op, []string{x.name}, ir.Attrs{"axis": ir.IntAttr(axis)}, x.shape, x.perm)
 }
 
 func (im *importer) biasAdd(n *NodeDef, in []*value) (*value, error) {

@@ -271,7 +271,7 @@ func (p *Program) InferInstr(in *Instr) (ir.Shape, int, error) {
 		return x.Shape.Clone(), x.Scale - in.Shift, nil
 	case OpReLU:
 		return x.Shape.Clone(), x.Scale, nil
-	case OpExp, OpSigmoid, OpTanh, OpRecip, OpRsqrt:
+	case OpExp, OpSigmoid, OpTanh, OpRecip, OpRsqrt, OpLog:
 		if x.Scale != p.Scale {
 			return nil, 0, fmt.Errorf("%s of an operand at scale %d: math functions work at the program's scale %d", in.Op, x.Scale, p.Scale)
 		}
@@ -311,6 +311,23 @@ func (p *Program) InferInstr(in *Instr) (ir.Shape, int, error) {
 			return nil, 0, fmt.Errorf("cannot reshape %v to %v", x.Shape, out)
 		}
 		return out.Clone(), x.Scale, nil
+	case OpGather:
+		if len(in.Select) != len(x.Shape) {
+			return nil, 0, fmt.Errorf("%d index lists for an operand of rank %d", len(in.Select), len(x.Shape))
+		}
+		out := x.Shape.Clone()
+		for a, s := range in.Select {
+			if len(s) == 0 {
+				continue
+			}
+			for _, v := range s {
+				if v < 0 || v >= x.Shape[a] {
+					return nil, 0, fmt.Errorf("index %d out of range for axis %d of size %d", v, a, x.Shape[a])
+				}
+			}
+			out[a] = len(s)
+		}
+		return out, x.Scale, nil
 	case OpTranspose:
 		if err := ir.CheckPerm(in.Perm, len(x.Shape)); err != nil {
 			return nil, 0, err

@@ -68,9 +68,9 @@ const (
 	// in the ring; Out's scale is the sum of the operands' scales. Backend.Mul (the VM expands the
 	// broadcast operands first).
 	OpMul Opcode = 20
-	// OpExp, OpSigmoid, OpTanh, OpRecip, OpRsqrt: Out = f(In[0]) elementwise, the fixed-point
-	// math functions of package ring/fxmath (exp of min(x, 0), sigmoid, tanh, 1/max(x, 1),
-	// 1/sqrt(max(x, 1))), defined by their integer algorithms; Out has In[0]'s scale, which must
+	// OpExp, OpSigmoid, OpTanh, OpRecip, OpRsqrt, OpLog: Out = f(In[0]) elementwise, the
+	// fixed-point math functions of package ring/fxmath (exp of min(x, 0), sigmoid, tanh,
+	// 1/max(x, 1), 1/sqrt(max(x, 1)), ln(max(x, 1))), defined by their integer algorithms; Out has In[0]'s scale, which must
 	// be the program's scale s, and the ring needs l ≥ 2s + 5. Backend.Math (vm.MathBackend).
 	OpExp     Opcode = 21
 	OpSigmoid Opcode = 22
@@ -82,6 +82,12 @@ const (
 	// scale is the sum of the operands' scales. Attention's Q·Kᵀ and softmax(…)·V.
 	// Backend.MatMulShared (vm.SharedMatMulBackend).
 	OpBatchMatMul Opcode = 26
+	// OpLog is the math function ln(max(x, 1)) (see OpExp); LogSoftmax's log of the row sum.
+	OpLog Opcode = 27
+	// OpGather: Out = In[0][Select[0], Select[1], ...], numpy outer indexing by constant index
+	// lists, one per axis (an empty list keeps the axis whole): the Slice and Gather of a runtime
+	// tensor (local).
+	OpGather Opcode = 28
 )
 
 var opcodeNames = map[Opcode]string{
@@ -90,10 +96,10 @@ var opcodeNames = map[Opcode]string{
 	OpReLU: "relu", OpMaxPool: "maxpool", OpSumPool: "sumpool", OpDiv: "div", OpArgMax: "argmax",
 	OpReshape: "reshape", OpTranspose: "transpose", OpConcat: "concat", OpPad: "pad", OpMul: "mul",
 	OpExp: "exp", OpSigmoid: "sigmoid", OpTanh: "tanh", OpRecip: "recip", OpRsqrt: "rsqrt",
-	OpBatchMatMul: "bmatmul",
+	OpBatchMatMul: "bmatmul", OpLog: "log", OpGather: "gather",
 }
 
-// MathFunc returns the fxmath function of a math opcode (OpExp..OpRsqrt), or false.
+// MathFunc returns the fxmath function of a math opcode (OpExp..OpRsqrt, OpLog), or false.
 func (o Opcode) MathFunc() (fxmath.Func, bool) {
 	switch o {
 	case OpExp:
@@ -106,6 +112,8 @@ func (o Opcode) MathFunc() (fxmath.Func, bool) {
 		return fxmath.Recip, true
 	case OpRsqrt:
 		return fxmath.Rsqrt, true
+	case OpLog:
+		return fxmath.Log, true
 	}
 	return 0, false
 }
@@ -202,6 +210,7 @@ type Instr struct {
 	Group    int       // OpConv
 	Win      ir.Window // OpConv, OpMaxPool, OpSumPool (CeilMode is already resolved into Out's shape)
 	Perm     []int     // OpTranspose
+	Select   [][]int   // OpGather: per axis the indices read (empty: the whole axis)
 	Pads     []int     // OpPad: begins then ends, one pair per axis
 	PadMode  PadMode   // OpPad
 	PadValue int64     // OpPad with PadConstant: the signed encoded value
@@ -215,6 +224,12 @@ func (in *Instr) Clone() *Instr {
 	c := *in
 	c.In = slices.Clone(in.In)
 	c.Perm = slices.Clone(in.Perm)
+	if in.Select != nil {
+		c.Select = make([][]int, len(in.Select))
+		for a, s := range in.Select {
+			c.Select[a] = slices.Clone(s)
+		}
+	}
 	c.Pads = slices.Clone(in.Pads)
 	c.Divisors = slices.Clone(in.Divisors)
 	c.Win = ir.Window{Kernel: slices.Clone(in.Win.Kernel), Strides: slices.Clone(in.Win.Strides),

@@ -115,6 +115,17 @@ func (p *Program) InstrText(in *Instr) string {
 		fmt.Fprintf(&b, " axis=%d", in.Axis)
 	case OpTranspose:
 		fmt.Fprintf(&b, " perm=%s", ints(in.Perm))
+	case OpGather:
+		for a, s := range in.Select {
+			switch {
+			case len(s) == 0:
+				continue
+			case len(s) <= 8:
+				fmt.Fprintf(&b, " axis%d=%s", a, ints(s))
+			default:
+				fmt.Fprintf(&b, " axis%d=%s,... (%d)", a, ints(s[:8]), len(s))
+			}
+		}
 	case OpPad:
 		fmt.Fprintf(&b, " %s pads=%s", in.PadMode, ints(in.Pads))
 		if in.PadMode == PadConstant && in.PadValue != 0 {

@@ -391,7 +391,11 @@ func (c *compiler) kernel(n *ir.Node, in []*slot, out *slot) (func(), error) {
 	case ir.Pad:
 		return pad(a, in[0], out)
 	case ir.Softmax:
-		return softmax(a, in[0], out)
+		return softmax(a, in[0], out, false)
+	case ir.LogSoftmax:
+		return softmax(a, in[0], out, true)
+	case ir.Slice, ir.Gather:
+		return selection(n.Op, a, in[0], out)
 	case ir.ReduceSum, ir.ReduceMean, ir.ReduceMax:
 		return reduce(n.Op, a, in[0], out)
 	case ir.LayerNormalization:

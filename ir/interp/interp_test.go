@@ -202,6 +202,15 @@ func TestAllOpsRun(t *testing.T) {
 			return b.node(ir.Requant, ir.Attrs{"axis": ir.IntAttr(1), "mult": ints(3, 5), "add": ints(1, 2),
 				"shift": ir.IntAttr(2), "min": ir.IntAttr(-2), "max": ir.IntAttr(2)}, "y", "x")
 		},
+		ir.Slice: func(b *builder) *builder {
+			return b.node(ir.Slice, ir.Attrs{"starts": ints(0, 1, 1, 0), "steps": ints(1, 1, -1, 1), "sizes": ints(1, 1, 2, 2)}, "y", "x")
+		},
+		ir.Gather: func(b *builder) *builder {
+			return b.node(ir.Gather, ir.Attrs{"axis": ir.IntAttr(2), "indices": ints(1, 1, 0), "indices_shape": ints(3)}, "y", "x")
+		},
+		ir.LogSoftmax: func(b *builder) *builder {
+			return b.node(ir.LogSoftmax, ir.Attrs{"axis": ir.IntAttr(1)}, "y", "x")
+		},
 		ir.ArgMax: func(b *builder) *builder {
 			return b.node(ir.ArgMax, ir.Attrs{"axis": ir.IntAttr(1), "keepdims": ir.IntAttr(1), "select_last_index": ir.IntAttr(0)}, "y", "x")
 		},

@@ -177,3 +177,18 @@ func padMap(mode string, n, before, after, outLen int) ([]int, error) {
 	}
 	return m, nil
 }
+
+// selection is Slice and Gather of a runtime tensor: a gather by ir.SelectionIndex.
+func selection(op ir.Op, attrs ir.Attrs, x, out *slot) (func(), error) {
+	sel, _, err := ir.Selection(op, attrs, x.shape)
+	if err != nil {
+		return nil, err
+	}
+	idx := ir.SelectionIndex(x.shape, sel)
+	return func() {
+		xd, yd := x.data, out.data
+		for i, j := range idx {
+			yd[i] = xd[j]
+		}
+	}, nil
+}

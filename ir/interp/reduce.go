@@ -82,8 +82,8 @@ func axisSplit(s ir.Shape, axis int) (outer, n, inner int) {
 	return s[:axis].Size(), s[axis], s[axis+1:].Size()
 }
 
-// softmax is numerically stable softmax along one axis.
-func softmax(attrs ir.Attrs, x, out *slot) (func(), error) {
+// softmax is numerically stable softmax along one axis, or its log (log softmax) when log is set.
+func softmax(attrs ir.Attrs, x, out *slot, log bool) (func(), error) {
 	axis, err := attrs.Int("axis")
 	if err != nil {
 		return nil, err
@@ -103,6 +103,14 @@ func softmax(attrs ir.Attrs, x, out *slot) (func(), error) {
 					e := float32(math.Exp(float64(xd[base+j*inner] - m)))
 					yd[base+j*inner] = e
 					s += e
+				}
+				if log {
+					// log softmax = (x − m) − log Σ exp(x − m).
+					ls := float32(math.Log(float64(s)))
+					for j := 0; j < n; j++ {
+						yd[base+j*inner] = xd[base+j*inner] - m - ls
+					}
+					continue
 				}
 				for j := 0; j < n; j++ {
 					yd[base+j*inner] /= s

@@ -1,5 +1,5 @@
 // Package fxmath defines the fixed-point math functions of the fixed-point programs — exp of
-// non-positive inputs, sigmoid, tanh, reciprocal and reciprocal square root — as integer
+// non-positive inputs, sigmoid, tanh, reciprocal, reciprocal square root and natural log — as integer
 // algorithms over Z_{2^l} (docs/fixed-point.md, "Math functions").
 //
 // Each function is a fixed sequence of steps on whole vectors, every step one of the operations of
@@ -38,9 +38,11 @@ const (
 	Recip Func = 4
 	// Rsqrt is 1/sqrt(x) for x ≥ 1 (x < 1 is taken as 1).
 	Rsqrt Func = 5
+	// Log is ln(x) for x ≥ 1 (x < 1 is taken as 1; the top octave x ≥ 2^(l−2−s) as its lower end).
+	Log Func = 6
 )
 
-var funcNames = map[Func]string{Exp: "exp", Sigmoid: "sigmoid", Tanh: "tanh", Recip: "recip", Rsqrt: "rsqrt"}
+var funcNames = map[Func]string{Exp: "exp", Sigmoid: "sigmoid", Tanh: "tanh", Recip: "recip", Rsqrt: "rsqrt", Log: "log"}
 
 func (f Func) String() string {
 	if s, ok := funcNames[f]; ok {
@@ -53,7 +55,7 @@ func (f Func) String() string {
 func (f Func) Valid() bool { _, ok := funcNames[f]; return ok }
 
 // Funcs lists the functions.
-func Funcs() []Func { return []Func{Exp, Sigmoid, Tanh, Recip, Rsqrt} }
+func Funcs() []Func { return []Func{Exp, Sigmoid, Tanh, Recip, Rsqrt, Log} }
 
 // Ops are the operations the algorithms are made of, on this party's shares of whole vectors in
 // Z_{2^l} (for Clear: the values themselves). Boolean vectors are packed bits, bit i of word
@@ -95,11 +97,16 @@ type Params struct {
 	RecipBits, RecipIters int
 	// RsqrtBits and RsqrtIters are the same for 1/sqrt (2^(RsqrtBits+2) entries).
 	RsqrtBits, RsqrtIters int
+	// LogBits is the number of mantissa bits after the leading one that index the log tables
+	// (2^(LogBits+1) entries each).
+	LogBits int
 	// E is the largest binary exponent of an input x ≥ 1 below 2^(L−1−S): E = L − 2 − S.
 	E int
 
 	recipTab, rsqrtTab   []uint64
 	recipNorm, rsqrtNorm norm
+	logTabs              [][]uint64 // ln c, 1/c and c at scale T, c the middle of each interval
+	logNorm              norm
 }
 
 // ExpParams is the exp core e = exp(−z/2^In) at scale T for 0 ≤ z ≤ Clamp: z's Digits digits of
@@ -128,6 +135,9 @@ func NewParams(l, s int) (*Params, error) {
 	p.rsqrtTab = rsqrtTable(p.T, p.RsqrtBits)
 	p.recipNorm = p.newNorm(false)
 	p.rsqrtNorm = p.newNorm(true)
+	p.LogBits = min(7, p.T-1)
+	p.logTabs = logTables(p.T, p.LogBits)
+	p.logNorm = p.newLogNorm()
 	return p, nil
 }
 
@@ -177,6 +187,45 @@ func rsqrtTable(t, d int) []uint64 {
 		tab[i] = uint64(math.Round(math.Ldexp(1, t) / math.Sqrt((float64(i)+0.5)/math.Ldexp(1, d))))
 	}
 	return tab
+}
+
+// logTables: for the mantissas [1, 2) whose top bits after the leading one are i − 2^d, with
+// c = (i + 1/2)/2^d the middle of their interval, entry i of the three tables is ln(c)·2^T,
+// 2^T/c and c·2^T (exact: T > d). Entries below 2^d are unreachable and hold the values at c = 1.
+func logTables(t, d int) [][]uint64 {
+	n := 2 << d
+	ln, inv, mid := make([]uint64, n), make([]uint64, n), make([]uint64, n)
+	for i := range n {
+		c := 1.0
+		if i >= 1<<d {
+			c = (float64(i) + 0.5) / math.Ldexp(1, d)
+		}
+		ln[i] = uint64(math.Round(math.Log(c) * math.Ldexp(1, t)))
+		inv[i] = uint64(math.Round(math.Ldexp(1, t) / c))
+		mid[i] = uint64(math.Round(c * math.Ldexp(1, t)))
+	}
+	return [][]uint64{ln, inv, mid}
+}
+
+// newLogNorm is the normalisation for Log: with p = ⌊log2 x⌋, the mantissa m = x·2^(E−p) lies
+// in [1, 2) at scale S + E = L − 2 (N2 = 2^(E−p)), and N1 = round(p·ln 2·2^T) is the exponent's
+// part of the result. The top exponent p = E is taken as x = 2^E (mantissa 1): x·2^0 would
+// reach 2 at scale L − 2 for the one input −2^(L−1) that clamping maps to 2^(L−1).
+func (p *Params) newLogNorm() norm {
+	e := p.E
+	nm := norm{k: e, n1: make([]uint64, e+1), n2: make([]uint64, e+1), g: make([]uint64, e+1)}
+	for q := 0; q <= e; q++ {
+		nm.n1[q] = uint64(math.Round(float64(q) * math.Ln2 * math.Ldexp(1, p.T)))
+		if q < e {
+			nm.n2[q] = 1 << (e - q)
+		} else {
+			nm.g[q] = 1 << (p.S + e)
+		}
+	}
+	for j := 1; j <= e; j++ {
+		nm.steps = append(nm.steps, j)
+	}
+	return nm
 }
 
 // norm is the normalisation of x ≥ 1 (at scale S) for Recip and Rsqrt: with p = ⌊log2 x⌋ ∈
@@ -253,6 +302,8 @@ func (p *Params) Eval(ctx context.Context, o Ops, f Func, dst, x []uint64) error
 		y = e.recip(x, false)
 	case Rsqrt:
 		y = e.recip(x, true)
+	case Log:
+		y = e.log(x)
 	default:
 		return fmt.Errorf("fxmath: unknown function %d", uint8(f))
 	}
@@ -337,6 +388,13 @@ func (e *eval) b2a(c []uint64, n int) []uint64 {
 func (e *eval) trunc(x []uint64, k int) []uint64 {
 	out := make([]uint64, len(x))
 	e.do(func() error { return e.o.Trunc(e.ctx, out, x, k, true) })
+	return out
+}
+
+// truncSigned is trunc for operands of either sign.
+func (e *eval) truncSigned(x []uint64, k int) []uint64 {
+	out := make([]uint64, len(x))
+	e.do(func() error { return e.o.Trunc(e.ctx, out, x, k, false) })
 	return out
 }
 
@@ -456,16 +514,11 @@ func (e *eval) sigmoidTanh(x []uint64, tanh bool) []uint64 {
 	return e.lin(e.r.Mask(), u, 1, e.mux(e.lin(2, u, 0, nil, 0), b), 0)
 }
 
-// recip (and rsqrt): xc = 2^S + ReLU(x − 2^S) (x below 1 taken as 1), the threshold bits
-// 1{xc ≥ 2^(S+j)} for the steps of the normalisation (one DReLU and one B2A batch), N1, N2 and G
-// from them (local), the mantissa m = xc·N2 + G moved to scale T, r = recipCore(m) or
-// rsqrtCore(m), and y = ⌊r·N1/2^T⌋.
-func (e *eval) recip(x []uint64, sqrt bool) []uint64 {
+// normalize returns, for x clamped to xc = 2^S + ReLU(x − 2^S) (x below 1 taken as 1), the
+// mantissa m = xc·N2 + G moved to scale T and N1, from the threshold bits 1{xc ≥ 2^(S+j)} for
+// the steps of nm (one DReLU and one B2A batch; N1, N2 and G are local combinations of them).
+func (e *eval) normalize(x []uint64, nm *norm) (m, n1 []uint64) {
 	p, n := e.p, len(x)
-	nm := &p.recipNorm
-	if sqrt {
-		nm = &p.rsqrtNorm
-	}
 	one := uint64(1) << p.S
 	xc := e.addc(e.relu(e.addc(x, e.r.Neg(one))), one)
 	diffs := make([]uint64, 0, len(nm.steps)*n)
@@ -490,8 +543,41 @@ func (e *eval) recip(x []uint64, sqrt bool) []uint64 {
 		return e.addc(out, f[0])
 	}
 	n1, n2, g := comb(nm.n1), comb(nm.n2), comb(nm.g)
-	m := e.lin(1, e.mul(xc, n2), 1, g, 0)
-	m = e.rescale(m, p.S+nm.k, p.T)
+	m = e.lin(1, e.mul(xc, n2), 1, g, 0)
+	return e.rescale(m, p.S+nm.k, p.T), n1
+}
+
+// log: the mantissa m ∈ [1, 2) at scale T and N1 = p·ln 2 from normalize; the tables on m's top
+// LogBits bits after the leading one give ln c, 1/c and c for the middle c of m's interval, and
+// ln m = ln c + ln(1 + u) ≈ ln c + u with u = (m − c)/c, |u| ≤ 2^−(LogBits+1) (the error u²/2 is
+// below 2^−(2·LogBits+3)); y = ⌊(N1 + ln c + u)·2^S⌋, at scale T before the last truncation.
+func (e *eval) log(x []uint64) []uint64 {
+	p, n := e.p, len(x)
+	m, n1 := e.normalize(x, &p.logNorm)
+	i := e.trunc(m, p.T-p.LogBits)
+	idx := make([]uint64, 0, 3*n)
+	for range 3 {
+		idx = append(idx, i...)
+	}
+	tv := e.lut(idx, p.LogBits+1, p.logTabs)
+	lnc, inv, c := tv[:n], tv[n:2*n], tv[2*n:]
+	u := e.truncSigned(e.mul(e.lin(1, m, e.r.Mask(), c, 0), inv), p.T)
+	y := e.lin(1, n1, 1, lnc, 0)
+	y = e.lin(1, y, 1, u, 0)
+	return e.truncSigned(y, p.T-p.S)
+}
+
+// recip (and rsqrt): xc = 2^S + ReLU(x − 2^S) (x below 1 taken as 1), the threshold bits
+// 1{xc ≥ 2^(S+j)} for the steps of the normalisation (one DReLU and one B2A batch), N1, N2 and G
+// from them (local), the mantissa m = xc·N2 + G moved to scale T, r = recipCore(m) or
+// rsqrtCore(m), and y = ⌊r·N1/2^T⌋.
+func (e *eval) recip(x []uint64, sqrt bool) []uint64 {
+	p := e.p
+	nm := &p.recipNorm
+	if sqrt {
+		nm = &p.rsqrtNorm
+	}
+	m, n1 := e.normalize(x, nm)
 	var r []uint64
 	if sqrt {
 		r = e.rsqrtCore(m)

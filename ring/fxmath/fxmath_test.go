@@ -23,6 +23,8 @@ func reference(f Func, x float64) float64 {
 		return 1 / max(x, 1)
 	case Rsqrt:
 		return 1 / math.Sqrt(max(x, 1))
+	case Log:
+		return math.Log(max(x, 1))
 	}
 	panic("unknown function")
 }
@@ -54,8 +56,8 @@ func sweep(p *Params, f Func) (chunks [][]int64, desc string) {
 		return [][]int64{v}, desc
 	}
 	top := p.E
-	if f == Rsqrt && p.E%2 == 0 {
-		top-- // the top octave is taken as x = 2^E (TestRsqrtTopOctave)
+	if f == Rsqrt && p.E%2 == 0 || f == Log {
+		top-- // the top octave is taken as x = 2^E (TestRsqrtTopOctave, TestLogTopOctave)
 	}
 	for q := 0; q <= top; q++ {
 		lo := int64(1) << (p.S + q)
@@ -107,7 +109,7 @@ func measure(t testing.TB, p *Params, f Func) (errStats, string) {
 // project's default l = 32, s = 12 and at other rings, running every step strictly (a promised
 // non-negative truncation operand that is negative fails the test).
 func TestULP(t *testing.T) {
-	bounds := map[Func]float64{Exp: 1.5, Sigmoid: 1.5, Tanh: 3, Recip: 2, Rsqrt: 3}
+	bounds := map[Func]float64{Exp: 1.5, Sigmoid: 1.5, Tanh: 3, Recip: 2, Rsqrt: 3, Log: 1.5}
 	var table strings.Builder
 	for _, ls := range [][2]int{{32, 12}, {20, 6}, {40, 16}, {64, 12}} {
 		p, err := NewParams(ls[0], ls[1])
@@ -230,6 +232,28 @@ func TestRsqrtTopOctave(t *testing.T) {
 		want := 1 / math.Sqrt(float64(v)/4096) * 4096
 		if e := math.Abs(float64(y[i]) - want); e > 0.3*want+1 {
 			t.Fatalf("rsqrt(%d) = %d, want %.2f", v, y[i], want)
+		}
+	}
+}
+
+// TestLogTopOctave: log takes the top octave [2^(l−2−s), 2^(l−1−s)) as its lower end, so its
+// error there is below ln 2 (and the input −2^(l−1), which clamping maps to 2^(l−1), is defined).
+func TestLogTopOctave(t *testing.T) {
+	p, _ := NewParams(32, 12)
+	r := ring.Must(32)
+	lo := int64(1) << (p.S + p.E)
+	var x []uint64
+	for v := lo; v < 2*lo; v += lo >> 12 {
+		x = append(x, r.FromSigned(v))
+	}
+	y := make([]uint64, len(x))
+	if err := p.Eval(context.Background(), Clear{R: r, Strict: true}, Log, y, x); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range x {
+		want := math.Log(float64(v)/4096) * 4096
+		if e := math.Abs(float64(y[i]) - want); e > math.Ln2*4096+2 {
+			t.Fatalf("log(%d) = %d, want %.2f", v, y[i], want)
 		}
 	}
 }

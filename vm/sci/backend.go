@@ -583,7 +583,7 @@ func FerretFor(p *fixed.Program) ferret.Config {
 		switch in.Op {
 		case fixed.OpReLU, fixed.OpTrunc, fixed.OpDiv, fixed.OpMaxPool, fixed.OpArgMax, fixed.OpMul:
 			elems += int64(ring.Size(p.Tensors[in.In[0]].Shape))
-		case fixed.OpExp, fixed.OpSigmoid, fixed.OpTanh, fixed.OpRecip, fixed.OpRsqrt:
+		case fixed.OpExp, fixed.OpSigmoid, fixed.OpTanh, fixed.OpRecip, fixed.OpRsqrt, fixed.OpLog:
 			// About twenty ReLU-sized steps per element (MathCost).
 			elems += 20 * int64(ring.Size(p.Tensors[in.In[0]].Shape))
 		case fixed.OpBatchMatMul:
