@@ -30,7 +30,7 @@ type EngineEstimate struct {
 	Chosen           fixed.Engine
 }
 
-// PlanEngines chooses for every matmul and conv of p the engine with the smaller estimated time on
+// PlanEngines chooses for every matmul, conv and bmatmul of p the engine with the smaller estimated time on
 // the link net: exact traffic (lincost.ConvBits / MatMulBits and heplan.ConvCost / MatMulCost) over the
 // bandwidth, the flights times half the round-trip time, and a CPU model. It records the choice in
 // the instructions (fixed.Instr.Engine) and returns the estimates. A layer HE cannot run goes to OT.
@@ -41,6 +41,7 @@ func PlanEngines(p *fixed.Program, net netmodel.Model) ([]EngineEstimate, error)
 		var e EngineEstimate
 		var hc heplan.Cost
 		var herr error
+		heFlights := int64(2)
 		switch in.Op {
 		case fixed.OpConv:
 			g, err := p.ConvGeom(in)
@@ -62,6 +63,17 @@ func PlanEngines(p *fixed.Program, net netmodel.Model) ([]EngineEstimate, error)
 			e.OTBytes = lincost.MatMulBits(m, k, n, l) / 8
 			e.OTTime = linkTime(net, e.OTBytes, int64(2*l)) + time.Duration(float64(e.OTBytes)/otCPUBytesPerSec*float64(time.Second))
 			hc, herr = heplan.MatMulCost(m, k, n, l)
+		case fixed.OpBatchMatMul:
+			// Two shared factors: two cross products per product (lincost.SharedMatMulBits by OT;
+			// two grouped products for the whole batch by HE, heplan.SharedMatMulCost).
+			batch, m, k, n := fixed.BatchMatMulDims(p.Tensors[in.In[0]].Shape, p.Tensors[in.In[1]].Shape)
+			if batch*m*k*n == 0 {
+				continue
+			}
+			e.OTBytes = lincost.SharedMatMulBits(batch, m, k, n, l) / 8
+			e.OTTime = linkTime(net, e.OTBytes, int64(2*l)) + time.Duration(float64(e.OTBytes)/otCPUBytesPerSec*float64(time.Second))
+			hc, herr = heplan.SharedMatMulCost(batch, m, k, n, l)
+			heFlights = 4
 		default:
 			continue
 		}
@@ -72,7 +84,7 @@ func PlanEngines(p *fixed.Program, net netmodel.Model) ([]EngineEstimate, error)
 			e.HEBytes = hc.Bytes
 			cpu := time.Duration(hc.Products)*heProductTime + time.Duration(hc.Uploads)*heUploadTime +
 				time.Duration(hc.Replies)*heReplyTime + time.Duration(hc.Weights)*heWeightTime
-			e.HETime = linkTime(net, hc.Bytes, 2) + cpu
+			e.HETime = linkTime(net, hc.Bytes, heFlights) + cpu
 		}
 		e.Chosen = fixed.EngineOT
 		if e.HETime < e.OTTime {

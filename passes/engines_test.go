@@ -7,6 +7,8 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/netmodel"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
+	"github.com/cryptflow-go/cryptflow/protocols/linear/lincost"
 )
 
 func TestPlanEngines(t *testing.T) {
@@ -96,6 +98,42 @@ func TestPlanEnginesPicksHEForLargeConvs(t *testing.T) {
 		}
 		if est[0].OTBytes < 1000*est[0].HEBytes/10 {
 			t.Errorf("conv: OT %d bytes, HE %d", est[0].OTBytes, est[0].HEBytes)
+		}
+	}
+}
+
+// TestPlanEnginesSharedProducts: a product of two runtime tensors (bmatmul) is planned like the
+// weight layers, on the exact costs of its two constructions (lincost.SharedMatMulBits by OT,
+// heplan.SharedMatMulCost by HE), choosing the smaller time estimate: attention-sized heads by HE
+// (even a 2×2 product goes to HE on the LAN model: OT's 2l flights cost more than its bytes).
+func TestPlanEnginesSharedProducts(t *testing.T) {
+	for _, c := range []struct {
+		a, b ir.Shape
+		want fixed.Engine
+	}{{ir.Shape{2, 17, 16}, ir.Shape{2, 16, 17}, fixed.EngineHE}, {ir.Shape{1, 2, 2}, ir.Shape{1, 2, 1}, fixed.EngineHE}} {
+		p := &fixed.Program{Bits: 37, Scale: 12}
+		x := p.AddTensor("x", c.a, 12)
+		y := p.AddTensor("y", c.b, 12)
+		z := p.AddTensor("z", ir.Shape{c.a[0], c.a[1], c.b[2]}, 24)
+		p.Instrs = []*fixed.Instr{{Op: fixed.OpBatchMatMul, Out: z, In: []int{x, y}, Weight: -1}}
+		est, err := PlanEngines(p, netmodel.LAN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(est) != 1 {
+			t.Fatalf("%d estimates", len(est))
+		}
+		batch, m, k, n := fixed.BatchMatMulDims(c.a, c.b)
+		hc, err := heplan.SharedMatMulCost(batch, m, k, n, 37)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := est[0]
+		if e.OTBytes != lincost.SharedMatMulBits(batch, m, k, n, 37)/8 || e.HEBytes != hc.Bytes {
+			t.Errorf("%v·%v: estimates %d B by OT, %d B by HE", c.a, c.b, e.OTBytes, e.HEBytes)
+		}
+		if e.Chosen != c.want || p.Instrs[0].Engine != c.want || (e.HETime < e.OTTime) != (c.want == fixed.EngineHE) {
+			t.Errorf("%v·%v: chose %v (OT %v, HE %v), want %v", c.a, c.b, e.Chosen, e.OTTime, e.HETime, c.want)
 		}
 	}
 }

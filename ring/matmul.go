@@ -54,3 +54,12 @@ func (r Ring) MatMul(dst, a []uint64, m, k, n int, b []uint64) {
 		}
 	}
 }
+
+// Transpose sets dst (cols×rows, row-major) to the transpose of src (rows×cols, row-major).
+func Transpose(dst, src []uint64, rows, cols int) {
+	for i := 0; i < rows; i++ {
+		for j, v := range src[i*cols : (i+1)*cols] {
+			dst[j*rows+i] = v
+		}
+	}
+}

@@ -36,8 +36,8 @@ var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
 // WDAT (a width byte with its high bit set: the non-zero values and their positions); a program
 // whose weights are all written dense keeps the version its opcodes need. Version 5 added
 // bmatmul (the product of two shared matrices, attention), on the same terms as version 3;
-// version 6 the math opcode log (LogSoftmax) and gather (Slice and Gather of runtime tensors),
-// likewise.
+// version 6 the math opcode log (LogSoftmax), gather (Slice and Gather of runtime tensors) and
+// bmatmul's engine byte (OT or HE, planned), likewise.
 const Version = 6
 
 // sparseFlag marks a sparse weight tensor in WDAT's width byte (version 4).
@@ -52,7 +52,8 @@ func fileVersion(f *File) int {
 	v := 2
 	for _, in := range f.Program.Instrs {
 		switch {
-		case in.Op == fixed.OpLog || in.Op == fixed.OpGather:
+		case in.Op == fixed.OpLog || in.Op == fixed.OpGather ||
+			in.Op == fixed.OpBatchMatMul && in.Engine != fixed.EngineDefault:
 			v = max(v, 6)
 		case in.Op == fixed.OpBatchMatMul:
 			v = max(v, 5)
@@ -187,7 +188,7 @@ func Write(w io.Writer, f *File, withWeights bool) error {
 	add(tagHead, encodeHead(p, backend))
 	add(tagTens, encodeTensors(p))
 	add(tagWgts, encodeWeightTable(p))
-	add(tagInst, encodeInstrs(p))
+	add(tagInst, encodeInstrs(p, version))
 	add(tagInpt, encodeIO(p, p.Inputs))
 	add(tagOutp, encodeIO(p, p.Outputs))
 	add(tagMeta, meta)
@@ -435,7 +436,7 @@ func encodeWindow(e *enc, w ir.Window) {
 	}
 }
 
-func encodeInstrs(p *fixed.Program) []byte {
+func encodeInstrs(p *fixed.Program, version int) []byte {
 	var e enc
 	e.u32(len(p.Instrs))
 	for _, in := range p.Instrs {
@@ -463,6 +464,10 @@ func encodeInstrs(p *fixed.Program) []byte {
 			e.u8(int(in.Engine))
 		case fixed.OpMatMul:
 			e.u8(int(in.Engine))
+		case fixed.OpBatchMatMul:
+			if version >= 6 {
+				e.u8(int(in.Engine))
+			}
 		case fixed.OpMaxPool, fixed.OpSumPool:
 			encodeWindow(&e, in.Win)
 		case fixed.OpDiv:

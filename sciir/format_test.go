@@ -420,7 +420,7 @@ func TestEngineRoundTrip(t *testing.T) {
 			break
 		}
 	}
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "only matmul and conv") {
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "only matmul, conv and bmatmul") {
 		t.Errorf("engine on a nonlinear instruction: %v", err)
 	}
 }

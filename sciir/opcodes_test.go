@@ -17,6 +17,15 @@ import (
 // version v−1 to be refused with a version error.
 func checkVersionRoundTrip(t *testing.T, p *fixed.Program, v int, wants ...string) {
 	t.Helper()
+	if err := versionRoundTrip(t, p, v, wants...); !strings.Contains(err.Error(), fmt.Sprintf("version %d file", v-1)) {
+		t.Errorf("the program labelled version %d: got %v", v-1, err)
+	}
+}
+
+// versionRoundTrip is checkVersionRoundTrip without the version error's text: it returns the
+// error of reading the bytes labelled version v−1 (which must be a format error).
+func versionRoundTrip(t *testing.T, p *fixed.Program, v int, wants ...string) error {
+	t.Helper()
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -48,9 +57,10 @@ func checkVersionRoundTrip(t *testing.T, p *fixed.Program, v int, wants ...strin
 	}
 	tags, payloads := splitSections(b)
 	_, err = Unmarshal(joinSections(byte(v-1), tags, payloads))
-	if want := fmt.Sprintf("version %d file", v-1); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), want) {
-		t.Errorf("the program labelled version %d: got %v", v-1, err)
+	if !errors.Is(err, ErrFormat) {
+		t.Fatalf("the program labelled version %d: got %v", v-1, err)
 	}
+	return err
 }
 
 // TestVersion6RoundTrip: log and gather (version 6) are written, read back and disassembled, and
@@ -73,4 +83,23 @@ func TestVersion6RoundTrip(t *testing.T) {
 	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Errorf("gather of index 3 of 3: got %v", err)
 	}
+}
+
+// TestBatchMatMulEngineRoundTrip: a bmatmul with a planned engine is written as version 6 (the
+// engine byte), read back with it; without one it stays version 5 (TestBatchMatMulRoundTrip). A
+// version 5 reader finds a byte it does not expect: a format error.
+func TestBatchMatMulEngineRoundTrip(t *testing.T) {
+	p := &fixed.Program{Bits: 32, Scale: 8}
+	x := p.AddTensor("x", ir.Shape{2, 3, 4}, 8)
+	y := p.AddTensor("y", ir.Shape{2, 4, 5}, 8)
+	z := p.AddTensor("z", ir.Shape{2, 3, 5}, 16)
+	p.Inputs = []fixed.IO{{Name: "x", Tensor: x, Party: 1}, {Name: "y", Tensor: y, Party: 0}}
+	p.Outputs = []fixed.IO{{Name: "z", Tensor: z, Party: 1}}
+	p.Instrs = []*fixed.Instr{
+		{Op: fixed.OpInput, Out: x, Weight: -1},
+		{Op: fixed.OpInput, Out: y, Weight: -1, Index: 1},
+		{Op: fixed.OpBatchMatMul, Out: z, In: []int{x, y}, Weight: -1, Engine: fixed.EngineHE},
+		{Op: fixed.OpOutput, Out: -1, In: []int{z}, Weight: -1},
+	}
+	versionRoundTrip(t, p, 6, "= bmatmul %0, %1 by he")
 }

@@ -395,6 +395,9 @@ func decodeInstrs(d *dec, p *fixed.Program, version int) error {
 			if version < 5 {
 				err = fmt.Errorf("opcode %s in a version %d file (it arrived in version 5)", in.Op, version)
 			}
+			if version >= 6 {
+				in.Engine = fixed.Engine(d.u8())
+			}
 		case fixed.OpGather:
 			r := d.u8()
 			in.Select = make([][]int, r)

@@ -100,5 +100,5 @@ type SharedMatMulBackend interface {
 	// MatMulShared sets dst[b] = X[b]·Y[b] for b < batch, exactly in the ring (products and sums
 	// wrap): x holds batch row-major m×k matrices one after the other, y batch k×n, dst batch m×n;
 	// x and y are shared. dst never aliases x or y; x and y may be the same tensor.
-	MatMulShared(ctx context.Context, dst, x, y ring.Tensor, batch, m, k, n int) error
+	MatMulShared(ctx context.Context, e fixed.Engine, dst, x, y ring.Tensor, batch, m, k, n int) error
 }

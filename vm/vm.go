@@ -335,7 +335,7 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 			return fmt.Errorf("the backend (%T) cannot multiply two shared matrices", b)
 		}
 		batch, mm, k, n := fixed.BatchMatMulDims(p.Tensors[in.In[0]].Shape, p.Tensors[in.In[1]].Shape)
-		return mb.MatMulShared(ctx, dst, x, m.tensor(in.In[1]), batch, mm, k, n)
+		return mb.MatMulShared(ctx, in.Engine, dst, x, m.tensor(in.In[1]), batch, mm, k, n)
 	}
 	return fmt.Errorf("unknown opcode %d", uint8(in.Op))
 }

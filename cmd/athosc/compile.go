@@ -518,6 +518,10 @@ func printDealt(w io.Writer, prog *fixed.Program, est []passes.EngineEstimate, c
 		switch in.Op {
 		case fixed.OpMatMul, fixed.OpConv:
 			wb = bytesOf(len(prog.Weights[in.Weight].Data))
+		case fixed.OpBatchMatMul:
+			// A dealt matrix triple: each data party opens its masked shares of both factors to
+			// the other, and the helper sends the client its share of the triple's product.
+			x = 2 * (x + bytesOf(prog.Tensors[in.In[1]].Shape.Size()))
 		}
 		run, once, helper = run+x, once+wb, helper+z
 		fmt.Fprintf(w, "  %4d  %-6s  %-28s  %10s  %10s  %10s  %10s\n", e.Instr, in.Op, clipLeft(in.Source, 28), human(x), human(wb), human(z), human(e.OTBytes))

@@ -370,9 +370,54 @@ func broadcastIndexRev(s, kept ir.Shape) func(int) int {
 	}
 }
 
+// slicePlan is a TF StridedSlice resolved against the input's shape: per input axis the first
+// element, the step and the count read, and the output shape (shrunk axes removed, new axes of
+// size 1 inserted).
+type slicePlan struct {
+	starts, steps, counts []int
+	out                   ir.Shape
+}
+
 // stridedSlice folds TF StridedSlice on a constant. It supports begin/end/shrink_axis masks and
 // new_axis and ellipsis masks.
 func stridedSlice(c *tconst, begin, end, strides []int, beginMask, endMask, ellipsisMask, newAxisMask, shrinkMask int64) (*tconst, error) {
+	pl, err := planStridedSlice(c.shape, begin, end, strides, beginMask, endMask, ellipsisMask, newAxisMask, shrinkMask)
+	if err != nil {
+		return nil, err
+	}
+	rank := len(c.shape)
+	starts, steps, counts, outShape := pl.starts, pl.steps, pl.counts, pl.out
+	out := newConst(c.dtype, outShape)
+	inStr := make([]int, rank)
+	st := 1
+	for i := rank - 1; i >= 0; i-- {
+		inStr[i] = st
+		st *= c.shape[i]
+	}
+	idx := make([]int, rank)
+	total := 1
+	for _, k := range counts {
+		total *= k
+	}
+	for flat := 0; flat < total; flat++ {
+		src := 0
+		for i := 0; i < rank; i++ {
+			src += (starts[i] + idx[i]*steps[i]) * inStr[i]
+		}
+		out.v[flat] = c.v[src]
+		for i := rank - 1; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < counts[i] {
+				break
+			}
+			idx[i] = 0
+		}
+	}
+	return out, nil
+}
+
+// planStridedSlice resolves a StridedSlice's specification against an input of the given shape.
+func planStridedSlice(shape ir.Shape, begin, end, strides []int, beginMask, endMask, ellipsisMask, newAxisMask, shrinkMask int64) (*slicePlan, error) {
 	if len(begin) != len(end) || len(begin) != len(strides) {
 		return nil, fmt.Errorf("begin %v, end %v and strides %v differ in length", begin, end, strides)
 	}
@@ -386,7 +431,7 @@ func stridedSlice(c *tconst, begin, end, strides []int, beginMask, endMask, elli
 		newAxis            bool
 	}
 	var dense []dimSpec
-	rank := len(c.shape)
+	rank := len(shape)
 	specAxes := 0 // input axes the spec consumes, not counting the ellipsis
 	for i := range begin {
 		if ellipsisMask&(1<<i) == 0 && newAxisMask&(1<<i) == 0 {
@@ -428,7 +473,7 @@ func stridedSlice(c *tconst, begin, end, strides []int, beginMask, endMask, elli
 			outShape = append(outShape, 1)
 			continue
 		}
-		n := c.shape[ax]
+		n := shape[ax]
 		ax++
 		if d.stride == 0 {
 			return nil, errors.New("slice stride 0")
@@ -491,33 +536,7 @@ func stridedSlice(c *tconst, begin, end, strides []int, beginMask, endMask, elli
 	if outShape == nil {
 		outShape = ir.Shape{}
 	}
-	out := newConst(c.dtype, outShape)
-	inStr := make([]int, rank)
-	st := 1
-	for i := rank - 1; i >= 0; i-- {
-		inStr[i] = st
-		st *= c.shape[i]
-	}
-	idx := make([]int, rank)
-	total := 1
-	for _, k := range counts {
-		total *= k
-	}
-	for flat := 0; flat < total; flat++ {
-		src := 0
-		for i := 0; i < rank; i++ {
-			src += (starts[i] + idx[i]*steps[i]) * inStr[i]
-		}
-		out.v[flat] = c.v[src]
-		for i := rank - 1; i >= 0; i-- {
-			idx[i]++
-			if idx[i] < counts[i] {
-				break
-			}
-			idx[i] = 0
-		}
-	}
-	return out, nil
+	return &slicePlan{starts: starts, steps: steps, counts: counts, out: outShape}, nil
 }
 
 // concatConst concatenates constants along axis.

@@ -1337,9 +1337,6 @@ func (im *importer) stridedSlice(n *NodeDef, in []*value) (*value, error) {
 	if err := arity(in, 4, 4); err != nil {
 		return nil, err
 	}
-	if in[0].c == nil {
-		return nil, fmt.Errorf("%w: StridedSlice of a tensor computed at run time (only shape computations on constants fold)", ErrUnsupported)
-	}
 	var idx [3][]int
 	for i, what := range []string{"begin", "end", "strides"} {
 		c, err := constInput(n, in, i+1, what)
@@ -1357,6 +1354,13 @@ func (im *importer) stridedSlice(n *NodeDef, in []*value) (*value, error) {
 			return nil, err
 		}
 	}
+	if in[0].c == nil {
+		pl, err := planStridedSlice(in[0].tfShape(), idx[0], idx[1], idx[2], masks[0], masks[1], masks[2], masks[3], masks[4])
+		if err != nil {
+			return nil, err
+		}
+		return im.sliceRuntime(n, in[0], pl)
+	}
 	c, err := stridedSlice(in[0].c, idx[0], idx[1], idx[2], masks[0], masks[1], masks[2], masks[3], masks[4])
 	if err != nil {
 		return nil, err
@@ -1364,12 +1368,30 @@ func (im *importer) stridedSlice(n *NodeDef, in []*value) (*value, error) {
 	return &value{c: c, key: n.Name}, nil
 }
 
+// sliceRuntime imports a slice of a runtime tensor as HLIL's Slice (in the TF layout), followed
+// by a Reshape when the slice shrinks or adds axes.
+func (im *importer) sliceRuntime(n *NodeDef, x *value, pl *slicePlan) (*value, error) {
+	if err := floatRuntime(x); err != nil {
+		return nil, err
+	}
+	name, err := im.hl(x, identity(x.rank()))
+	if err != nil {
+		return nil, err
+	}
+	attrs := ir.Attrs{"starts": ir.IntsAttr(pl.starts), "steps": ir.IntsAttr(pl.steps), "sizes": ir.IntsAttr(pl.counts)}
+	if ir.Shape(pl.counts).Equal(pl.out) {
+		return im.emit(n, ir.Slice, []string{name}, attrs, pl.out, identity(len(pl.out)))
+	}
+	tmp := im.fresh(n.Name + "/slice")
+	if err := im.add(n.Name, ir.Slice, []string{name}, tmp, attrs); err != nil {
+		return nil, err
+	}
+	return im.emit(n, ir.Reshape, []string{tmp}, ir.Attrs{"shape": ir.IntsAttr(pl.out)}, pl.out, identity(len(pl.out)))
+}
+
 func (im *importer) slice(n *NodeDef, in []*value) (*value, error) {
 	if err := arity(in, 3, 3); err != nil {
 		return nil, err
-	}
-	if in[0].c == nil {
-		return nil, fmt.Errorf("%w: Slice of a tensor computed at run time (only constants fold)", ErrUnsupported)
 	}
 	bc, err := constInput(n, in, 1, "begin")
 	if err != nil {
@@ -1387,24 +1409,31 @@ func (im *importer) slice(n *NodeDef, in []*value) (*value, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := in[0].c
-	if len(b) != len(x.shape) || len(s) != len(x.shape) {
-		return nil, fmt.Errorf("begin %v and size %v for rank %d", b, s, len(x.shape))
+	shape := in[0].tfShape()
+	if len(b) != len(shape) || len(s) != len(shape) {
+		return nil, fmt.Errorf("begin %v and size %v for rank %d", b, s, len(shape))
 	}
 	end := make([]int, len(b))
 	var endMask int64
 	for i := range b {
-		if b[i] < 0 || b[i] > x.shape[i] {
-			return nil, fmt.Errorf("begin %v out of range for %v", b, x.shape)
+		if b[i] < 0 || b[i] > shape[i] {
+			return nil, fmt.Errorf("begin %v out of range for %v", b, shape)
 		}
 		if s[i] == -1 {
 			endMask |= 1 << i
-		} else if s[i] < 0 || b[i]+s[i] > x.shape[i] {
-			return nil, fmt.Errorf("size %v out of range for %v at %v", s, x.shape, b)
+		} else if s[i] < 0 || b[i]+s[i] > shape[i] {
+			return nil, fmt.Errorf("size %v out of range for %v at %v", s, shape, b)
 		}
 		end[i] = b[i] + s[i]
 	}
-	c, err := stridedSlice(x, b, end, ones(len(b)), 0, endMask, 0, 0, 0)
+	if in[0].c == nil {
+		pl, err := planStridedSlice(shape, b, end, ones(len(b)), 0, endMask, 0, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		return im.sliceRuntime(n, in[0], pl)
+	}
+	c, err := stridedSlice(in[0].c, b, end, ones(len(b)), 0, endMask, 0, 0, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -546,8 +546,8 @@ func TestImportErrors(t *testing.T) {
 		"unsupported op": {graphBytes(x, node("y", "Erf", []string{"x"}), node("z", "Erf", []string{"y"})), Options{},
 			`Erf (2 node(s), first "y")`},
 		"lists supported ops": {graphBytes(x, node("y", "Erf", []string{"x"})), Options{}, "supported ops: Abs, Add"},
-		"runtime strided slice": {graphBytes(x, constI("b", []int64{2}, 0, 0), node("y", "StridedSlice", []string{"x", "b", "b", "b"})),
-			Options{}, "StridedSlice of a tensor computed at run time"},
+		"strided slice step 0": {graphBytes(x, constI("b", []int64{2}, 0, 0), node("y", "StridedSlice", []string{"x", "b", "b", "b"})),
+			Options{}, "stride 0"},
 		"unknown placeholder shape": {graphBytes(node("x", "Placeholder", nil, aType("dtype", DTFloat)), node("y", "Relu", []string{"x"})),
 			Options{}, "give one"},
 		"int placeholder": {graphBytes(node("x", "Placeholder", nil, aType("dtype", DTInt32), aShape("shape", 2)), node("y", "Relu", []string{"x"})),
@@ -757,5 +757,55 @@ func TestConstantSwitchMerge(t *testing.T) {
 	gd, _ := Decode(b)
 	if _, err := Import(gd, Options{}); err == nil || !strings.Contains(err.Error(), "predicate") {
 		t.Errorf("runtime predicate: %v", err)
+	}
+}
+
+// TestRuntimeSlices: StridedSlice (a reversed stride-2 range, a shrunk axis, a new axis) and Slice
+// of a runtime tensor import as HLIL's Slice (and a Reshape for the shrunk and new axes) and
+// read what TensorFlow reads; x[:, 0] is a Keras class-token selection.
+func TestRuntimeSlices(t *testing.T) {
+	x := &ir.Tensor{Shape: ir.Shape{2, 3, 4}, Data: make([]float32, 24)}
+	for i := range x.Data {
+		x.Data[i] = float32(i)
+	}
+	at := func(i, j, k int) float32 { return x.Data[(i*3+j)*4+k] }
+	b := graphBytes(placeholder("x", 2, 3, 4), node("r", "Relu", []string{"x"}),
+		constI("b1", []int64{3}, 0, 1, -1), constI("e1", []int64{3}, 0, 2, -5), constI("s1", []int64{3}, 1, 1, -2),
+		node("ss", "StridedSlice", []string{"r", "b1", "e1", "s1"}, aI("begin_mask", 1), aI("end_mask", 1),
+			aI("shrink_axis_mask", 2), aI("new_axis_mask", 0)),
+		constI("b2", []int64{3}, 0, 1, 1), constI("z2", []int64{3}, 1, -1, 2),
+		node("sl", "Slice", []string{"r", "b2", "z2"}),
+		constI("b3", []int64{2}, 0, 0), constI("e3", []int64{2}, 0, 1), constI("s3", []int64{2}, 1, 1),
+		node("tok", "StridedSlice", []string{"r", "b3", "e3", "s3"}, aI("begin_mask", 1), aI("end_mask", 1), aI("shrink_axis_mask", 2)))
+	g, out := importRun(t, b, []string{"ss", "sl", "tok"}, x)
+	var want []float32
+	for i := 0; i < 2; i++ {
+		for _, k := range []int{3, 1} {
+			want = append(want, at(i, 1, k))
+		}
+	}
+	closeTo(t, "x[:, 1, -1:-5:-2]", out["ss"], want, ir.Shape{2, 2})
+	want = want[:0]
+	for j := 1; j < 3; j++ {
+		for k := 1; k < 3; k++ {
+			want = append(want, at(0, j, k))
+		}
+	}
+	closeTo(t, "Slice(x, [0,1,1], [1,-1,2])", out["sl"], want, ir.Shape{1, 2, 2})
+	want = want[:0]
+	for i := 0; i < 2; i++ {
+		for k := 0; k < 4; k++ {
+			want = append(want, at(i, 0, k))
+		}
+	}
+	closeTo(t, "x[:, 0]", out["tok"], want, ir.Shape{2, 4})
+	n := 0
+	for _, nd := range g.Nodes {
+		if nd.Op == ir.Slice {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d Slice nodes, want 3", n)
 	}
 }

@@ -360,8 +360,8 @@ type extras struct {
 }
 
 // MatMulShared runs the wrapped backend's product of two shared matrices.
-func (x extras) MatMulShared(ctx context.Context, dst, a, b ring.Tensor, batch, m, k, n int) error {
-	return x.shared.MatMulShared(ctx, dst, a, b, batch, m, k, n)
+func (x extras) MatMulShared(ctx context.Context, e fixed.Engine, dst, a, b ring.Tensor, batch, m, k, n int) error {
+	return x.shared.MatMulShared(ctx, e, dst, a, b, batch, m, k, n)
 }
 
 // The recorder as the VM sees it: one type per combination of the optional interfaces the

@@ -26,12 +26,12 @@ type (
 	fullBackend       struct{ convMathBackend }
 )
 
-func (m mathSharedBackend) MatMulShared(context.Context, ring.Tensor, ring.Tensor, ring.Tensor, int, int, int, int) error {
+func (m mathSharedBackend) MatMulShared(context.Context, fixed.Engine, ring.Tensor, ring.Tensor, ring.Tensor, int, int, int, int) error {
 	*m.calls += 10
 	return nil
 }
 
-func (m fullBackend) MatMulShared(context.Context, ring.Tensor, ring.Tensor, ring.Tensor, int, int, int, int) error {
+func (m fullBackend) MatMulShared(context.Context, fixed.Engine, ring.Tensor, ring.Tensor, ring.Tensor, int, int, int, int) error {
 	*m.calls += 10
 	return nil
 }
@@ -80,7 +80,7 @@ func TestRecorderExposesOptionalInterfaces(t *testing.T) {
 		}
 		if shared {
 			before := calls
-			if err := sb.MatMulShared(context.Background(), ring.Tensor{}, ring.Tensor{}, ring.Tensor{}, 1, 1, 1, 1); err != nil || calls != before+10 {
+			if err := sb.MatMulShared(context.Background(), fixed.EngineDefault, ring.Tensor{}, ring.Tensor{}, ring.Tensor{}, 1, 1, 1, 1); err != nil || calls != before+10 {
 				t.Errorf("%s: MatMulShared not forwarded (%v, %d)", c.name, err, calls-before)
 			}
 		}

@@ -113,8 +113,8 @@ func (p *Program) checkInstr(in *Instr, defined, inputSeen, outputSeen []bool) e
 	if !in.Engine.Valid() {
 		return fmt.Errorf("unknown engine %d", uint8(in.Engine))
 	}
-	if in.Engine != EngineDefault && in.Op != OpMatMul && in.Op != OpConv {
-		return fmt.Errorf("%s records engine %s, but only matmul and conv choose one", in.Op, in.Engine)
+	if in.Engine != EngineDefault && in.Op != OpMatMul && in.Op != OpConv && in.Op != OpBatchMatMul {
+		return fmt.Errorf("%s records engine %s, but only matmul, conv and bmatmul choose one", in.Op, in.Engine)
 	}
 	for _, t := range in.In {
 		if t < 0 || t >= len(p.Tensors) {

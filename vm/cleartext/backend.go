@@ -106,7 +106,7 @@ func (c *Backend) Mul(_ context.Context, dst, x, y ring.Tensor) error {
 
 // MatMulShared computes dst[b] = X[b]·Y[b] for b < batch, exactly in the ring (products and sums
 // wrap).
-func (c *Backend) MatMulShared(_ context.Context, dst, x, y ring.Tensor, batch, m, k, n int) error {
+func (c *Backend) MatMulShared(_ context.Context, _ fixed.Engine, dst, x, y ring.Tensor, batch, m, k, n int) error {
 	if batch < 0 || m < 0 || k < 0 || n < 0 {
 		return fmt.Errorf("clear bmatmul: negative dimension in %d × (%d×%d times %d×%d)", batch, m, k, k, n)
 	}

@@ -475,10 +475,13 @@ func (b *Backend) Mul(ctx context.Context, dst, x, y ring.Tensor) error {
 // MatMulShared sets dst[b] = X[b]·Y[b] for two shared factors, by OT (linear.Session.MatMulShared:
 // the two cross terms as products of one party's share with the other's, one with each party as
 // the OT sender).
-func (b *Backend) MatMulShared(ctx context.Context, dst, x, y ring.Tensor, batch, m, k, n int) error {
+func (b *Backend) MatMulShared(ctx context.Context, e fixed.Engine, dst, x, y ring.Tensor, batch, m, k, n int) error {
 	end, err := b.begin("bmatmul")
 	if err != nil {
 		return err
+	}
+	if b.EngineFor(e) == fixed.EngineHE {
+		return end(&b.prof.Linear, b.he.MatMulShared(ctx, dst.Data, x.Data, y.Data, batch, m, k, n))
 	}
 	return end(&b.prof.Linear, b.lin.MatMulShared(ctx, dst.Data, x.Data, y.Data, batch, m, k, n))
 }

@@ -208,7 +208,7 @@ func (b *Backend) MulConst(ctx context.Context, dst ring.Tensor, w *ring.Tensor,
 // MatMulShared sets dst[i] = X[i]·Y[i] for two shared factors with a matrix Beaver triple dealt
 // by the helper (dealer.SharedMatMul): the data parties open X − A and Y − B, the helper sends
 // party 1 its share of A·B.
-func (b *Backend) MatMulShared(ctx context.Context, dst, x, y ring.Tensor, batch, m, k, n int) error {
+func (b *Backend) MatMulShared(ctx context.Context, _ fixed.Engine, dst, x, y ring.Tensor, batch, m, k, n int) error {
 	return b.dealt("bmatmul", func() error { return b.mm.Apply(ctx, dst.Data, x.Data, y.Data, batch, m, k, n) })
 }
 
