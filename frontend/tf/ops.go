@@ -47,7 +47,7 @@ func init() {
 		"Prod": (*importer).reduce, "Min": (*importer).reduce,
 		"ArgMax": (*importer).argMax, "Transpose": (*importer).transpose, "Cast": (*importer).cast,
 		"Shape": (*importer).shapeOp, "Size": (*importer).shapeOp, "Rank": (*importer).shapeOp,
-		"StridedSlice": (*importer).stridedSlice, "Slice": (*importer).slice, "Fill": (*importer).fill,
+		"StridedSlice": (*importer).stridedSlice, "Slice": (*importer).slice, "GatherV2": (*importer).gatherV2, "Fill": (*importer).fill,
 		"Range": (*importer).rangeOp, "Switch": (*importer).switchOp, "Merge": (*importer).merge,
 		"MaxPoolV2": (*importer).poolV2,
 	}
@@ -1601,4 +1601,65 @@ func (im *importer) poolV2(n *NodeDef, in []*value) (*value, error) {
 		m.Attr[what] = &AttrValue{Kind: AttrList, List: l}
 	}
 	return im.pool(m, in[:1])
+}
+
+// gatherV2 imports GatherV2 of a runtime tensor (params) by constant indices along a constant
+// axis (batch_dims 0) as HLIL's Gather, in the TF layout: out = params[..., indices, ...].
+func (im *importer) gatherV2(n *NodeDef, in []*value) (*value, error) {
+	if err := arity(in, 3, 3); err != nil {
+		return nil, err
+	}
+	x := in[0]
+	if x.c != nil {
+		return nil, fmt.Errorf("%w: GatherV2 of a constant (only runtime params are imported; constant gathers are not folded)", ErrUnsupported)
+	}
+	if err := floatRuntime(x); err != nil {
+		return nil, err
+	}
+	ic, err := constInput(n, in, 1, "indices")
+	if err != nil {
+		return nil, err
+	}
+	ac, err := constInput(n, in, 2, "axis")
+	if err != nil {
+		return nil, err
+	}
+	bd, err := n.int("batch_dims", 0)
+	if err != nil {
+		return nil, err
+	}
+	if bd != 0 {
+		return nil, fmt.Errorf("%w: GatherV2 with batch_dims %d (only 0)", ErrUnsupported, bd)
+	}
+	idx, err := ic.ints()
+	if err != nil {
+		return nil, err
+	}
+	av, err := ac.ints()
+	if err != nil || len(av) != 1 {
+		return nil, fmt.Errorf("axis: want one integer (%v)", err)
+	}
+	shape := x.tfShape()
+	axis := av[0]
+	if axis < 0 {
+		axis += len(shape)
+	}
+	if axis < 0 || axis >= len(shape) {
+		return nil, fmt.Errorf("axis %d out of range for rank %d", av[0], len(shape))
+	}
+	for k, v := range idx {
+		if v < -shape[axis] || v >= shape[axis] {
+			return nil, fmt.Errorf("index %d out of range for axis %d of size %d", v, axis, shape[axis])
+		}
+		if v < 0 {
+			idx[k] = v + shape[axis]
+		}
+	}
+	name, err := im.hl(x, identity(x.rank()))
+	if err != nil {
+		return nil, err
+	}
+	out := append(append(shape[:axis].Clone(), ic.shape...), shape[axis+1:]...)
+	return im.emit(n, ir.Gather, []string{name}, ir.Attrs{"axis": ir.IntAttr(axis), "indices": ir.IntsAttr(idx),
+		"indices_shape": ir.IntsAttr(ic.shape)}, out, identity(len(out)))
 }

@@ -809,3 +809,23 @@ func TestRuntimeSlices(t *testing.T) {
 		t.Errorf("%d Slice nodes, want 3", n)
 	}
 }
+
+// TestRuntimeGatherV2: GatherV2 of a runtime tensor by constant indices (a negative one, a 2-D
+// index tensor) imports as HLIL's Gather and reads what TensorFlow reads.
+func TestRuntimeGatherV2(t *testing.T) {
+	x := &ir.Tensor{Shape: ir.Shape{2, 3, 4}, Data: make([]float32, 24)}
+	for i := range x.Data {
+		x.Data[i] = float32(i)
+	}
+	b := graphBytes(placeholder("x", 2, 3, 4), node("r", "Relu", []string{"x"}),
+		constI("ix", []int64{1, 2}, -1, 0), constI("ax", nil, 2),
+		node("g", "GatherV2", []string{"r", "ix", "ax"}))
+	_, out := importRun(t, b, []string{"g"}, x)
+	var want []float32
+	for i := 0; i < 2; i++ {
+		for j := 0; j < 3; j++ {
+			want = append(want, x.Data[(i*3+j)*4+3], x.Data[(i*3+j)*4])
+		}
+	}
+	closeTo(t, "gather", out["g"], want, ir.Shape{2, 3, 1, 2})
+}
