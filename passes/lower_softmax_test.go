@@ -103,79 +103,50 @@ func testSoftmaxULP(t *testing.T, op ir.Op, bound float64) {
 	}
 }
 
-// TestSoftmaxLowering checks the lowered form (one row max, exp, recip, one product; no Softmax
-// left), a softmax over a middle axis and one mid-graph, in the clear against the float graph.
+// TestSoftmaxLowering checks the lowered forms — Softmax: one row max, exp, recip and one
+// product; LogSoftmax: row max, exp, log and a subtraction, no reciprocal or product; none of the
+// graph operators left — over a middle axis mid-graph and as the output (dropped unless kept), in
+// the clear against the float graph.
 func TestSoftmaxLowering(t *testing.T) {
-	b := newGB(7, ir.Shape{2, 5, 3})
-	mid := b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(1)}, "x")
-	flat := b.node(ir.Reshape, ir.Attrs{"shape": ir.IntsAttr([]int{2, 15})}, mid)
-	h := b.node(ir.Add, nil, b.node(ir.MatMul, nil, flat, b.konst(ir.Shape{15, 4}, 1)), b.konst(ir.Shape{4}, 0.5))
-	out := b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(1)}, h)
-	g := b.done(t, out)
-	for _, keep := range []bool{false, true} {
-		cg, _, err := clean(g, keep)
-		if err != nil {
-			t.Fatal(err)
+	for _, op := range []ir.Op{ir.Softmax, ir.LogSoftmax} {
+		b := newGB(7, ir.Shape{2, 5, 3})
+		mid := b.node(op, ir.Attrs{"axis": ir.IntAttr(1)}, "x")
+		flat := b.node(ir.Reshape, ir.Attrs{"shape": ir.IntsAttr([]int{2, 15})}, mid)
+		h := b.node(ir.Add, nil, b.node(ir.MatMul, nil, flat, b.konst(ir.Shape{15, 4}, 1)), b.konst(ir.Shape{4}, 0.5))
+		g := b.done(t, b.node(op, ir.Attrs{"axis": ir.IntAttr(1)}, h))
+		for _, keep := range []bool{false, true} {
+			cg, _, err := clean(g, keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := build(cg, 32, 12, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops := map[fixed.Opcode]int{}
+			for _, in := range p.Instrs {
+				ops[in.Op]++
+			}
+			n := 1
+			if keep {
+				n = 2
+			}
+			want := map[fixed.Opcode]int{fixed.OpExp: n, fixed.OpMaxPool: n, fixed.OpRecip: n, fixed.OpMul: n, fixed.OpLog: 0}
+			if op == ir.LogSoftmax {
+				want[fixed.OpRecip], want[fixed.OpMul], want[fixed.OpLog] = 0, 0, n
+			}
+			for code, k := range want {
+				if ops[code] != k {
+					t.Fatalf("%s keepSoftmax=%v: %d %s in program %v, want %d", op, keep, ops[code], code, ops, k)
+				}
+			}
+			x := randInput(rand.New(rand.NewPCG(1, 2)), ir.Shape{2, 5, 3}, 3)
+			if d := maxAbsDiff(runFixed(t, p, x), runFloat(t, cg, x)); d > 0.01 {
+				t.Errorf("%s keepSoftmax=%v: max |fixed − float| %g", op, keep, d)
+			}
 		}
-		p, err := build(cg, 32, 12, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ops := map[fixed.Opcode]int{}
-		for _, in := range p.Instrs {
-			ops[in.Op]++
-		}
-		n := 1
-		if keep {
-			n = 2
-		}
-		if ops[fixed.OpExp] != n || ops[fixed.OpRecip] != n || ops[fixed.OpMaxPool] != n || ops[fixed.OpMul] != n {
-			t.Fatalf("keepSoftmax=%v: program %v", keep, ops)
-		}
-		x := randInput(rand.New(rand.NewPCG(1, 2)), ir.Shape{2, 5, 3}, 3)
-		want := runFloat(t, cg, x)
-		got := runFixed(t, p, x)
-		if d := maxAbsDiff(got, want); d > 0.005 {
-			t.Errorf("keepSoftmax=%v: fixed %v, float %v (max diff %g)", keep, got, want, d)
-		}
-	}
-	if _, err := build(g, 28, 12, false); err == nil {
-		t.Error("softmax lowered at l = 28 < 2s+5")
-	}
-}
-
-// TestLogSoftmaxLowering: LogSoftmax lowers to the row max, exp, the row sum, log and a
-// subtraction (no reciprocal, no product), mid-graph and as a kept output; a trailing one is
-// dropped unless kept.
-func TestLogSoftmaxLowering(t *testing.T) {
-	b := newGB(9, ir.Shape{2, 5, 3})
-	mid := b.node(ir.LogSoftmax, ir.Attrs{"axis": ir.IntAttr(1)}, "x")
-	flat := b.node(ir.Reshape, ir.Attrs{"shape": ir.IntsAttr([]int{2, 15})}, mid)
-	h := b.node(ir.Add, nil, b.node(ir.MatMul, nil, flat, b.konst(ir.Shape{15, 4}, 1)), b.konst(ir.Shape{4}, 0.5))
-	g := b.done(t, b.node(ir.LogSoftmax, ir.Attrs{"axis": ir.IntAttr(1)}, h))
-	for _, keep := range []bool{false, true} {
-		cg, _, err := clean(g, keep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := build(cg, 32, 12, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ops := map[fixed.Opcode]int{}
-		for _, in := range p.Instrs {
-			ops[in.Op]++
-		}
-		n := 1
-		if keep {
-			n = 2
-		}
-		if ops[fixed.OpExp] != n || ops[fixed.OpLog] != n || ops[fixed.OpMaxPool] != n || ops[fixed.OpRecip] != 0 || ops[fixed.OpMul] != 0 {
-			t.Fatalf("keepSoftmax=%v: program %v", keep, ops)
-		}
-		x := randInput(rand.New(rand.NewPCG(3, 4)), ir.Shape{2, 5, 3}, 3)
-		if d := maxAbsDiff(runFixed(t, p, x), runFloat(t, cg, x)); d > 0.01 {
-			t.Errorf("keepSoftmax=%v: max |fixed − float| %g", keep, d)
+		if _, err := build(g, 28, 12, false); err == nil {
+			t.Errorf("%s lowered at l = 28 < 2s+5", op)
 		}
 	}
 }

@@ -89,17 +89,5 @@ func TestVersion6RoundTrip(t *testing.T) {
 // engine byte), read back with it; without one it stays version 5 (TestBatchMatMulRoundTrip). A
 // version 5 reader finds a byte it does not expect: a format error.
 func TestBatchMatMulEngineRoundTrip(t *testing.T) {
-	p := &fixed.Program{Bits: 32, Scale: 8}
-	x := p.AddTensor("x", ir.Shape{2, 3, 4}, 8)
-	y := p.AddTensor("y", ir.Shape{2, 4, 5}, 8)
-	z := p.AddTensor("z", ir.Shape{2, 3, 5}, 16)
-	p.Inputs = []fixed.IO{{Name: "x", Tensor: x, Party: 1}, {Name: "y", Tensor: y, Party: 0}}
-	p.Outputs = []fixed.IO{{Name: "z", Tensor: z, Party: 1}}
-	p.Instrs = []*fixed.Instr{
-		{Op: fixed.OpInput, Out: x, Weight: -1},
-		{Op: fixed.OpInput, Out: y, Weight: -1, Index: 1},
-		{Op: fixed.OpBatchMatMul, Out: z, In: []int{x, y}, Weight: -1, Engine: fixed.EngineHE},
-		{Op: fixed.OpOutput, Out: -1, In: []int{z}, Weight: -1},
-	}
-	versionRoundTrip(t, p, 6, "= bmatmul %0, %1 by he")
+	versionRoundTrip(t, bmatmulProgram(fixed.EngineHE), 6, "= bmatmul %0, %1 by he")
 }

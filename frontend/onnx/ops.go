@@ -1059,11 +1059,8 @@ func (im *importer) gather(n *Node) error {
 	if err != nil {
 		return err
 	}
-	data := im.constOf(n.Inputs[0])
-	var ds ir.Shape
-	if data != nil {
-		ds = data.shape
-	} else if ds, err = im.shape(n.Inputs[0]); err != nil {
+	data, ds, err := im.constOrShape(n.Inputs[0])
+	if err != nil {
 		return err
 	}
 	axis, err := normAxis64(a, len(ds))
@@ -1174,11 +1171,8 @@ func (im *importer) slice(n *Node) error {
 			}
 		}
 	}
-	data := im.constOf(n.Inputs[0])
-	var ds ir.Shape
-	if data != nil {
-		ds = data.shape
-	} else if ds, err = im.shape(n.Inputs[0]); err != nil {
+	data, ds, err := im.constOrShape(n.Inputs[0])
+	if err != nil {
 		return err
 	}
 	if axes == nil {
@@ -1237,4 +1231,13 @@ func (im *importer) slice(n *Node) error {
 		r.f = sliceData(data.f, ds, start, step, shape)
 	}
 	return im.setConst(out, r)
+}
+
+// constOrShape returns the constant named name (nil for a runtime value) and its shape.
+func (im *importer) constOrShape(name string) (*constant, ir.Shape, error) {
+	if c := im.constOf(name); c != nil {
+		return c, c.shape, nil
+	}
+	s, err := im.shape(name)
+	return nil, s, err
 }
