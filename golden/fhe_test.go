@@ -2,6 +2,7 @@ package golden
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -65,8 +66,9 @@ func TestLoLaMNISTCompilesForFHE(t *testing.T) {
 // trained for (s = 4, its weights are multiples of 2^-4): five levels, N = 2^15 (the 83×14×14 =
 // 16,268-element activation fills a ciphertext row: two inferences per ciphertext), three
 // plaintext primes (the values need 61 bits), and the fixed-point program's top-1 agrees with
-// the float model on the samples. Then (not with -short: minutes of CPU) one sample runs
-// encrypted, bitwise equal to the cleartext backend.
+// the float model on the samples. Then, only with CRYPTFLOW_FHE_CIFAR=1 (more than ten
+// CPU-minutes: one attempt on the loaded 2-core VM used 616 CPU-s without finishing, docs/fhe.md),
+// one sample runs encrypted, bitwise equal to the cleartext backend.
 func TestLoLaCIFARForFHE(t *testing.T) {
 	dir := filepath.Join(testenv.RepoRoot(t), "testdata", "lola-cifar")
 	g, err := onnx.Load(filepath.Join(dir, "model.onnx"), onnx.Options{Batch: 1})
@@ -97,8 +99,8 @@ func TestLoLaCIFARForFHE(t *testing.T) {
 		t.Errorf("period %d, %d lanes; want 16384 and 2", l.Period, l.Lanes)
 	}
 	t.Logf("s=%d, %s", p.Scale, p.FHE)
-	if testing.Short() {
-		return
+	if os.Getenv("CRYPTFLOW_FHE_CIFAR") != "1" {
+		t.Skip("the encrypted CIFAR-10 run takes more than ten CPU-minutes: set CRYPTFLOW_FHE_CIFAR=1 (and -timeout 1h) to run it")
 	}
 	stats := encryptedEqualsClear(t, p, g, ds.Samples[:1])
 	if c := stats[1]; c.RoundTrips != 1 {
