@@ -162,7 +162,9 @@ func benchFHE(ctx context.Context, cfg fheConfig, m fheModel) FHEResult {
 	rctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	fmt.Fprintf(cfg.log, "run %s: %d inferences, scirun --local\n", m.Name, n)
-	cmd := exec.CommandContext(rctx, cfg.scirun, "--local", prog, "--input", in+"/", "--output", sec, "--raw", "--report", rep, "--quiet")
+	// The harness's -timeout bounds the run; scirun's own per-inference session limit (10 min)
+	// would end a LoLa CIFAR ciphertext on a loaded machine.
+	cmd := exec.CommandContext(rctx, cfg.scirun, "--local", prog, "--input", in+"/", "--output", sec, "--raw", "--report", rep, "--quiet", "--session-timeout", "0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
