@@ -56,6 +56,25 @@ func BenchmarkDiagonalProduct(b *testing.B) {
 	}
 }
 
+// BenchmarkDiagonalProductReused is BenchmarkDiagonalProduct into one reused plaintext, as
+// linearTerm does.
+func BenchmarkDiagonalProductReused(b *testing.B) {
+	e, p, x, w := benchSetup(b)
+	ct := x.Ct[0]
+	acc := bgv.NewCiphertext(p.comp[0], 1, ct.Level())
+	acc.Scale = ct.Scale
+	pt := bgv.NewPlaintext(p.comp[0], ct.Level())
+	b.ResetTimer()
+	for range b.N {
+		if err := e.encodeInto(0, w, p.comp[0].DefaultScale(), pt); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.ev[0].MulThenAdd(ct, pt, acc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkRotation is one key rotation (key switching) at the fresh level.
 func BenchmarkRotation(b *testing.B) {
 	e, _, x, _ := benchSetup(b)
