@@ -49,3 +49,13 @@ func RandomPolyNet(seed uint64, mlp bool) (*ir.Graph, error) {
 	}
 	return b.done(b.gemm(x, 2+rng.IntN(6)))
 }
+
+// WidePolyCNN is a small LoLa-CIFAR-shaped polynomial CNN: input [1, 3, 8, 8], a 4×4 stride-2
+// convolution (pad 1) to 16 maps, x², a dense layer to 4 outputs. Its first convolution has more
+// (output map, input channel, tap) triples than half its output's period, so the fhe mode
+// encrypts its input channel-minor (vm/fhe).
+func WidePolyCNN(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("wide-poly-cnn-%d", seed), seed, ir.Shape{1, 3, 8, 8})
+	h := b.conv("input", 16, 4, 2, 1, 1, 1, true)
+	return b.done(b.gemm(b.flatten(b.node(ir.Mul, nil, h, h)), 4))
+}

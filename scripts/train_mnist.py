@@ -124,15 +124,19 @@ def write_npy_f32(path, arr):
     np.save(path, arr, allow_pickle=False)
 
 
-def prepare(args):
+def deterministic(args):
     """Makes the run deterministic (threads, seeds, deterministic kernels) from args.threads and
-    args.seed, loads MNIST (args.data, or Go's module cache) and returns x_train, y_train,
-    x_test, y_test."""
+    args.seed."""
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
     torch.use_deterministic_algorithms(True)
 
+
+def prepare(args):
+    """deterministic(args), then loads MNIST (args.data, or Go's module cache) and returns
+    x_train, y_train, x_test, y_test."""
+    deterministic(args)
     data_dir = args.data or find_gomnist_data()
     x_train, y_train = load_split(data_dir, "train")
     x_test, y_test = load_split(data_dir, "t10k")

@@ -18,15 +18,17 @@ import (
 )
 
 func fheCommand() command {
-	return command{name: "fhe", summary: "the non-interactive fhe mode on its networks (LoLa MNIST, a polynomial CNN): keys, bytes and time per inference, per layer", run: runFHE}
+	return command{name: "fhe", summary: "the non-interactive fhe mode on its networks (LoLa MNIST, a polynomial CNN, LoLa CIFAR-10): keys, bytes and time per inference, per layer", run: runFHE}
 }
 
 // fheModel is one network of the fhe harness: an ONNX file and the folder of inputs it is
-// validated on and run with.
+// validated on and run with; MaxN, when set, caps the batch (a network whose ciphertext holds
+// few inferences and whose round trip is long).
 type fheModel struct {
 	Name   string
 	Model  string
 	Inputs string
+	MaxN   int
 }
 
 // FHEResult is one network's run: a batch of N inferences in one session of scirun --local.
@@ -55,7 +57,7 @@ type fheConfig struct {
 
 func runFHE(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("scibench fhe", flag.ContinueOnError)
-	modelsF := fs.String("models", "lola,polycnn", "comma-separated `MODELS`: lola (testdata/lola-mnist), polycnn (mkmodel poly-cnn --seed 5), or NAME=FILE.onnx:INPUTDIR")
+	modelsF := fs.String("models", "lola,polycnn", "comma-separated `MODELS`: lola (testdata/lola-mnist), polycnn (mkmodel poly-cnn --seed 5), cifar (testdata/lola-cifar, at most 2 inferences: one ciphertext, minutes), or NAME=FILE.onnx:INPUTDIR")
 	n := fs.Int("n", 32, "inferences per session (one batch; the client packs as many per ciphertext as its lanes hold)")
 	outDir := fs.String("out", "bench-fhe", "write results.json, results.md, the programs and the reports to `DIR`")
 	scirun := fs.String("scirun", "", "scirun `BINARY` (default: go build it)")
@@ -77,7 +79,9 @@ func runFHE(ctx context.Context, args []string, out io.Writer) error {
 	for _, s := range strings.Split(*modelsF, ",") {
 		switch s = strings.TrimSpace(s); {
 		case s == "lola":
-			cfg.models = append(cfg.models, fheModel{"lola", filepath.Join(root, "testdata", "lola-mnist", "model.onnx"), filepath.Join(root, "testdata", "lola-mnist", "inputs")})
+			cfg.models = append(cfg.models, fheModel{"lola", filepath.Join(root, "testdata", "lola-mnist", "model.onnx"), filepath.Join(root, "testdata", "lola-mnist", "inputs"), 0})
+		case s == "cifar":
+			cfg.models = append(cfg.models, fheModel{"cifar", filepath.Join(root, "testdata", "lola-cifar", "model.onnx"), filepath.Join(root, "testdata", "lola-cifar", "inputs"), 2})
 		case s == "polycnn":
 			cfg.models = append(cfg.models, fheModel{Name: "polycnn"})
 		case strings.Contains(s, "="):
@@ -86,9 +90,9 @@ func runFHE(ctx context.Context, args []string, out io.Writer) error {
 			if !ok || name == "" || file == "" || dir == "" {
 				return fmt.Errorf("-models %q: want NAME=FILE.onnx:INPUTDIR", s)
 			}
-			cfg.models = append(cfg.models, fheModel{name, file, dir})
+			cfg.models = append(cfg.models, fheModel{name, file, dir, 0})
 		default:
-			return fmt.Errorf("-models: unknown model %q (lola, polycnn, or NAME=FILE.onnx:INPUTDIR)", s)
+			return fmt.Errorf("-models: unknown model %q (lola, polycnn, cifar, or NAME=FILE.onnx:INPUTDIR)", s)
 		}
 	}
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
@@ -117,10 +121,14 @@ func runFHE(ctx context.Context, args []string, out io.Writer) error {
 	return err
 }
 
-// benchFHE compiles m for the fhe mode, runs a batch of cfg.n inferences through scirun --local
+// benchFHE compiles m for the fhe mode, runs a batch of cfg.n inferences (at most m.MaxN) through scirun --local
 // and --clear, and reads the fhe account from the report.
 func benchFHE(ctx context.Context, cfg fheConfig, m fheModel) FHEResult {
-	r := FHEResult{Model: m.Name, N: cfg.n, Status: "failed"}
+	n := cfg.n
+	if m.MaxN > 0 {
+		n = min(n, m.MaxN)
+	}
+	r := FHEResult{Model: m.Name, N: n, Status: "failed"}
 	work := filepath.Join(cfg.out, m.Name)
 	fail := func(err error) FHEResult {
 		r.Reason = err.Error()
@@ -144,7 +152,7 @@ func benchFHE(ctx context.Context, cfg fheConfig, m fheModel) FHEResult {
 		return fail(fmt.Errorf("athosc: %w: %s", err, lastLines(b, 3)))
 	}
 	in := filepath.Join(work, "in")
-	if err := batchInputs(m.Inputs, in, cfg.n); err != nil {
+	if err := batchInputs(m.Inputs, in, n); err != nil {
 		return fail(err)
 	}
 	sec, clr, rep := filepath.Join(work, "secure")+"/", filepath.Join(work, "clear")+"/", filepath.Join(work, "report.json")
@@ -153,8 +161,10 @@ func benchFHE(ctx context.Context, cfg fheConfig, m fheModel) FHEResult {
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	fmt.Fprintf(cfg.log, "run %s: %d inferences, scirun --local\n", m.Name, cfg.n)
-	cmd := exec.CommandContext(rctx, cfg.scirun, "--local", prog, "--input", in+"/", "--output", sec, "--raw", "--report", rep, "--quiet")
+	fmt.Fprintf(cfg.log, "run %s: %d inferences, scirun --local\n", m.Name, n)
+	// The harness's -timeout bounds the run; scirun's own per-inference session limit (10 min)
+	// would end a LoLa CIFAR ciphertext on a loaded machine.
+	cmd := exec.CommandContext(rctx, cfg.scirun, "--local", prog, "--input", in+"/", "--output", sec, "--raw", "--report", rep, "--quiet", "--session-timeout", "0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()

@@ -95,22 +95,33 @@ func (e *Evaluator) rotate(i int, x *rlwe.Ciphertext, k int) (*rlwe.Ciphertext, 
 // along every lane into a plaintext at the given level and scale, reduced mod component i's t.
 func (e *Evaluator) encode(i int, w []uint64, level int, scale rlwe.Scale) (*rlwe.Plaintext, error) {
 	bp := e.p.comp[i]
-	t := bp.PlaintextModulus()
 	period := len(w)
 	if period == 0 || (e.p.Slots()/e.stride)%period != 0 {
 		return nil, fmt.Errorf("fhe encode: period %d does not divide the lane length %d", period, e.p.Slots()/e.stride)
 	}
+	pt := bgv.NewPlaintext(bp, level)
+	if err := e.encodeInto(i, w, scale, pt); err != nil {
+		return nil, err
+	}
+	return pt, nil
+}
+
+// encodeInto is encode into an existing plaintext pt (at its level; every coefficient is
+// overwritten), so that a loop over many diagonals reuses one plaintext instead of allocating
+// one per diagonal. w's length must divide the lane length (encode checks it).
+func (e *Evaluator) encodeInto(i int, w []uint64, scale rlwe.Scale, pt *rlwe.Plaintext) error {
+	t := e.p.comp[i].PlaintextModulus()
+	period := len(w)
 	buf := e.buf[i]
 	half := e.p.Slots()
 	for j := range buf {
 		buf[j] = w[((j%half)/e.stride)%period] % t
 	}
-	pt := bgv.NewPlaintext(bp, level)
 	pt.Scale = scale
 	if err := e.ecd[i].Encode(buf, pt); err != nil {
-		return nil, fmt.Errorf("fhe: encode mod %d: %w", t, err)
+		return fmt.Errorf("fhe: encode mod %d: %w", t, err)
 	}
-	return pt, nil
+	return nil
 }
 
 // LinearPlan is the shape of one linear map: the diagonals are cyclic over Period elements
@@ -314,6 +325,12 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 	}
 	giant := map[int]*rlwe.Ciphertext{}
 	w := make([]uint64, period)
+	// One plaintext for every diagonal (encodeInto overwrites it; MulThenAdd is done with it
+	// before the next): a fresh one per diagonal is 1.8 MB of garbage at N = 2^15.
+	pt, err := e.encode(i, w, level, e.p.comp[i].DefaultScale())
+	if err != nil {
+		return nil, err
+	}
 	for _, d := range tm.Diags {
 		a, b := d.D/g, d.D%g
 		// rot_{-ga}(diag): w[j] = V[(j - ga) mod period].
@@ -321,8 +338,7 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 		for j := range w {
 			w[j] = d.V[(j-sh+period)%period]
 		}
-		pt, err := e.encode(i, w, level, e.p.comp[i].DefaultScale())
-		if err != nil {
+		if err := e.encodeInto(i, w, e.p.comp[i].DefaultScale(), pt); err != nil {
 			return nil, err
 		}
 		if giant[a] == nil {

@@ -95,15 +95,17 @@ func Choose(bits, depth int) (Params, error) {
 	if p.LogN == 0 {
 		return Params{}, fmt.Errorf("fhe parameters: depth %d needs log QP = %d, more than %d, the largest the security table allows 128-bit security for (N = 2^15); reduce the number of layers", depth, p.LogQP(), MaxLogQP128[15])
 	}
-	// The fewest primes in (2^(b-1), 2^b), b <= MaxTBits, whose product exceeds 2^bits (k(b-1) >=
-	// bits) and fits a word; b at least logN+3 leaves room for primes ≡ 1 mod 2N.
+	// The fewest primes in (2^(b-1), 2^b), b <= MaxTBits, whose product exceeds 2^bits and fits a
+	// word, the smallest b first; b at least logN+3 leaves room for primes ≡ 1 mod 2N. The
+	// product is checked, not bounded by 2^(k(b-1)): three 21-bit primes above 2^20 can exceed
+	// 2^61 (LoLa CIFAR-10 needs that).
 	for k := (bits + MaxTBits - 2) / (MaxTBits - 1); k <= 8; k++ {
-		for b := max((bits+k-1)/k+1, p.LogN+3); b <= MaxTBits && k*(b-1) <= 63; b++ {
+		for b := max((bits+k-1)/k, p.LogN+3); b <= MaxTBits && k*(b-1) <= 63; b++ {
 			t, err := Primes(k, b, p.LogN)
 			if err != nil {
 				continue
 			}
-			if _, ok := product(t); ok {
+			if n, ok := product(t); ok && n>>uint(bits) != 0 {
 				p.T = t
 				return p, nil
 			}

@@ -1,6 +1,7 @@
 package fhe
 
 import (
+	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
@@ -12,12 +13,20 @@ import (
 // the fewest diagonals among a family of strided ones (chooseLayout). Layouts stay within
 // pow2(n), so the periods, hence the rotations and the keys, do not depend on them; results are
 // always returned row-major.
+//
+// One exception: an input in the channel-minor layout (channelMinorLayout) may name positions up
+// to the period of the convolution that reads it. A vector is replicated along its lane with its
+// own period P, so position v names the slot v mod P: the element is found there and at every
+// such v, and the diagonal method may read it from whichever copy suits the map. The client
+// encrypts element j at position pos[j] mod P (Layout.place), one-to-one mod P.
 
 // inputLayout returns the layout the client encrypts program input t in: for an input of shape
 // [1, C, H, W] read first by a 2-D convolution with strides (sh, sw) other than (1, 1) and no
 // dilation, the polyphase layout — per channel, the padded pixels (y+ph, x+pw) grouped by their
 // residues mod the strides, each group row-major with a common row length — in which every tap
-// of the convolution is one shift for all outputs; nil (row-major) otherwise.
+// of the convolution is one shift for all outputs; nil (row-major) otherwise. When the
+// polyphase layout would leave the convolution's map with many diagonals (channelMinorWins),
+// the channel-minor layout instead.
 func inputLayout(p *fixed.Program, t int) []int32 {
 	s := p.Tensors[t].Shape
 	if len(s) != 4 || s[0] != 1 {
@@ -43,10 +52,20 @@ func inputLayout(p *fixed.Program, t int) []int32 {
 		}
 	}
 	sh, sw := conv.Win.Strides[0], conv.Win.Strides[1]
-	ph, pw := conv.Win.Pads[0], conv.Win.Pads[1]
 	if sh < 1 || sw < 1 || sh == 1 && sw == 1 {
 		return nil
 	}
+	if pos := channelMinorLayout(p, conv, s); pos != nil {
+		return pos
+	}
+	return polyphaseLayout(conv, s)
+}
+
+// polyphaseLayout is the polyphase layout of input s (shape [1, C, H, W]) read by conv, or nil
+// when it does not fit in the input's period.
+func polyphaseLayout(conv *fixed.Instr, s ir.Shape) []int32 {
+	sh, sw := conv.Win.Strides[0], conv.Win.Strides[1]
+	ph, pw := conv.Win.Pads[0], conv.Win.Pads[1]
 	C, H, W := s[1], s[2], s[3]
 	// Residue classes of the padded rows (a = y + ph) mod sh: the first quotient and the count.
 	classes := func(n, pad, st int) (lo, cnt []int) {
@@ -93,6 +112,75 @@ func inputLayout(p *fixed.Program, t int) []int32 {
 	return pos
 }
 
+// channelMinorWins is the rule (shapes only, so that the client, without weights, decides as the
+// server does) for the channel-minor input layout: with the input polyphase and one block per
+// channel, every (output channel, input channel, tap) of the convolution tends to need a
+// diagonal of its own, so when there are more of those than half the output's period, the
+// diagonals would be dense (LoLa CIFAR's first layer: 83·3·64 = 15,936 triples for a period of
+// 16,384; all 16,384 residues are diagonals), and the channel-minor layout does better (1,605
+// there, testdata/lola-cifar).
+func channelMinorWins(k, c, taps, outSize int) bool {
+	return k*c*taps > pow2(outSize)/2
+}
+
+// channelMinorLayout is the channel-minor polyphase layout of input s (shape [1, C, H, W]) read
+// by conv (strides sh, sw, pads ph, pw; output [1, K, Ho, Wo]), or nil when channelMinorWins says
+// no or it does not apply. Input element (c, y, x), padded (a, b) = (y + ph, x + pw), in phase
+// r = (a mod sh)·sw + b mod sw, goes ideally to position
+//
+//	c·sh·sw + r + K·((a/sh)·Wo + b/sw)   mod V, V = pow2(K·Ho·Wo),
+//
+// so that with the convolution's output at k + K·(y·Wo + x) (a candidate of chooseLayout) output
+// (k, y, x) reads, for tap (i, j), the element on diagonal c·sh·sw + r − k + K·((i/sh)·Wo + j/sw):
+// every tap is one shift for all outputs, and the output channels share diagonals. Positions
+// are read mod the input's period P = pow2(C·H·W) (the vector is replicated with period P along
+// the lane), so an element whose slot mod P is taken moves to the next position whose slot is
+// free, which costs it a diagonal near the ideal one.
+func channelMinorLayout(p *fixed.Program, conv *fixed.Instr, s ir.Shape) []int32 {
+	out := p.Tensors[conv.Out].Shape
+	if len(out) != 4 || out[0] != 1 || len(conv.Win.Kernel) != 2 {
+		return nil
+	}
+	C, H, W := s[1], s[2], s[3]
+	K, Wo := out[1], out[3]
+	sh, sw := conv.Win.Strides[0], conv.Win.Strides[1]
+	ph, pw := conv.Win.Pads[0], conv.Win.Pads[1]
+	P, V := pow2(C*H*W), pow2(out.Size())
+	if V < P || C*sh*sw > K || !channelMinorWins(K, C, conv.Win.Kernel[0]*conv.Win.Kernel[1], out.Size()) {
+		return nil
+	}
+	pos := make([]int32, C*H*W)
+	used := make([]bool, P)
+	for c := 0; c < C; c++ {
+		for y := 0; y < H; y++ {
+			a := y + ph
+			for x := 0; x < W; x++ {
+				b := x + pw
+				v := (c*sh*sw + (a%sh)*sw + b%sw + K*((a/sh)*Wo+b/sw)) % V
+				for used[v%P] {
+					v = (v + 1) % V
+				}
+				used[v%P] = true
+				pos[(c*H+y)*W+x] = int32(v)
+			}
+		}
+	}
+	return pos
+}
+
+// inPeriod reports whether every position of layout pos is below pow2(n): false for a
+// channel-minor input layout that names positions beyond the input's period (such a layout
+// cannot be a product's layout).
+func inPeriod(pos []int32, n int) bool {
+	m := pow2(n)
+	for _, v := range pos {
+		if int(v) >= m {
+			return false
+		}
+	}
+	return true
+}
+
 // sameLayout reports whether two layouts of n elements are equal (nil is row-major).
 func sameLayout(a, b []int32) bool {
 	if a == nil || b == nil {
@@ -121,7 +209,8 @@ func sameLayout(a, b []int32) bool {
 
 // chooseLayout returns the layout for the value of form f, a tensor of the given shape, with the
 // fewest folded diagonals: row-major, or for a shape [1, C, H, W], position c·A + y·B + x for
-// a row length B from W to 2W and a channel length A from H·B to what pow2(n) allows.
+// a row length B from W to 2W and a channel length A from H·B to what pow2(n) allows, or the
+// channel-minor c + C·(y·W + x) (which a channel-minor input's convolution wants).
 func (x *executor) chooseLayout(f *form, shape []int) []int32 {
 	m := pow2(f.n)
 	var best []int32
@@ -130,6 +219,17 @@ func (x *executor) chooseLayout(f *form, shape []int) []int32 {
 		return nil
 	}
 	C, H, W := shape[1], shape[2], shape[3]
+	minor := make([]int32, f.n)
+	for c := 0; c < C; c++ {
+		for y := 0; y < H; y++ {
+			for xx := 0; xx < W; xx++ {
+				minor[(c*H+y)*W+xx] = int32(c + C*(y*W+xx))
+			}
+		}
+	}
+	if k := x.diagCount(f, minor, m); k < bestCount {
+		best, bestCount = minor, k
+	}
 	tried := 0
 	for B := W; B <= 2*W; B++ {
 		plane := (H-1)*B + W // positions one channel spans

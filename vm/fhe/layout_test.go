@@ -156,3 +156,76 @@ func TestSquareOutputInLayout(t *testing.T) {
 		t.Errorf("encrypted %v, clear %v", got[0][0], want[0].Value.Data)
 	}
 }
+
+// conv1Diagonals is the number of diagonals of the map to program p's first square (its first
+// convolution, composed) with the input in layout in and the output in the layout chooseLayout
+// picks for it.
+func conv1Diagonals(t *testing.T, p *fixed.Program, l *Layout, in []int32) int {
+	t.Helper()
+	ll := *l
+	ll.InPos = [][]int32{in}
+	x, f, shape := firstSquareOperand(t, p, &ll)
+	return x.diagCount(f, x.chooseLayout(f, shape), pow2(f.n))
+}
+
+// TestChannelMinorCutsDiagonals: when a strided first convolution has many output maps (more
+// (map, input channel, tap) triples than half its output's period), the input goes up
+// channel-minor, one-to-one mod its period, and the convolution's map needs fewer diagonals
+// than with the polyphase input: golden.WidePolyCNN, and LoLa's CIFAR-10 network
+// (testdata/lola-cifar) where it goes from 16,384 (every residue) to 1,605.
+func TestChannelMinorCutsDiagonals(t *testing.T) {
+	type tc struct {
+		name      string
+		p         *fixed.Program
+		maxMinor  int
+		minPolyph int
+	}
+	g, err := golden.WidePolyCNN(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []tc{{"wide-poly-cnn", compileFHE(t, g, 100), 0, 0}}
+	model := filepath.Join(testenv.RepoRoot(t), "testdata", "lola-cifar", "model.onnx")
+	if g, err := onnx.Load(model, onnx.Options{Batch: 1}); err == nil {
+		opts := passes.DefaultOptions()
+		opts.Backend, opts.Bits, opts.Scale = passes.BackendFHE, 61, 4
+		p, _, err := passes.Compile(g, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, tc{"lola-cifar", p, 1700, 16000})
+	} else {
+		t.Logf("testdata/lola-cifar: %v (only the small network)", err)
+	}
+	for _, c := range cases {
+		l, err := NewLayout(c.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conv *fixed.Instr
+		for _, in := range c.p.Instrs {
+			if in.Op == fixed.OpConv {
+				conv = in
+				break
+			}
+		}
+		s := c.p.Tensors[c.p.Inputs[0].Tensor].Shape
+		minor, poly := channelMinorLayout(c.p, conv, s), polyphaseLayout(conv, s)
+		if minor == nil || poly == nil || !slices.Equal(l.InPos[0], minor) {
+			t.Fatalf("%s: the input is not laid out channel-minor", c.name)
+		}
+		P := pow2(len(minor))
+		seen := make([]bool, P)
+		for _, v := range minor {
+			if seen[int(v)%P] {
+				t.Fatalf("%s: the channel-minor layout is not one-to-one mod the period %d", c.name, P)
+			}
+			seen[int(v)%P] = true
+		}
+		dm, dp := conv1Diagonals(t, c.p, l, minor), conv1Diagonals(t, c.p, l, poly)
+		t.Logf("%s: first map %d diagonals channel-minor, %d polyphase", c.name, dm, dp)
+		if dm >= dp || c.maxMinor > 0 && (dm > c.maxMinor || dp < c.minPolyph) {
+			t.Errorf("%s: %d diagonals channel-minor, %d polyphase", c.name, dm, dp)
+		}
+	}
+}

@@ -219,16 +219,17 @@ func planRotations(p *fixed.Program) ([]int, error) {
 	return out, nil
 }
 
-// place returns input i's values (one inference) in the input's layout: one period, zeros at the
-// positions no element takes.
+// place returns input i's values (one inference) in the input's layout: one period P, zeros at
+// the positions no element takes (a position beyond P names the slot mod P: layout.go).
 func (l *Layout) place(i int, x []uint64) []uint64 {
 	pos := l.InPos[i]
 	if pos == nil {
 		return x
 	}
-	out := make([]uint64, pow2(len(x)))
+	P := pow2(len(x))
+	out := make([]uint64, P)
 	for j, v := range x {
-		out[pos[j]] = v
+		out[int(pos[j])%P] = v
 	}
 	return out
 }

@@ -156,7 +156,7 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		}
 		fa := x.gathered(x.forms[in.In[0]], ip.Idx)
 		var pos []int32
-		if k, ok := x.plain(fa); ok {
+		if k, ok := x.plain(fa); ok && inPeriod(x.pos[k], x.lens[k]) {
 			pos = x.pos[k]
 		} else {
 			pos = x.chooseLayout(fa, p.Tensors[in.Out].Shape)
