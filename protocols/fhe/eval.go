@@ -1,6 +1,7 @@
 package fhe
 
 import (
+	"context"
 	"fmt"
 	"math/big"
 	"slices"
@@ -136,8 +137,10 @@ type LinearPlan struct {
 
 // Linear returns fold(Σ_terms Σ_diags diag ⊙ rot(X, D)) + constant, rescaled once: one level. The
 // rotations are baby steps by 1 and giant steps by plan.Giant (Horner), then the folds, each by
-// the key of its own amount. constant is one period of the output (values mod n) or nil.
-func (e *Evaluator) Linear(terms []Term, constant []uint64, plan LinearPlan) (_ *Vector, err error) {
+// the key of its own amount. constant is one period of the output (values mod n) or nil. A
+// cancelled ctx stops it between rotations and every few diagonal products (a large map takes
+// minutes) with ctx's error.
+func (e *Evaluator) Linear(ctx context.Context, terms []Term, constant []uint64, plan LinearPlan) (_ *Vector, err error) {
 	defer recoverErr(&err)
 	period, g := plan.Period, plan.Giant
 	if g < 1 || period%g != 0 {
@@ -147,7 +150,7 @@ func (e *Evaluator) Linear(terms []Term, constant []uint64, plan LinearPlan) (_ 
 	err = e.perComp(func(i int) error {
 		var acc *rlwe.Ciphertext
 		for _, tm := range terms {
-			y, err := e.linearTerm(i, tm, period, g)
+			y, err := e.linearTerm(ctx, i, tm, period, g)
 			if err != nil {
 				return err
 			}
@@ -295,7 +298,7 @@ func (e *Evaluator) schedule(ds []Diag, period, hint int) bsgs {
 	return best
 }
 
-func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext, error) {
+func (e *Evaluator) linearTerm(ctx context.Context, i int, tm Term, period, g int) (*rlwe.Ciphertext, error) {
 	ev := e.ev[i]
 	x := tm.X.Ct[i]
 	level := x.Level()
@@ -317,6 +320,9 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 	baby := map[int]*rlwe.Ciphertext{}
 	prevB, prev := 0, x
 	for _, b := range sc.babies {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		r, err := e.rotateBy(i, prev, b-prevB)
 		if err != nil {
 			return nil, fmt.Errorf("fhe linear: %w", err)
@@ -331,7 +337,12 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range tm.Diags {
+	for k, d := range tm.Diags {
+		if k%16 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		a, b := d.D/g, d.D%g
 		// rot_{-ga}(diag): w[j] = V[(j - ga) mod period].
 		sh := (g * a) % period
@@ -353,6 +364,9 @@ func (e *Evaluator) linearTerm(i int, tm Term, period, g int) (*rlwe.Ciphertext,
 	// Horner over the non-empty giant steps: y = rot_{g·a_k}(u_k + rot_{g(a_{k-1}-a_k)}(...)).
 	var acc *rlwe.Ciphertext
 	for k, a := range sc.giants {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		var err error
 		if acc, err = e.add(i, acc, giant[a]); err != nil {
 			return nil, err

@@ -1,6 +1,8 @@
 package fhe
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 
@@ -112,7 +114,7 @@ func TestLinearSquareLinear(t *testing.T) {
 		t.Fatal(err)
 	}
 	dA, fA := folded(A, k, period, period)
-	h, err := ev.Linear([]Term{{X: cx, Diags: dA}}, a, LinearPlan{Period: period, Giant: g, Folds: fA})
+	h, err := ev.Linear(context.Background(), []Term{{X: cx, Diags: dA}}, a, LinearPlan{Period: period, Giant: g, Folds: fA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestLinearSquareLinear(t *testing.T) {
 	if len(dB) > 8 || len(fB) != 1 {
 		t.Fatalf("B folded to 8: %d diagonals, folds %v", len(dB), fB)
 	}
-	y, err := ev.Linear([]Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: fB})
+	y, err := ev.Linear(context.Background(), []Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: fB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +156,13 @@ func TestLinearSquareLinear(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ev.Linear([]Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: []int{2}}); err == nil {
+	if _, err := ev.Linear(context.Background(), []Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: []int{2}}); err == nil {
 		t.Error("a fold by a rotation with no key: no error")
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ev.Linear(cancelled, []Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: fB}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a linear map under a cancelled context: %v", err)
 	}
 	t.Logf("%s: %+v", p, ev.Stats)
 }

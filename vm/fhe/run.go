@@ -38,7 +38,7 @@ func Evaluate(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Eva
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &executor{p: p, l: l, ev: ev, r: r, c: composer{r: r}, forms: make([]*form, len(p.Tensors))}
+	x := &executor{ctx: ctx, p: p, l: l, ev: ev, r: r, c: composer{r: r}, forms: make([]*form, len(p.Tensors))}
 	for _, v := range inputs {
 		if v == nil || len(v.Ct) != len(l.Params.T) {
 			return nil, nil, fmt.Errorf("fhe: an encrypted input has the wrong number of components")
@@ -66,6 +66,7 @@ func Evaluate(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Eva
 }
 
 type executor struct {
+	ctx   context.Context // the evaluation's: a cancelled one stops a linear map midway
 	p     *fixed.Program
 	l     *Layout
 	ev    *fheproto.Evaluator
@@ -404,5 +405,5 @@ func (x *executor) materialize(f *form, pos []int32) (*fheproto.Vector, error) {
 		}
 		terms = append(terms, tm)
 	}
-	return x.ev.Linear(terms, cst, plan)
+	return x.ev.Linear(x.ctx, terms, cst, plan)
 }
