@@ -166,24 +166,29 @@ type ModelResult struct {
 	Reason   string   `json:"reason,omitempty"`
 	Estimate Estimate `json:"estimate"`
 
-	LoadAvg      float64    `json:"load_avg,omitempty"`  // the machine's 1-minute load average as the run started (Linux)
-	WallS        float64    `json:"wall_s,omitempty"`    // the client process, start to exit
-	SessionS     float64    `json:"session_s,omitempty"` // the client's report: handshake + setup + program
-	BytesToSrv   int64      `json:"bytes_client_to_server,omitempty"`
-	BytesToCli   int64      `json:"bytes_server_to_client,omitempty"`
-	Rounds       int64      `json:"rounds,omitempty"`
-	Server       PartyUsage `json:"server"`
-	Client       PartyUsage `json:"client"`
-	Helper       PartyUsage `json:"helper,omitzero"`          // sci3: the third process
-	HelperBytes  int64      `json:"bytes_helper,omitempty"`   // sci3: both data parties' links to the helper, both directions
-	OfflineS     float64    `json:"offline_s,omitempty"`      // sci3: the client's waits on the helper
-	OnlineS      float64    `json:"online_s,omitempty"`       // sci3: the client's run without them
-	EqualClear   *bool      `json:"equal_to_clear,omitempty"` // the secure output bitwise equal to scirun --clear
-	HERan        int        `json:"he_layers_run,omitempty"`  // linear layers the report shows ran by HE
-	OTRan        int        `json:"ot_layers_run,omitempty"`
-	ClientReport string     `json:"client_report,omitempty"`
-	ServerReport string     `json:"server_report,omitempty"`
-	LayerPlot    string     `json:"layer_plot,omitempty"`
+	LoadAvg     float64    `json:"load_avg,omitempty"`  // the machine's 1-minute load average as the run started (Linux)
+	WallS       float64    `json:"wall_s,omitempty"`    // the client process, start to exit
+	SessionS    float64    `json:"session_s,omitempty"` // the client's report: handshake + setup + program
+	BytesToSrv  int64      `json:"bytes_client_to_server,omitempty"`
+	BytesToCli  int64      `json:"bytes_server_to_client,omitempty"`
+	Rounds      int64      `json:"rounds,omitempty"`
+	Server      PartyUsage `json:"server"`
+	Client      PartyUsage `json:"client"`
+	Helper      PartyUsage `json:"helper,omitzero"`         // sci3: the third process
+	HelperBytes int64      `json:"bytes_helper,omitempty"`  // sci3: both data parties' links to the helper, both directions
+	OfflineS    float64    `json:"offline_s,omitempty"`     // sci3: the client's offline phase (waits at inference starts for what is dealt before the input is used)
+	OnlineS     float64    `json:"online_s,omitempty"`      // sci3: the client's run without it: from input to output
+	HelperWaitS float64    `json:"helper_wait_s,omitempty"` // sci3: the part of OnlineS the client waited on the helper (dealt on demand)
+	// FirstAhead and FirstRequests (sci3, -helper-traces): the client's first-inference requests
+	// dealt before its input, of those its trace holds.
+	FirstAhead    int    `json:"first_ahead_requests,omitempty"`
+	FirstRequests int    `json:"first_requests,omitempty"`
+	EqualClear    *bool  `json:"equal_to_clear,omitempty"` // the secure output bitwise equal to scirun --clear
+	HERan         int    `json:"he_layers_run,omitempty"`  // linear layers the report shows ran by HE
+	OTRan         int    `json:"ot_layers_run,omitempty"`
+	ClientReport  string `json:"client_report,omitempty"`
+	ServerReport  string `json:"server_report,omitempty"`
+	LayerPlot     string `json:"layer_plot,omitempty"`
 }
 
 // TotalBytes is the traffic of the run, both directions.
@@ -208,6 +213,7 @@ type modelsConfig struct {
 	only     []string
 	maxTotal time.Duration
 	started  time.Time
+	traces   string // sci3: --helper-traces DIR for both data parties ("": none)
 }
 
 func runModels(ctx context.Context, args []string, out io.Writer) error {
@@ -229,12 +235,13 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	only := fs.String("only", "", "comma-separated `PATTERNS` MODEL/BACKEND/OT/NET (path.Match globs, e.g. squeezenet/*/*/lan): run only the combinations that match one")
 	dryRun := fs.Bool("dry-run", false, "compile and estimate only; run nothing")
+	traces := fs.String("helper-traces", "", "sci3: give both data parties --helper-traces `DIR` (a run whose program has a trace there from an earlier run deals its first inference before the input is used; a run without one writes it)")
 	maxTotal := fs.Duration("max-total", 0, "start no run after the harness has been running for `D` (0: no limit); later combinations are reported as skipped")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg := modelsConfig{timeout: *timeout, out: *outDir, docs: *docs, scirun: *scirun, athosc: *athosc,
-		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal}
+		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces}
 	if *quiet {
 		cfg.progress = io.Discard
 	}
@@ -793,6 +800,9 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 			return
 		}
 		common = append(common, "--helper", h.addr, "--helper-tls-pin", h.pin)
+		if cfg.traces != "" {
+			common = append(common, "--helper-traces", cfg.traces)
+		}
 	} else {
 		common = append(common, "--ot", r.OT)
 	}
@@ -849,7 +859,8 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 	if rep.Helper != nil {
 		// Each data party sees its own link to the helper.
 		r.HelperBytes = rep.Helper.BytesSent + rep.Helper.BytesRecv
-		r.OnlineS, r.OfflineS = rep.Helper.OnlineMS/1000, rep.Helper.OfflineMS/1000
+		r.OnlineS, r.OfflineS, r.HelperWaitS = rep.Helper.OnlineMS/1000, rep.Helper.OfflineMS/1000, rep.Helper.HelperWaitMS/1000
+		r.FirstAhead, r.FirstRequests = rep.Helper.FirstAheadRequests, rep.Helper.FirstRequests
 		if srep, err := readReport(srvReport); err == nil && srep.Helper != nil {
 			r.HelperBytes += srep.Helper.BytesSent + srep.Helper.BytesRecv
 		}
@@ -1047,8 +1058,8 @@ func writeModelsMarkdown(w io.Writer, cfg modelsConfig, results []ModelResult) {
 			r.HERan, r.OTRan, float64(r.Server.MaxRSS)/(1<<20), float64(r.Client.MaxRSS)/(1<<20),
 			r.Server.UserS+r.Server.SysS, r.Client.UserS+r.Client.SysS, eq, paper)
 		if r.Backend == "sci3" {
-			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: the helper's links (both data parties, both directions) %s GiB; helper RSS %.0f MiB, CPU %.1f s; client online %.1f s, waiting on the helper %.1f s",
-				r.Model, r.Backend, r.OT, r.Net, gibNum(r.HelperBytes), float64(r.Helper.MaxRSS)/(1<<20), r.Helper.UserS+r.Helper.SysS, r.OnlineS, r.OfflineS))
+			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: the helper's links (both data parties, both directions) %s GiB; helper RSS %.0f MiB, CPU %.1f s; client offline (dealt before the input) %.1f s, online %.1f s (waiting on the helper %.1f s); first inference: %d of %d requests dealt before the input",
+				r.Model, r.Backend, r.OT, r.Net, gibNum(r.HelperBytes), float64(r.Helper.MaxRSS)/(1<<20), r.Helper.UserS+r.Helper.SysS, r.OfflineS, r.OnlineS, r.HelperWaitS, r.FirstAhead, r.FirstRequests))
 		}
 		if r.Reason != "" {
 			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: %s", r.Model, r.Backend, r.OT, r.Net, r.Reason))

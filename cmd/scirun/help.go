@@ -28,7 +28,7 @@ var helpSections = []struct {
 		"tls-key", "tls-pin", "tls-ca", "tls-server-name", "tls-client-ca", "tls-client-pin", "tls-client-pins",
 		"tls-client-cert", "tls-client-key", "tls-client-self"}},
 	{"Three parties (--backend sci3: server and client --helper HOST:PORT --helper-tls-pin FP; the helper: --helper --listen ADDR --tls-self FILE)",
-		[]string{"helper", "helper-tls-pin", "helper-tls-ca", "helper-insecure", "helper-prefetch", "helper-ahead"}},
+		[]string{"helper", "helper-tls-pin", "helper-tls-ca", "helper-insecure", "helper-prefetch", "helper-ahead", "helper-traces"}},
 	{"Process (any mode)", []string{"quiet", "threads", "memory-limit", "cpuprofile"}},
 }
 

@@ -62,8 +62,9 @@ func helperArgs(args []string) (out []string, mode bool) {
 type helperTLSFlags struct {
 	pin, ca  string
 	insecure bool
-	prefetch int // COTs per OT stream fetched ahead from the helper (0: on demand)
-	aheadMiB int // MiB of the helper's replies dealt ahead at most (0: off)
+	prefetch int    // COTs per OT stream fetched ahead from the helper (0: on demand)
+	aheadMiB int    // MiB of the helper's replies dealt ahead at most (0: off)
+	traces   string // directory of the first inferences' traces (--helper-traces), or ""
 }
 
 // defaultAheadMiB is --helper-ahead's default: more than a ResNet50 inference's replies to
@@ -75,6 +76,7 @@ func (h *helperTLSFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&h.ca, "helper-tls-ca", "", "backend sci3 (server and client): reach the helper over TLS and trust its certificate if signed by (or equal to) the PEM `FILE`")
 	fs.IntVar(&h.prefetch, "helper-prefetch", 0, fmt.Sprintf("backend sci3 (server, client, --local): fetch the next `N` dealt OTs of each shape (message count and width) of each OT stream from the helper in the background, so that a draw finds them ready (N words of memory per shape and stream for one-word messages; the last fetch of each shape goes unused: up to N·l bits more from the helper); e.g. %d; 0: on demand", 1<<14))
 	fs.IntVar(&h.aheadMiB, "helper-ahead", defaultAheadMiB, "backend sci3 (server, client, --local): in a session of several inferences, record the first one's requests to the helper and have each next inference's correlations dealt ahead, in the background during the one before, so that it runs without waiting on the helper; at most `MIB` MiB of the helper's replies held in memory (an inference needing more is dealt on demand); 0: off (everything dealt on demand)")
+	fs.StringVar(&h.traces, "helper-traces", "", "backend sci3 (server, client, --local): keep the requests each program's first inference makes to the helper in `DIR` (one file per program, party and stream count), and in a later session deal the first inference's correlations from that file at its start, before the input is used, so that it runs with no request to the helper on its critical path (within --helper-ahead's cap); a session without a matching file deals the first inference on demand and writes the file")
 	fs.BoolVar(&h.insecure, "helper-insecure", false, "backend sci3: allow a plaintext link to the helper (data parties), or serve without TLS (the helper): the pairwise seeds then travel in the clear; on a trusted network only")
 }
 
@@ -98,7 +100,7 @@ const insecureWarning = "scirun: WARNING: --helper-insecure: the link to the hel
 // suffices), TLS (--tls-self, or --tls-cert and --tls-key) or --helper-insecure, nothing that
 // belongs to a data party.
 func (c *config) checkHelper() error {
-	for _, f := range []string{"party", "local", "clear", "connect", "input", "output", "serve", "tls-ca", "tls-pin", "helper-tls-pin", "helper-tls-ca", "helper-prefetch", "helper-ahead"} {
+	for _, f := range []string{"party", "local", "clear", "connect", "input", "output", "serve", "tls-ca", "tls-pin", "helper-tls-pin", "helper-tls-ca", "helper-prefetch", "helper-ahead", "helper-traces"} {
 		if c.set[f] {
 			return cli.Usagef("--%s is not used by the helper (--helper)", f)
 		}
@@ -135,11 +137,14 @@ func (c *config) checkHelperLink() error {
 	if h.aheadMiB < 0 || h.aheadMiB > 1<<20 {
 		return cli.Usagef("--helper-ahead %d: want 0 (off) to %d MiB", h.aheadMiB, 1<<20)
 	}
+	if h.traces != "" && (h.aheadMiB == 0 || h.prefetch > 0) {
+		return cli.Usagef("--helper-traces deals the first inference ahead: it needs --helper-ahead (not 0) and no --helper-prefetch")
+	}
 	if h.prefetch > 0 && h.aheadMiB > 0 && c.set["helper-ahead"] {
 		return cli.Usagef("--helper-prefetch and --helper-ahead exclude each other (a prefetch's requests depend on the draws' timing, so they cannot be dealt ahead): give --helper-ahead 0 with --helper-prefetch")
 	}
 	if c.helper == "" {
-		for _, f := range []string{"helper-prefetch", "helper-ahead"} {
+		for _, f := range []string{"helper-prefetch", "helper-ahead", "helper-traces"} {
 			if c.set[f] && !c.local {
 				return cli.Usagef("--%s goes with --helper HOST:PORT or --local (backend sci3)", f)
 			}
@@ -288,11 +293,21 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 		if c.helperTLS.prefetch == 0 {
 			link.SetAhead(int64(c.helperTLS.aheadMiB) << 20)
 		}
+		var tf *traceFile
+		if c.helperTLS.traces != "" {
+			tf = newTraceFile(c.helperTLS.traces, f, party, len(streams))
+			if err := tf.load(link); err != nil {
+				return nil, err
+			}
+			if tf.note != "" && !c.quiet {
+				fmt.Fprintf(e.stderr, "scirun: party %d: %s\n", party, tf.note)
+			}
+		}
 		b, err := sci3.New(ctx, conn, link, r, sci3.Options{Streams: streams, LinearPerRun: perRun})
 		if err != nil {
 			return nil, err
 		}
-		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr, setup: setup, setupStats: setupStats, other: other, otherLink: otherLink}, nil
+		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr, setup: setup, setupStats: setupStats, other: other, otherLink: otherLink, trace: tf}, nil
 	}, nil
 }
 
@@ -306,6 +321,7 @@ type sci3Party struct {
 	setupStats transport.Stats // the link's traffic then
 	other      func(party int) *transport.Stats
 	otherLink  func(party int) *dealer.Link
+	trace      *traceFile // --helper-traces, or nil
 }
 
 // HelperAccount splits the session into set-up, offline and online for the report.
@@ -320,6 +336,11 @@ func (b *sci3Party) HelperAccount() serve.HelperAccount {
 }
 
 func (b *sci3Party) Close() error {
+	if b.trace != nil {
+		if err := b.trace.save(b.Link()); err != nil {
+			fmt.Fprintf(b.out, "scirun: party %d: %v\n", b.Party(), err)
+		}
+	}
 	err := b.Backend.Close()
 	defer b.Link().Conn().Close()
 	if !b.quiet {

@@ -468,17 +468,30 @@ type HelperAccounter interface {
 
 // ThreeParty is Report.Helper: this party's traffic with the helper (all phases, as the
 // embedded Traffic), and the session split into set-up, offline and online. Everything the
-// helper deals is input-independent; what it deals before the inference that uses it (dealt
-// ahead: from the second inference of a session on, in the background during the one before)
-// is offline, what an inference asks for while it runs is on demand. The run's wall-clock time
-// is split into the waits on the helper (OfflineMS: on demand, and at an inference's start for
-// a dealing ahead still in flight) and the rest (OnlineMS; OfflineMS + OnlineMS =
-// Report.RunMS). AheadMS is the time the dealing ahead ran, overlapping the inferences.
+// helper deals is input-independent; what it deals before the inference that uses it is
+// offline (dealt ahead: the first inference's at its start from a trace of an earlier session,
+// each later one's in the background during the one before), what an inference asks for while
+// it runs is online (on demand). The run's wall-clock time is split into the offline phase
+// (OfflineMS: the waits at the inferences' starts for what was being dealt ahead, before their
+// inputs are used) and the online one (OnlineMS = Report.RunMS − OfflineMS: from input to
+// output, the waits on the helper on demand included, HelperWaitMS of them). AheadMS is the
+// time the dealing ahead ran (at the first inference's start, then overlapping the inferences).
 type ThreeParty struct {
 	Traffic
 	SetupMS   float64 `json:"setup_ms"`   // reaching the helper: TCP, TLS, verdict, link hello
-	OfflineMS float64 `json:"offline_ms"` // the run's waits on the helper
-	OnlineMS  float64 `json:"online_ms"`  // the run without those waits
+	OfflineMS float64 `json:"offline_ms"` // the waits at inference starts for the dealing ahead
+	OnlineMS  float64 `json:"online_ms"`  // the run without them: from input to output
+	// HelperWaitMS is the part of OnlineMS spent in requests to the helper on demand (and
+	// waiting for a reply dealt ahead still in flight).
+	HelperWaitMS float64 `json:"helper_wait_ms"`
+	// FirstRequests is the number of requests in the first inference's trace (0 without one:
+	// then the first inference is dealt on demand), FirstAheadRequests those dealt at its start
+	// (fewer when their replies exceed --helper-ahead's cap), FirstBytes and FirstAheadBytes
+	// their replies' payload bytes.
+	FirstRequests      int   `json:"first_requests,omitempty"`
+	FirstAheadRequests int   `json:"first_ahead_requests,omitempty"`
+	FirstBytes         int64 `json:"first_bytes,omitempty"`
+	FirstAheadBytes    int64 `json:"first_ahead_bytes,omitempty"`
 	// AheadInferences is the number of inferences served from correlations dealt ahead,
 	// AheadMS the wall time of that dealing (in the background) and AheadWaitMS the part of
 	// OfflineMS spent waiting for it at an inference's start.
@@ -512,10 +525,10 @@ type PairTraffic struct {
 	Offline int64  `json:"offline_bytes"` // what the helper dealt ahead (P-2)
 	Online  int64  `json:"online_bytes"`  // the data parties' protocol (0-1), dealt on demand (P-2)
 	// SetupMS is the backend's set-up (0-1) or reaching the helper (P-2, this party's link);
-	// OfflineMS the wall time of the dealing ahead on the link (P-2: in the background, so
-	// overlapping the inferences; 0-1: 0); OnlineMS the run's time outside waits on this
-	// party's helper link (0-1), or the time inferences waited on the link (P-2: requests on
-	// demand and the waits at inference starts).
+	// OfflineMS the wall time of the dealing ahead on the link (P-2: before the first
+	// inference's input and in the background during the inferences; 0-1: 0); OnlineMS the
+	// run's online time (0-1: ThreeParty.OnlineMS), or the time inferences waited on the link
+	// within it (P-2: requests on demand, replies dealt ahead still in flight).
 	SetupMS   float64 `json:"setup_ms"`
 	OfflineMS float64 `json:"offline_ms"`
 	OnlineMS  float64 `json:"online_ms"`
@@ -536,22 +549,25 @@ func threeParty(h HelperBackend, rep *Report, party int) *ThreeParty {
 	}
 	acc := a.HelperAccount()
 	t.SetupMS = ms(acc.Setup)
-	t.OfflineMS = ms(acc.Wait)
+	t.OfflineMS = ms(acc.Ahead.Wait)
 	t.OnlineMS = max(0, rep.RunMS-t.OfflineMS)
+	t.HelperWaitMS = ms(acc.Wait - acc.Ahead.Wait)
+	t.FirstRequests, t.FirstAheadRequests = acc.Ahead.FirstRequests, acc.Ahead.FirstDealt
+	t.FirstBytes, t.FirstAheadBytes = acc.Ahead.FirstBytes, acc.Ahead.FirstDealtBytes
 	t.AheadInferences, t.AheadMS, t.AheadWaitMS = acc.Ahead.Inferences, ms(acc.Ahead.Fetch), ms(acc.Ahead.Wait)
 	t.OnDemandRequests, t.AheadRequests, t.AheadOff = acc.Demand, acc.Ahead.Requests, acc.Ahead.Off
 	t.AheadPeriod, t.AheadMisses, t.AheadWastedBytes, t.AheadLateWaits = acc.Ahead.Period, acc.Ahead.Misses, acc.Ahead.Wasted, acc.Ahead.LateWaits
 	setupB := bothWays(acc.SetupStats)
 	t.Pairs[0].OnlineMS = t.OnlineMS
 	own := PairTraffic{Pair: fmt.Sprintf("%d-2", party), Setup: setupB, Offline: acc.Ahead.Bytes, Online: bothWays(all) - setupB - acc.Ahead.Bytes,
-		SetupMS: t.SetupMS, OfflineMS: ms(acc.Ahead.Fetch), OnlineMS: t.OfflineMS}
+		SetupMS: t.SetupMS, OfflineMS: ms(acc.Ahead.Fetch), OnlineMS: t.HelperWaitMS}
 	if acc.Other == nil {
 		t.Pairs = append(t.Pairs, own)
 		return t
 	}
 	// The link hello has the same size for both data parties.
 	other := PairTraffic{Pair: fmt.Sprintf("%d-2", 1-party), Setup: own.Setup, Offline: acc.OtherAhead.Bytes, Online: bothWays(*acc.Other) - own.Setup - acc.OtherAhead.Bytes,
-		OfflineMS: ms(acc.OtherAhead.Fetch), OnlineMS: ms(acc.OtherWait)}
+		OfflineMS: ms(acc.OtherAhead.Fetch), OnlineMS: ms(acc.OtherWait - acc.OtherAhead.Wait)}
 	if party == 0 {
 		t.Pairs = append(t.Pairs, own, other)
 	} else {
@@ -562,8 +578,15 @@ func threeParty(h HelperBackend, rep *Report, party int) *ThreeParty {
 
 // write writes the three-party lines under the per-layer table.
 func (t *ThreeParty) write(b *strings.Builder, runMS float64) {
-	fmt.Fprintf(b, "three parties: helper set-up %s, offline (waits on the helper) %s, online %s of the run's %s\n",
-		fmtMS(t.SetupMS), fmtMS(t.OfflineMS), fmtMS(t.OnlineMS), fmtMS(runMS))
+	fmt.Fprintf(b, "three parties: helper set-up %s, offline (dealt before the inputs are used) %s, online %s (of which waits on the helper %s) of the run's %s\n",
+		fmtMS(t.SetupMS), fmtMS(t.OfflineMS), fmtMS(t.OnlineMS), fmtMS(t.HelperWaitMS), fmtMS(runMS))
+	switch {
+	case t.FirstRequests > 0 && t.FirstAheadRequests < t.FirstRequests:
+		fmt.Fprintf(b, "  first inference: %d of its %d requests (%s of %s) dealt before its input, the rest on demand: they exceed --helper-ahead's cap\n",
+			t.FirstAheadRequests, t.FirstRequests, FormatBytes(t.FirstAheadBytes), FormatBytes(t.FirstBytes))
+	case t.FirstRequests > 0:
+		fmt.Fprintf(b, "  first inference: all %d requests (%s) dealt before its input\n", t.FirstRequests, FormatBytes(t.FirstBytes))
+	}
 	switch {
 	case t.AheadInferences > 0:
 		fmt.Fprintf(b, "  dealt ahead: %d inferences, %d requests in %s in the background (waited %s at inference starts; period %d, %d missed, %s unused); %d requests on demand\n",

@@ -178,6 +178,14 @@ type AheadStats struct {
 	Period int
 	// Off says why dealing ahead is off ("" when it is on, or was never asked for).
 	Off string
+	// FirstRequests and FirstBytes are the requests of the first inference's trace
+	// (SetFirstTrace) and their replies' payload bytes; FirstDealt and FirstDealtBytes the part
+	// dealt at the first inference's start, before its input is used (all of it unless the
+	// replies exceed the cap: then the longest prefix that fits, the rest on demand). All 0
+	// without a trace. FirstMisses counts the first inference's requests sent on demand.
+	FirstRequests, FirstDealt   int
+	FirstBytes, FirstDealtBytes int64
+	FirstMisses                 int64
 }
 
 // ahead is a link's dealing ahead.
@@ -199,7 +207,9 @@ type ahead struct {
 	serving   int                              // the inference served ahead now (-1: none)
 	fetchDone chan struct{}                    // the background fetch in flight, or nil
 	stop      bool
-	idByCall  bool // a linear layer's weight tensor is numbered by its call (Linear without Period)
+	idByCall  bool               // a linear layer's weight tensor is numbered by its call (Linear without Period)
+	first     [][reqWords]uint64 // the first inference's requests from an earlier session (SetFirstTrace), or nil
+	trace0    [][reqWords]uint64 // the requests this session's first inference made (after it ended)
 	stats     AheadStats
 }
 
@@ -248,8 +258,10 @@ func (l *Link) Demand() int64 {
 }
 
 // BeginInference tells the link that inference k (0-based) of count starts. Every inference's
-// requests are recorded; from inference 1 on, when dealing ahead is on, the inference's
-// replies are made complete first (the wait counts in Wait and AheadStats.Wait) and the next
+// requests are recorded; from inference 1 on, when dealing ahead is on, and for inference 0
+// when a trace of it was given (SetFirstTrace: the first inference's offline phase), the
+// inference's replies are made complete first (the wait counts in Wait and AheadStats.Wait:
+// the offline phase, before the inference's input is used) and the next
 // inference's are fetched in the background (when k+1 < count: nothing is dealt for an
 // inference that will not run, and not during inference 1, whose requests decide the period).
 // It returns an error only when the link failed or ctx ended.
@@ -263,11 +275,19 @@ func (l *Link) BeginInference(ctx context.Context, k, count int) error {
 	if l.prefetch > 0 {
 		a.stats.Off = "a prefetch is set (SetPrefetch)"
 	}
-	if k == 0 || a.stats.Off != "" && a.planned < k {
+	if k == 0 && (a.first == nil || a.stats.Off != "") || k > 0 && a.stats.Off != "" && a.planned < k {
 		a.mu.Unlock()
 		return nil
 	}
-	if a.planned < k {
+	if k == 0 {
+		// The first inference's offline phase: its requests are those of the trace.
+		a.planFirst()
+		if len(a.plans[0]) == 0 {
+			a.mu.Unlock()
+			return nil
+		}
+		l.startFetch(a, 0)
+	} else if a.planned < k {
 		// Not fetched ahead (inference 1, or inference 2 after inference 1 decided the
 		// period): fetch it now, before the inference starts.
 		if err := a.plan(k); err != nil {
@@ -317,6 +337,9 @@ func (l *Link) EndInference(k int) error {
 	defer a.mu.Unlock()
 	a.recording = false
 	a.hist[k] = a.cur
+	if k == 0 && len(a.cur) > 0 {
+		a.trace0 = a.cur
+	}
 	a.cur = nil
 	delete(a.hist, k-2)
 	delete(a.plans, k-1)
@@ -342,6 +365,11 @@ func (l *Link) EndInference(k int) error {
 		}
 	}
 	a.stats.Misses += int64(a.misses)
+	if k == 0 {
+		// Served from a trace: the period is decided by the second inference, as without one.
+		a.stats.FirstMisses = int64(a.misses)
+		return nil
+	}
 	switch ok := a.misses == 0 && left == 0; {
 	case a.stats.Period == 0:
 		a.stats.Period = 1

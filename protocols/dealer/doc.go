@@ -36,5 +36,7 @@
 // inferences of one program, [Link.SetAhead] deals each inference's correlations ahead: the link
 // records an inference's requests, predicts the next one's (dealt OTs and linear corrections are
 // addressed by position, the rest follow in stream order) and fetches their replies in the
-// background, so that the inference makes no request to the helper.
+// background, so that the inference makes no request to the helper; a [Trace] of a first
+// inference (its requests, which depend on the program, not on values) lets a later session
+// deal its first inference at its start, before the input is used ([Link.SetFirstTrace]).
 package dealer

@@ -90,7 +90,7 @@ func shapeOf(w []uint64) Shape {
 func (s Shape) Apply(r ring.Ring, dst, w, x []uint64) {
 	switch s.Kind {
 	case KindMatMul:
-		r.MatMul(dst, w, s.M, s.K, s.N, x)
+		matMul(r, dst, w, s.M, s.K, s.N, x)
 	case KindConv:
 		conv(r, dst, w, s.Conv, x)
 	case KindElem:
@@ -130,7 +130,7 @@ func conv(r ring.Ring, dst, w []uint64, g ring.ConvGeom, x []uint64) {
 					}
 				}
 			}
-			r.MatMul(dst[(n*g.M+grp*mg)*p:][:mg*p], w[grp*mg*kk:][:mg*kk], mg, kk, p, col)
+			matMul(r, dst[(n*g.M+grp*mg)*p:][:mg*p], w[grp*mg*kk:][:mg*kk], mg, kk, p, col)
 		}
 	}
 }

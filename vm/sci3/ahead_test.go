@@ -64,12 +64,20 @@ type batchRun struct {
 	demand [][2]int64
 	helper [2]transport.Stats
 	ahead  [2]dealer.AheadStats
+	traces [2]*dealer.Trace // the first inference's requests (nil when dealing ahead is off)
 }
 
 // runBatch runs the inputs in one sci3 session (helper in this process, two streams), telling
 // the backends where each inference starts and ends as internal/serve does, with dealing ahead
 // capped at aheadCap bytes (0: off).
 func runBatch(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor, aheadCap int64) batchRun {
+	t.Helper()
+	return runBatchTraces(t, server, client, inputs, aheadCap, [2]*dealer.Trace{})
+}
+
+// runBatchTraces is runBatch with the first inference dealt at its start from the traces of an
+// earlier session (none when nil).
+func runBatchTraces(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor, aheadCap int64, traces [2]*dealer.Trace) batchRun {
 	t.Helper()
 	ctx := context.Background()
 	topt := transport.Options{Timeout: 60 * time.Second}
@@ -90,6 +98,11 @@ func runBatch(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor,
 	var machines [2]*vm.Machine
 	setup := func(p int) error {
 		trio.Links[p].SetAhead(aheadCap)
+		if traces[p] != nil {
+			if err := trio.Links[p].SetFirstTrace(traces[p]); err != nil {
+				return err
+			}
+		}
 		b, err := sci3.New(ctx, conns[p][0], trio.Links[p], r, sci3.Options{Streams: conns[p][1:], LinearPerRun: sci3.LinearCalls(progs[p])})
 		if err != nil {
 			return err
@@ -132,6 +145,13 @@ func runBatch(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor,
 	}
 	for p, b := range backends {
 		res.ahead[p] = trio.Links[p].AheadStats()
+		if aheadCap > 0 {
+			tr, err := trio.Links[p].FirstTrace(traceKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.traces[p] = tr
+		}
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -269,4 +289,116 @@ func column(v [][2]int64, p int) []int64 {
 		out = append(out, x[p])
 	}
 	return out
+}
+
+// traceKey is the key the tests record traces with.
+var traceKey = [32]byte{26}
+
+// TestFirstInferenceAhead: a session given the first inference's requests of an earlier
+// session (a Trace, through its encoding) has them dealt at the first inference's start, before
+// the input is used: no inference but the second (period 2: the swapped streams) sends the
+// helper a request on its critical path, no reply is waited for within an inference, the
+// outputs are bitwise those of the cleartext backend, and each helper link carries exactly the
+// bytes of the session without the trace (the same requests, moved before the input). With a
+// cap below the trace's replies, the longest prefix that fits is dealt and the rest of the first
+// inference goes on demand.
+func TestFirstInferenceAhead(t *testing.T) {
+	server, client := mnistSmall(t)
+	r := ring.Must(server.Bits)
+	in := server.Tensors[server.Inputs[0].Tensor]
+	rng := rand.New(rand.NewPCG(26, 4))
+	var inputs []ring.Tensor
+	for k := range 3 {
+		x := make([]float32, ring.Size(in.Shape))
+		for i := range x {
+			if k == 1 {
+				x[i] = 1 // the largest value of the validated range
+			} else if k == 2 {
+				x[i] = rng.Float32()
+			}
+		}
+		enc, err := r.EncodeTensor(in.Shape, x, in.Scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, enc)
+	}
+	const cap = 64 << 20
+	first := runBatch(t, server, client, inputs, cap)
+	var traces [2]*dealer.Trace
+	for p, tr := range first.traces {
+		b, err := tr.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back dealer.Trace
+		if err := back.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		if back.Party != p || back.Key != traceKey || back.Len() != tr.Len() || int64(back.Len()) != first.demand[0][p] {
+			t.Fatalf("party %d: trace decoded as party %d, %d requests; recorded %d, the first inference sent %d", p, back.Party, back.Len(), tr.Len(), first.demand[0][p])
+		}
+		traces[p] = &back
+	}
+	c, err := cleartext.New(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := vm.New(server, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, got batchRun) {
+		t.Helper()
+		for k, x := range inputs[:len(got.outs)] {
+			want, err := m.Run(context.Background(), []ring.Tensor{x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, w := range want {
+				o := got.outs[k][j]
+				if !o.Revealed || !slices.Equal(o.Value.Data, w.Value.Data) {
+					t.Fatalf("%s: inference %d output %q differs from the clear run", name, k, w.Name)
+				}
+			}
+		}
+	}
+	ahead := runBatchTraces(t, server, client, inputs, cap, traces)
+	check("with the trace", ahead)
+	for p := range 2 {
+		a := ahead.ahead[p]
+		t.Logf("party %d: requests on the critical path %v (without the trace %v); %+v", p, column(ahead.demand, p), column(first.demand, p), a)
+		if d := column(ahead.demand, p); d[0] != 0 || d[2] != 0 || d[1] != first.demand[1][p] {
+			t.Errorf("party %d: requests on the critical path per inference %v, want [0 %d 0]", p, d, first.demand[1][p])
+		}
+		if a.FirstRequests != traces[p].Len() || a.FirstDealt != a.FirstRequests || a.FirstMisses != 0 || a.Inferences != 3 || a.LateWaits != 0 || a.Off != "" {
+			t.Errorf("party %d: dealing ahead %+v", p, a)
+		}
+		if want, err := traces[p].ReplyBytes(); err != nil || a.FirstBytes != want || a.FirstDealtBytes != want {
+			t.Errorf("party %d: first inference's replies %d B, dealt %d B; the trace's %d B (%v)", p, a.FirstBytes, a.FirstDealtBytes, want, err)
+		}
+		if got, want := ahead.helper[p].BytesSent+ahead.helper[p].BytesRecv, first.helper[p].BytesSent+first.helper[p].BytesRecv; got != want {
+			t.Errorf("party %d: helper link %d B with the trace, %d B without", p, got, want)
+		}
+	}
+
+	// A cap below the first inference's replies: a prefix is dealt, the rest on demand.
+	capped := runBatchTraces(t, server, client, inputs[:1], 48<<10, traces)
+	check("capped", capped)
+	for p := range 2 {
+		a := capped.ahead[p]
+		if a.FirstDealt == 0 || a.FirstDealt >= a.FirstRequests || a.FirstDealtBytes > 48<<10 || a.FirstMisses != int64(a.FirstRequests-a.FirstDealt) || capped.demand[0][p] != a.FirstMisses {
+			t.Errorf("party %d: capped at 48 KiB: %+v, requests on the critical path %d", p, a, capped.demand[0][p])
+		}
+	}
+
+	// A trace on a link without dealing ahead, or of the other party, is refused.
+	l := dealer.NewLinkWithSeed(nil, 0, [16]byte{})
+	if err := l.SetFirstTrace(traces[0]); err == nil {
+		t.Error("a trace set on a link with dealing ahead off was accepted")
+	}
+	l.SetAhead(cap)
+	if err := l.SetFirstTrace(traces[1]); err == nil {
+		t.Error("party 1's trace was accepted on party 0's link")
+	}
 }
