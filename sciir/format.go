@@ -36,7 +36,11 @@ var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
 // WDAT (a width byte with its high bit set: the non-zero values and their positions); a program
 // whose weights are all written dense keeps the version its opcodes need. Version 5 added
 // bmatmul (the product of two shared matrices, attention), on the same terms as version 3.
-const Version = 5
+// Version 6 added value ranges: a byte after every relu (the operand's signed width when the
+// comparison runs on the low bits, 0 for the whole ring) and, after every input and output
+// entry, a flag byte with, when set, the input's range [lo, hi] as two signed 64-bit integers; a
+// program with neither (no low-bit relu, no bounded input) keeps the older version.
+const Version = 6
 
 // sparseFlag marks a sparse weight tensor in WDAT's width byte (version 4).
 const sparseFlag = 0x80
@@ -48,13 +52,26 @@ const sparseFlag = 0x80
 // weight is worth writing sparse.
 func fileVersion(f *File) int {
 	v := 2
+	for _, io := range f.Program.Inputs {
+		if io.Bounded {
+			return 6
+		}
+	}
+	for _, in := range f.Program.Instrs {
+		if in.Op == fixed.OpReLU && in.Bits != 0 {
+			return 6
+		}
+	}
 	for _, in := range f.Program.Instrs {
 		if in.Op == fixed.OpBatchMatMul {
-			return 5
+			v = 5
 		}
 		if _, ok := in.Op.MathFunc(); ok {
-			v = 3
+			v = max(v, 3)
 		}
+	}
+	if v == 5 {
+		return max(v, f.Version)
 	}
 	if f.Version != 0 {
 		return max(v, f.Version)
@@ -181,9 +198,9 @@ func Write(w io.Writer, f *File, withWeights bool) error {
 	add(tagHead, encodeHead(p, backend))
 	add(tagTens, encodeTensors(p))
 	add(tagWgts, encodeWeightTable(p))
-	add(tagInst, encodeInstrs(p))
-	add(tagInpt, encodeIO(p, p.Inputs))
-	add(tagOutp, encodeIO(p, p.Outputs))
+	add(tagInst, encodeInstrs(p, version))
+	add(tagInpt, encodeIO(p, p.Inputs, version))
+	add(tagOutp, encodeIO(p, p.Outputs, version))
 	add(tagMeta, meta)
 	end := endSection()
 	// The ID covers everything but the weights, including the END section (the same in both copies).
@@ -429,7 +446,7 @@ func encodeWindow(e *enc, w ir.Window) {
 	}
 }
 
-func encodeInstrs(p *fixed.Program) []byte {
+func encodeInstrs(p *fixed.Program, version int) []byte {
 	var e enc
 	e.u32(len(p.Instrs))
 	for _, in := range p.Instrs {
@@ -444,6 +461,10 @@ func encodeInstrs(p *fixed.Program) []byte {
 			e.u32(in.Index)
 		case fixed.OpScaleUp:
 			e.u8(in.Shift)
+		case fixed.OpReLU:
+			if version >= 6 {
+				e.u8(in.Bits)
+			}
 		case fixed.OpTrunc:
 			e.u8(in.Shift)
 			if in.NonNeg {
@@ -479,7 +500,7 @@ func encodeInstrs(p *fixed.Program) []byte {
 	return e.b
 }
 
-func encodeIO(p *fixed.Program, ios []fixed.IO) []byte {
+func encodeIO(p *fixed.Program, ios []fixed.IO, version int) []byte {
 	var e enc
 	e.u32(len(ios))
 	for _, io := range ios {
@@ -487,6 +508,15 @@ func encodeIO(p *fixed.Program, ios []fixed.IO) []byte {
 		e.u32(io.Tensor)
 		e.u8(io.Party)
 		e.u8(p.Tensors[io.Tensor].Scale)
+		if version >= 6 {
+			if io.Bounded {
+				e.u8(1)
+				e.u64(uint64(io.Lo))
+				e.u64(uint64(io.Hi))
+			} else {
+				e.u8(0)
+			}
+		}
 	}
 	return e.b
 }
