@@ -168,7 +168,7 @@ func zip(a, b bound, f func(x, y Interval) Interval) bound {
 }
 
 // weightAxis returns, for weight w broadcast against a tensor of shape ts (numpy rules), the
-// tensor axis along which it varies and its values in order along it, or axis −1 for a
+// tensor axis along which it varies (its values are then in order along that axis), −1 for a
 // weight that varies along no axis (one value), or ok = false when it varies along several.
 func (p *Program) weightAxis(w int, ts []int) (axis int, ok bool) {
 	ws := p.Weights[w].Shape
@@ -550,7 +550,10 @@ func (p *Program) CheckBounds() error {
 			continue
 		}
 		x := iv[in.In[0]]
-		if b := x.Bits(); x.Full || b > in.Bits {
+		if x.Full {
+			return fmt.Errorf("instruction %d (relu%s) compares on the low %d bits, but its operand is unbounded", i, sourceSuffix(in), in.Bits)
+		}
+		if b := x.Bits(); b > in.Bits {
 			return fmt.Errorf("instruction %d (relu%s) compares on the low %d bits, but its operand's bound is %v (%d bits)",
 				i, sourceSuffix(in), in.Bits, x, b)
 		}

@@ -130,10 +130,10 @@ func (c *Backend) ReLULow(ctx context.Context, dst, x ring.Tensor, bits int) err
 	if bits < 2 || bits > c.r.Bits {
 		return fmt.Errorf("cleartext: relu on the low %d bits: want 2..%d", bits, c.r.Bits)
 	}
-	half := int64(1) << (bits - 1)
 	if bits == 64 {
 		return c.ReLU(ctx, dst, x)
 	}
+	half := int64(1) << (bits - 1)
 	for i, v := range x.Data {
 		if sv := c.r.Signed(v); sv < -half || sv >= half {
 			return fmt.Errorf("cleartext: relu on the low %d bits: element %d is %d, outside [%d, %d) (the program's bound is wrong)", bits, i, sv, -half, half)
