@@ -3,6 +3,7 @@ package golden
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -254,7 +255,23 @@ func TestInt8SmallGraphsORT(t *testing.T) {
 				}
 			}
 			t.Logf("%d outputs equal ONNX Runtime's: %v", len(got), got)
+			// Every comparison of a quantized program runs on the low bits of its operand's
+			// exact bound (the input's uint8 range and the weights), two-party and three-party.
+			var relus, low int
+			for _, in := range prog.server.Instrs {
+				if in.Op == fixed.OpReLU {
+					relus++
+					if in.Bits > 0 {
+						low++
+					}
+				}
+			}
+			if relus == 0 || low != relus {
+				t.Fatalf("%d of %d ReLUs compare on the low bits, want all", low, relus)
+			}
 			compareRuns(t, clear, runSecure(t, prog, inputs, secureOptions{}))
+			sec3, _ := runSci3(t, prog, inputs, 1, false)
+			compareRuns(t, clear, sec3)
 		})
 	}
 }

@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -29,6 +30,9 @@ func cloneGraph(g *ir.Graph) *ir.Graph {
 		out.Inputs[i].Shape = out.Inputs[i].Shape.Clone()
 	}
 	out.Outputs = slices.Clone(g.Outputs)
+	// The inputs' declared types and quantization travel with the graph (lowering bounds a
+	// quantized input by its integer type).
+	out.InputTypes, out.InputQuant, out.OutputQuant = maps.Clone(g.InputTypes), maps.Clone(g.InputQuant), maps.Clone(g.OutputQuant)
 	for k, v := range g.Consts {
 		out.Consts[k] = v
 	}

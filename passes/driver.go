@@ -121,6 +121,9 @@ func compileWith(tab *table, g *ir.Graph, opts Options) (*fixed.Program, *Report
 	if err := st.p.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("compile: internal error: the program fails validation: %w", err)
 	}
+	if err := st.p.CheckBounds(); err != nil {
+		return nil, nil, fmt.Errorf("compile: internal error: %w", err)
+	}
 	rep.Bits, rep.Scale = st.p.Bits, st.p.Scale
 	rep.Tune, rep.Memory, rep.Engines = st.tune, st.mem, st.engines
 	if st.peepRan {
@@ -327,8 +330,8 @@ func (d *driver) runPass(st *state, ps *pass, record bool) error {
 			err = checkGraph(st.g)
 		} else if st.p == nil {
 			err = fmt.Errorf("no fixed-point program")
-		} else {
-			err = st.p.Validate()
+		} else if err = st.p.Validate(); err == nil {
+			err = st.p.CheckBounds()
 		}
 		if err != nil {
 			return fmt.Errorf("check after pass %s: %w", ps.Name, err)

@@ -46,7 +46,17 @@ func lower(g *ir.Graph, opts lowerOptions) (*fixed.Program, error) {
 			return nil, fmt.Errorf("lower: input %q has type %s", in.Name, in.DType)
 		}
 		t := l.p.AddTensor(in.Name, in.Shape, l.s)
-		l.p.Inputs = append(l.p.Inputs, fixed.IO{Name: in.Name, Tensor: t, Party: inParty})
+		io := fixed.IO{Name: in.Name, Tensor: t, Party: inParty}
+		if q, ok := g.InputQuant[in.Name]; ok && l.s == 0 {
+			// The client sends the quantized integers: uint8 or int8 values.
+			switch q.Type {
+			case "uint8":
+				io.Bounded, io.Lo, io.Hi = true, 0, 255
+			case "int8":
+				io.Bounded, io.Lo, io.Hi = true, -128, 127
+			}
+		}
+		l.p.Inputs = append(l.p.Inputs, io)
 		l.emit(&fixed.Instr{Op: fixed.OpInput, Out: t, Index: i, Source: "input " + in.Name})
 		l.vals[in.Name] = &fval{id: t}
 	}

@@ -10,6 +10,8 @@ import (
 // OpCounts counts the expensive non-linear work of a fixed-point program, in tensor elements.
 type OpCounts struct {
 	ReLU         int   // elements through ReLU
+	ReLULow      int   // of which compared on fewer bits than the ring's (OpReLU with Bits)
+	ReLUCmpBits  int64 // Σ over ReLU elements of the bits compared (l, or the operand's Bits)
 	Comparisons  int   // pairwise comparisons in MaxPool and ArgMax windows
 	Trunc        int   // elements truncated
 	TruncNonNeg  int   // of which the input is known to be non-negative
@@ -31,6 +33,12 @@ func tally(p *fixed.Program) OpCounts {
 		switch in.Op {
 		case fixed.OpReLU:
 			c.ReLU += out
+			if in.Bits > 0 {
+				c.ReLULow += out
+				c.ReLUCmpBits += int64(out) * int64(in.Bits)
+			} else {
+				c.ReLUCmpBits += int64(out) * int64(p.Bits)
+			}
 		case fixed.OpMaxPool:
 			d := 1
 			for _, k := range in.Win.Kernel {
@@ -70,6 +78,7 @@ type PeepholeReport struct {
 	Hoisted       int // Trunc moved past a ReLU or MaxPool
 	Merged        int // Trunc(Trunc(x)) or Reshape(Reshape(x)) merged into one
 	MarkedNonNeg  int // Trunc instructions marked "input known non-negative"
+	LowBits       int // ReLU elements compared on the low bits of their operand's bound
 }
 
 // Lines renders the report for the compile report.
@@ -77,14 +86,21 @@ func (r PeepholeReport) Lines() []string {
 	row := func(name string, a, b int) string {
 		return fmt.Sprintf("%-34s %10d -> %10d", name, a, b)
 	}
-	return []string{
+	lines := []string{
 		fmt.Sprintf("rewrites: %d MaxPool/ReLU swaps, %d truncations hoisted, %d merged, %d marked non-negative",
 			r.Swapped, r.Hoisted, r.Merged, r.MarkedNonNeg),
 		row("ReLU elements", r.Before.ReLU, r.After.ReLU),
+	}
+	if r.After.ReLULow > 0 {
+		mean := float64(r.After.ReLUCmpBits) / float64(max(r.After.ReLU, 1))
+		lines = append(lines, row("  of which on the low bits", r.Before.ReLULow, r.After.ReLULow)+
+			fmt.Sprintf("  (%.1f bits compared on average)", mean))
+	}
+	return append(lines,
 		row("max comparisons (MaxPool, ArgMax)", r.Before.Comparisons, r.After.Comparisons),
 		row("truncated elements", r.Before.Trunc, r.After.Trunc),
 		row("  of which known non-negative", r.Before.TruncNonNeg, r.After.TruncNonNeg),
-	}
+	)
 }
 
 // rewriteRule tries one rewrite at instruction i of q; sole(t) is the only reader of tensor t (an
@@ -162,6 +178,7 @@ func hoistTrunc(q *fixed.Program, i int, sole func(int) int) bool {
 	mid := q.AddTensor(q.Tensors[next.Out].Name+"_wide", q.Tensors[next.Out].Shape, q.Tensors[x].Scale)
 	newOp := next.Clone()
 	newOp.In, newOp.Out = []int{x}, mid
+	newOp.Bits = 0 // the wider operand has another bound (peephole-low-bits runs later)
 	newTrunc := in.Clone()
 	newTrunc.In, newTrunc.Out = []int{mid}, next.Out
 	q.Instrs[i], q.Instrs[j] = newOp, newTrunc

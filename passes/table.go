@@ -121,8 +121,14 @@ var peepholeTable = table{
 		// CrypTFlow2 §6.2.
 		peepholePass("peephole-trunc-nonneg", "mark each Trunc whose input is provably non-negative (cheaper secure truncation)",
 			func(q *fixed.Program, r *PeepholeReport) { r.MarkedNonNeg += markNonNeg(q) }),
+		// A ReLU whose operand is provably a signed b-bit value (b < l) compares on the low b
+		// bits of the shares (docs/fixed-point.md, "Comparisons on the low bits").
+		{Name: "peephole-low-bits", IR: OnFixed, Doc: "compare each ReLU on the low bits of its operand's exact bound (from the inputs' ranges and the weights)",
+			run: runLowBits},
 	},
 	Order: []OrderRule{
+		{"peephole", "peephole-trunc-hoist", "peephole-low-bits", "hoisting a Trunc past a ReLU widens the ReLU's operand: its bound is computed after the move"},
+		{"peephole", "peephole-relu-maxpool", "peephole-low-bits", "the bounds are computed on the final ReLUs"},
 		{"peephole", "peephole-trunc-hoist", "peephole-relu-maxpool", "hoisting a Trunc past a ReLU and then a MaxPool leaves ReLU->MaxPool pairs to swap"},
 		{"peephole", "peephole-trunc-hoist", "peephole-trunc-merge", "hoisting moves Truncs next to each other"},
 		{"peephole", "peephole-trunc-hoist", "peephole-trunc-nonneg", "a Trunc hoisted past a ReLU has a provably non-negative input only after the move"},
@@ -220,6 +226,27 @@ func runAutotune(st *state) error {
 	st.tune, st.p = res, res.Program
 	st.bits, st.scale = res.Bits, res.Scale
 	st.logf("chose l=%d s=%d over %d sample(s); verified: %v", res.Bits, res.Scale, res.Samples, res.Verified)
+	return nil
+}
+
+// runLowBits sets every ReLU's operand width from the program's bounds (fixed.Program.Bounds),
+// when some input has a value range (a quantized model's); else it leaves the program as it is.
+func runLowBits(st *state) error {
+	bounded := false
+	for _, io := range st.p.Inputs {
+		bounded = bounded || io.Bounded
+	}
+	if !bounded {
+		return nil
+	}
+	n, err := st.p.LowBitReLUs()
+	if err != nil {
+		return err
+	}
+	st.peep.LowBits = n
+	st.peep.After = tally(st.p)
+	st.peepRan = true
+	st.logf("%d ReLU elements compare on the low bits", n)
 	return nil
 }
 

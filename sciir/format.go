@@ -37,8 +37,12 @@ var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
 // whose weights are all written dense keeps the version its opcodes need. Version 5 added
 // bmatmul (the product of two shared matrices, attention), on the same terms as version 3;
 // version 6 the math opcode log (LogSoftmax), gather (Slice and Gather of runtime tensors) and
-// bmatmul's engine byte (OT or HE, planned), likewise.
-const Version = 6
+// bmatmul's engine byte (OT or HE, planned), likewise. Version 7 added value ranges: a byte after
+// every relu (the operand's signed width when the comparison runs on the low bits, 0 for the
+// whole ring) and, after every input and output entry, a flag byte with, when set, the input's
+// range [lo, hi] as two signed 64-bit integers; a program with neither (no low-bit relu, no
+// bounded input) keeps the older version.
+const Version = 7
 
 // sparseFlag marks a sparse weight tensor in WDAT's width byte (version 4).
 const sparseFlag = 0x80
@@ -50,6 +54,16 @@ const sparseFlag = 0x80
 // weight is worth writing sparse.
 func fileVersion(f *File) int {
 	v := 2
+	for _, io := range f.Program.Inputs {
+		if io.Bounded {
+			return 7
+		}
+	}
+	for _, in := range f.Program.Instrs {
+		if in.Op == fixed.OpReLU && in.Bits != 0 {
+			return 7
+		}
+	}
 	for _, in := range f.Program.Instrs {
 		switch {
 		case in.Op == fixed.OpLog || in.Op == fixed.OpGather ||
@@ -189,8 +203,8 @@ func Write(w io.Writer, f *File, withWeights bool) error {
 	add(tagTens, encodeTensors(p))
 	add(tagWgts, encodeWeightTable(p))
 	add(tagInst, encodeInstrs(p, version))
-	add(tagInpt, encodeIO(p, p.Inputs))
-	add(tagOutp, encodeIO(p, p.Outputs))
+	add(tagInpt, encodeIO(p, p.Inputs, version))
+	add(tagOutp, encodeIO(p, p.Outputs, version))
 	add(tagMeta, meta)
 	end := endSection()
 	// The ID covers everything but the weights, including the END section (the same in both copies).
@@ -451,6 +465,10 @@ func encodeInstrs(p *fixed.Program, version int) []byte {
 			e.u32(in.Index)
 		case fixed.OpScaleUp:
 			e.u8(in.Shift)
+		case fixed.OpReLU:
+			if version >= 7 {
+				e.u8(in.Bits)
+			}
 		case fixed.OpTrunc:
 			e.u8(in.Shift)
 			if in.NonNeg {
@@ -496,7 +514,7 @@ func encodeInstrs(p *fixed.Program, version int) []byte {
 	return e.b
 }
 
-func encodeIO(p *fixed.Program, ios []fixed.IO) []byte {
+func encodeIO(p *fixed.Program, ios []fixed.IO, version int) []byte {
 	var e enc
 	e.u32(len(ios))
 	for _, io := range ios {
@@ -504,6 +522,15 @@ func encodeIO(p *fixed.Program, ios []fixed.IO) []byte {
 		e.u32(io.Tensor)
 		e.u8(io.Party)
 		e.u8(p.Tensors[io.Tensor].Scale)
+		if version >= 7 {
+			if io.Bounded {
+				e.u8(1)
+				e.u64(uint64(io.Lo))
+				e.u64(uint64(io.Hi))
+			} else {
+				e.u8(0)
+			}
+		}
 	}
 	return e.b
 }

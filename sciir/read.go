@@ -120,8 +120,8 @@ func unmarshal(b []byte) (*File, []SectionInfo, error) {
 		{tagTens, func(d *dec) error { return decodeTensors(d, p) }},
 		{tagWgts, func(d *dec) error { return decodeWeightTable(d, p) }},
 		{tagInst, func(d *dec) error { return decodeInstrs(d, p, int(ver)) }},
-		{tagInpt, func(d *dec) error { return decodeIO(d, p, &p.Inputs) }},
-		{tagOutp, func(d *dec) error { return decodeIO(d, p, &p.Outputs) }},
+		{tagInpt, func(d *dec) error { return decodeIO(d, p, &p.Inputs, int(ver)) }},
+		{tagOutp, func(d *dec) error { return decodeIO(d, p, &p.Outputs, int(ver)) }},
 	}
 	for _, s := range steps {
 		d := &dec{b: payloads[s.tag]}
@@ -385,7 +385,11 @@ func decodeInstrs(d *dec, p *fixed.Program, version int) error {
 			if version >= 2 {
 				in.Engine = fixed.Engine(d.u8())
 			}
-		case fixed.OpAddConst, fixed.OpMulConst, fixed.OpAdd, fixed.OpSub, fixed.OpReLU, fixed.OpReshape,
+		case fixed.OpReLU:
+			if version >= 7 {
+				in.Bits = d.u8()
+			}
+		case fixed.OpAddConst, fixed.OpMulConst, fixed.OpAdd, fixed.OpSub, fixed.OpReshape,
 			fixed.OpMul:
 		case fixed.OpExp, fixed.OpSigmoid, fixed.OpTanh, fixed.OpRecip, fixed.OpRsqrt:
 			if version < 3 {
@@ -422,12 +426,23 @@ func decodeInstrs(d *dec, p *fixed.Program, version int) error {
 	return d.err
 }
 
-func decodeIO(d *dec, p *fixed.Program, ios *[]fixed.IO) error {
+func decodeIO(d *dec, p *fixed.Program, ios *[]fixed.IO, version int) error {
 	n := d.count("entries", 8)
 	*ios = make([]fixed.IO, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
 		io := fixed.IO{Name: d.str(), Tensor: d.u32(), Party: d.u8()}
 		scale := d.u8()
+		if version >= 7 {
+			switch d.u8() {
+			case 0:
+			case 1:
+				io.Bounded, io.Lo, io.Hi = true, int64(d.u64()), int64(d.u64())
+			default:
+				if d.err == nil {
+					return fmt.Errorf("entry %d (%q): bad range flag", i, io.Name)
+				}
+			}
+		}
 		if d.err != nil {
 			break
 		}

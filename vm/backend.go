@@ -102,3 +102,13 @@ type SharedMatMulBackend interface {
 	// x and y are shared. dst never aliases x or y; x and y may be the same tensor.
 	MatMulShared(ctx context.Context, e fixed.Engine, dst, x, y ring.Tensor, batch, m, k, n int) error
 }
+
+// LowReLUBackend is implemented by backends that compare on the low bits: a ReLU whose operand
+// the program records as a signed bits-bit value (fixed.OpReLU with Bits, 2 ≤ bits < l). The VM
+// calls ReLULow for such ReLUs when the backend has it, ReLU otherwise (the same result: the low
+// bits are only cheaper). The cleartext backend checks the bound on the values it sees.
+type LowReLUBackend interface {
+	Backend
+	// ReLULow sets dst = max(x, 0) for x whose signed values lie in [−2^(bits−1), 2^(bits−1)).
+	ReLULow(ctx context.Context, dst, x ring.Tensor, bits int) error
+}

@@ -82,6 +82,12 @@ func New(p *fixed.Program, b Backend) (*Machine, error) {
 	if party == 0 && !p.HasWeights() {
 		return nil, ErrNoWeights
 	}
+	if party == 0 {
+		// The low-bit comparisons' bounds follow from the weights: the party holding them checks.
+		if err := p.CheckBounds(); err != nil {
+			return nil, fmt.Errorf("vm: %w", err)
+		}
+	}
 	m.allocSlots()
 	m.plans = make([]plan, len(p.Instrs))
 	scratch, wmax, cmax := 0, 0, 0
@@ -192,6 +198,14 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 			for j, v := range src.Data {
 				dst.Data[j] = r.Reduce(v)
 			}
+			if io.Bounded {
+				for j, v := range dst.Data {
+					if sv := r.Signed(v); sv < io.Lo || sv > io.Hi {
+						return fmt.Errorf("input %q: element %d is %d, outside the input's range [%d, %d] (a quantized model's input holds its quantized integers; give the float input to quantize it)",
+							io.Name, j, sv, io.Lo, io.Hi)
+					}
+				}
+			}
 		case io.Party == m.party:
 			return fmt.Errorf("input %q belongs to this party (%d) but no value was given", io.Name, m.party)
 		default:
@@ -264,6 +278,9 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 		}
 		return b.Trunc(ctx, dst, x, in.Shift, in.NonNeg)
 	case fixed.OpReLU:
+		if lb, ok := b.(LowReLUBackend); ok && in.Bits > 0 {
+			return lb.ReLULow(ctx, dst, x, in.Bits)
+		}
 		return b.ReLU(ctx, dst, x)
 	case fixed.OpExp, fixed.OpSigmoid, fixed.OpTanh, fixed.OpRecip, fixed.OpRsqrt, fixed.OpLog:
 		f, _ := in.Op.MathFunc()

@@ -650,7 +650,11 @@ func estimateTraffic(p *fixed.Program, backend, netName string) (Estimate, error
 		case fixed.OpInput:
 			nbits += size(in.Out) * int64(l)
 		case fixed.OpReLU:
-			nbits += size(in.Out) * relu
+			if in.Bits > 0 { // compared on the low bits of the operand's bound
+				nbits += size(in.Out) * int64(nonlinear.ReLULowBits(in.Bits, l, m))
+			} else {
+				nbits += size(in.Out) * relu
+			}
 		case fixed.OpTrunc:
 			nbits += size(in.Out) * int64(nonlinear.TruncBits(l, in.Shift, m, in.NonNeg))
 		case fixed.OpMaxPool:

@@ -343,6 +343,15 @@ func (c convRecorder) Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tenso
 	return c.conv.Conv2D(ctx, e, dst, w, x, g)
 }
 
+// ReLULow runs the wrapped backend's low-bit ReLU (vm.LowReLUBackend), or its ReLU when it has
+// none (the same result).
+func (rc *recorder) ReLULow(ctx context.Context, dst, x ring.Tensor, bits int) error {
+	if lb, ok := rc.Backend.(vm.LowReLUBackend); ok {
+		return lb.ReLULow(ctx, dst, x, bits)
+	}
+	return rc.Backend.ReLU(ctx, dst, x)
+}
+
 // mathFuncs forwards the wrapped backend's math functions (vm.MathBackend).
 type mathFuncs struct{ math vm.MathBackend }
 

@@ -92,3 +92,45 @@ func TestRecorderExposesOptionalInterfaces(t *testing.T) {
 		}
 	}
 }
+
+// lowBackend has a low-bit ReLU; plainReLU has only ReLU.
+type (
+	lowBackend struct {
+		vm.Backend
+		calls *int
+	}
+	plainReLU struct {
+		vm.Backend
+		calls *int
+	}
+)
+
+func (m lowBackend) ReLULow(context.Context, ring.Tensor, ring.Tensor, int) error {
+	*m.calls += 100
+	return nil
+}
+
+func (m plainReLU) ReLU(context.Context, ring.Tensor, ring.Tensor) error {
+	*m.calls++
+	return nil
+}
+
+// TestRecorderForwardsLowReLU: the wrapper always offers the low-bit ReLU, running the wrapped
+// backend's when it has one (scirun's sessions: vm/sci, vm/sci3) and its ReLU otherwise.
+func TestRecorderForwardsLowReLU(t *testing.T) {
+	calls := 0
+	for _, c := range []struct {
+		name string
+		b    vm.Backend
+		want int
+	}{{"low", lowBackend{calls: &calls}, 100}, {"plain", plainReLU{calls: &calls}, 1}} {
+		lb, ok := newRecorder(c.b, nil, &fixed.Program{}, nil, 1).backend().(vm.LowReLUBackend)
+		if !ok {
+			t.Fatalf("%s: the wrapper is no vm.LowReLUBackend", c.name)
+		}
+		before := calls
+		if err := lb.ReLULow(context.Background(), ring.Tensor{}, ring.Tensor{}, 17); err != nil || calls-before != c.want {
+			t.Errorf("%s: ReLULow made %d calls' worth (%v), want %d", c.name, calls-before, err, c.want)
+		}
+	}
+}

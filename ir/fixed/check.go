@@ -87,11 +87,19 @@ func (p *Program) Validate() error {
 		}
 	}
 	for i, io := range p.Inputs {
+		if io.Bounded {
+			if err := p.checkRange(io.Lo, io.Hi); err != nil {
+				return fmt.Errorf("input %d (%q): %w", i, io.Name, err)
+			}
+		}
 		if !inputSeen[i] {
 			return fmt.Errorf("input %d (%q) has no input instruction", i, io.Name)
 		}
 	}
 	for i, io := range p.Outputs {
+		if io.Bounded {
+			return fmt.Errorf("output %d (%q) has a value range: only inputs have one", i, io.Name)
+		}
 		if !outputSeen[i] {
 			return fmt.Errorf("output %d (%q) has no output instruction", i, io.Name)
 		}
@@ -270,6 +278,12 @@ func (p *Program) InferInstr(in *Instr) (ir.Shape, int, error) {
 		}
 		return x.Shape.Clone(), x.Scale - in.Shift, nil
 	case OpReLU:
+		if in.Bits != 0 && (in.Bits < 2 || in.Bits >= p.Bits || p.Modulus != 0) {
+			if p.Modulus != 0 {
+				return nil, 0, fmt.Errorf("relu on the low %d bits in a program over Z_n (only Z_2^l has low bits)", in.Bits)
+			}
+			return nil, 0, fmt.Errorf("relu on the low %d bits: want 2..%d (below the ring's %d)", in.Bits, p.Bits-1, p.Bits)
+		}
 		return x.Shape.Clone(), x.Scale, nil
 	case OpExp, OpSigmoid, OpTanh, OpRecip, OpRsqrt, OpLog:
 		if x.Scale != p.Scale {
@@ -547,4 +561,22 @@ func BatchMatMulShape(a, b ir.Shape) (ir.Shape, error) {
 func BatchMatMulDims(a, b ir.Shape) (batch, m, k, n int) {
 	r := len(a)
 	return a[:r-2].Size(), a[r-2], a[r-1], b[r-1]
+}
+
+// checkRange checks an input's value range [lo, hi]: not empty, within the signed values of the
+// ring (Z_2^l only).
+func (p *Program) checkRange(lo, hi int64) error {
+	if p.Modulus != 0 {
+		return fmt.Errorf("a value range in a program over Z_n")
+	}
+	if lo > hi {
+		return fmt.Errorf("empty value range [%d, %d]", lo, hi)
+	}
+	if p.Bits < 64 {
+		half := int64(1) << (p.Bits - 1)
+		if lo < -half || hi >= half {
+			return fmt.Errorf("value range [%d, %d] outside the signed values of Z_2^%d", lo, hi, p.Bits)
+		}
+	}
+	return nil
 }

@@ -42,7 +42,11 @@ const (
 	// OpTrunc: Out = floor(signed(In[0]) / 2^Shift); NonNeg records that the input is known to be
 	// non-negative. Backend.Trunc.
 	OpTrunc Opcode = 10
-	// OpReLU: Out = max(In[0], 0). Backend.ReLU.
+	// OpReLU: Out = max(In[0], 0). Backend.ReLU. With Bits (2 ≤ Bits < l; 0: none) the operand
+	// is known to hold signed Bits-bit values, −2^(Bits−1) ≤ x < 2^(Bits−1), so the comparison may
+	// run on the low Bits bits of the shares (vm.LowReLUBackend). The compiler derives the bound
+	// from the inputs' ranges and the weights (Bounds; docs/fixed-point.md, "Comparisons on the
+	// low bits"), and CheckBounds verifies it.
 	OpReLU Opcode = 11
 	// OpMaxPool: window maximum (window Win, padding ignored). The VM gathers windows into rows;
 	// Backend.MaxRows.
@@ -217,6 +221,7 @@ type Instr struct {
 	Divisors []int     // OpDiv
 	Source   string    // the HLIL node this instruction came from (for reports and errors)
 	Engine   Engine    // OpMatMul, OpConv: how the layer runs (EngineDefault: the backend decides)
+	Bits     int       // OpReLU: the operand's signed width when known to be below l (0: the whole ring)
 }
 
 // Clone returns a deep copy of the instruction.
@@ -260,6 +265,12 @@ type IO struct {
 	Name   string // the model's input or output name
 	Tensor int    // the tensor it defines or reveals
 	Party  int    // the input's owner, or the party the output is revealed to
+	// Bounded (inputs only) says that every element of the input is a signed value in [Lo, Hi]
+	// (a quantized model's uint8 or int8 input: [0, 255] or [−128, 127]). The bounds of the
+	// program's tensors (Bounds) start from it, and the VM refuses, at the input's owner, an
+	// input outside it.
+	Bounded bool
+	Lo, Hi  int64
 }
 
 // Program is a fixed-point program over Z_{2^Bits}, or over Z_Modulus when Modulus is set (the

@@ -18,7 +18,11 @@ func (p *Program) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(b, "\ninputs:\n")
 	for i, io := range p.Inputs {
-		fmt.Fprintf(b, "  in%d %q = %%%d %s from party %d\n", i, io.Name, io.Tensor, p.tensorType(io.Tensor), io.Party)
+		fmt.Fprintf(b, "  in%d %q = %%%d %s from party %d", i, io.Name, io.Tensor, p.tensorType(io.Tensor), io.Party)
+		if io.Bounded {
+			fmt.Fprintf(b, " in [%d, %d]", io.Lo, io.Hi)
+		}
+		b.WriteByte('\n')
 	}
 	fmt.Fprintf(b, "outputs:\n")
 	for i, io := range p.Outputs {
@@ -95,6 +99,10 @@ func (p *Program) InstrText(in *Instr) string {
 		fmt.Fprintf(&b, " -> out%d", in.Index)
 	case OpScaleUp:
 		fmt.Fprintf(&b, " by %d", in.Shift)
+	case OpReLU:
+		if in.Bits > 0 {
+			fmt.Fprintf(&b, " low %d bits", in.Bits)
+		}
 	case OpTrunc:
 		fmt.Fprintf(&b, " by %d", in.Shift)
 		if in.NonNeg {

@@ -75,6 +75,11 @@ func splitMillionairesBits(l, s, m int) int {
 // of l−1 bits) and a MUX of two COT_l.
 func ReLUBits(l, m int) int { return MillionairesBits(l-1, m) + 2*cotBits(l) }
 
+// ReLULowBits is the communication of ReLULow over Z_2^l for b-bit
+// operands: DReLU on the low b bits (a millionaires' of b−1 bits) and the
+// MUX of two COT_l. ReLULowBits(l, l, m) = ReLUBits(l, m).
+func ReLULowBits(b, l, m int) int { return MillionairesBits(b-1, m) + 2*cotBits(l) }
+
 // TruncBits is the communication of Trunc by 0 < s < l: an l-bit
 // millionaires' whose tree also compares the low s bits, and two B2A (of
 // s and l bits). With knownNonNeg: a millionaires' of s bits, a B2A and a

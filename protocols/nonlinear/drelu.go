@@ -13,8 +13,12 @@ import (
 // dreluGroup returns the comparison whose result is the carry of the low
 // l−1 bits of x0 + x1 (Alg. 2): party 0 holds 2^(l−1)−1−x0', party 1 holds
 // x1', where x' is a share's low l−1 bits.
-func (st *stream) dreluGroup(x []uint64) *millGroup {
-	b := st.r.Bits - 1
+func (st *stream) dreluGroup(x []uint64) *millGroup { return st.dreluGroupBits(x, st.r.Bits) }
+
+// dreluGroupBits is dreluGroup for the sign bit of the low w bits of x
+// (bit w−1 of x0 + x1): the carry of their low w−1 bits.
+func (st *stream) dreluGroupBits(x []uint64, w int) *millGroup {
+	b := w - 1
 	mask := bitvec.Mask(b)
 	v := make([]uint64, len(x))
 	if st.party == 0 {
@@ -32,7 +36,12 @@ func (st *stream) dreluGroup(x []uint64) *millGroup {
 // msbShares turns the carry shares of a DReLU group into shares of MSB(x):
 // MSB(x) = msb(x0) ⊕ msb(x1) ⊕ carry.
 func (st *stream) msbShares(g *millGroup, x []uint64) []uint64 {
-	top := uint(st.r.Bits - 1)
+	return st.msbSharesBits(g, x, st.r.Bits)
+}
+
+// msbSharesBits is msbShares for bit w−1 (a group of dreluGroupBits(x, w)).
+func (st *stream) msbSharesBits(g *millGroup, x []uint64, w int) []uint64 {
+	top := uint(w - 1)
 	out := make([]uint64, bitvec.Words(len(x)))
 	copy(out, g.res)
 	for i, a := range x {
@@ -55,11 +64,21 @@ func (st *stream) flipParty0(v []uint64, n int) {
 
 // drelu returns shares of DReLU(x) = 1 ⊕ MSB(x) (Alg. 2).
 func (st *stream) drelu(ctx context.Context, x []uint64) ([]uint64, error) {
-	g := st.dreluGroup(x)
+	return st.dreluBits(ctx, x, st.r.Bits)
+}
+
+// dreluBits returns shares of DReLU of the low w bits of x read as a signed
+// w-bit value: 1 ⊕ bit w−1 of x mod 2^w, from a millionaires' of w−1 bits.
+// For values known to lie in [−2^(w−1), 2^(w−1)) it is DReLU(x): x mod 2^w
+// is then x's own w-bit two's complement, and each party reduces its share
+// mod 2^w locally (the shares' sum mod 2^w is x mod 2^w, whatever the wrap
+// in Z_2^l).
+func (st *stream) dreluBits(ctx context.Context, x []uint64, w int) ([]uint64, error) {
+	g := st.dreluGroupBits(x, w)
 	if err := st.mill(ctx, []*millGroup{g}, nil, nil); err != nil {
 		return nil, err
 	}
-	out := st.msbShares(g, x)
+	out := st.msbSharesBits(g, x, w)
 	st.flipParty0(out, len(x))
 	return out, nil
 }

@@ -27,6 +27,7 @@ func TestFerret(t *testing.T) {
 		{"AND", testAND},
 		{"Millionaires", testMillionaires},
 		{"DReLUAndReLU", testDReLUAndReLU},
+		{"ReLULow", testReLULow},
 		{"MUXAndB2A", testMUXAndB2A},
 		{"Trunc", testTrunc},
 		{"Div", testDiv},

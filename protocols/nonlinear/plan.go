@@ -178,6 +178,10 @@ func (p Plan) MUX(l int) Cost { return p.OT.cot(l).Scale(2) }
 // ReLU is DReLU (a millionaires' of l−1 bits) and a MUX.
 func (p Plan) ReLU(l int) Cost { return p.Millionaires(l - 1).Add(p.MUX(l)) }
 
+// ReLULow is ReLU over Z_2^l of operands known to be signed b-bit values:
+// DReLU on the low b bits (a millionaires' of b−1 bits) and a MUX in Z_2^l.
+func (p Plan) ReLULow(b, l int) Cost { return p.Millionaires(b - 1).Add(p.MUX(l)) }
+
 // Trunc is truncation by 0 < s < l (see TruncBits).
 func (p Plan) Trunc(l, s int, knownNonNeg bool) Cost {
 	if knownNonNeg {

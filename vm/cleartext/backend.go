@@ -120,6 +120,28 @@ func (c *Backend) MatMulShared(_ context.Context, _ fixed.Engine, dst, x, y ring
 	return nil
 }
 
+// ReLULow is ReLU for operands the program records as signed bits-bit values; it checks that
+// bound on every element (an error names the first one outside), so a clear run tests the
+// compiler's bounds on real data.
+func (c *Backend) ReLULow(ctx context.Context, dst, x ring.Tensor, bits int) error {
+	if err := c.pow2("relu"); err != nil {
+		return err
+	}
+	if bits < 2 || bits > c.r.Bits {
+		return fmt.Errorf("cleartext: relu on the low %d bits: want 2..%d", bits, c.r.Bits)
+	}
+	if bits == 64 {
+		return c.ReLU(ctx, dst, x)
+	}
+	half := int64(1) << (bits - 1)
+	for i, v := range x.Data {
+		if sv := c.r.Signed(v); sv < -half || sv >= half {
+			return fmt.Errorf("cleartext: relu on the low %d bits: element %d is %d, outside [%d, %d) (the program's bound is wrong)", bits, i, sv, -half, half)
+		}
+	}
+	return c.ReLU(ctx, dst, x)
+}
+
 // ReLU computes dst = max(signed(x), 0).
 func (c *Backend) ReLU(_ context.Context, dst, x ring.Tensor) error {
 	if err := c.pow2("relu"); err != nil {

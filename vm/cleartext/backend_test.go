@@ -178,3 +178,26 @@ func TestClearMulConstAndIO(t *testing.T) {
 		t.Error("New accepted an invalid ring")
 	}
 }
+
+// ReLULow is ReLU on operands inside the width and an error, naming the element, outside it.
+func TestReLULowChecksBound(t *testing.T) {
+	ctx := context.Background()
+	c, r := newClear(t, 64)
+	x := r.SignedTensor([]int{4}, -128, 127, 0, -1)
+	dst := ring.NewTensor([]int{4})
+	if err := c.ReLULow(ctx, dst, x, 8); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.SignedValues(dst), []int64{0, 127, 0, 0}; !slices.Equal(got, want) {
+		t.Errorf("relu low 8 = %v, want %v", got, want)
+	}
+	for _, bad := range []int64{128, -129} {
+		x := r.SignedTensor([]int{2}, 0, bad)
+		if err := c.ReLULow(ctx, ring.NewTensor([]int{2}), x, 8); err == nil {
+			t.Errorf("%d passed as an 8-bit value", bad)
+		}
+	}
+	if err := c.ReLULow(ctx, dst, x, 1); err == nil {
+		t.Errorf("width 1 accepted")
+	}
+}

@@ -28,6 +28,7 @@ var (
 	_ vm.ConvBackend         = (*Backend)(nil)
 	_ vm.MathBackend         = (*Backend)(nil)
 	_ vm.SharedMatMulBackend = (*Backend)(nil)
+	_ vm.LowReLUBackend      = (*Backend)(nil)
 )
 
 // Mode is how a Backend computes the linear layers (products with party 0's weights). The
@@ -511,6 +512,16 @@ func (b *Backend) ReLU(ctx context.Context, dst, x ring.Tensor) error {
 		return err
 	}
 	return end(&b.prof.Nonlinear, b.nl.ReLU(ctx, dst.Data, x.Data))
+}
+
+// ReLULow sets dst = max(x, 0) for x known to hold signed bits-bit values: the DReLU on the low
+// bits of the shares, the MUX in the ring (nonlinear.Session.ReLULow).
+func (b *Backend) ReLULow(ctx context.Context, dst, x ring.Tensor, bits int) error {
+	end, err := b.begin("relu")
+	if err != nil {
+		return err
+	}
+	return end(&b.prof.Nonlinear, b.nl.ReLULow(ctx, dst.Data, x.Data, bits))
 }
 
 // Trunc sets dst = floor(signed(x)/2^k), with the cheaper protocol when knownNonNeg (§6.2).

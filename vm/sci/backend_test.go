@@ -144,6 +144,12 @@ func TestOpsMatchClear(t *testing.T) {
 				check("relu", []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
 					return b.ReLU(ctx, dst, x)
 				}, nil)
+				// Operands of |x| < 2^small are signed (small+1)-bit values: the DReLU on the low bits.
+				for _, bits := range []int{small + 1, small + 3} {
+					check(fmt.Sprintf("relu-low%d", bits), []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
+						return b.(vm.LowReLUBackend).ReLULow(ctx, dst, x, bits)
+					}, nil)
+				}
 				check("mul-square", []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
 					return b.Mul(ctx, dst, x, x)
 				}, nil)

@@ -33,6 +33,7 @@ var (
 	_ vm.ConvBackend         = (*Backend)(nil)
 	_ vm.MathBackend         = (*Backend)(nil)
 	_ vm.SharedMatMulBackend = (*Backend)(nil)
+	_ vm.LowReLUBackend      = (*Backend)(nil) // sci's, on the dealt OTs
 )
 
 // Options configures a Backend; both data parties must use the same.
