@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/cryptflow-go/cryptflow/compile"
 	"github.com/cryptflow-go/cryptflow/frontend"
-	"github.com/cryptflow-go/cryptflow/internal/compile"
 	"github.com/cryptflow-go/cryptflow/internal/dataset"
 	"github.com/cryptflow-go/cryptflow/passes"
 	"github.com/cryptflow-go/cryptflow/sciir"
@@ -55,7 +55,7 @@ type CompileOptions struct {
 // Compile compiles the ONNX or TensorFlow (frozen GraphDef) classifier at modelPath into a
 // program, as athosc does: clean-up, autotuning of l and s on the validation inputs (see
 // passes.SelectionRule), lowering, peepholes and, for backend auto, the per-layer engine plan.
-// It runs the same code as athosc (package internal/compile), so the program is the one athosc
+// It runs the same code as athosc (package compile), so the program is the one athosc
 // would write for the same model, data and options.
 // The program returned is the server's copy, with the weights.
 func Compile(modelPath string, opts CompileOptions) (*Program, error) {

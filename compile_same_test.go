@@ -13,7 +13,7 @@ import (
 // TestCompileIsAthosc: the Go API and athosc compile through the same code, so the same model,
 // validation folder and options give the same program (instructions, weights, ring, scale and
 // metadata), apart from the compiler's own name in the metadata. Before they shared
-// internal/compile, the API recorded neither the peepholes in the pass log nor the folder's
+// package compile, the API recorded neither the peepholes in the pass log nor the folder's
 // class names.
 func TestCompileIsAthosc(t *testing.T) {
 	if testing.Short() {

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/compile"
 	"github.com/cryptflow-go/cryptflow/internal/atomicfile"
 	"github.com/cryptflow-go/cryptflow/internal/cli"
-	"github.com/cryptflow-go/cryptflow/internal/compile"
 	"github.com/cryptflow-go/cryptflow/internal/input"
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"

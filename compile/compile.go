@@ -3,7 +3,8 @@
 // program's metadata (source hash, input/output quantization, preprocessing, classes, the
 // autotuning record). The athosc command and the Go API (package cryptflow) both compile
 // through it, so that a program compiled either way is the same program; what each prints or
-// returns around it is its own.
+// returns around it is its own. Programs outside this module should use package cryptflow, whose
+// options are stable; this package's follow athosc's flags.
 package compile
 
 import (
