@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cryptflow-go/cryptflow/protocols/linear/lincost"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // SharedMatMulBits is the communication of MatMulShared (lincost.SharedMatMulBits).
@@ -56,8 +57,8 @@ func (s *Session) MatMulShared(ctx context.Context, dst, x, y []uint64, batch, m
 		// Z = X·Y = (Yᵀ·Xᵀ)ᵀ: the left factors are Yᵀ (n×k), the right ones Xᵀ (k×m).
 		a, c, z, rows, cols = make([]uint64, batch*k*n), make([]uint64, batch*m*k), make([]uint64, batch*m*n), n, m
 		for b := 0; b < batch; b++ {
-			transposeInto(a[b*k*n:][:k*n], y[b*k*n:][:k*n], k, n)
-			transposeInto(c[b*m*k:][:m*k], x[b*m*k:][:m*k], m, k)
+			ring.Transpose(a[b*k*n:][:k*n], y[b*k*n:][:k*n], k, n)
+			ring.Transpose(c[b*m*k:][:m*k], x[b*m*k:][:m*k], m, k)
 		}
 	}
 	for b := 0; b < batch; b++ { // this party's square terms
@@ -71,18 +72,9 @@ func (s *Session) MatMulShared(ctx context.Context, dst, x, y []uint64, batch, m
 	}
 	if tr {
 		for b := 0; b < batch; b++ {
-			transposeInto(dst[b*m*n:][:m*n], z[b*m*n:][:m*n], n, m)
+			ring.Transpose(dst[b*m*n:][:m*n], z[b*m*n:][:m*n], n, m)
 		}
 	}
 	s.r.ReduceVec(dst)
 	return nil
-}
-
-// transposeInto sets dst (c×r) to the transpose of src (r×c), both row-major.
-func transposeInto(dst, src []uint64, r, c int) {
-	for i := 0; i < r; i++ {
-		for j, v := range src[i*c : i*c+c] {
-			dst[j*r+i] = v
-		}
-	}
 }
