@@ -730,12 +730,11 @@ func Selection(op Op, a Attrs, x Shape) (sel [][]int, out Shape, err error) {
 				return nil, nil, fmt.Errorf("slice axis %d of size %d: %d elements from %d by %d leave it", ax, x[ax], n, st, step)
 			}
 			out[ax] = n
-			if st == 0 && step == 1 && n == x[ax] {
-				continue // the whole axis
-			}
-			sel[ax] = make([]int, n)
-			for i := range sel[ax] {
-				sel[ax][i] = st + i*step
+		}
+		sel = StridedSelection(starts, steps, sizes)
+		for ax := range x {
+			if starts[ax] == 0 && steps[ax] == 1 && sizes[ax] == x[ax] {
+				sel[ax] = nil // the whole axis
 			}
 		}
 		return sel, out, nil
@@ -762,6 +761,19 @@ func Selection(op Op, a Attrs, x Shape) (sel [][]int, out Shape, err error) {
 		return sel, out, nil
 	}
 	return nil, nil, fmt.Errorf("%s is not a selection", op)
+}
+
+// StridedSelection returns the per-axis index lists of a strided slice: counts[a] elements from
+// starts[a] by steps[a] along every axis a.
+func StridedSelection(starts, steps, counts []int) [][]int {
+	sel := make([][]int, len(counts))
+	for a, n := range counts {
+		sel[a] = make([]int, n)
+		for i := range sel[a] {
+			sel[a][i] = starts[a] + i*steps[a]
+		}
+	}
+	return sel
 }
 
 // SelectionIndex returns, for every element of x[sel] (numpy outer indexing, nil = the whole

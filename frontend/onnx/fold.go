@@ -284,30 +284,13 @@ func gatherData[T any](src []T, shape ir.Shape, axis int, idx []int, out ir.Shap
 	return res
 }
 
-// sliceData extracts a strided slice: for each axis, start and step, out[d] elements.
+// sliceData extracts a strided slice: for each axis, start and step, out[d] elements (the
+// reads of ir.SelectionIndex, as HLIL's Slice of a runtime tensor).
 func sliceData[T any](src []T, shape ir.Shape, start, step []int, out ir.Shape) []T {
-	n := out.Size()
-	res := make([]T, n)
-	if n == 0 {
-		return res
-	}
-	st := strides(shape)
-	s := 0
-	for d := range shape {
-		s += start[d] * st[d]
-	}
-	idx := make([]int, len(out))
-	for k := 0; k < n; k++ {
-		res[k] = src[s]
-		for d := len(out) - 1; d >= 0; d-- {
-			idx[d]++
-			s += step[d] * st[d]
-			if idx[d] < out[d] {
-				break
-			}
-			s -= step[d] * st[d] * out[d]
-			idx[d] = 0
-		}
+	idx := ir.SelectionIndex(shape, ir.StridedSelection(start, step, out))
+	res := make([]T, len(idx))
+	for k, j := range idx {
+		res[k] = src[j]
 	}
 	return res
 }

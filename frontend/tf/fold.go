@@ -385,33 +385,9 @@ func stridedSlice(c *tconst, begin, end, strides []int, beginMask, endMask, elli
 	if err != nil {
 		return nil, err
 	}
-	rank := len(c.shape)
-	starts, steps, counts, outShape := pl.starts, pl.steps, pl.counts, pl.out
-	out := newConst(c.dtype, outShape)
-	inStr := make([]int, rank)
-	st := 1
-	for i := rank - 1; i >= 0; i-- {
-		inStr[i] = st
-		st *= c.shape[i]
-	}
-	idx := make([]int, rank)
-	total := 1
-	for _, k := range counts {
-		total *= k
-	}
-	for flat := 0; flat < total; flat++ {
-		src := 0
-		for i := 0; i < rank; i++ {
-			src += (starts[i] + idx[i]*steps[i]) * inStr[i]
-		}
-		out.v[flat] = c.v[src]
-		for i := rank - 1; i >= 0; i-- {
-			idx[i]++
-			if idx[i] < counts[i] {
-				break
-			}
-			idx[i] = 0
-		}
+	out := newConst(c.dtype, pl.out)
+	for k, j := range ir.SelectionIndex(c.shape, ir.StridedSelection(pl.starts, pl.steps, pl.counts)) {
+		out.v[k] = c.v[j]
 	}
 	return out, nil
 }
