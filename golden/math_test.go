@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/dataset"
@@ -121,18 +122,18 @@ func TestSigmoidHeadCNNSecure(t *testing.T) {
 
 // SoftmaxMLP returns an MLP with a Softmax in the middle (an attention-like normalisation over 8
 // features) and one as its output: input [2, 12]; fully connected to 8, Softmax; fully connected
-// to 6, Softmax.
-func SoftmaxMLP(seed uint64) (*ir.Graph, error) {
-	b := newBuilder(fmt.Sprintf("softmax-mlp-%d", seed), seed, ir.Shape{2, 12})
-	x := b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(1)}, b.gemm("input", 8))
+// to 6, Softmax. With op LogSoftmax, the same with LogSoftmax.
+func SoftmaxMLP(seed uint64, op ir.Op) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("%s-mlp-%d", strings.ToLower(string(op)), seed), seed, ir.Shape{2, 12})
+	x := b.node(op, ir.Attrs{"axis": ir.IntAttr(1)}, b.gemm("input", 8))
 	x = b.gemm(x, 6)
-	return b.done(b.node(ir.Softmax, ir.Attrs{"axis": ir.IntAttr(1)}, x))
+	return b.done(b.node(op, ir.Attrs{"axis": ir.IntAttr(1)}, x))
 }
 
 // TestSoftmaxSecure runs the softmax MLP securely, the trailing Softmax kept (KeepSoftmax), and
 // requires the revealed probabilities to equal the cleartext run bit for bit.
 func TestSoftmaxSecure(t *testing.T) {
-	g, err := SoftmaxMLP(5)
+	g, err := SoftmaxMLP(5, ir.Softmax)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,20 +141,11 @@ func TestSoftmaxSecure(t *testing.T) {
 		randomSamples(g, 11, 3, 4), 0.01, true)
 }
 
-// LogSoftmaxMLP returns an MLP with a LogSoftmax in the middle and one as its output: input
-// [2, 12]; fully connected to 8, LogSoftmax; fully connected to 6, LogSoftmax.
-func LogSoftmaxMLP(seed uint64) (*ir.Graph, error) {
-	b := newBuilder(fmt.Sprintf("logsoftmax-mlp-%d", seed), seed, ir.Shape{2, 12})
-	x := b.node(ir.LogSoftmax, ir.Attrs{"axis": ir.IntAttr(1)}, b.gemm("input", 8))
-	x = b.gemm(x, 6)
-	return b.done(b.node(ir.LogSoftmax, ir.Attrs{"axis": ir.IntAttr(1)}, x))
-}
-
 // TestLogSoftmaxSecure runs the log-softmax MLP securely, the trailing LogSoftmax kept, and
 // requires the revealed log-probabilities to equal the cleartext run bit for bit (and the
 // float model's within 0.01).
 func TestLogSoftmaxSecure(t *testing.T) {
-	g, err := LogSoftmaxMLP(7)
+	g, err := SoftmaxMLP(7, ir.LogSoftmax)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,16 +56,13 @@ func fileVersion(f *File) int {
 	v := 2
 	for _, io := range f.Program.Inputs {
 		if io.Bounded {
-			return 7
-		}
-	}
-	for _, in := range f.Program.Instrs {
-		if in.Op == fixed.OpReLU && in.Bits != 0 {
-			return 7
+			v = 7
 		}
 	}
 	for _, in := range f.Program.Instrs {
 		switch {
+		case in.Op == fixed.OpReLU && in.Bits != 0:
+			v = 7
 		case in.Op == fixed.OpLog || in.Op == fixed.OpGather ||
 			in.Op == fixed.OpBatchMatMul && in.Engine != fixed.EngineDefault:
 			v = max(v, 6)
