@@ -54,6 +54,7 @@ type config struct {
 	helper                   string          // sci3: the helper's address (data parties)
 	helperMode               bool            // --helper without an address: run the helper (party 2)
 	helperTLS                helperTLSFlags  // sci3: how the data parties authenticate the helper
+	offline                  offlineFlags    // --ot ferret: the offline phase
 	set                      map[string]bool // flags given explicitly
 	empty                    []string        // TLS flags given explicitly with an empty value
 	// stop cancels the run (not a --serve server): a signal stops a batch between two
@@ -120,6 +121,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.connect, "connect", "", "the server's address, `HOST:PORT`")
 	fs.StringVar(&c.helper, "helper", "", "backend sci3: the helper's address `HOST:PORT` (server and client); bare --helper runs the helper itself (with --listen)")
 	c.helperTLS.define(fs)
+	c.offline.define(fs)
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", serve.DefaultConnectTimeout, "keep retrying a refused connection for `D`")
 	fs.StringVar(&c.tlsSelf, "tls-self", "", "server: use TLS with the key and self-signed certificate kept in `FILE` (made on first start; prints the fingerprint clients pin)")
 	fs.StringVar(&c.tlsPin, "tls-pin", "", "client: use TLS and accept only the server whose key has this `FINGERPRINT` (sha256:..., as the server printed it)")
@@ -196,7 +198,7 @@ func (c *config) check() error {
 		only("without --party 0", server, "tls-client-ca", "tls-client-pin", "tls-client-pins"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin",
 			"tls-client-cert", "tls-client-key", "tls-client-self"),
-		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "streams", "ot"),
+		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "streams", "ot", "offline-mib", "offline-plans"),
 	} {
 		if err != nil {
 			return err
@@ -259,6 +261,9 @@ func (c *config) check() error {
 	}
 	if c.streams < 1 || c.streams > serve.MaxStreams {
 		return cli.Usagef("--streams %d: want 1 to %d", c.streams, serve.MaxStreams)
+	}
+	if err := c.offline.check(); err != nil {
+		return err
 	}
 	if c.ot != "auto" {
 		if _, err := sci.ParseOT(c.ot); err != nil {

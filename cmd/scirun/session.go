@@ -21,7 +21,6 @@ import (
 	"github.com/cryptflow-go/cryptflow/internal/serve"
 	"github.com/cryptflow-go/cryptflow/netmodel"
 	"github.com/cryptflow-go/cryptflow/protocols/he"
-	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/sciir"
 	"github.com/cryptflow-go/cryptflow/vm"
@@ -32,14 +31,6 @@ import (
 
 // sciBackend returns the constructor of an SCI backend (sciot, scihe or auto) on the OT source
 // ot, over the session's connections (one OT stream each).
-func sciBackend(o sci.Options) serve.BackendFunc {
-	return func(ctx context.Context, conn *transport.Conn, streams []*transport.Conn, party int, r ring.Ring) (vm.Backend, error) {
-		o := o
-		o.Streams = streams
-		return sci.New(ctx, conn, party, r, o)
-	}
-}
-
 // options builds the session options; a server with the client copy fails here, before
 // listening.
 func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
@@ -77,7 +68,7 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 		if src == sci.OTFerret {
 			so.Ferret = sci.FerretFor(f.Program)
 		}
-		opt.NewBackend = sciBackend(so)
+		opt.NewBackend = sciBackend(so, c, f, e.stderr)
 		// The handshake carries the whole configuration (mode, OT source and its parameters, HE
 		// parameters), so two parties that would not interoperate stop there, naming both.
 		opt.Backend = so.Describe(ring.Must(f.Program.Bits))

@@ -24,17 +24,12 @@ type traceFile struct {
 	note   string // what happened to the file, for stderr ("" when it matched)
 }
 
-// traceKeyVersion changes when the requests a program makes could change for another reason
-// than the program, the party, the stream count or the binary (the key has those).
-const traceKeyVersion = "cryptflow sci3 first-inference trace 1"
-
-// newTraceFile names the trace of program f, data party `party` with `streams` extra streams in
-// dir. The key digests the program's ID, the party, the stream count and this binary's build
-// (module version, VCS revision and whether the tree was modified): the requests are a function
-// of those, so a file of another binary is not used.
-func newTraceFile(dir string, f *sciir.File, party, streams int) *traceFile {
+// sessionKey digests what a file recorded from a session depends on: a version string, the
+// program's ID, the party, the stream count and this binary's build (module version, VCS
+// revision and whether the tree was modified), so that a file of another binary is not used.
+func sessionKey(version string, f *sciir.File, party, streams int) [32]byte {
 	h := sha256.New()
-	h.Write([]byte(traceKeyVersion))
+	h.Write([]byte(version))
 	h.Write(f.ID[:])
 	h.Write(bin.LittleEndian.AppendUint64(nil, uint64(party)))
 	h.Write(bin.LittleEndian.AppendUint64(nil, uint64(streams)))
@@ -46,8 +41,21 @@ func newTraceFile(dir string, f *sciir.File, party, streams int) *traceFile {
 			}
 		}
 	}
-	t := &traceFile{}
-	h.Sum(t.key[:0])
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// traceKeyVersion changes when the requests a program makes could change for another reason
+// than the program, the party, the stream count or the binary (the key has those).
+const traceKeyVersion = "cryptflow sci3 first-inference trace 1"
+
+// newTraceFile names the trace of program f, data party `party` with `streams` extra streams in
+// dir. The key digests the program's ID, the party, the stream count and this binary's build
+// (module version, VCS revision and whether the tree was modified): the requests are a function
+// of those, so a file of another binary is not used.
+func newTraceFile(dir string, f *sciir.File, party, streams int) *traceFile {
+	t := &traceFile{key: sessionKey(traceKeyVersion, f, party, streams)}
 	t.path = filepath.Join(dir, fmt.Sprintf("%s-p%d-s%d.trace", f.IDString()[:16], party, streams))
 	return t
 }

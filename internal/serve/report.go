@@ -88,6 +88,9 @@ type Report struct {
 	// Total is then the traffic between the two data parties only.
 	// Helper.Pairs and the *_ms fields split the session into set-up, offline and online.
 	Helper *ThreeParty `json:"helper,omitempty"`
+	// Offline splits a two-party session whose backend works ahead (sci on Ferret) into the
+	// offline phase (at the inferences' starts, before their inputs are used) and the online one.
+	Offline *Offline `json:"offline,omitempty"`
 	// FHE is the fhe mode's account (keys, bytes up and down, the client's encryption and
 	// decryption time, the server's evaluation per layer), from a backend that keeps one.
 	FHE   *FHEAccount `json:"fhe,omitempty"`
@@ -169,6 +172,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if r.Helper != nil {
 		r.Helper.write(&b, r.RunMS)
+	}
+	if r.Offline != nil {
+		r.Offline.write(&b, r.RunMS)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -554,6 +554,9 @@ func run(ctx context.Context, nc net.Conn, party int, opt *Options, batch [][]ri
 	if f, ok := be.(FHEAccounter); ok {
 		rep.FHE = f.FHEAccount()
 	}
+	if o, ok := be.(OfflineAccounter); ok {
+		rep.Offline = offlineOf(o.OfflineAccount(), rep)
+	}
 	if err != nil {
 		if done := len(res.Batch); done < count {
 			// The report counts what finished, and says what was asked.

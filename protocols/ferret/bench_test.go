@@ -245,7 +245,7 @@ func BenchmarkSenderCompute(b *testing.B) {
 						j0 := g * treesPerFrame
 						var tb [treesPerFrame][]prg.Block
 						trees := splitTrees(&tb, scratch[w], bin, min(p.T, j0+treesPerFrame)-j0)
-						c.expandSender(p, j0, trees, w, msg[g*treesPerFrame*per:])
+						c.expandSender(c.it, j0, trees, w, msg[g*treesPerFrame*per:])
 					}
 				})
 				c.parallel(workers, func(w int) {

@@ -84,10 +84,19 @@ type COT struct {
 	hold   bool   // a carved share: refills refused (see carve)
 	ggmCtr uint64 // GGM OTs used so far (hash tweak)
 	used   uint64 // COTs handed out so far
-	iters  int
-	msg    []prg.Block
-	hbuf   []prg.Block
-	err    error
+	iters  int    // main iterations run (ahead or not)
+	online int    // main iterations run by a draw (on its critical path)
+	nextID uint64 // the last iteration id given out
+
+	// ahead holds the main iterations run ahead (see Ahead), oldest first:
+	// a refill takes the next one instead of running an iteration. spare is
+	// a retired iteration whose buffers the next run ahead reuses.
+	ahead     []*iteration
+	spare     *iteration
+	aheadUsed int // iterations run ahead that a refill took
+	msg       []prg.Block
+	hbuf      []prg.Block
+	err       error
 }
 
 // Options tunes a COT.
@@ -228,15 +237,98 @@ func (c *COT) carve(n int) *COT {
 	return &d
 }
 
-// refill runs one main iteration.
+// refill makes the next main iteration's outputs available: one run ahead
+// if there is one (no communication), else one run now.
 func (c *COT) refill(ctx context.Context) error {
 	if c.hold {
 		return c.fail(errRefillHeld)
+	}
+	if len(c.ahead) > 0 {
+		c.take()
+		return nil
 	}
 	if err := c.iterate(ctx, c.cfg.Main, c.main); err != nil {
 		return c.fail(err)
 	}
 	return nil
+}
+
+// take makes the oldest iteration run ahead the one handed out. The
+// retired one is marked dead (id 0), so that a carved share still holding
+// it fails as stale, and its unit cache passes to the new one.
+func (c *COT) take() {
+	old, it := c.it, c.ahead[0]
+	c.ahead[0] = nil
+	c.ahead = c.ahead[1:]
+	if old.unit == it.unit {
+		it.slots, old.slots = old.slots, nil
+		for i := range it.slots {
+			it.slots[i].u = -1
+		}
+	}
+	old.id = 0
+	c.spare = old
+	c.it, c.itID = it, it.id
+	c.pos, c.end = c.cfg.Main.Reserve(), it.p.N
+	c.aheadUsed++
+}
+
+// Ahead runs n main iterations now, ahead of the draws that will need
+// them: each sends its flight and builds the next one's base COTs, and is
+// queued; a later refill takes the next queued iteration without any
+// communication (its outputs are still built a unit at a time as they are
+// drawn). Each queued iteration holds AheadBytes of memory. Both parties
+// must call Ahead with the same n at the same point of the connection's
+// traffic (it is the sender's flight).
+func (c *COT) Ahead(ctx context.Context, n int) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if c.hold {
+		return c.fail(errors.New("ferret: Ahead on a carved share of the reservoir"))
+	}
+	if n < 0 {
+		return fmt.Errorf("ferret: Ahead: negative count %d", n)
+	}
+	for range n {
+		it := c.spare
+		c.spare = nil
+		if it == nil {
+			it = new(iteration)
+		}
+		it.slots = nil
+		if err := c.run(ctx, it, c.cfg.Main, c.main); err != nil {
+			return c.fail(fmt.Errorf("ferret: Ahead: %w", err))
+		}
+		c.ahead = append(c.ahead, it)
+	}
+	return nil
+}
+
+// Queued returns the number of main iterations run ahead and not yet taken.
+func (c *COT) Queued() int { return len(c.ahead) }
+
+// OnlineIterations returns the number of main iterations run by a draw
+// (a refill on the critical path, with its flight), and AheadTaken the
+// number of iterations run ahead that refills took instead.
+func (c *COT) OnlineIterations() int { return c.online }
+
+// AheadTaken returns the number of iterations run ahead that refills took.
+func (c *COT) AheadTaken() int { return c.aheadUsed }
+
+// AheadBytes is the memory one main iteration run ahead holds at a party
+// of role r until it is taken: its base COTs (Main.Reserve() blocks) and,
+// at the sender, its GGM roots (T blocks) or, at the receiver, the
+// sender's messages (T·(2·LogBin+1) blocks).
+func AheadBytes(cfg Config, r Role) int64 {
+	p := cfg.Main
+	blocks := int64(p.Reserve())
+	if r == Sender {
+		blocks += int64(p.T)
+	} else {
+		blocks += int64(p.T) * int64(2*p.LogBin+1)
+	}
+	return 16 * blocks
 }
 
 func (c *COT) fail(err error) error {
@@ -510,13 +602,13 @@ func (c *COT) build(r0 int, dst []prg.Block, bits []uint64, w int) {
 		j2 := min(j1, j0+treesPerFrame)
 		trees := splitTrees(&tb, dst[j0*bin-r0:], bin, j2-j0)
 		if c.role == Sender {
-			c.expandSender(p, j0, trees, w, nil)
+			c.expandSender(it, j0, trees, w, nil)
 		} else {
-			c.expandReceiver(p, j0, trees, w, it.msg[j0*per:])
+			c.expandReceiver(it, j0, trees, w, it.msg[j0*per:])
 		}
 		j0 = j2
 	}
-	c.outputs(r0, dst, bits, w)
+	c.outputs(it, r0, dst, bits, w)
 }
 
 // splitTrees returns the first nt ≤ treesPerFrame trees of 2^LogBin = bin
@@ -532,18 +624,17 @@ func splitTrees(tb *[treesPerFrame][]prg.Block, v []prg.Block, bin, nt int) [][]
 // outputs turns expanded trees into outputs [r0, r0+len(dst)): the
 // sender's leaves lose their low bit (the receiver's expansion already set
 // its low bits, see clearLSB), then the LPN step.
-func (c *COT) outputs(r0 int, dst []prg.Block, bits []uint64, w int) {
+func (c *COT) outputs(it *iteration, r0 int, dst []prg.Block, bits []uint64, w int) {
 	if c.role == Sender {
 		clearLSB(dst)
 	}
-	c.lpn(r0, dst, bits, w)
+	c.lpn(it, r0, dst, bits, w)
 }
 
 // lpn is the LPN step on outputs [r0, r0+len(dst)) (r0 a multiple of
 // lpnRows) held in dst (receiver: their bits in bits, bit 0 = output r0),
 // by worker w: dst ^= A·base[:K] on those rows.
-func (c *COT) lpn(r0 int, dst []prg.Block, bits []uint64, w int) {
-	it := c.it
+func (c *COT) lpn(it *iteration, r0 int, dst []prg.Block, bits []uint64, w int) {
 	it.cd.apply(c.lsc[w], dst, it.base[:it.p.K], r0, r0+len(dst))
 	if c.role == Receiver && bits != nil {
 		packLSB(bits, dst)
@@ -563,19 +654,33 @@ func packLSB(bits []uint64, v []prg.Block) {
 	}
 }
 
-// iterate runs one Ferret iteration with p on the base COTs in c.base
-// (receiver: and their bits in c.baseBits), which it takes over: the
-// sender sends every tree's messages (one flight), both parties build the
-// iteration's first Main.Reserve() outputs (with their bits) into c.base
-// as the next iteration's base, and the rest becomes available, built a
-// unit at a time as it is drawn (see iteration).
+// iterate runs one Ferret iteration with p into the iteration being handed
+// out, on the critical path of the draw that needs it (see run), and makes
+// its outputs available.
 func (c *COT) iterate(ctx context.Context, p Params, cd *code) error {
-	it := c.it
+	if err := c.run(ctx, c.it, p, cd); err != nil {
+		return err
+	}
+	if cd == c.main {
+		c.online++
+	}
+	c.itID = c.it.id
+	c.pos, c.end = c.cfg.Main.Reserve(), p.N
+	return nil
+}
+
+// run runs one Ferret iteration with p into it on the base COTs in c.base
+// (receiver: their choice bits are their low bits), which it takes over:
+// the sender sends every tree's messages (one flight), both parties build
+// the iteration's first Main.Reserve() outputs (with their bits) into
+// c.base as the next iteration's base, and it keeps what rebuilds the rest
+// a unit at a time as they are drawn (see iteration).
+func (c *COT) run(ctx context.Context, it *iteration, p Params, cd *code) error {
 	it.base, c.base = c.base, it.base
 	keep := c.cfg.Main.Reserve()
 	c.base = grow(c.base, keep)
-	it.id++
-	c.itID = it.id
+	c.nextID++
+	it.id = c.nextID
 	it.p, it.cd, it.ggm0 = p, cd, c.ggmCtr
 	if u := max(p.Bin(), unitRows); u != it.unit {
 		it.unit, it.slots = u, nil
@@ -604,15 +709,15 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code) error {
 		trees := splitTrees(&tb, dst, p.Bin(), j1-j0)
 		if c.role == Sender {
 			c.wrng[w].Blocks(it.roots[j0:j1])
-			c.expandSender(p, j0, trees, w, msg)
+			c.expandSender(it, j0, trees, w, msg)
 		} else {
-			c.expandReceiver(p, j0, trees, w, msg)
+			c.expandReceiver(it, j0, trees, w, msg)
 		}
 		if r0 >= keepRows {
 			return
 		}
 		rows := min(len(dst), keepRows-r0)
-		c.outputs(r0, dst[:rows], nil, w)
+		c.outputs(it, r0, dst[:rows], nil, w)
 		n := min(rows, keep-r0)
 		copy(c.base[r0:r0+n], dst[:n])
 	}
@@ -674,7 +779,6 @@ func (c *COT) iterate(ctx context.Context, p Params, cd *code) error {
 	if cd == c.main {
 		c.iters++
 	}
-	c.pos, c.end = keep, p.N
 	return nil
 }
 
@@ -699,8 +803,8 @@ func (c *COT) parallel(n int, f func(w int)) {
 // K_i^1 ⊕ H(q ⊕ Δ), where K_i^0, K_i^1 are the XORs of the level's left
 // and right children and q is base COT K + j·h + i − 1; then Δ ⊕ (XOR of
 // all leaves).
-func (c *COT) expandSender(p Params, j0 int, trees [][]prg.Block, w int, msg []prg.Block) {
-	it := c.it
+func (c *COT) expandSender(it *iteration, j0 int, trees [][]prg.Block, w int, msg []prg.Block) {
+	p := it.p
 	h, per := p.LogBin, 2*p.LogBin+1
 	e := c.exp[w]
 	for j, t := range trees {
@@ -746,8 +850,8 @@ func (c *COT) expandSender(p Params, j0 int, trees [][]prg.Block, w int, msg []p
 // Σ_i a_i·2^(i−1) (see expander); leaf α_j gets M = K_leaf ⊕ Δ, and its
 // output is the tree's noise position. Then the leaves' low bits become
 // the unit vector of the noise (see clearLSB); the LPN step adds A·r.
-func (c *COT) expandReceiver(p Params, j0 int, trees [][]prg.Block, w int, msg []prg.Block) {
-	it := c.it
+func (c *COT) expandReceiver(it *iteration, j0 int, trees [][]prg.Block, w int, msg []prg.Block) {
+	p := it.p
 	h, per := p.LogBin, 2*p.LogBin+1
 	nt := len(trees)
 	e := c.exp[w]

@@ -227,3 +227,47 @@ func (c *Core) Carve(send, recv int) (ot.Core, error) {
 	d.out, d.in = c.out.carve(send), c.in.carve(recv)
 	return &d, nil
 }
+
+// Ahead runs main iterations now, ahead of the draws that will need them (see COT.Ahead):
+// send in the stream in which this party sends and recv in the one it receives. A refill then
+// takes a queued iteration with no communication, so the draws that follow have no flight of
+// an iteration on their critical path. Both parties must call it at the same point of the
+// connection's traffic with the amounts mirrored (the peer's send is this party's recv).
+func (c *Core) Ahead(ctx context.Context, send, recv int) error {
+	if err := c.Err(); err != nil {
+		return fmt.Errorf("ferret: Ahead: core unusable after an earlier failure: %w", err)
+	}
+	if send < 0 || recv < 0 {
+		return fmt.Errorf("ferret: Ahead: negative counts %d, %d", send, recv)
+	}
+	// The sender's direction first, as in Renew: both parties send before they receive.
+	for _, d := range []struct {
+		c *COT
+		n int
+	}{{c.out, send}, {c.in, recv}} {
+		if err := d.c.Ahead(ctx, d.n); err != nil {
+			if c.err == nil {
+				c.err = err
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Counts are the main iterations of one COT stream: Run in all, Online those run by a refill
+// on the critical path of a draw, Taken the iterations run ahead that refills took, Queued
+// those run ahead and not yet taken.
+type Counts struct {
+	Run, Online, Taken, Queued int
+}
+
+// Counts returns the iteration counts of the stream in which this party sends (send) or
+// receives.
+func (c *Core) Counts(send bool) Counts {
+	s := c.in
+	if send {
+		s = c.out
+	}
+	return Counts{Run: s.Iterations(), Online: s.OnlineIterations(), Taken: s.AheadTaken(), Queued: s.Queued()}
+}

@@ -126,6 +126,8 @@ type Options struct {
 	Nonlinear nonlinear.Options
 	// Linear configures the OT-based linear layers.
 	Linear linear.Options
+	// Offline configures the offline phase on Ferret (see BeginInference).
+	Offline Offline
 }
 
 func (o Options) ferretConfig() ferret.Config {
@@ -163,6 +165,7 @@ type Backend struct {
 	nl    *nonlinear.Session
 	lin   *linear.Session
 	he    *he.Session // nil in mode sciot
+	off   *offline    // nil on IKNP
 	err   error
 	prof  Profile
 }
@@ -234,6 +237,10 @@ func FromOT(ctx context.Context, r ring.Ring, opt Options, sessions ...*ot.Sessi
 				return nil, fmt.Errorf("sci: silent OT on stream %d: %w", i, err)
 			}
 			srcs[i] = f
+			if b.off == nil {
+				b.off = &offline{opt: opt.Offline}
+			}
+			b.off.cores = append(b.off.cores, ferret.CoreOf(f))
 		default:
 			return nil, fmt.Errorf("sci: unknown OT source %d", int(opt.OT))
 		}

@@ -1,0 +1,94 @@
+package serve
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+// OfflineAccount is what a two-party backend with an offline phase (sci on Ferret) knows of it:
+// what it made at the inferences' starts, before their inputs were used, and what was left on
+// their critical path.
+type OfflineAccount struct {
+	// Time and Stats are the offline phase's wall time and this party's traffic, summed over
+	// the inferences' starts.
+	Time  time.Duration
+	Stats transport.Stats
+	// Source names what was made ahead ("ferret": Ferret main iterations).
+	Source string
+	// Ahead, Taken, Online, Capped and Unused count the source's units (Ferret iterations, both
+	// directions, every stream): made ahead, used by the inferences, made on an inference's
+	// critical path, left to the critical path by the memory bound, made ahead and never used.
+	Ahead, Taken, Online, Capped, Unused int
+	// CapBytes is the memory bound and PeakBytes the most held ahead.
+	CapBytes, PeakBytes int64
+	// FirstPlanned says that the first inference ran on a plan from an earlier session,
+	// FirstOnline how many units it still made on its critical path.
+	FirstPlanned bool
+	FirstOnline  int
+}
+
+// OfflineAccounter is a two-party backend with an offline phase (Report.Offline).
+type OfflineAccounter interface {
+	// OfflineAccount returns the session's offline phase so far, or nil if it has none.
+	OfflineAccount() *OfflineAccount
+}
+
+// Offline is Report.Offline: a two-party session split, as the three-party one (ThreeParty),
+// into the offline phase (what was made at the inferences' starts, before their inputs were
+// used: OfflineMS, OfflineBytes) and the online one (OnlineMS = RunMS − OfflineMS, from input
+// to output; OnlineBytes the run's other bytes). Bytes count both ways, at this party.
+type Offline struct {
+	OfflineMS    float64 `json:"offline_ms"`
+	OnlineMS     float64 `json:"online_ms"`
+	OfflineBytes int64   `json:"offline_bytes"`
+	OnlineBytes  int64   `json:"online_bytes"`
+	// Source is what the offline phase makes ("ferret": Ferret main iterations, counted in the
+	// *_iterations fields, both directions and every stream).
+	Source           string `json:"source"`
+	AheadIterations  int    `json:"ahead_iterations"`  // run ahead
+	TakenIterations  int    `json:"taken_iterations"`  // of those, used by the inferences
+	OnlineIterations int    `json:"online_iterations"` // run on an inference's critical path
+	CappedIterations int    `json:"capped_iterations,omitempty"`
+	UnusedIterations int    `json:"unused_iterations,omitempty"`
+	CapBytes         int64  `json:"cap_bytes"`
+	PeakBytes        int64  `json:"peak_bytes"`
+	// FirstPlanned says the first inference ran on a plan of an earlier session (scirun
+	// --offline-plans); FirstOnlineIterations the iterations it still ran online.
+	FirstPlanned          bool `json:"first_planned"`
+	FirstOnlineIterations int  `json:"first_online_iterations"`
+}
+
+// offlineOf fills Report.Offline from the backend's account.
+func offlineOf(a *OfflineAccount, rep *Report) *Offline {
+	if a == nil {
+		return nil
+	}
+	run := rep.Total.BytesSent + rep.Total.BytesRecv - rep.Handshake.BytesSent - rep.Handshake.BytesRecv -
+		rep.Setup.BytesSent - rep.Setup.BytesRecv
+	off := a.Stats.BytesSent + a.Stats.BytesRecv
+	o := &Offline{OfflineMS: ms(a.Time), OfflineBytes: off, OnlineBytes: run - off, Source: a.Source,
+		AheadIterations: a.Ahead, TakenIterations: a.Taken, OnlineIterations: a.Online, CappedIterations: a.Capped,
+		UnusedIterations: a.Unused, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, FirstPlanned: a.FirstPlanned,
+		FirstOnlineIterations: a.FirstOnline}
+	o.OnlineMS = max(0, rep.RunMS-o.OfflineMS)
+	return o
+}
+
+// write writes the offline/online lines under the per-layer table.
+func (o *Offline) write(b *strings.Builder, runMS float64) {
+	fmt.Fprintf(b, "offline (before the inputs are used) %s, %s; online %s, %s (of the run's %s)\n",
+		fmtMS(o.OfflineMS), FormatBytes(o.OfflineBytes), fmtMS(o.OnlineMS), FormatBytes(o.OnlineBytes), fmtMS(runMS))
+	first := "the first inference had no plan (scirun --offline-plans keeps one for the next session)"
+	if o.FirstPlanned {
+		first = fmt.Sprintf("the first inference planned, %d of its iterations online", o.FirstOnlineIterations)
+	}
+	fmt.Fprintf(b, "  %s iterations: %d run ahead (%d used, %d unused), %d online; %s\n",
+		o.Source, o.AheadIterations, o.TakenIterations, o.UnusedIterations, o.OnlineIterations, first)
+	if o.CappedIterations > 0 {
+		fmt.Fprintf(b, "  %d planned iterations ran online: they exceed the offline memory bound of %s (peak %s held ahead)\n",
+			o.CappedIterations, FormatBytes(o.CapBytes), FormatBytes(o.PeakBytes))
+	}
+}

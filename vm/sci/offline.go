@@ -1,0 +1,385 @@
+package sci
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cryptflow-go/cryptflow/protocols/ferret"
+	"github.com/cryptflow-go/cryptflow/protocols/transport"
+)
+
+// The offline phase (OT source ferret).
+//
+// What an inference needs from Ferret does not depend on its input: the COTs every protocol
+// draws, in each stream and direction, are a function of the program, the options and the
+// binary (draws and the reservoirs' drops are deterministic, and the same at both parties). So
+// before an inference's input is used (Backend.BeginInference, called by the session before the
+// inference's clock starts), each stream runs ahead the Ferret main iterations the inference
+// will refill from (ferret.Core.Ahead): their flights and the next iterations' base COTs, queued
+// in memory. The inference's refills then take queued iterations with no communication, so no
+// Ferret flight is on its critical path; the outputs themselves are still built a unit at a
+// time as they are drawn (package ferret keeps an iteration in a few MB rather than its 160 MB
+// of outputs).
+//
+// How many: for the first inference, the Plan of an earlier session (Options.Offline.First,
+// scirun --offline-plans): the first inference starts from the state the set-up leaves, so its
+// refills repeat exactly. Both parties send theirs at the first inference's start and use the
+// larger, so a party without one still agrees with the peer. A later inference of the session
+// starts elsewhere in the reservoirs: it gets the iterations that the most COTs an earlier
+// inference drew in that stream, in either direction (a stream's OT roles can swap from one
+// inference to the next; drops included), need beyond what the current iteration still holds
+// (the same at both parties: draws are mirrored). That can be one short
+// when the reservoir's drops fall differently; the refill then runs online and the account
+// counts it. The iterations held ahead are bounded by Options.Offline.MiB; beyond it, the rest
+// runs online and the account says how many.
+
+// DefaultOfflineMiB is the default bound on the memory of the Ferret iterations run ahead, both
+// directions of every stream together (about 16 MB per B13 iteration pair).
+const DefaultOfflineMiB = 512
+
+// offlineVersion is the version of the plan message at the first inference's start.
+const offlineVersion = 1
+
+// Offline configures the offline phase of an SCI backend on Ferret (ignored on IKNP).
+type Offline struct {
+	// MiB bounds the memory of the iterations run ahead (0: DefaultOfflineMiB; negative: no
+	// offline phase). The two parties may differ: the smaller bound applies.
+	MiB int
+	// First is the plan of the first inference (from an earlier session's Backend.Plan), or nil.
+	First *Plan
+}
+
+// Plan is how many Ferret main iterations one inference takes: Iterations[i][p] in stream i,
+// in the direction in which party p sends COTs. Both parties of a session have the same plan.
+type Plan struct {
+	Iterations [][2]int `json:"iterations"`
+}
+
+// Total is the number of iterations in the plan.
+func (p *Plan) Total() int {
+	n := 0
+	if p != nil {
+		for _, s := range p.Iterations {
+			n += s[0] + s[1]
+		}
+	}
+	return n
+}
+
+// OfflineAccount is a session's offline phase at this party: what was made before the
+// inferences' inputs were used, and what was left on their critical path.
+type OfflineAccount struct {
+	// CapBytes is the memory bound in force (the smaller of the two parties').
+	CapBytes int64
+	// Offline is the offline phase's time and traffic, summed over the inferences' starts (the
+	// plan exchange and the iterations run ahead).
+	Offline Cost
+	// Ahead is the number of Ferret main iterations run ahead (both directions, every stream),
+	// Taken how many of them refills took, Online the iterations run on an inference's critical
+	// path (the queue was empty), Capped the planned iterations the memory bound left online,
+	// and Queued those run ahead and never taken (at the end).
+	Ahead, Taken, Online, Capped, Queued int
+	// PeakBytes is the most memory the queued iterations held.
+	PeakBytes int64
+	// FirstPlanned says that the first inference ran on a plan (this party's or the peer's);
+	// FirstOnline is the number of iterations the first inference still ran online.
+	FirstPlanned bool
+	FirstOnline  int
+}
+
+// offline is a backend's offline-phase state.
+type offline struct {
+	opt       Offline
+	cores     []*ferret.Core // per stream
+	cap       int64
+	first     *Plan       // the plan of the first inference as agreed
+	firstTook *Plan       // what the first inference took
+	drew      [][2]uint64 // the most COTs an inference drew so far, per stream and direction
+	start     [][2]int    // taken+online at the current inference's start
+	drawn0    [][2]uint64 // COTs drawn at the current inference's start
+	onl0      int         // Online at the current inference's start
+	acct      OfflineAccount
+}
+
+// iterBytes is the memory one iteration run ahead holds, counted alike at both parties (the
+// receiver's, the larger, for either direction), so that both apply the bound identically.
+func (o *offline) iterBytes() int64 {
+	return ferret.AheadBytes(o.cores[0].Config(), ferret.Receiver)
+}
+
+// counts returns stream i's iteration counts in the direction in which party p sends.
+func (o *offline) counts(i, p, party int) ferret.Counts {
+	return o.cores[i].Counts(p == party)
+}
+
+// Offline returns the offline phase's account, or nil when the backend has none (IKNP, or the
+// phase switched off).
+func (b *Backend) Offline() *OfflineAccount {
+	if b.off == nil || b.off.acct.Offline.Calls == 0 {
+		return nil
+	}
+	a := b.off.acct
+	a.Queued, a.Taken = 0, 0
+	for i := range b.off.cores {
+		for p := range 2 {
+			c := b.off.counts(i, p, b.party)
+			a.Queued += c.Queued
+			a.Taken += c.Taken
+		}
+	}
+	return &a
+}
+
+// Plan returns the iterations the session's first inference took (to be given as
+// Options.Offline.First to a later session of the same program and options), or nil before the
+// first inference has ended or without Ferret.
+func (b *Backend) Plan() *Plan {
+	if b.off == nil {
+		return nil
+	}
+	return b.off.firstTook
+}
+
+// BeginInference runs the offline phase of inference k (of count) before its input is used:
+// at the first, the plan exchange; then the Ferret iterations the inference will take, ahead,
+// within the memory bound. Both parties call it at the same point (the session does, before
+// every inference).
+func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
+	o := b.off
+	if o == nil {
+		return nil
+	}
+	if b.err != nil {
+		return fmt.Errorf("sci: offline phase: backend unusable after an earlier failure: %w", b.err)
+	}
+	start := time.Now()
+	before := sumStats(b.conns)
+	err := o.begin(ctx, b, k)
+	o.acct.Offline = o.acct.Offline.Add(Cost{Calls: 1, Time: time.Since(start), Stats: sumStats(b.conns).Sub(before)})
+	if err != nil {
+		return b.fail("offline phase", err)
+	}
+	return nil
+}
+
+func (o *offline) begin(ctx context.Context, b *Backend, k int) error {
+	n := len(o.cores)
+	var want [][2]int
+	if k == 0 {
+		peer, err := o.exchange(ctx, b.conns[0])
+		if err != nil {
+			return err
+		}
+		want = make([][2]int, n)
+		for _, p := range []*Plan{o.opt.First, peer} {
+			if p == nil {
+				continue
+			}
+			if len(p.Iterations) != n {
+				return fmt.Errorf("the first inference's plan has %d streams, the session %d", len(p.Iterations), n)
+			}
+			o.acct.FirstPlanned = true
+			for i, s := range p.Iterations {
+				want[i][0], want[i][1] = max(want[i][0], s[0]), max(want[i][1], s[1])
+			}
+		}
+		o.first = &Plan{Iterations: want}
+	} else if o.drew != nil {
+		want = make([][2]int, n)
+		out := uint64(o.cores[0].Config().Main.Output())
+		for i := range n {
+			for p := range 2 {
+				avail := uint64(o.available(i, p, b.party))
+				if d := max(o.drew[i][0], o.drew[i][1]); d > avail {
+					want[i][p] = int((d - avail + out - 1) / out)
+				}
+			}
+		}
+	}
+	// What is still queued counts; the rest is run now, one iteration at a time round the
+	// streams and directions (in the same order at both parties) while the bound allows.
+	need := make([][2]int, n)
+	held := int64(0)
+	for i := range n {
+		for p := range 2 {
+			q := o.counts(i, p, b.party).Queued
+			held += int64(q) * o.iterBytes()
+			if want != nil {
+				need[i][p] = max(0, want[i][p]-q)
+			}
+		}
+	}
+	run := make([][2]int, n)
+	for more := true; more; {
+		more = false
+		for i := range n {
+			for p := range 2 {
+				if run[i][p] == need[i][p] {
+					continue
+				}
+				if held+o.iterBytes() > o.cap {
+					o.acct.Capped += need[i][p] - run[i][p]
+					need[i][p] = run[i][p]
+					continue
+				}
+				run[i][p]++
+				held += o.iterBytes()
+				more = true
+			}
+		}
+	}
+	o.acct.PeakBytes = max(o.acct.PeakBytes, held)
+	// The streams run ahead concurrently, each on its own connection.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		send, recv := run[i][b.party], run[i][1-b.party]
+		if send+recv == 0 {
+			continue
+		}
+		o.acct.Ahead += send + recv
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = o.cores[i].Ahead(ctx, send, recv)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	o.start, o.drawn0 = make([][2]int, n), make([][2]uint64, n)
+	for i := range n {
+		for p := range 2 {
+			c := o.counts(i, p, b.party)
+			o.start[i][p] = c.Taken + c.Online
+			o.drawn0[i][p] = o.drawn(i, p, b.party)
+		}
+	}
+	o.onl0 = o.onlineNow(b.party)
+	return nil
+}
+
+// available returns the COTs stream i's current iteration still holds in the direction in
+// which party p sends.
+func (o *offline) available(i, p, party int) int {
+	s, r := o.cores[i].Available()
+	if p == party {
+		return s
+	}
+	return r
+}
+
+// drawn returns the COTs drawn (or dropped) so far in stream i in the direction in which party
+// p sends.
+func (o *offline) drawn(i, p, party int) uint64 {
+	s, r := o.cores[i].Drawn()
+	if p == party {
+		return s
+	}
+	return r
+}
+
+// onlineNow is the iterations run online so far, every stream and direction.
+func (o *offline) onlineNow(party int) int {
+	t := 0
+	for i := range o.cores {
+		for p := range 2 {
+			t += o.counts(i, p, party).Online
+		}
+	}
+	return t
+}
+
+// EndInference records what inference k took, for the plan of the next ones.
+func (b *Backend) EndInference(k int) error {
+	o := b.off
+	if o == nil || o.start == nil {
+		return nil
+	}
+	n := len(o.cores)
+	took := &Plan{Iterations: make([][2]int, n)}
+	if o.drew == nil {
+		o.drew = make([][2]uint64, n)
+	}
+	for i := range n {
+		for p := range 2 {
+			c := o.counts(i, p, b.party)
+			took.Iterations[i][p] = c.Taken + c.Online - o.start[i][p]
+			o.drew[i][p] = max(o.drew[i][p], o.drawn(i, p, b.party)-o.drawn0[i][p])
+		}
+	}
+	onl := o.onlineNow(b.party) - o.onl0
+	o.acct.Online += onl
+	if k == 0 {
+		o.acct.FirstOnline = onl
+		o.firstTook = took
+	}
+	o.start = nil
+	return nil
+}
+
+// exchange sends this party's bound and first-inference plan and returns the peer's plan,
+// setting the bound to the smaller of the two.
+func (o *offline) exchange(ctx context.Context, conn *transport.Conn) (*Plan, error) {
+	n := len(o.cores)
+	mine := make([]byte, 4*(4+2*n))
+	le := binary.LittleEndian
+	le.PutUint32(mine[0:], offlineVersion)
+	capMiB := uint32(0)
+	switch {
+	case o.opt.MiB == 0:
+		capMiB = DefaultOfflineMiB
+	case o.opt.MiB > 0:
+		capMiB = uint32(min(o.opt.MiB, 1<<20))
+	}
+	le.PutUint32(mine[4:], capMiB)
+	le.PutUint32(mine[8:], uint32(n))
+	if o.opt.First != nil {
+		le.PutUint32(mine[12:], 1)
+		if len(o.opt.First.Iterations) != n {
+			return nil, fmt.Errorf("the first inference's plan has %d streams, the session %d", len(o.opt.First.Iterations), n)
+		}
+		for i, s := range o.opt.First.Iterations {
+			if s[0] < 0 || s[1] < 0 || s[0] > 1<<20 || s[1] > 1<<20 {
+				return nil, fmt.Errorf("the first inference's plan asks %v iterations in stream %d", s, i)
+			}
+			le.PutUint32(mine[16+8*i:], uint32(s[0]))
+			le.PutUint32(mine[20+8*i:], uint32(s[1]))
+		}
+	}
+	if err := conn.Send(ctx, mine); err != nil {
+		return nil, err
+	}
+	if err := conn.Flush(ctx); err != nil {
+		return nil, err
+	}
+	theirs := make([]byte, len(mine))
+	if err := conn.Recv(ctx, theirs); err != nil {
+		return nil, fmt.Errorf("the peer's offline plan: %w", err)
+	}
+	if v := le.Uint32(theirs[0:]); v != offlineVersion {
+		return nil, fmt.Errorf("the peer's offline plan has version %d, this party's %d", v, offlineVersion)
+	}
+	if m := le.Uint32(theirs[8:]); m != uint32(n) {
+		return nil, fmt.Errorf("the peer's offline plan is for %d streams, this party has %d", m, n)
+	}
+	peerCap := le.Uint32(theirs[4:])
+	o.cap = min(int64(capMiB), int64(peerCap)) << 20
+	o.acct.CapBytes = o.cap
+	if le.Uint32(theirs[12:]) == 0 {
+		return nil, nil
+	}
+	p := &Plan{Iterations: make([][2]int, n)}
+	for i := range n {
+		p.Iterations[i] = [2]int{int(le.Uint32(theirs[16+8*i:])), int(le.Uint32(theirs[20+8*i:]))}
+		if p.Iterations[i][0] > 1<<20 || p.Iterations[i][1] > 1<<20 {
+			return nil, fmt.Errorf("the peer's offline plan asks %v iterations in stream %d", p.Iterations[i], i)
+		}
+	}
+	return p, nil
+}
