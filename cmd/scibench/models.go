@@ -174,11 +174,18 @@ type ModelResult struct {
 	Rounds      int64      `json:"rounds,omitempty"`
 	Server      PartyUsage `json:"server"`
 	Client      PartyUsage `json:"client"`
-	Helper      PartyUsage `json:"helper,omitzero"`         // sci3: the third process
-	HelperBytes int64      `json:"bytes_helper,omitempty"`  // sci3: both data parties' links to the helper, both directions
-	OfflineS    float64    `json:"offline_s,omitempty"`     // sci3: the client's offline phase (waits at inference starts for what is dealt before the input is used)
-	OnlineS     float64    `json:"online_s,omitempty"`      // sci3: the client's run without it: from input to output
-	HelperWaitS float64    `json:"helper_wait_s,omitempty"` // sci3: the part of OnlineS the client waited on the helper (dealt on demand)
+	Helper      PartyUsage `json:"helper,omitzero"`        // sci3: the third process
+	HelperBytes int64      `json:"bytes_helper,omitempty"` // sci3: both data parties' links to the helper, both directions
+	OfflineS    float64    `json:"offline_s,omitempty"`    // sci3: the client's offline phase (waits at inference starts for what is dealt before the input is used); two-party (ferret): the Ferret iterations run before the input is used
+	OnlineS     float64    `json:"online_s,omitempty"`     // sci3 and two-party: the client's run without it: from input to output
+	// OfflineBytes and OnlineBytes (two-party on ferret): the client's traffic, both ways, in
+	// the offline phase and in the rest of the run; AheadIters and OnlineIters the Ferret
+	// iterations run ahead and on the critical path (the client's report).
+	OfflineBytes int64   `json:"offline_bytes,omitempty"`
+	OnlineBytes  int64   `json:"online_bytes,omitempty"`
+	AheadIters   int     `json:"ahead_iterations,omitempty"`
+	OnlineIters  int     `json:"online_iterations,omitempty"`
+	HelperWaitS  float64 `json:"helper_wait_s,omitempty"` // sci3: the part of OnlineS the client waited on the helper (dealt on demand)
 	// FirstAhead and FirstRequests (sci3, -helper-traces): the client's first-inference requests
 	// dealt before its input, of those its trace holds.
 	FirstAhead    int    `json:"first_ahead_requests,omitempty"`
@@ -214,6 +221,7 @@ type modelsConfig struct {
 	maxTotal time.Duration
 	started  time.Time
 	traces   string // sci3: --helper-traces DIR for both data parties ("": none)
+	plans    string // two-party: --offline-plans DIR for both parties ("": none)
 }
 
 func runModels(ctx context.Context, args []string, out io.Writer) error {
@@ -235,13 +243,14 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	only := fs.String("only", "", "comma-separated `PATTERNS` MODEL/BACKEND/OT/NET (path.Match globs, e.g. squeezenet/*/*/lan): run only the combinations that match one")
 	dryRun := fs.Bool("dry-run", false, "compile and estimate only; run nothing")
+	plans := fs.String("offline-plans", "", "two-party runs on ferret: give both parties --offline-plans `DIR` (a run whose program has a plan there from an earlier run runs its first inference's Ferret iterations before the input is used; a run without one writes it)")
 	traces := fs.String("helper-traces", "", "sci3: give both data parties --helper-traces `DIR` (a run whose program has a trace there from an earlier run deals its first inference before the input is used; a run without one writes it)")
 	maxTotal := fs.Duration("max-total", 0, "start no run after the harness has been running for `D` (0: no limit); later combinations are reported as skipped")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg := modelsConfig{timeout: *timeout, out: *outDir, docs: *docs, scirun: *scirun, athosc: *athosc,
-		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces}
+		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces, plans: *plans}
 	if *quiet {
 		cfg.progress = io.Discard
 	}
@@ -809,6 +818,9 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		}
 	} else {
 		common = append(common, "--ot", r.OT)
+		if cfg.plans != "" {
+			common = append(common, "--offline-plans", cfg.plans)
+		}
 	}
 	srvReport, cliReport := base+".server.json", base+".client.json"
 	secureOut := base + ".out.npy"
@@ -868,6 +880,11 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		if srep, err := readReport(srvReport); err == nil && srep.Helper != nil {
 			r.HelperBytes += srep.Helper.BytesSent + srep.Helper.BytesRecv
 		}
+	}
+	if o := rep.Offline; o != nil {
+		r.OnlineS, r.OfflineS = o.OnlineMS/1000, o.OfflineMS/1000
+		r.OfflineBytes, r.OnlineBytes = o.OfflineBytes, o.OnlineBytes
+		r.AheadIters, r.OnlineIters = o.AheadIterations, o.OnlineIterations
 	}
 	for _, l := range rep.Layers {
 		switch l.Engine {
@@ -1065,12 +1082,16 @@ func writeModelsMarkdown(w io.Writer, cfg modelsConfig, results []ModelResult) {
 			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: the helper's links (both data parties, both directions) %s GiB; helper RSS %.0f MiB, CPU %.1f s; client offline (dealt before the input) %.1f s, online %.1f s (waiting on the helper %.1f s); first inference: %d of %d requests dealt before the input",
 				r.Model, r.Backend, r.OT, r.Net, gibNum(r.HelperBytes), float64(r.Helper.MaxRSS)/(1<<20), r.Helper.UserS+r.Helper.SysS, r.OfflineS, r.OnlineS, r.HelperWaitS, r.FirstAhead, r.FirstRequests))
 		}
+		if r.AheadIters+r.OnlineIters > 0 {
+			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: client offline (before the input is used) %.1f s, %s GiB; online %.1f s, %s GiB; Ferret iterations %d run ahead, %d online",
+				r.Model, r.Backend, r.OT, r.Net, r.OfflineS, gibNum(r.OfflineBytes), r.OnlineS, gibNum(r.OnlineBytes), r.AheadIters, r.OnlineIters))
+		}
 		if r.Reason != "" {
 			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: %s", r.Model, r.Backend, r.OT, r.Net, r.Reason))
 		}
 	}
 	if len(notes) > 0 {
-		fmt.Fprintf(w, "\nNotes: the three-party runs, and what did not run or complete (budget %s, timeout %v):\n\n%s\n", gib(cfg.budget), cfg.timeout, strings.Join(notes, "\n"))
+		fmt.Fprintf(w, "\nNotes: the three-party runs, the two-party offline/online splits, and what did not run or complete (budget %s, timeout %v):\n\n%s\n", gib(cfg.budget), cfg.timeout, strings.Join(notes, "\n"))
 	}
 	fmt.Fprintln(w, "\nPublished figures (other hardware: CrypTFlow2 on 4-core 3.7 GHz Xeons, LAN 377 MB/s 0.3 ms RTT, WAN 40 MB/s 80 ms RTT — the links `--net` emulates):")
 	fmt.Fprintln(w, "\n| source | model | protocol | net | time (s) | comm |")

@@ -158,7 +158,7 @@ func (b *sciParty) OfflineAccount() *serve.OfflineAccount {
 	}
 	return &serve.OfflineAccount{Time: a.Offline.Time, Stats: a.Offline.Stats, Source: "ferret", Ahead: a.Ahead,
 		Taken: a.Taken, Online: a.Online, Capped: a.Capped, Unused: a.Queued, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes,
-		FirstPlanned: a.FirstPlanned, FirstOnline: a.FirstOnline}
+		FirstPlanned: a.FirstPlanned, FirstOnline: a.FirstOnline, FirstCOTs: a.FirstCOTs}
 }
 
 // Close saves the first inference's plan (--offline-plans) when the file had none.

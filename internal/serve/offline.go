@@ -28,6 +28,8 @@ type OfflineAccount struct {
 	// FirstOnline how many units it still made on its critical path.
 	FirstPlanned bool
 	FirstOnline  int
+	// FirstCOTs are the COTs the first inference drew in the direction in which party p sends.
+	FirstCOTs [2]uint64
 }
 
 // OfflineAccounter is a two-party backend with an offline phase (Report.Offline).
@@ -59,6 +61,9 @@ type Offline struct {
 	// --offline-plans); FirstOnlineIterations the iterations it still ran online.
 	FirstPlanned          bool `json:"first_planned"`
 	FirstOnlineIterations int  `json:"first_online_iterations"`
+	// FirstCOTs are the correlated OTs the first inference drew (the reservoirs' drops
+	// included), every stream: [0] those party 0 sends, [1] those party 1 sends.
+	FirstCOTs [2]uint64 `json:"first_cots"`
 }
 
 // offlineOf fills Report.Offline from the backend's account.
@@ -72,7 +77,7 @@ func offlineOf(a *OfflineAccount, rep *Report) *Offline {
 	o := &Offline{OfflineMS: ms(a.Time), OfflineBytes: off, OnlineBytes: run - off, Source: a.Source,
 		AheadIterations: a.Ahead, TakenIterations: a.Taken, OnlineIterations: a.Online, CappedIterations: a.Capped,
 		UnusedIterations: a.Unused, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, FirstPlanned: a.FirstPlanned,
-		FirstOnlineIterations: a.FirstOnline}
+		FirstOnlineIterations: a.FirstOnline, FirstCOTs: a.FirstCOTs}
 	o.OnlineMS = max(0, rep.RunMS-o.OfflineMS)
 	return o
 }
@@ -85,8 +90,8 @@ func (o *Offline) write(b *strings.Builder, runMS float64) {
 	if o.FirstPlanned {
 		first = fmt.Sprintf("the first inference planned, %d of its iterations online", o.FirstOnlineIterations)
 	}
-	fmt.Fprintf(b, "  %s iterations: %d run ahead (%d used, %d unused), %d online; %s\n",
-		o.Source, o.AheadIterations, o.TakenIterations, o.UnusedIterations, o.OnlineIterations, first)
+	fmt.Fprintf(b, "  %s iterations: %d run ahead (%d used, %d unused), %d online; %s (it drew %d and %d COTs sent by party 0 and 1)\n",
+		o.Source, o.AheadIterations, o.TakenIterations, o.UnusedIterations, o.OnlineIterations, first, o.FirstCOTs[0], o.FirstCOTs[1])
 	if o.CappedIterations > 0 {
 		fmt.Fprintf(b, "  %d planned iterations ran online: they exceed the offline memory bound of %s (peak %s held ahead)\n",
 			o.CappedIterations, FormatBytes(o.CapBytes), FormatBytes(o.PeakBytes))

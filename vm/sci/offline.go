@@ -89,6 +89,9 @@ type OfflineAccount struct {
 	// FirstOnline is the number of iterations the first inference still ran online.
 	FirstPlanned bool
 	FirstOnline  int
+	// FirstCOTs are the COTs the first inference drew (dropped ones included), every stream,
+	// in the direction in which party p sends ([p]); FirstPlan its iterations (Backend.Plan).
+	FirstCOTs [2]uint64
 }
 
 // offline is a backend's offline-phase state.
@@ -310,7 +313,11 @@ func (b *Backend) EndInference(k int) error {
 		for p := range 2 {
 			c := o.counts(i, p, b.party)
 			took.Iterations[i][p] = c.Taken + c.Online - o.start[i][p]
-			o.drew[i][p] = max(o.drew[i][p], o.drawn(i, p, b.party)-o.drawn0[i][p])
+			d := o.drawn(i, p, b.party) - o.drawn0[i][p]
+			o.drew[i][p] = max(o.drew[i][p], d)
+			if k == 0 {
+				o.acct.FirstCOTs[p] += d
+			}
 		}
 	}
 	onl := o.onlineNow(b.party) - o.onl0
