@@ -56,13 +56,17 @@ var layerKinds = []struct {
 	{"pooling", color.RGBA{0xd6, 0x27, 0x28, 0xff}},
 	{"other", color.RGBA{0x7f, 0x7f, 0x7f, 0xff}},
 	{"set-up", color.RGBA{0x30, 0x30, 0x30, 0xff}},
+	{"offline", color.RGBA{0x94, 0x67, 0xbd, 0xff}},
 }
 
 // numKinds is len(layerKinds); kindSetup is the index of the set-up kind in it.
-const numKinds = 6
+const numKinds = 7
 
 // kindSetup is the set-up kind.
 const kindSetup = 5
+
+// kindOffline is the offline phase's kind (Report.Offline: made before the inputs are used).
+const kindOffline = 6
 
 // layerKind maps an opcode name (fixed.Opcode.String) to an index into layerKinds.
 func layerKind(op string) int {
@@ -181,11 +185,19 @@ func groupLayers(r *serve.Report, div float64) []layerGroup {
 	setup.recv = float64(r.Handshake.BytesRecv+r.Setup.BytesRecv) / div
 	setup.rounds = float64(r.Handshake.Rounds+r.Setup.Rounds) / div
 	out := []layerGroup{setup}
-	var ops []string // the ops of the slot being filled
+	if o := r.Offline; o != nil {
+		off := layerGroup{label: "offline"}
+		off.ms[kindOffline] = o.OfflineMS / div
+		off.sent, off.recv = float64(o.OfflineTraffic.BytesSent)/div, float64(o.OfflineTraffic.BytesRecv)/div
+		off.rounds = float64(o.OfflineTraffic.Rounds) / div
+		out = append(out, off)
+	}
+	first := len(out) // the first layer slot
+	var ops []string  // the ops of the slot being filled
 	prev := "\x00"
 	for _, l := range r.Layers {
 		if l.Source == "" || l.Source != prev {
-			if len(out) > 1 {
+			if len(out) > first {
 				out[len(out)-1].label = slotLabel(prev, ops)
 			}
 			out = append(out, layerGroup{})
@@ -199,7 +211,7 @@ func groupLayers(r *serve.Report, div float64) []layerGroup {
 		g.recv += float64(l.BytesRecv) / div
 		g.rounds += float64(l.Rounds) / div
 	}
-	if len(out) > 1 {
+	if len(out) > first {
 		out[len(out)-1].label = slotLabel(prev, ops)
 	}
 	return out
@@ -252,6 +264,10 @@ func reportTitle(r *serve.Report) string {
 	fmt.Fprintf(&b, "\ntotal %.2f s: sent %s, received %s, %d rounds; set-up %.0f ms, %s",
 		r.TotalMS/1000, serve.FormatBytes(r.Total.BytesSent), serve.FormatBytes(r.Total.BytesRecv), r.Total.Rounds,
 		r.HandshakeMS+r.SetupMS, serve.FormatBytes(r.Handshake.BytesSent+r.Handshake.BytesRecv+r.Setup.BytesSent+r.Setup.BytesRecv))
+	if o := r.Offline; o != nil {
+		fmt.Fprintf(&b, "\noffline (before the inputs are used) %.0f ms, %s; online %.0f ms, %s", o.OfflineMS, serve.FormatBytes(o.OfflineBytes),
+			o.OnlineMS, serve.FormatBytes(o.OnlineBytes))
+	}
 	if r.Inferences > 1 {
 		fmt.Fprintf(&b, "\nbatch of %d inferences, bars summed over them; %.2f inferences/s", r.Inferences, r.InferencesPerSec)
 		if r.PerInference != nil {

@@ -222,3 +222,28 @@ func TestPlotCompare(t *testing.T) {
 		t.Errorf("three reports: %v", err)
 	}
 }
+
+// TestPlotOffline (issue 25): a report with an offline phase gets an "offline" slot after the
+// set-up, with its time, bytes and flights, and the title gives the offline/online split.
+func TestPlotOffline(t *testing.T) {
+	r := batchReport()
+	r.Offline = &serve.Offline{OfflineMS: 120, OnlineMS: 680, OfflineBytes: 3 << 20, OnlineBytes: 11 << 20,
+		OfflineTraffic: serve.Traffic{BytesSent: 2 << 20, BytesRecv: 1 << 20, Rounds: 3}}
+	g := groupLayers(r, 2)
+	var labels []string
+	for _, s := range g {
+		labels = append(labels, s.label)
+	}
+	if want := []string{"set-up", "offline", "input input", "conv1/Conv", "Relu", "trunc", "output logits"}; !slices.Equal(labels, want) {
+		t.Fatalf("slots %q, want %q", labels, want)
+	}
+	if o := g[1]; o.ms[kindOffline] != 60 || o.totalMS() != 60 || o.sent != 1<<20 || o.recv != 1<<19 || o.rounds != 1.5 {
+		t.Errorf("offline slot %+v", o)
+	}
+	if title := reportTitle(r); !strings.Contains(title, "offline (before the inputs are used) 120 ms, 3.00 MiB; online 680 ms, 11.00 MiB") {
+		t.Errorf("title %q lacks the offline/online split", title)
+	}
+	if err := plotReport(r, filepath.Join(t.TempDir(), "p.png")); err != nil {
+		t.Fatal(err)
+	}
+}

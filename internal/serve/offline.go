@@ -47,6 +47,8 @@ type Offline struct {
 	OnlineMS     float64 `json:"online_ms"`
 	OfflineBytes int64   `json:"offline_bytes"`
 	OnlineBytes  int64   `json:"online_bytes"`
+	// OfflineTraffic is the offline phase's traffic by direction, with this party's flights.
+	OfflineTraffic Traffic `json:"offline_traffic"`
 	// Source is what the offline phase makes ("ferret": Ferret main iterations, counted in the
 	// *_iterations fields, both directions and every stream).
 	Source           string `json:"source"`
@@ -74,7 +76,7 @@ func offlineOf(a *OfflineAccount, rep *Report) *Offline {
 	run := rep.Total.BytesSent + rep.Total.BytesRecv - rep.Handshake.BytesSent - rep.Handshake.BytesRecv -
 		rep.Setup.BytesSent - rep.Setup.BytesRecv
 	off := a.Stats.BytesSent + a.Stats.BytesRecv
-	o := &Offline{OfflineMS: ms(a.Time), OfflineBytes: off, OnlineBytes: run - off, Source: a.Source,
+	o := &Offline{OfflineMS: ms(a.Time), OfflineBytes: off, OnlineBytes: run - off, OfflineTraffic: trafficOf(a.Stats), Source: a.Source,
 		AheadIterations: a.Ahead, TakenIterations: a.Taken, OnlineIterations: a.Online, CappedIterations: a.Capped,
 		UnusedIterations: a.Unused, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, FirstPlanned: a.FirstPlanned,
 		FirstOnlineIterations: a.FirstOnline, FirstCOTs: a.FirstCOTs}
