@@ -133,12 +133,15 @@ func sciBackend(o sci.Options, c *config, f *sciir.File, stderr io.Writer) serve
 		}
 		if c != nil {
 			o.Offline = c.offline.options(pf)
+			if party == 0 {
+				o.Offline.Program = f.Program
+			}
 		}
 		b, err := sci.New(ctx, conn, party, r, o)
 		if err != nil {
 			return nil, err
 		}
-		return &sciParty{Backend: b, plan: pf, out: stderr}, nil
+		return &sciParty{Backend: b, plan: pf, out: stderr, ferret: o.OT == sci.OTFerret}, nil
 	}
 }
 
@@ -146,8 +149,9 @@ func sciBackend(o sci.Options, c *config, f *sciir.File, stderr io.Writer) serve
 // and its first-inference plan saved at the end (--offline-plans).
 type sciParty struct {
 	*sci.Backend
-	plan *planFile
-	out  io.Writer
+	plan   *planFile
+	out    io.Writer
+	ferret bool // the OT source is Ferret
 }
 
 // OfflineAccount is the offline phase for the report.
@@ -156,9 +160,14 @@ func (b *sciParty) OfflineAccount() *serve.OfflineAccount {
 	if a == nil {
 		return nil
 	}
-	return &serve.OfflineAccount{Time: a.Offline.Time, Stats: a.Offline.Stats, Source: "ferret", Ahead: a.Ahead,
+	src := "he"
+	if b.ferret {
+		src = "ferret"
+	}
+	return &serve.OfflineAccount{Time: a.Offline.Time, Stats: a.Offline.Stats, Source: src, Ahead: a.Ahead,
 		Taken: a.Taken, Online: a.Online, Capped: a.Capped, Unused: a.Queued, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes,
-		FirstPlanned: a.FirstPlanned, FirstOnline: a.FirstOnline, FirstCOTs: a.FirstCOTs}
+		FirstPlanned: a.FirstPlanned, FirstOnline: a.FirstOnline, FirstCOTs: a.FirstCOTs, HELayers: a.HELayers,
+		HEUncached: a.HEUncached, HEBytes: a.HEBytes, HEBound: a.HEBound}
 }
 
 // Close saves the first inference's plan (--offline-plans) when the file had none.

@@ -30,6 +30,10 @@ type OfflineAccount struct {
 	FirstOnline  int
 	// FirstCOTs are the COTs the first inference drew in the direction in which party p sends.
 	FirstCOTs [2]uint64
+	// HELayers are the HE linear layers whose weight plaintexts the server built offline,
+	// HEUncached those beyond the cache's bound HEBound (HEBytes used).
+	HELayers, HEUncached int
+	HEBytes, HEBound     int64
 }
 
 // OfflineAccounter is a two-party backend with an offline phase (Report.Offline).
@@ -66,6 +70,13 @@ type Offline struct {
 	// FirstCOTs are the correlated OTs the first inference drew (the reservoirs' drops
 	// included), every stream: [0] those party 0 sends, [1] those party 1 sends.
 	FirstCOTs [2]uint64 `json:"first_cots"`
+	// HEWeightLayers are the HE linear layers whose weight plaintexts (NTT form) the server
+	// built offline, HEWeightUncached those left to build online (beyond the cache's bound
+	// HEWeightBound bytes; HEWeightBytes used).
+	HEWeightLayers   int   `json:"he_weight_layers,omitempty"`
+	HEWeightUncached int   `json:"he_weight_uncached,omitempty"`
+	HEWeightBytes    int64 `json:"he_weight_bytes,omitempty"`
+	HEWeightBound    int64 `json:"he_weight_bound,omitempty"`
 }
 
 // offlineOf fills Report.Offline from the backend's account.
@@ -79,7 +90,8 @@ func offlineOf(a *OfflineAccount, rep *Report) *Offline {
 	o := &Offline{OfflineMS: ms(a.Time), OfflineBytes: off, OnlineBytes: run - off, OfflineTraffic: trafficOf(a.Stats), Source: a.Source,
 		AheadIterations: a.Ahead, TakenIterations: a.Taken, OnlineIterations: a.Online, CappedIterations: a.Capped,
 		UnusedIterations: a.Unused, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, FirstPlanned: a.FirstPlanned,
-		FirstOnlineIterations: a.FirstOnline, FirstCOTs: a.FirstCOTs}
+		FirstOnlineIterations: a.FirstOnline, FirstCOTs: a.FirstCOTs, HEWeightLayers: a.HELayers, HEWeightUncached: a.HEUncached,
+		HEWeightBytes: a.HEBytes, HEWeightBound: a.HEBound}
 	o.OnlineMS = max(0, rep.RunMS-o.OfflineMS)
 	return o
 }
@@ -92,8 +104,14 @@ func (o *Offline) write(b *strings.Builder, runMS float64) {
 	if o.FirstPlanned {
 		first = fmt.Sprintf("the first inference planned, %d of its iterations online", o.FirstOnlineIterations)
 	}
-	fmt.Fprintf(b, "  %s iterations: %d run ahead (%d used, %d unused), %d online; %s (it drew %d and %d COTs sent by party 0 and 1)\n",
-		o.Source, o.AheadIterations, o.TakenIterations, o.UnusedIterations, o.OnlineIterations, first, o.FirstCOTs[0], o.FirstCOTs[1])
+	if o.Source == "ferret" {
+		fmt.Fprintf(b, "  %s iterations: %d run ahead (%d used, %d unused), %d online; %s (it drew %d and %d COTs sent by party 0 and 1)\n",
+			o.Source, o.AheadIterations, o.TakenIterations, o.UnusedIterations, o.OnlineIterations, first, o.FirstCOTs[0], o.FirstCOTs[1])
+	}
+	if o.HEWeightLayers+o.HEWeightUncached > 0 {
+		fmt.Fprintf(b, "  HE weights (NTT form) of %d layers built offline (%s of the cache's %s); %d layers beyond the bound build theirs online\n",
+			o.HEWeightLayers, FormatBytes(o.HEWeightBytes), FormatBytes(o.HEWeightBound), o.HEWeightUncached)
+	}
 	if o.CappedIterations > 0 {
 		fmt.Fprintf(b, "  %d planned iterations ran online: they exceed the offline memory bound of %s (peak %s held ahead)\n",
 			o.CappedIterations, FormatBytes(o.CapBytes), FormatBytes(o.PeakBytes))

@@ -252,3 +252,40 @@ func (s *Session) run(ctx context.Context, op string, pl *heplan.Plan, dst, w, x
 	}
 	return nil
 }
+
+// PrepareWeights builds party 0's weight plaintexts (NTT form) of the product or convolution g
+// with weights w into the session's cache now, ahead of the call that will use them (the same
+// geometry and weights: MatMul's is heplan.MatMulGeom(m, k, n)), and reports whether they are
+// cached (they are not when they exceed what is left of Options.CacheBytes). It sends nothing;
+// party 1 has no weights and calls nothing.
+func (s *Session) PrepareWeights(ctx context.Context, g ring.ConvGeom, w []uint64) (bool, error) {
+	const op = "PrepareWeights"
+	if s.err != nil {
+		return false, fmt.Errorf("he: %s: session unusable: %w", op, s.err)
+	}
+	if s.party != 0 {
+		return false, fmt.Errorf("he: %s: party %d holds no weights", op, s.party)
+	}
+	if err := g.Validate(); err != nil {
+		return false, fmt.Errorf("he: %s: %w", op, err)
+	}
+	if want := g.M * (g.C / g.Groups) * g.KH * g.KW; len(w) != want {
+		return false, fmt.Errorf("he: %s: %d weights for a %d×%d×%d×%d kernel", op, len(w), g.M, g.C/g.Groups, g.KH, g.KW)
+	}
+	pl, ok := s.plans[g]
+	if !ok {
+		var err error
+		if pl, err = heplan.ConvPlan(&s.p.Params, g); err != nil {
+			return false, fmt.Errorf("he: %s: %w", op, err)
+		}
+		s.plans[g] = pl
+	}
+	polys, err := s.weights(ctx, pl, w)
+	if err != nil {
+		return false, fmt.Errorf("he: %s: %w", op, err)
+	}
+	return polys != nil, nil
+}
+
+// CacheBytes returns the memory of the cached weight plaintexts and the cache's bound.
+func (s *Session) CacheBytes() (used, bound int) { return s.cacheUsed, max(s.cacheBytes, 0) }

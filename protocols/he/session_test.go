@@ -175,3 +175,59 @@ func TestCancel(t *testing.T) {
 		t.Fatal("a session is still usable after a failed protocol")
 	}
 }
+
+// TestPrepareWeights: weights prepared ahead (conv and matrix product) are in the cache before
+// the call, which then builds none and is exact; a cache too small for them says so; party 1
+// and bad geometries are refused.
+func TestPrepareWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	ctx := context.Background()
+	p := newPair(t, 37, Options{})
+	c := conv(1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1)
+	w := ringtest.Values(p.r, rng, c.M*c.C*c.KH*c.KW)
+	m, k, n := 5, 40, 2
+	wm := ringtest.Values(p.r, rng, m*k)
+	for _, g := range []struct {
+		g ring.ConvGeom
+		w []uint64
+	}{{c, w}, {heplan.MatMulGeom(m, k, n), wm}} {
+		ok, err := p.s0.PrepareWeights(ctx, g.g, g.w)
+		if err != nil || !ok {
+			t.Fatalf("PrepareWeights %+v: %v, %v", g.g, ok, err)
+		}
+	}
+	if len(p.s0.wcache) != 2 {
+		t.Fatalf("%d layers cached, want 2", len(p.s0.wcache))
+	}
+	used, bound := p.s0.CacheBytes()
+	if used <= 0 || used > bound {
+		t.Fatalf("cache %d of %d bytes", used, bound)
+	}
+	x := ringtest.Values(p.r, rng, c.N*c.C*c.H*c.W)
+	x0, x1 := ringtest.Share(p.r, rng, x)
+	d0, d1 := make([]uint64, c.M*c.OH*c.OW), make([]uint64, c.M*c.OH*c.OW)
+	testenv.MustBoth(t, func() error { return p.s0.Conv2D(ctx, d0, w, c, x0) }, func() error { return p.s1.Conv2D(ctx, d1, nil, c, x1) })
+	if got := ringtest.Reconstruct(p.r, d0, d1); !slices.Equal(got, ringtest.Conv(p.r, w, c, x)) {
+		t.Fatal("conv after PrepareWeights: wrong result")
+	}
+	xm := ringtest.Values(p.r, rng, k*n)
+	xm0, xm1 := ringtest.Share(p.r, rng, xm)
+	e0, e1 := make([]uint64, m*n), make([]uint64, m*n)
+	testenv.MustBoth(t, func() error { return p.s0.MatMul(ctx, e0, wm, m, k, n, xm0) }, func() error { return p.s1.MatMul(ctx, e1, nil, m, k, n, xm1) })
+	if got := ringtest.Reconstruct(p.r, e0, e1); !slices.Equal(got, ringtest.Conv(p.r, wm, heplan.MatMulGeom(m, k, n), xm)) {
+		t.Fatal("matmul after PrepareWeights: wrong result")
+	}
+	if u, _ := p.s0.CacheBytes(); u != used || len(p.s0.wcache) != 2 {
+		t.Fatalf("the calls rebuilt prepared weights: cache %d bytes (was %d), %d layers", u, used, len(p.s0.wcache))
+	}
+	small := newPair(t, 37, Options{CacheBytes: 1})
+	if ok, err := small.s0.PrepareWeights(ctx, c, w); err != nil || ok {
+		t.Fatalf("a 1-byte cache: %v, %v; want not cached, no error", ok, err)
+	}
+	if _, err := p.s1.PrepareWeights(ctx, c, w); err == nil {
+		t.Fatal("party 1 prepared weights")
+	}
+	if _, err := p.s0.PrepareWeights(ctx, c, w[1:]); err == nil {
+		t.Fatal("short weights accepted")
+	}
+}

@@ -256,6 +256,9 @@ func FromOT(ctx context.Context, r ring.Ring, opt Options, sessions ...*ot.Sessi
 		if b.he, err = he.New(ctx, r, b.party, b.conns[0], opt.HE); err != nil {
 			return nil, fmt.Errorf("sci: %w", err)
 		}
+		if b.off == nil {
+			b.off = &offline{opt: opt.Offline}
+		}
 	}
 	b.prof.Setup = Cost{Calls: 1, Time: time.Since(start), Stats: sumStats(b.conns).Sub(before)}
 	return b, nil

@@ -8,8 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
+	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
+	"github.com/cryptflow-go/cryptflow/ring"
 )
 
 // The offline phase (OT source ferret).
@@ -37,6 +40,13 @@ import (
 // counts it. The iterations held ahead are bounded by Options.Offline.MiB; beyond it, the rest
 // runs online and the account says how many.
 
+// The server's HE weights (modes scihe and auto) are input-independent too: with
+// Options.Offline.Program, party 0 builds the NTT-form weight plaintexts of every linear layer
+// that runs by HE at the first inference's start (he.Session.PrepareWeights), within the HE
+// weight cache's bound (he.Options.CacheBytes); the layers beyond it build theirs when they run.
+// Both parties then wait for each other (one byte each way), so that neither's online phase
+// starts with a wait for the other's offline work.
+
 // DefaultOfflineMiB is the default bound on the memory of the Ferret iterations run ahead, both
 // directions of every stream together (about 16 MB per B13 iteration pair).
 const DefaultOfflineMiB = 512
@@ -51,6 +61,9 @@ type Offline struct {
 	MiB int
 	// First is the plan of the first inference (from an earlier session's Backend.Plan), or nil.
 	First *Plan
+	// Program is the program the session runs (party 0: with its weights), for the HE weights
+	// prepared at the first inference's start; nil: none prepared.
+	Program *fixed.Program
 }
 
 // Plan is how many Ferret main iterations one inference takes: Iterations[i][p] in stream i,
@@ -92,6 +105,11 @@ type OfflineAccount struct {
 	// FirstCOTs are the COTs the first inference drew (dropped ones included), every stream,
 	// in the direction in which party p sends ([p]); FirstPlan its iterations (Backend.Plan).
 	FirstCOTs [2]uint64
+	// HELayers are the HE linear layers whose weight plaintexts party 0 built offline,
+	// HEUncached those left to build when they run (beyond the cache's bound), HEBytes and
+	// HEBound the cache's memory and bound.
+	HELayers, HEUncached int
+	HEBytes, HEBound     int64
 }
 
 // offline is a backend's offline-phase state.
@@ -111,6 +129,9 @@ type offline struct {
 // iterBytes is the memory one iteration run ahead holds, counted alike at both parties (the
 // receiver's, the larger, for either direction), so that both apply the bound identically.
 func (o *offline) iterBytes() int64 {
+	if len(o.cores) == 0 {
+		return 0
+	}
 	return ferret.AheadBytes(o.cores[0].Config(), ferret.Receiver)
 }
 
@@ -170,6 +191,69 @@ func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
 }
 
 func (o *offline) begin(ctx context.Context, b *Backend, k int) error {
+	if err := o.ahead(ctx, b, k); err != nil {
+		return err
+	}
+	if k > 0 {
+		return nil
+	}
+	if err := o.prepareHE(ctx, b); err != nil {
+		return err
+	}
+	// Both parties are done with the offline phase before either starts the inference.
+	c := b.conns[0]
+	if err := c.Send(ctx, []byte{1}); err != nil {
+		return err
+	}
+	if err := c.Flush(ctx); err != nil {
+		return err
+	}
+	var done [1]byte
+	if err := c.Recv(ctx, done[:]); err != nil {
+		return fmt.Errorf("the peer's end of the offline phase: %w", err)
+	}
+	return nil
+}
+
+// prepareHE builds party 0's HE weight plaintexts of the program (see above).
+func (o *offline) prepareHE(ctx context.Context, b *Backend) error {
+	p := o.opt.Program
+	if b.party != 0 || b.he == nil || p == nil || !p.HasWeights() {
+		return nil
+	}
+	for _, in := range p.Instrs {
+		if (in.Op != fixed.OpMatMul && in.Op != fixed.OpConv) || b.EngineFor(in.Engine) != fixed.EngineHE {
+			continue
+		}
+		src := p.Weights[in.Weight]
+		var g ring.ConvGeom
+		if in.Op == fixed.OpMatMul {
+			g = heplan.MatMulGeom(src.Shape[0], src.Shape[1], p.Tensors[in.In[0]].Shape[1])
+		} else {
+			var err error
+			if g, err = p.ConvGeom(in); err != nil {
+				return err
+			}
+		}
+		w := make([]uint64, len(src.Data))
+		b.r.FromSignedVec(w, src.Data)
+		ok, err := b.he.PrepareWeights(ctx, g, w)
+		if err != nil {
+			return err
+		}
+		if ok {
+			o.acct.HELayers++
+		} else {
+			o.acct.HEUncached++
+		}
+	}
+	used, bound := b.he.CacheBytes()
+	o.acct.HEBytes, o.acct.HEBound = int64(used), int64(bound)
+	return nil
+}
+
+// ahead runs the Ferret iterations of inference k ahead (see above).
+func (o *offline) ahead(ctx context.Context, b *Backend, k int) error {
 	n := len(o.cores)
 	var want [][2]int
 	if k == 0 {

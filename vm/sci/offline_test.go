@@ -3,12 +3,17 @@ package sci_test
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
+	"github.com/cryptflow-go/cryptflow/ir"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/vm"
+	"github.com/cryptflow-go/cryptflow/vm/cleartext"
 	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
@@ -87,10 +92,10 @@ func (s *offlineSession) inference(t *testing.T, k int, x ring.Tensor) (offline,
 	return b1 - b0, s.bytes() - b1
 }
 
-// exchangeBytes is the plan exchange at the first inference's start: one frame each way of
-// 4·(4 + 2·streams) bytes.
+// exchangeBytes is the plan exchange at the first inference's start (one frame each way of
+// 4·(4 + 2·streams) bytes) and the end-of-phase byte each way.
 func exchangeBytes(streams int) int64 {
-	return 2 * int64(4*(4+2*streams)+transport.HeaderSize)
+	return 2*int64(4*(4+2*streams)+transport.HeaderSize) + 2*(1+transport.HeaderSize)
 }
 
 // TestOfflinePhase: a session without a plan runs its first inference's Ferret iterations
@@ -183,5 +188,105 @@ func TestOfflineCap(t *testing.T) {
 	c.inference(t, 0, x)
 	if acc := c.p.b[1].Offline(); acc.CapBytes != 0 || acc.Ahead != 0 || acc.FirstOnline != plan.Total() {
 		t.Fatalf("one party off: %+v; want nothing ahead", acc)
+	}
+}
+
+// TestOfflineHEWeights: with the program, party 0 builds the weight plaintexts of the layers
+// that run by HE (a matrix product and a convolution) at the first inference's start; the
+// inference equals the clear run; the offline phase sends only the exchange and the end byte.
+func TestOfflineHEWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	p := &fixed.Program{Bits: 32, Scale: 4}
+	x := p.AddTensor("x", ir.Shape{1, 3, 6, 6}, 4)
+	p.Inputs = append(p.Inputs, fixed.IO{Name: "x", Tensor: x, Party: 1})
+	p.Instrs = append(p.Instrs, &fixed.Instr{Op: fixed.OpInput, Out: x, Weight: -1, Index: 0})
+	ints := func(n int) []int64 {
+		v := make([]int64, n)
+		for i := range v {
+			v[i] = rng.Int64N(200) - 100
+		}
+		return v
+	}
+	add := func(in *fixed.Instr) int {
+		shape, scale, err := p.InferInstr(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Out = p.AddTensor("t", shape, scale)
+		p.Instrs = append(p.Instrs, in)
+		return in.Out
+	}
+	wc := p.AddWeight("wc", ir.Shape{4, 3, 3, 3}, 4, ints(4*3*3*3))
+	y := add(&fixed.Instr{Op: fixed.OpConv, In: []int{x}, Weight: wc, Group: 1, Engine: fixed.EngineHE,
+		Win: ir.Window{Kernel: []int{3, 3}, Strides: []int{1, 1}, Pads: []int{1, 1, 1, 1}, Dilations: []int{1, 1}}})
+	flat := p.AddTensor("flat", ir.Shape{144, 1}, p.Tensors[y].Scale)
+	p.Instrs = append(p.Instrs, &fixed.Instr{Op: fixed.OpReshape, In: []int{y}, Out: flat, Weight: -1})
+	y = flat
+	wm := p.AddWeight("wm", ir.Shape{5, 144}, 4, ints(5*144))
+	y = add(&fixed.Instr{Op: fixed.OpMatMul, In: []int{y}, Weight: wm, Engine: fixed.EngineHE})
+	p.Outputs = append(p.Outputs, fixed.IO{Name: "y", Tensor: y, Party: 1})
+	p.Instrs = append(p.Instrs, &fixed.Instr{Op: fixed.OpOutput, Out: -1, In: []int{y}, Weight: -1, Index: 0})
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := ring.Must(p.Bits)
+	in := r.SignedTensor(ir.Shape{1, 3, 6, 6}, ints(108)...)
+	clr, _ := cleartext.New(r)
+	cm, err := vm.New(p, clr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := cm.Run(context.Background(), []ring.Tensor{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c0, c1 := transport.Pipe(testOpt)
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	ctx := context.Background()
+	var b0, b1 *sci.Backend
+	testenv.MustBoth(t, func() (err error) {
+		b0, err = sci.New(ctx, c0, 0, r, sci.Options{Mode: sci.ModeHE, Offline: sci.Offline{Program: p}})
+		return
+	}, func() (err error) {
+		b1, err = sci.New(ctx, c1, 1, r, sci.Options{Mode: sci.ModeHE})
+		return
+	})
+	s0 := c0.Stats().BytesSent + c1.Stats().BytesSent
+	testenv.MustBoth(t, func() error { return b0.BeginInference(ctx, 0, 1) }, func() error { return b1.BeginInference(ctx, 0, 1) })
+	if got, want := c0.Stats().BytesSent+c1.Stats().BytesSent-s0, exchangeBytes(0); got != want {
+		t.Fatalf("offline phase: %d bytes, want %d", got, want)
+	}
+	acc := b0.Offline()
+	if acc == nil || acc.HELayers != 2 || acc.HEUncached != 0 || acc.HEBytes <= 0 || acc.HEBytes > acc.HEBound {
+		t.Fatalf("party 0's account %+v: want the weights of 2 layers built", acc)
+	}
+	if a1 := b1.Offline(); a1 == nil || a1.HELayers != 0 {
+		t.Fatalf("party 1's account %+v", a1)
+	}
+	var got []vm.Output
+	run := func(b *sci.Backend, party int) func() error {
+		return func() error {
+			m, err := vm.New(p, b)
+			if err != nil {
+				return err
+			}
+			x := ring.NewTensor(in.Shape)
+			if party == 1 {
+				copy(x.Data, in.Data)
+			}
+			outs, err := m.Run(ctx, []ring.Tensor{x})
+			if party == 1 {
+				got = outs
+			}
+			if err == nil {
+				err = b.EndInference(0)
+			}
+			return err
+		}
+	}
+	testenv.MustBoth(t, run(b0, 0), run(b1, 1))
+	if !slices.Equal(got[0].Value.Data, want[0].Value.Data) {
+		t.Fatalf("secure %v, clear %v", got[0].Value.Data, want[0].Value.Data)
 	}
 }
