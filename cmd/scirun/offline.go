@@ -31,7 +31,7 @@ type offlineFlags struct {
 }
 
 func (o *offlineFlags) define(fs *flag.FlagSet) {
-	fs.IntVar(&o.mib, "offline-mib", sci.DefaultOfflineMiB, "--ot ferret (server, client, --local): before each inference's input is used, run ahead the Ferret iterations it will take (their flights and base COTs), holding at most `MIB` MiB of them (both parties: the smaller bound applies; what exceeds it runs online, and the report says so); 0: off")
+	fs.IntVar(&o.mib, "offline-mib", sci.DefaultOfflineMiB, "--ot ferret (server, client, --local): before each inference's input is used, run ahead the Ferret iterations it will take (their flights and base COTs), holding at most `MIB` MiB of them (both parties: the smaller bound applies; what exceeds it runs online, and the report says so), and the server builds its HE weights at the first inference's start; 0: off (both made when used)")
 	fs.StringVar(&o.plans, "offline-plans", "", "--ot ferret (server, client, --local): keep each program's first-inference plan (the Ferret iterations it takes) in `DIR`, so that a later session runs the first inference's iterations ahead too (without one, only the later inferences of a batch are planned); a session without a matching file writes it")
 }
 
@@ -133,7 +133,7 @@ func sciBackend(o sci.Options, c *config, f *sciir.File, stderr io.Writer) serve
 		}
 		if c != nil {
 			o.Offline = c.offline.options(pf)
-			if party == 0 {
+			if party == 0 && c.offline.mib > 0 {
 				o.Offline.Program = f.Program
 			}
 		}
