@@ -165,7 +165,7 @@ func (b *sciParty) OfflineAccount() *serve.OfflineAccount {
 		src = "ferret"
 	}
 	return &serve.OfflineAccount{Time: a.Offline.Time, Stats: a.Offline.Stats, Source: src, Ahead: a.Ahead,
-		Taken: a.Taken, Online: a.Online, Capped: a.Capped, Unused: a.Queued, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes,
+		Taken: a.Taken, Online: a.Online, Capped: a.Capped, Unused: a.Queued, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, PrebuiltBytes: a.PrebuiltBytes,
 		FirstPlanned: a.FirstPlanned, FirstOnline: a.FirstOnline, FirstCOTs: a.FirstCOTs, HELayers: a.HELayers,
 		HEUncached: a.HEUncached, HEBytes: a.HEBytes, HEBound: a.HEBound}
 }

@@ -22,8 +22,9 @@ type OfflineAccount struct {
 	// directions, every stream): made ahead, used by the inferences, made on an inference's
 	// critical path, left to the critical path by the memory bound, made ahead and never used.
 	Ahead, Taken, Online, Capped, Unused int
-	// CapBytes is the memory bound and PeakBytes the most held ahead.
-	CapBytes, PeakBytes int64
+	// CapBytes is the memory bound, PeakBytes the most held ahead, PrebuiltBytes the most of it
+	// in outputs built ahead.
+	CapBytes, PeakBytes, PrebuiltBytes int64
 	// FirstPlanned says that the first inference ran on a plan from an earlier session,
 	// FirstOnline how many units it still made on its critical path.
 	FirstPlanned bool
@@ -63,6 +64,9 @@ type Offline struct {
 	UnusedIterations int    `json:"unused_iterations,omitempty"`
 	CapBytes         int64  `json:"cap_bytes"`
 	PeakBytes        int64  `json:"peak_bytes"`
+	// PrebuiltBytes is the most memory the Ferret outputs built ahead held (what the bound left
+	// after the iterations run ahead: their expansion and LPN step, off the critical path).
+	PrebuiltBytes int64 `json:"prebuilt_bytes"`
 	// FirstPlanned says the first inference ran on a plan of an earlier session (scirun
 	// --offline-plans); FirstOnlineIterations the iterations it still ran online.
 	FirstPlanned          bool `json:"first_planned"`
@@ -89,7 +93,7 @@ func offlineOf(a *OfflineAccount, rep *Report) *Offline {
 	off := a.Stats.BytesSent + a.Stats.BytesRecv
 	o := &Offline{OfflineMS: ms(a.Time), OfflineBytes: off, OnlineBytes: run - off, OfflineTraffic: trafficOf(a.Stats), Source: a.Source,
 		AheadIterations: a.Ahead, TakenIterations: a.Taken, OnlineIterations: a.Online, CappedIterations: a.Capped,
-		UnusedIterations: a.Unused, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, FirstPlanned: a.FirstPlanned,
+		UnusedIterations: a.Unused, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, PrebuiltBytes: a.PrebuiltBytes, FirstPlanned: a.FirstPlanned,
 		FirstOnlineIterations: a.FirstOnline, FirstCOTs: a.FirstCOTs, HEWeightLayers: a.HELayers, HEWeightUncached: a.HEUncached,
 		HEWeightBytes: a.HEBytes, HEWeightBound: a.HEBound}
 	o.OnlineMS = max(0, rep.RunMS-o.OfflineMS)
@@ -105,8 +109,8 @@ func (o *Offline) write(b *strings.Builder, runMS float64) {
 		first = fmt.Sprintf("the first inference planned, %d of its iterations online", o.FirstOnlineIterations)
 	}
 	if o.Source == "ferret" {
-		fmt.Fprintf(b, "  %s iterations: %d run ahead (%d used, %d unused), %d online; %s (it drew %d and %d COTs sent by party 0 and 1)\n",
-			o.Source, o.AheadIterations, o.TakenIterations, o.UnusedIterations, o.OnlineIterations, first, o.FirstCOTs[0], o.FirstCOTs[1])
+		fmt.Fprintf(b, "  %s iterations: %d run ahead (%d used, %d unused), %d online; %s (it drew %d and %d COTs sent by party 0 and 1); outputs built ahead: up to %s\n",
+			o.Source, o.AheadIterations, o.TakenIterations, o.UnusedIterations, o.OnlineIterations, first, o.FirstCOTs[0], o.FirstCOTs[1], FormatBytes(o.PrebuiltBytes))
 	}
 	if o.HEWeightLayers+o.HEWeightUncached > 0 {
 		fmt.Fprintf(b, "  HE weights (NTT form) of %d layers built offline (%s of the cache's %s); %d layers beyond the bound build theirs online\n",

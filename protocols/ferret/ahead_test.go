@@ -109,3 +109,46 @@ func TestCoreAhead(t *testing.T) {
 		t.Fatal("a negative count was accepted")
 	}
 }
+
+// TestPrebuild: the outputs of the current iteration's remaining units and of a queued
+// iteration built ahead (at one party only: it is local work) are drawn with no unit built at
+// the draw and the same correlations; a budget too small builds nothing; the iteration after
+// them is built as it is drawn again.
+func TestPrebuild(t *testing.T) {
+	ctx := context.Background()
+	for _, workers := range []int{1, 2} {
+		snd, rcv := cotPair(t, cacheCfg, Options{Workers: workers})
+		out := cacheCfg.Main.Output()
+		draw(t, snd, rcv, 3*unitRows+5) // the first iteration online, into its fourth unit
+		testenv.MustBoth(t, func() error { return snd.Ahead(ctx, 2) }, func() error { return rcv.Ahead(ctx, 2) })
+		units := snd.it.units()
+		cur := BuiltBytes(unitRows, units-3, Sender)
+		if got := snd.PrebuildCurrent(cur - 1); got != 0 {
+			t.Fatalf("a budget one byte short built %d bytes", got)
+		}
+		if got := snd.PrebuildCurrent(1 << 30); got != cur {
+			t.Fatalf("PrebuildCurrent: %d bytes, want %d", got, cur)
+		}
+		if got, want := snd.PrebuildQueued(1<<30), BuiltBytes(unitRows, units, Sender); got != want {
+			t.Fatalf("PrebuildQueued: %d bytes, want %d", got, want)
+		}
+		if got, want := rcv.PrebuildCurrent(1<<30), BuiltBytes(unitRows, units-3, Receiver); got != want {
+			t.Fatalf("receiver PrebuildCurrent: %d bytes, want %d", got, want)
+		}
+		b0, r0 := snd.builds, rcv.builds
+		draw(t, snd, rcv, snd.Available()+out) // the rest of the current iteration and the first queued one
+		if snd.builds != b0 {
+			t.Fatalf("the sender built %d units drawing prebuilt outputs", snd.builds-b0)
+		}
+		if rcv.builds-r0 != units {
+			t.Fatalf("the receiver built %d units, want the queued iteration's %d", rcv.builds-r0, units)
+		}
+		draw(t, snd, rcv, 100) // the second queued iteration, not prebuilt
+		if snd.builds == b0 || snd.it.built {
+			t.Fatalf("the iteration after the prebuilt ones was not built as drawn")
+		}
+		if snd.OnlineIterations() != 1 || snd.AheadTaken() != 2 {
+			t.Fatalf("online %d, taken %d", snd.OnlineIterations(), snd.AheadTaken())
+		}
+	}
+}

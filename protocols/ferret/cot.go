@@ -94,6 +94,7 @@ type COT struct {
 	ahead     []*iteration
 	spare     *iteration
 	aheadUsed int // iterations run ahead that a refill took
+	builds    int // units built (tests)
 	msg       []prg.Block
 	hbuf      []prg.Block
 	err       error
@@ -260,12 +261,17 @@ func (c *COT) take() {
 	old, it := c.it, c.ahead[0]
 	c.ahead[0] = nil
 	c.ahead = c.ahead[1:]
-	if old.unit == it.unit {
+	old.unbuild()
+	if old.unit == it.unit && !it.built {
+		// The slots' use times are on old's clock, which the new iteration continues (on a
+		// clock of its own, its first claims would look least recently used).
 		it.slots, old.slots = old.slots, nil
+		it.clock = old.clock
 		for i := range it.slots {
 			it.slots[i].u = -1
 		}
 	}
+	old.slots = nil
 	old.id = 0
 	c.spare = old
 	c.it, c.itID = it, it.id
@@ -303,6 +309,93 @@ func (c *COT) Ahead(ctx context.Context, n int) error {
 		c.ahead = append(c.ahead, it)
 	}
 	return nil
+}
+
+// unbuild returns a prebuilt iteration's cache to its usual size (its units are dropped).
+func (it *iteration) unbuild() {
+	if !it.built {
+		return
+	}
+	it.built, it.maxUnits = false, it.maxUnits0
+	if n := it.size(); len(it.slots) > n {
+		it.slots = it.slots[:n]
+	}
+}
+
+// units returns the number of units of the iteration.
+func (it *iteration) units() int { return (it.p.N + it.unit - 1) / it.unit }
+
+// BuiltBytes is the memory of the outputs of units whole units at a party of role r (the
+// blocks, and the receiver's choice bits).
+func BuiltBytes(unit, units int, r Role) int64 {
+	b := int64(units) * int64(unit) * 16
+	if r == Receiver {
+		b += int64(units) * int64(unit) / 8
+	}
+	return b
+}
+
+// prebuild builds every unit of it from unit u0 on into its cache, which grows to hold them
+// all, if they fit in budget bytes, and returns the bytes they take (0: none built). Local
+// work only.
+func (c *COT) prebuild(it *iteration, u0 int, budget int64) int64 {
+	if it.built || it.units() <= u0 {
+		return 0
+	}
+	need := BuiltBytes(it.unit, it.units()-u0, c.role)
+	if need > budget {
+		return 0
+	}
+	it.built, it.built0, it.maxUnits0 = true, u0, it.maxUnits
+	it.maxUnits = it.units()
+	it.slots = it.slots[:0] // then slot i holds unit u0+i (find's fast path)
+	saved := c.it
+	c.it = it
+	defer func() { c.it = saved }()
+	// Batches of units built together (the LPN step's base reads stay in cache within one).
+	const batch = 64
+	for u := u0; u < it.units(); u += batch {
+		c.prepare(u, min(it.units(), u+batch)-1)
+	}
+	return need
+}
+
+// PrebuildCurrent builds now the outputs not yet drawn of the iteration being handed out, if
+// they fit in budget bytes, so that the draws that follow only copy them; it returns the bytes
+// they take (0: nothing built). PrebuildQueued does the same for the oldest iteration run ahead
+// whose outputs are not built yet. Local work: the peer need not do the same. Call them between
+// draws (not while carved shares are in use).
+func (c *COT) PrebuildCurrent(budget int64) int64 {
+	if c.hold || c.pos >= c.end || c.it.unit == 0 {
+		return 0
+	}
+	return c.prebuild(c.it, c.pos/c.it.unit, budget)
+}
+
+// PrebuildQueued builds the outputs of the oldest queued iteration not built yet, if they fit
+// in budget bytes (see PrebuildCurrent).
+func (c *COT) PrebuildQueued(budget int64) int64 {
+	if c.hold {
+		return 0
+	}
+	for _, it := range c.ahead {
+		if !it.built {
+			return c.prebuild(it, 0, budget)
+		}
+	}
+	return 0
+}
+
+// Prebuilt returns the memory the prebuilt outputs of the current and the queued iterations
+// hold (see PrebuildCurrent).
+func (c *COT) Prebuilt() int64 {
+	var b int64
+	for _, it := range append([]*iteration{c.it}, c.ahead...) {
+		if it.built {
+			b += BuiltBytes(it.unit, it.units()-it.built0, c.role)
+		}
+	}
+	return b
 }
 
 // Queued returns the number of main iterations run ahead and not yet taken.
@@ -486,6 +579,12 @@ type iteration struct {
 	todo     []int      // prepare's scratch: the slots to build
 	clock    uint64
 	maxUnits int // the cache's size in units (0: unitCacheBytes' worth; tests set it)
+
+	// built: every unit from built0 on is in the cache (Prebuild), which holds them all until
+	// the iteration is retired; maxUnits0 is maxUnits before.
+	built     bool
+	built0    int
+	maxUnits0 int
 }
 
 // unitSlot holds one unit of outputs.
@@ -517,6 +616,13 @@ func (it *iteration) size() int {
 
 // find returns the index of the slot holding unit u, or -1.
 func (it *iteration) find(u int) int {
+	if it.built {
+		// Prebuilt: unit built0+i is in slot i.
+		if i := u - it.built0; i >= 0 && i < len(it.slots) && it.slots[i].u == u {
+			return i
+		}
+		return -1
+	}
 	for i := range it.slots {
 		if it.slots[i].u == u {
 			return i
@@ -576,6 +682,7 @@ func (c *COT) prepare(u0, u1 int) int {
 	if len(todo) == 0 {
 		return first
 	}
+	c.builds += len(todo)
 	nw := min(c.workers, len(todo))
 	c.parallel(nw, func(w int) {
 		for j := w; j < len(todo); j += nw {
@@ -658,6 +765,7 @@ func packLSB(bits []uint64, v []prg.Block) {
 // out, on the critical path of the draw that needs it (see run), and makes
 // its outputs available.
 func (c *COT) iterate(ctx context.Context, p Params, cd *code) error {
+	c.it.unbuild()
 	if err := c.run(ctx, c.it, p, cd); err != nil {
 		return err
 	}

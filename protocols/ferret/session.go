@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
 	"github.com/cryptflow-go/cryptflow/protocols/prg"
@@ -270,4 +271,29 @@ func (c *Core) Counts(send bool) Counts {
 		s = c.out
 	}
 	return Counts{Run: s.Iterations(), Online: s.OnlineIterations(), Taken: s.AheadTaken(), Queued: s.Queued()}
+}
+
+// Prebuild builds ahead, within budget bytes shared equally by the two directions, the outputs
+// of the iterations this party will draw next: the current iterations' remaining units, then
+// the queued iterations' in order (COT.PrebuildCurrent, PrebuildQueued), the two directions on
+// two goroutines. It returns the memory the prebuilt outputs hold then. Local work only.
+func (c *Core) Prebuild(budget int64) int64 {
+	var wg sync.WaitGroup
+	for _, s := range []*COT{c.out, c.in} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			left := budget/2 - s.Prebuilt()
+			left -= s.PrebuildCurrent(left)
+			for left > 0 {
+				b := s.PrebuildQueued(left)
+				if b == 0 {
+					return
+				}
+				left -= b
+			}
+		}()
+	}
+	wg.Wait()
+	return c.out.Prebuilt() + c.in.Prebuilt()
 }

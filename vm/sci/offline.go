@@ -96,8 +96,10 @@ type OfflineAccount struct {
 	// path (the queue was empty), Capped the planned iterations the memory bound left online,
 	// and Queued those run ahead and never taken (at the end).
 	Ahead, Taken, Online, Capped, Queued int
-	// PeakBytes is the most memory the queued iterations held.
-	PeakBytes int64
+	// PeakBytes is the most memory the queued iterations and the prebuilt outputs held, and
+	// PrebuiltBytes the most the prebuilt outputs held: what the bound leaves after the queued
+	// iterations builds the outputs the inference draws first (ferret.Core.Prebuild).
+	PeakBytes, PrebuiltBytes int64
 	// FirstPlanned says that the first inference ran on a plan (this party's or the peer's);
 	// FirstOnline is the number of iterations the first inference still ran online.
 	FirstPlanned bool
@@ -338,6 +340,25 @@ func (o *offline) ahead(ctx context.Context, b *Backend, k int) error {
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	// What the bound leaves builds the outputs the inference will draw first (local work, so
+	// the parties need not agree), the streams on their own goroutines.
+	if left := o.cap - held; left > 0 && n > 0 {
+		built := make([]int64, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				built[i] = o.cores[i].Prebuild(left / int64(n))
+			}()
+		}
+		wg.Wait()
+		total := int64(0)
+		for _, v := range built {
+			total += v
+		}
+		o.acct.PrebuiltBytes = max(o.acct.PrebuiltBytes, total)
+		o.acct.PeakBytes = max(o.acct.PeakBytes, held+total)
 	}
 	o.start, o.drawn0 = make([][2]int, n), make([][2]uint64, n)
 	for i := range n {
