@@ -123,22 +123,28 @@ func TestPrebuild(t *testing.T) {
 		testenv.MustBoth(t, func() error { return snd.Ahead(ctx, 2) }, func() error { return rcv.Ahead(ctx, 2) })
 		units := snd.it.units()
 		cur := BuiltBytes(unitRows, units-3, Sender)
-		if got := snd.PrebuildCurrent(cur - 1); got != 0 {
+		all := ^uint64(0)
+		if got, _ := snd.PrebuildCurrent(cur-1, all); got != 0 {
 			t.Fatalf("a budget one byte short built %d bytes", got)
 		}
-		if got := snd.PrebuildCurrent(1 << 30); got != cur {
-			t.Fatalf("PrebuildCurrent: %d bytes, want %d", got, cur)
+		if got, n := snd.PrebuildCurrent(1<<30, all); got != cur || n != uint64(snd.Available()) {
+			t.Fatalf("PrebuildCurrent: %d bytes for %d COTs, want %d for %d", got, n, cur, snd.Available())
 		}
-		if got, want := snd.PrebuildQueued(1<<30), BuiltBytes(unitRows, units, Sender); got != want {
-			t.Fatalf("PrebuildQueued: %d bytes, want %d", got, want)
+		// The queued iteration: only the units holding its first 2 units' worth of outputs.
+		want := uint64(2*unitRows - cacheCfg.Main.Reserve())
+		if got, n := snd.PrebuildQueued(1<<30, want); got != BuiltBytes(unitRows, 2, Sender) || n != want {
+			t.Fatalf("PrebuildQueued: %d bytes for %d COTs, want %d for %d", got, n, BuiltBytes(unitRows, 2, Sender), want)
 		}
-		if got, want := rcv.PrebuildCurrent(1<<30), BuiltBytes(unitRows, units-3, Receiver); got != want {
-			t.Fatalf("receiver PrebuildCurrent: %d bytes, want %d", got, want)
+		if got, _ := rcv.PrebuildCurrent(1<<30, all); got != BuiltBytes(unitRows, units-3, Receiver) {
+			t.Fatalf("receiver PrebuildCurrent: %d bytes, want %d", got, BuiltBytes(unitRows, units-3, Receiver))
+		}
+		if p := snd.Prebuilt(); p != cur+BuiltBytes(unitRows, 2, Sender) {
+			t.Fatalf("Prebuilt %d", p)
 		}
 		b0, r0 := snd.builds, rcv.builds
 		draw(t, snd, rcv, snd.Available()+out) // the rest of the current iteration and the first queued one
-		if snd.builds != b0 {
-			t.Fatalf("the sender built %d units drawing prebuilt outputs", snd.builds-b0)
+		if snd.builds-b0 != units-2 {
+			t.Fatalf("the sender built %d units drawing, want the queued iteration's %d not prebuilt", snd.builds-b0, units-2)
 		}
 		if rcv.builds-r0 != units {
 			t.Fatalf("the receiver built %d units, want the queued iteration's %d", rcv.builds-r0, units)

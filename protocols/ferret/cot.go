@@ -311,7 +311,8 @@ func (c *COT) Ahead(ctx context.Context, n int) error {
 	return nil
 }
 
-// unbuild returns a prebuilt iteration's cache to its usual size (its units are dropped).
+// unbuild returns a prebuilt iteration's cache to its usual size (its prebuilt units are
+// dropped).
 func (it *iteration) unbuild() {
 	if !it.built {
 		return
@@ -335,55 +336,80 @@ func BuiltBytes(unit, units int, r Role) int64 {
 	return b
 }
 
-// prebuild builds every unit of it from unit u0 on into its cache, which grows to hold them
-// all, if they fit in budget bytes, and returns the bytes they take (0: none built). Local
-// work only.
-func (c *COT) prebuild(it *iteration, u0 int, budget int64) int64 {
-	if it.built || it.units() <= u0 {
+// prebuild builds units u0..u1−1 of it into its cache, which grows by as many units (it keeps
+// its usual size for the units after them), if they fit in budget bytes, and returns the bytes
+// they take (0: none built). Local work only.
+func (c *COT) prebuild(it *iteration, u0, u1 int, budget int64) int64 {
+	if it.built || u1 <= u0 {
 		return 0
 	}
-	need := BuiltBytes(it.unit, it.units()-u0, c.role)
+	need := BuiltBytes(it.unit, u1-u0, c.role)
 	if need > budget {
 		return 0
 	}
-	it.built, it.built0, it.maxUnits0 = true, u0, it.maxUnits
-	it.maxUnits = it.units()
+	it.built, it.built0, it.built1, it.maxUnits0 = true, u0, u1, it.maxUnits
+	it.maxUnits = min(it.units(), u1-u0+it.size())
 	it.slots = it.slots[:0] // then slot i holds unit u0+i (find's fast path)
 	saved := c.it
 	c.it = it
 	defer func() { c.it = saved }()
 	// Batches of units built together (the LPN step's base reads stay in cache within one).
 	const batch = 64
-	for u := u0; u < it.units(); u += batch {
-		c.prepare(u, min(it.units(), u+batch)-1)
+	for u := u0; u < u1; u += batch {
+		c.prepare(u, min(u1, u+batch)-1)
+	}
+	// Not evicted before they are drawn (a draw sets a slot's use time).
+	for i := range it.slots {
+		it.slots[i].last = ^uint64(0)
 	}
 	return need
 }
 
-// PrebuildCurrent builds now the outputs not yet drawn of the iteration being handed out, if
-// they fit in budget bytes, so that the draws that follow only copy them; it returns the bytes
-// they take (0: nothing built). PrebuildQueued does the same for the oldest iteration run ahead
-// whose outputs are not built yet. Local work: the peer need not do the same. Call them between
-// draws (not while carved shares are in use).
-func (c *COT) PrebuildCurrent(budget int64) int64 {
-	if c.hold || c.pos >= c.end || c.it.unit == 0 {
-		return 0
+// unitsFor returns the units of it that hold outputs [from, from+n), n ≥ 1 (capped at the end).
+func (it *iteration) unitsFor(from int, n uint64) (u0, u1 int) {
+	end := it.p.N
+	if uint64(end-from) > n {
+		end = from + int(n)
 	}
-	return c.prebuild(c.it, c.pos/c.it.unit, budget)
+	return from / it.unit, (end + it.unit - 1) / it.unit
 }
 
-// PrebuildQueued builds the outputs of the oldest queued iteration not built yet, if they fit
-// in budget bytes (see PrebuildCurrent).
-func (c *COT) PrebuildQueued(budget int64) int64 {
-	if c.hold {
-		return 0
+// PrebuildCurrent builds now the units that hold the next n outputs of the iteration being
+// handed out (all of them with n beyond its end), if they fit in budget bytes, so that the
+// draws that follow only copy them; it returns the bytes they take (0: nothing built) and the
+// outputs they hold from the next one on. Local work: the peer need not do the same. Call it
+// between draws (not while carved shares are in use).
+func (c *COT) PrebuildCurrent(budget int64, n uint64) (int64, uint64) {
+	if c.hold || c.pos >= c.end || c.it.unit == 0 || n == 0 {
+		return 0, 0
+	}
+	u0, u1 := c.it.unitsFor(c.pos, n)
+	b := c.prebuild(c.it, u0, u1, budget)
+	if b == 0 {
+		return 0, 0
+	}
+	return b, uint64(min(c.end, u1*c.it.unit) - c.pos)
+}
+
+// PrebuildQueued does the same for the oldest iteration run ahead whose outputs are not built
+// yet: the units holding its first n outputs.
+func (c *COT) PrebuildQueued(budget int64, n uint64) (int64, uint64) {
+	if c.hold || n == 0 {
+		return 0, 0
 	}
 	for _, it := range c.ahead {
-		if !it.built {
-			return c.prebuild(it, 0, budget)
+		if it.built {
+			continue
 		}
+		from := c.cfg.Main.Reserve()
+		u0, u1 := it.unitsFor(from, n)
+		b := c.prebuild(it, u0, u1, budget)
+		if b == 0 {
+			return 0, 0
+		}
+		return b, uint64(min(it.p.N, u1*it.unit) - from)
 	}
-	return 0
+	return 0, 0
 }
 
 // Prebuilt returns the memory the prebuilt outputs of the current and the queued iterations
@@ -392,7 +418,7 @@ func (c *COT) Prebuilt() int64 {
 	var b int64
 	for _, it := range append([]*iteration{c.it}, c.ahead...) {
 		if it.built {
-			b += BuiltBytes(it.unit, it.units()-it.built0, c.role)
+			b += BuiltBytes(it.unit, it.built1-it.built0, c.role)
 		}
 	}
 	return b
@@ -580,11 +606,11 @@ type iteration struct {
 	clock    uint64
 	maxUnits int // the cache's size in units (0: unitCacheBytes' worth; tests set it)
 
-	// built: every unit from built0 on is in the cache (Prebuild), which holds them all until
-	// the iteration is retired; maxUnits0 is maxUnits before.
-	built     bool
-	built0    int
-	maxUnits0 int
+	// built: units built0..built1−1 are in the cache (Prebuild), which holds them until they
+	// are drawn, and as many more as before; maxUnits0 is maxUnits before.
+	built          bool
+	built0, built1 int
+	maxUnits0      int
 }
 
 // unitSlot holds one unit of outputs.
@@ -617,11 +643,10 @@ func (it *iteration) size() int {
 // find returns the index of the slot holding unit u, or -1.
 func (it *iteration) find(u int) int {
 	if it.built {
-		// Prebuilt: unit built0+i is in slot i.
+		// Prebuilt: unit built0+i is in slot i (until evicted once drawn).
 		if i := u - it.built0; i >= 0 && i < len(it.slots) && it.slots[i].u == u {
 			return i
 		}
-		return -1
 	}
 	for i := range it.slots {
 		if it.slots[i].u == u {

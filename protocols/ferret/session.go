@@ -274,23 +274,30 @@ func (c *Core) Counts(send bool) Counts {
 }
 
 // Prebuild builds ahead, within budget bytes shared equally by the two directions, the outputs
-// of the iterations this party will draw next: the current iterations' remaining units, then
-// the queued iterations' in order (COT.PrebuildCurrent, PrebuildQueued), the two directions on
-// two goroutines. It returns the memory the prebuilt outputs hold then. Local work only.
-func (c *Core) Prebuild(budget int64) int64 {
+// this party will draw next: the units holding the next send COTs of the stream in which it
+// sends and the next recv of the one in which it receives, from the current iterations' on,
+// then the queued iterations' in order (COT.PrebuildCurrent, PrebuildQueued); the two
+// directions on two goroutines. It returns the memory the prebuilt outputs hold then. Local work
+// only.
+func (c *Core) Prebuild(budget int64, send, recv uint64) int64 {
 	var wg sync.WaitGroup
-	for _, s := range []*COT{c.out, c.in} {
+	for _, d := range []struct {
+		s *COT
+		n uint64
+	}{{c.out, send}, {c.in, recv}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			s, n := d.s, d.n
 			left := budget/2 - s.Prebuilt()
-			left -= s.PrebuildCurrent(left)
-			for left > 0 {
-				b := s.PrebuildQueued(left)
+			b, got := s.PrebuildCurrent(left, n)
+			left, n = left-b, n-min(n, got)
+			for left > 0 && n > 0 {
+				b, got := s.PrebuildQueued(left, n)
 				if b == 0 {
 					return
 				}
-				left -= b
+				left, n = left-b, n-min(n, got)
 			}
 		}()
 	}

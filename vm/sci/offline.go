@@ -70,6 +70,9 @@ type Offline struct {
 // in the direction in which party p sends COTs. Both parties of a session have the same plan.
 type Plan struct {
 	Iterations [][2]int `json:"iterations"`
+	// COTs are the COTs the inference drew, per stream and direction like Iterations (local:
+	// they size the outputs this party builds ahead; not exchanged).
+	COTs [][2]uint64 `json:"cots,omitempty"`
 }
 
 // Total is the number of iterations in the plan.
@@ -344,12 +347,24 @@ func (o *offline) ahead(ctx context.Context, b *Backend, k int) error {
 	// What the bound leaves builds the outputs the inference will draw first (local work, so
 	// the parties need not agree), the streams on their own goroutines.
 	if left := o.cap - held; left > 0 && n > 0 {
+		// The COTs the inference will draw in each direction: the local plan's for the first
+		// (all that fits without one), the most an earlier inference drew in either direction
+		// for the later ones.
+		draw := func(i, p int) uint64 {
+			switch {
+			case k > 0 && o.drew != nil:
+				return max(o.drew[i][0], o.drew[i][1])
+			case k == 0 && o.opt.First != nil && len(o.opt.First.COTs) == n:
+				return o.opt.First.COTs[i][p]
+			}
+			return ^uint64(0)
+		}
 		built := make([]int64, n)
 		for i := range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				built[i] = o.cores[i].Prebuild(left / int64(n))
+				built[i] = o.cores[i].Prebuild(left/int64(n), draw(i, b.party), draw(i, 1-b.party))
 			}()
 		}
 		wg.Wait()
@@ -410,7 +425,7 @@ func (b *Backend) EndInference(k int) error {
 		return nil
 	}
 	n := len(o.cores)
-	took := &Plan{Iterations: make([][2]int, n)}
+	took := &Plan{Iterations: make([][2]int, n), COTs: make([][2]uint64, n)}
 	if o.drew == nil {
 		o.drew = make([][2]uint64, n)
 	}
@@ -420,6 +435,7 @@ func (b *Backend) EndInference(k int) error {
 			took.Iterations[i][p] = c.Taken + c.Online - o.start[i][p]
 			d := o.drawn(i, p, b.party) - o.drawn0[i][p]
 			o.drew[i][p] = max(o.drew[i][p], d)
+			took.COTs[i][p] = d
 			if k == 0 {
 				o.acct.FirstCOTs[p] += d
 			}
