@@ -15,7 +15,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ring"
 )
 
-// The offline phase (OT source ferret).
+// The offline phase (OT source ferret; HE weights).
 //
 // What an inference needs from Ferret does not depend on its input: the COTs every protocol
 // draws, in each stream and direction, are a function of the program, the options and the
@@ -24,9 +24,10 @@ import (
 // inference's clock starts), each stream runs ahead the Ferret main iterations the inference
 // will refill from (ferret.Core.Ahead): their flights and the next iterations' base COTs, queued
 // in memory. The inference's refills then take queued iterations with no communication, so no
-// Ferret flight is on its critical path; the outputs themselves are still built a unit at a
-// time as they are drawn (package ferret keeps an iteration in a few MB rather than its 160 MB
-// of outputs).
+// Ferret flight is on its critical path. What the bound leaves after them builds the outputs the
+// inference will draw first (ferret.Core.Prebuild: the units holding them, from the plan's or
+// the earlier inferences' COT counts); the rest are built a unit at a time as they are drawn
+// (package ferret keeps an iteration in a few MB rather than its 160 MB of outputs).
 //
 // How many: for the first inference, the Plan of an earlier session (Options.Offline.First,
 // scirun --offline-plans): the first inference starts from the state the set-up leaves, so its
@@ -35,10 +36,10 @@ import (
 // starts elsewhere in the reservoirs: it gets the iterations that the most COTs an earlier
 // inference drew in that stream, in either direction (a stream's OT roles can swap from one
 // inference to the next; drops included), need beyond what the current iteration still holds
-// (the same at both parties: draws are mirrored). That can be one short
-// when the reservoir's drops fall differently; the refill then runs online and the account
-// counts it. The iterations held ahead are bounded by Options.Offline.MiB; beyond it, the rest
-// runs online and the account says how many.
+// (the same at both parties: draws are mirrored). That can be one short when the reservoir's
+// drops fall differently; the refill then runs online and the account counts it. The
+// iterations held ahead (and the outputs built ahead) are bounded by Options.Offline.MiB;
+// beyond it, the rest runs online and the account says how many.
 
 // The server's HE weights (modes scihe and auto) are input-independent too: with
 // Options.Offline.Program, party 0 builds the NTT-form weight plaintexts of every linear layer
@@ -47,14 +48,16 @@ import (
 // Both parties then wait for each other (one byte each way), so that neither's online phase
 // starts with a wait for the other's offline work.
 
-// DefaultOfflineMiB is the default bound on the memory of the Ferret iterations run ahead, both
-// directions of every stream together (about 16 MB per B13 iteration pair).
+// DefaultOfflineMiB is the default bound on the memory of the Ferret iterations run ahead and
+// the outputs built ahead, both directions of every stream together (an iteration run ahead is
+// counted at 8.2 MB for B13, its outputs at 168 MB).
 const DefaultOfflineMiB = 512
 
 // offlineVersion is the version of the plan message at the first inference's start.
 const offlineVersion = 1
 
-// Offline configures the offline phase of an SCI backend on Ferret (ignored on IKNP).
+// Offline configures the offline phase of an SCI backend: Ferret's iterations (ignored on
+// IKNP) and the server's HE weights (with Program).
 type Offline struct {
 	// MiB bounds the memory of the iterations run ahead (0: DefaultOfflineMiB; negative: no
 	// offline phase). The two parties may differ: the smaller bound applies.
@@ -175,8 +178,9 @@ func (b *Backend) Plan() *Plan {
 
 // BeginInference runs the offline phase of inference k (of count) before its input is used:
 // at the first, the plan exchange; then the Ferret iterations the inference will take, ahead,
-// within the memory bound. Both parties call it at the same point (the session does, before
-// every inference).
+// and the outputs it will draw first, within the memory bound; at the first, the server's HE
+// weights and the end-of-phase byte each way. Both parties call it at the same point (the
+// session does, before every inference).
 func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
 	o := b.off
 	if o == nil {
