@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cryptflow-go/cryptflow/internal/testenv"
 	"github.com/cryptflow-go/cryptflow/ir"
@@ -289,4 +290,70 @@ func TestOfflineHEWeights(t *testing.T) {
 	if !slices.Equal(got[0].Value.Data, want[0].Value.Data) {
 		t.Fatalf("secure %v, clear %v", got[0].Value.Data, want[0].Value.Data)
 	}
+}
+
+// BenchmarkOfflineReLU measures one "inference" of n ReLUs (l = 32, B13, one stream) with the
+// offline phase (a plan from an earlier session, default bound) against without it, A B A B in
+// fresh sessions, and reports the medians of the online time (input to output, the part after
+// BeginInference) and of its ratio on/off, and the on run's offline time:
+//
+//	go test ./vm/sci -run '^$' -bench OfflineReLU -benchtime 3x
+func BenchmarkOfflineReLU(b *testing.B) {
+	const n = 1 << 19
+	r := ring.Must(32)
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := randTensor(r, rng, []int{n}, 28)
+	ctx := context.Background()
+	session := func(off sci.Offline) (be [2]*sci.Backend) {
+		c0, c1 := transport.Pipe(testOpt)
+		b.Cleanup(func() { c0.Close(); c1.Close() })
+		testenv.MustBoth(b, func() (err error) {
+			be[0], err = sci.New(ctx, c0, 0, r, sci.Options{OT: sci.OTFerret, Offline: off})
+			return
+		}, func() (err error) {
+			be[1], err = sci.New(ctx, c1, 1, r, sci.Options{OT: sci.OTFerret, Offline: off})
+			return
+		})
+		return be
+	}
+	// run returns the offline and online wall time of one inference.
+	run := func(be [2]*sci.Backend) (time.Duration, time.Duration) {
+		t0 := time.Now()
+		testenv.MustBoth(b, func() error { return be[0].BeginInference(ctx, 0, 1) }, func() error { return be[1].BeginInference(ctx, 0, 1) })
+		t1 := time.Now()
+		relu := func(party int) func() error {
+			return func() error {
+				in := ring.NewTensor(x.Shape)
+				if party == 1 {
+					copy(in.Data, x.Data)
+				}
+				if err := be[party].Input(ctx, 1, in); err != nil {
+					return err
+				}
+				dst := ring.NewTensor(x.Shape)
+				if err := be[party].ReLU(ctx, dst, in); err != nil {
+					return err
+				}
+				return be[party].EndInference(0)
+			}
+		}
+		testenv.MustBoth(b, relu(0), relu(1))
+		return t1.Sub(t0), time.Since(t1)
+	}
+	first := session(sci.Offline{})
+	run(first)
+	plan := first[0].Plan()
+	var ratios, offs, ons []float64
+	for range b.N {
+		_, offOnline := run(session(sci.Offline{MiB: -1}))
+		offTime, onOnline := run(session(sci.Offline{First: plan}))
+		ratios = append(ratios, onOnline.Seconds()/offOnline.Seconds())
+		offs = append(offs, offTime.Seconds())
+		ons = append(ons, onOnline.Seconds())
+	}
+	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(med(ratios), "online_on/off")
+	b.ReportMetric(med(ons)*1000, "online_ms")
+	b.ReportMetric(med(offs)*1000, "offline_ms")
+	b.ReportMetric(float64(plan.Total()), "iterations")
 }
