@@ -124,8 +124,8 @@ func TestPrebuild(t *testing.T) {
 		units := snd.it.units()
 		cur := BuiltBytes(unitRows, units-3, Sender)
 		all := ^uint64(0)
-		if got, _ := snd.PrebuildCurrent(cur-1, all); got != 0 {
-			t.Fatalf("a budget one byte short built %d bytes", got)
+		if got, _ := snd.PrebuildCurrent(BuiltBytes(unitRows, 1, Sender)-1, all); got != 0 {
+			t.Fatalf("a budget one byte short of a unit built %d bytes", got)
 		}
 		if got, n := snd.PrebuildCurrent(1<<30, all); got != cur || n != uint64(snd.Available()) {
 			t.Fatalf("PrebuildCurrent: %d bytes for %d COTs, want %d for %d", got, n, cur, snd.Available())
@@ -156,5 +156,27 @@ func TestPrebuild(t *testing.T) {
 		if snd.OnlineIterations() != 1 || snd.AheadTaken() != 2 {
 			t.Fatalf("online %d, taken %d", snd.OnlineIterations(), snd.AheadTaken())
 		}
+	}
+}
+
+// TestPrebuildPartial: a budget of two units builds the two units the next draws need and no
+// more; the draws past them build the rest as they go, with the same correlations.
+func TestPrebuildPartial(t *testing.T) {
+	snd, rcv := cotPair(t, cacheCfg, Options{})
+	draw(t, snd, rcv, unitRows+7) // the first iteration, into its second unit
+	units := snd.it.units()
+	two := BuiltBytes(unitRows, 2, Receiver)
+	got, n := rcv.PrebuildCurrent(two+BuiltBytes(unitRows, 1, Receiver)-1, ^uint64(0))
+	if want := uint64(3*unitRows - rcv.pos); got != two || n != want {
+		t.Fatalf("PrebuildCurrent: %d bytes for %d COTs, want %d for %d", got, n, two, want)
+	}
+	r0 := rcv.builds
+	draw(t, snd, rcv, int(n))
+	if rcv.builds != r0 {
+		t.Fatalf("drawing the prebuilt units built %d", rcv.builds-r0)
+	}
+	draw(t, snd, rcv, snd.Available())
+	if rcv.builds-r0 != units-3 {
+		t.Fatalf("the rest built %d units, want %d", rcv.builds-r0, units-3)
 	}
 }

@@ -337,16 +337,18 @@ func BuiltBytes(unit, units int, r Role) int64 {
 }
 
 // prebuild builds units u0..u1−1 of it into its cache, which grows by as many units (it keeps
-// its usual size for the units after them), if they fit in budget bytes, and returns the bytes
-// they take (0: none built). Local work only.
-func (c *COT) prebuild(it *iteration, u0, u1 int, budget int64) int64 {
-	if it.built || u1 <= u0 {
-		return 0
+// its usual size for the units after them), as many of them as fit in budget bytes, and
+// returns the bytes they take and the end of the units built (0, u0: none built). Local work
+// only.
+func (c *COT) prebuild(it *iteration, u0, u1 int, budget int64) (int64, int) {
+	if it.built || u1 <= u0 || budget <= 0 {
+		return 0, u0
+	}
+	u1 = u0 + int(min(int64(u1-u0), budget/BuiltBytes(it.unit, 1, c.role)))
+	if u1 <= u0 {
+		return 0, u0
 	}
 	need := BuiltBytes(it.unit, u1-u0, c.role)
-	if need > budget {
-		return 0
-	}
 	it.built, it.built0, it.built1, it.maxUnits0 = true, u0, u1, it.maxUnits
 	it.maxUnits = min(it.units(), u1-u0+it.size())
 	it.slots = it.slots[:0] // then slot i holds unit u0+i (find's fast path)
@@ -362,7 +364,7 @@ func (c *COT) prebuild(it *iteration, u0, u1 int, budget int64) int64 {
 	for i := range it.slots {
 		it.slots[i].last = ^uint64(0)
 	}
-	return need
+	return need, u1
 }
 
 // unitsFor returns the units of it that hold outputs [from, from+n), n ≥ 1 (capped at the end).
@@ -375,16 +377,16 @@ func (it *iteration) unitsFor(from int, n uint64) (u0, u1 int) {
 }
 
 // PrebuildCurrent builds now the units that hold the next n outputs of the iteration being
-// handed out (all of them with n beyond its end), if they fit in budget bytes, so that the
-// draws that follow only copy them; it returns the bytes they take (0: nothing built) and the
-// outputs they hold from the next one on. Local work: the peer need not do the same. Call it
+// handed out (all of them with n beyond its end), as many of them as fit in budget bytes, so
+// that the draws that follow only copy them; it returns the bytes they take (0: nothing built)
+// and the outputs they hold from the next one on. Local work: the peer need not do the same. Call it
 // between draws (not while carved shares are in use).
 func (c *COT) PrebuildCurrent(budget int64, n uint64) (int64, uint64) {
 	if c.hold || c.pos >= c.end || c.it.unit == 0 || n == 0 {
 		return 0, 0
 	}
 	u0, u1 := c.it.unitsFor(c.pos, n)
-	b := c.prebuild(c.it, u0, u1, budget)
+	b, u1 := c.prebuild(c.it, u0, u1, budget)
 	if b == 0 {
 		return 0, 0
 	}
@@ -403,7 +405,7 @@ func (c *COT) PrebuildQueued(budget int64, n uint64) (int64, uint64) {
 		}
 		from := c.cfg.Main.Reserve()
 		u0, u1 := it.unitsFor(from, n)
-		b := c.prebuild(it, u0, u1, budget)
+		b, u1 := c.prebuild(it, u0, u1, budget)
 		if b == 0 {
 			return 0, 0
 		}
