@@ -65,6 +65,19 @@ type batchRun struct {
 	helper [2]transport.Stats
 	ahead  [2]dealer.AheadStats
 	traces [2]*dealer.Trace // the first inference's requests (nil when dealing ahead is off)
+	// lin is party 1's linear shares per inference: computed during their calls, ahead.
+	lin [][2]int64
+	// sent is each data party's bytes sent to the other (all connections, set-up included).
+	sent [2]int64
+}
+
+// linearOpts are the linear layers' options of a batch run: the weights' F sent at set-up
+// (ShareWeights), party 1's shares computed ahead within precompute bytes, the product's
+// goroutines.
+type linearOpts struct {
+	share      bool
+	precompute int64
+	workers    int
 }
 
 // runBatch runs the inputs in one sci3 session (helper in this process, two streams), telling
@@ -78,6 +91,12 @@ func runBatch(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor,
 // runBatchTraces is runBatch with the first inference dealt at its start from the traces of an
 // earlier session (none when nil).
 func runBatchTraces(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor, aheadCap int64, traces [2]*dealer.Trace) batchRun {
+	t.Helper()
+	return runBatchOpts(t, server, client, inputs, aheadCap, traces, linearOpts{})
+}
+
+// runBatchOpts is runBatchTraces with the linear layers' options lo.
+func runBatchOpts(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor, aheadCap int64, traces [2]*dealer.Trace, lo linearOpts) batchRun {
 	t.Helper()
 	ctx := context.Background()
 	topt := transport.Options{Timeout: 60 * time.Second}
@@ -103,9 +122,15 @@ func runBatchTraces(t *testing.T, server, client *fixed.Program, inputs []ring.T
 				return err
 			}
 		}
-		b, err := sci3.New(ctx, conns[p][0], trio.Links[p], r, sci3.Options{Streams: conns[p][1:], LinearPerRun: sci3.LinearCalls(progs[p])})
+		b, err := sci3.New(ctx, conns[p][0], trio.Links[p], r, sci3.Options{Streams: conns[p][1:], LinearPerRun: sci3.LinearCalls(progs[p]),
+			Precompute: lo.precompute, Workers: lo.workers})
 		if err != nil {
 			return err
+		}
+		if lo.share {
+			if err := b.ShareWeights(ctx, progs[p]); err != nil {
+				return err
+			}
 		}
 		backends[p] = b
 		machines[p], err = vm.New(progs[p], b)
@@ -119,6 +144,7 @@ func runBatchTraces(t *testing.T, server, client *fixed.Program, inputs []ring.T
 	for k, x := range inputs {
 		var before [2]int64
 		var o1 []vm.Output
+		lin0 := backends[1].LinearStats()
 		run := func(p int) error {
 			if err := backends[p].BeginInference(ctx, k, len(inputs)); err != nil {
 				return err
@@ -142,6 +168,13 @@ func runBatchTraces(t *testing.T, server, client *fixed.Program, inputs []ring.T
 		}
 		res.outs = append(res.outs, o1)
 		res.demand = append(res.demand, [2]int64{trio.Links[0].Demand() - before[0], trio.Links[1].Demand() - before[1]})
+		lin1 := backends[1].LinearStats()
+		res.lin = append(res.lin, [2]int64{lin1.Online - lin0.Online, lin1.Ahead - lin0.Ahead})
+	}
+	for p := range 2 {
+		for _, c := range conns[p] {
+			res.sent[p] += c.Stats().BytesSent
+		}
 	}
 	for p, b := range backends {
 		res.ahead[p] = trio.Links[p].AheadStats()
@@ -400,5 +433,113 @@ func TestFirstInferenceAhead(t *testing.T) {
 	l.SetAhead(cap)
 	if err := l.SetFirstTrace(traces[1]); err == nil {
 		t.Error("party 1's trace was accepted on party 0's link")
+	}
+}
+
+// TestLinearAhead: with every F sent at set-up (ShareWeights) and a trace of the first
+// inference, party 1 computes its shares F·A + D of every linear layer at the start of each
+// inference, before the input is used: none is computed on an inference's critical path
+// (counted per inference), the outputs are bitwise those of the cleartext backend, the helper
+// links carry exactly the same bytes, and party 0 sends party 1 exactly three words per
+// weight tensor and one frame header more (the set-up message's), F having moved there from the
+// first calls. Without a trace the first inference computes them during its calls, the second
+// and third ahead. The products run on two goroutines here (the same results).
+func TestLinearAhead(t *testing.T) {
+	server, client := mnistSmall(t)
+	r := ring.Must(server.Bits)
+	in := server.Tensors[server.Inputs[0].Tensor]
+	rng := rand.New(rand.NewPCG(26, 7))
+	var inputs []ring.Tensor
+	for k := range 3 {
+		x := make([]float32, ring.Size(in.Shape))
+		for i := range x {
+			switch k {
+			case 0:
+				x[i] = 1 // the largest value of the validated range
+			case 1:
+				x[i] = -1
+			default:
+				x[i] = rng.Float32()*2 - 1
+			}
+		}
+		enc, err := r.EncodeTensor(in.Shape, x, in.Scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, enc)
+	}
+	c, err := cleartext.New(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := vm.New(server, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, got batchRun) {
+		t.Helper()
+		for k, x := range inputs[:len(got.outs)] {
+			want, err := m.Run(context.Background(), []ring.Tensor{x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, w := range want {
+				o := got.outs[k][j]
+				if !o.Revealed || !slices.Equal(o.Value.Data, w.Value.Data) {
+					t.Fatalf("%s: inference %d output %q differs from the clear run", name, k, w.Name)
+				}
+			}
+		}
+	}
+	const cap = 64 << 20
+	calls := int64(sci3.LinearCalls(server))
+	ws := sci3.LinearWeights(server)
+	if calls == 0 || int64(len(ws)) != calls {
+		t.Fatalf("mnist-small: %d linear calls, %d weight tensors shared at set-up", calls, len(ws))
+	}
+	plain := runBatch(t, server, client, inputs, cap)
+	check("plain", plain)
+	for k, v := range plain.lin {
+		if v != [2]int64{calls, 0} {
+			t.Errorf("plain: inference %d: party 1's linear shares (during, ahead) %v, want [%d 0]", k, v, calls)
+		}
+	}
+	lo := linearOpts{share: true, precompute: cap, workers: 2}
+	noTrace := runBatchOpts(t, server, client, inputs, cap, [2]*dealer.Trace{}, lo)
+	check("no trace", noTrace)
+	if want := [][2]int64{{calls, 0}, {0, calls}, {0, calls}}; !slices.Equal(noTrace.lin, want) {
+		t.Errorf("without a trace: party 1's linear shares per inference (during, ahead) %v, want %v", noTrace.lin, want)
+	}
+	ahead := runBatchOpts(t, server, client, inputs, cap, plain.traces, lo)
+	check("with the trace", ahead)
+	if want := [][2]int64{{0, calls}, {0, calls}, {0, calls}}; !slices.Equal(ahead.lin, want) {
+		t.Errorf("with the trace: party 1's linear shares per inference (during, ahead) %v, want %v", ahead.lin, want)
+	}
+	extra := int64(8*3*len(ws) + transport.HeaderSize)
+	for _, run := range []struct {
+		name string
+		b    batchRun
+	}{{"no trace", noTrace}, {"with the trace", ahead}} {
+		for p := range 2 {
+			if got, want := run.b.helper[p].BytesSent+run.b.helper[p].BytesRecv, plain.helper[p].BytesSent+plain.helper[p].BytesRecv; got != want {
+				t.Errorf("%s: party %d's helper link %d B, %d B without the linear options", run.name, p, got, want)
+			}
+		}
+		if d := run.b.sent[0] - plain.sent[0]; d != extra || run.b.sent[1] != plain.sent[1] {
+			t.Errorf("%s: party 0 sent %d B more (want %d), party 1 %d B against %d", run.name, d, extra, run.b.sent[1], plain.sent[1])
+		}
+	}
+	// Requests on the critical path: as with the trace alone (the linear corrections are
+	// dealt ahead either way; they are now used before the input).
+	for p := range 2 {
+		if d := column(ahead.demand, p); d[0] != 0 || d[2] != 0 || d[1] != plain.demand[1][p] {
+			t.Errorf("party %d: requests on the critical path per inference %v, want [0 %d 0]", p, d, plain.demand[1][p])
+		}
+	}
+	// A cap below one share: nothing is computed ahead, every share during its call.
+	tiny := runBatchOpts(t, server, client, inputs[:2], cap, plain.traces, linearOpts{share: true, precompute: 8})
+	check("cap 8 B", tiny)
+	if want := [][2]int64{{calls, 0}, {calls, 0}}; !slices.Equal(tiny.lin, want) {
+		t.Errorf("precompute cap 8 B: party 1's linear shares %v, want %v", tiny.lin, want)
 	}
 }
