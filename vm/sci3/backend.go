@@ -291,9 +291,13 @@ func (b *Backend) MatMulShared(ctx context.Context, _ fixed.Engine, dst, x, y ri
 // BeginInference tells the link to the helper that inference k of count starts: the first is
 // recorded, and with dealing ahead on (dealer.Link.SetAhead) inference k ≥ 1 (and the first,
 // given a trace) finds every correlation it needs already dealt, and the next one's are dealt
-// in the background. Party 1 then computes its shares of the inference's linear layers whose
+// in the background. The nonlinear protocols' OT roles are reset first, so that every inference
+// makes the first one's requests. Party 1 then computes its shares of the inference's linear layers whose
 // corrections were dealt (Options.Precompute), before the inference's input is used.
 func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
+	// Every inference starts from the session's OT roles, so that its requests to the helper
+	// are those of the first (period 1: the second inference is dealt ahead in full).
+	b.Backend.ResetOTRoles()
 	if err := b.link.BeginInference(ctx, k, count); err != nil {
 		return fmt.Errorf("sci3: %w", err)
 	}
