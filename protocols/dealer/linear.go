@@ -268,8 +268,10 @@ func (s *Linear) shareWeights(ctx context.Context, ws []Weights) error {
 		}
 		var w, f []uint64
 		for _, t := range ws {
-			w, f = w[:0], f[:0]
-			w, f = append(w, make([]uint64, t.N)...), append(f, make([]uint64, t.N)...)
+			if cap(w) < t.N {
+				w, f = make([]uint64, t.N), make([]uint64, t.N)
+			}
+			w, f = w[:t.N], f[:t.N]
 			s.r.FromSignedVec(w, t.Signed)
 			s.sums[t.ID] = s.checksum(w, t.Kind)
 			s.link.prg(purWeight, t.ID).Uint64s(f)
