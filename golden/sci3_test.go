@@ -45,8 +45,13 @@ func runSci3(t testing.TB, p *program, inputs []ring.Tensor, streams int, otTrip
 	var machines [2]*vm.Machine
 	var backends [2]*sci3.Backend
 	setup := func(party int) error {
-		b, err := sci3.New(ctx, conns[party][0], trio.Links[party], r, sci3.Options{Streams: conns[party][1:], OTTriples: otTriples, LinearPerRun: sci3.LinearCalls(progs[party])})
+		b, err := sci3.New(ctx, conns[party][0], trio.Links[party], r, sci3.Options{Streams: conns[party][1:], OTTriples: otTriples, LinearPerRun: sci3.LinearCalls(progs[party]), Workers: 2})
 		if err != nil {
+			return err
+		}
+		// Every weight tensor's F at set-up, as scirun does (sci3.LinearWeights must follow the
+		// VM's calls: party 0 refuses a call whose weights are not those it shared).
+		if err := b.ShareWeights(ctx, progs[party]); err != nil {
 			return err
 		}
 		m, err := vm.New(progs[party], b)

@@ -199,6 +199,12 @@ func runSci3Recorded(t testing.TB, p *program, inputs []ring.Tensor, streams int
 			return err
 		}
 		var be vm.Backend = b
+		if !leak {
+			// F of every weight tensor at set-up, as scirun does (scanned too).
+			if err := b.ShareWeights(ctx, progs[party]); err != nil {
+				return err
+			}
+		}
 		if leak {
 			be = leakyBackend{Backend: b, conn: conns[party][0]} // no Conv2D: convolutions come as MatMul
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -303,8 +304,20 @@ func (c *config) sci3Backend(f *sciir.File, m *netmodel.Model, e *env) (serve.Ba
 				fmt.Fprintf(e.stderr, "scirun: party %d: %s\n", party, tf.note)
 			}
 		}
-		b, err := sci3.New(ctx, conn, link, r, sci3.Options{Streams: streams, LinearPerRun: perRun})
+		// Party 1 computes its linear shares before each inference whose corrections were dealt
+		// ahead, within the same cap as the replies held; F crosses at set-up so that the first
+		// inference's can be computed too (both parties always share the weights: no flag to
+		// disagree on).
+		var precompute int64
+		if c.helperTLS.prefetch == 0 {
+			precompute = int64(c.helperTLS.aheadMiB) << 20
+		}
+		b, err := sci3.New(ctx, conn, link, r, sci3.Options{Streams: streams, LinearPerRun: perRun,
+			Precompute: precompute, Workers: runtime.GOMAXPROCS(0)})
 		if err != nil {
+			return nil, err
+		}
+		if err := b.ShareWeights(ctx, f.Program); err != nil {
 			return nil, err
 		}
 		return &sci3Party{Backend: b, quiet: c.quiet, out: e.stderr, setup: setup, setupStats: setupStats, other: other, otherLink: otherLink, trace: tf}, nil
@@ -328,6 +341,9 @@ type sci3Party struct {
 func (b *sci3Party) HelperAccount() serve.HelperAccount {
 	l := b.Link()
 	a := serve.HelperAccount{Setup: b.setup, SetupStats: b.setupStats, Wait: l.Wait(), Demand: l.Demand(), Ahead: l.AheadStats()}
+	a.Precompute, a.PrecomputeN = b.PrecomputeTime()
+	ls := b.LinearStats()
+	a.LinearOnline = ls.Online
 	if b.other != nil {
 		o := b.otherLink(b.Party())
 		a.Other, a.OtherAhead, a.OtherWait = b.other(b.Party()), o.AheadStats(), o.Wait()

@@ -592,6 +592,15 @@ func TestSci3LocalTraces(t *testing.T) {
 	if second.Total != first.Total {
 		t.Errorf("data parties: %+v with the trace, %+v without", second.Total, first.Total)
 	}
+	// The client's linear shares: during the first session's inference (no trace), all before
+	// the input in the second's.
+	if second.Party != 1 || first.Helper.LinearAhead != 0 || first.Helper.LinearOnline == 0 || h.LinearAhead != first.Helper.LinearOnline || h.LinearOnline != 0 || h.PrecomputeMS <= 0 || h.PrecomputeMS > h.OfflineMS {
+		t.Errorf("party %d's linear shares ahead / during: first session %d / %d, second %d / %d (%.1f ms of %.1f ms offline)", second.Party,
+			first.Helper.LinearAhead, first.Helper.LinearOnline, h.LinearAhead, h.LinearOnline, h.PrecomputeMS, h.OfflineMS)
+	}
+	if !strings.Contains(stderr, fmt.Sprintf("linear layers: %d shares computed before their inference's input", h.LinearAhead)) {
+		t.Errorf("the table does not say the linear shares were computed ahead:\n%s", stderr)
+	}
 	t.Logf("first session: %d requests on demand; second: %d dealt before the input (%d B), offline %.1f ms, online %.1f ms",
 		first.Helper.OnDemandRequests, h.FirstAheadRequests, h.FirstBytes, h.OfflineMS, h.OnlineMS)
 

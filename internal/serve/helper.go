@@ -458,6 +458,12 @@ type HelperAccount struct {
 	Other      *transport.Stats
 	OtherAhead dealer.AheadStats
 	OtherWait  time.Duration
+	// Precompute is the time this party spent at the inferences' starts computing its linear
+	// shares ahead (sci3's party 1: before the inputs are used), PrecomputeN their number and
+	// LinearOnline the linear shares it computed during the inferences instead.
+	Precompute   time.Duration
+	PrecomputeN  int64
+	LinearOnline int64
 }
 
 // HelperAccounter is a HelperBackend that accounts its link's set-up and waits.
@@ -472,14 +478,14 @@ type HelperAccounter interface {
 // offline (dealt ahead: the first inference's at its start from a trace of an earlier session,
 // each later one's in the background during the one before), what an inference asks for while
 // it runs is online (on demand). The run's wall-clock time is split into the offline phase
-// (OfflineMS: the waits at the inferences' starts for what was being dealt ahead, before their
-// inputs are used) and the online one (OnlineMS = Report.RunMS − OfflineMS: from input to
+// (OfflineMS: the waits at the inferences' starts for what was being dealt ahead, and party 1's
+// linear shares computed from it, before their inputs are used) and the online one (OnlineMS = Report.RunMS − OfflineMS: from input to
 // output, the waits on the helper on demand included, HelperWaitMS of them). AheadMS is the
 // time the dealing ahead ran (at the first inference's start, then overlapping the inferences).
 type ThreeParty struct {
 	Traffic
 	SetupMS   float64 `json:"setup_ms"`   // reaching the helper: TCP, TLS, verdict, link hello
-	OfflineMS float64 `json:"offline_ms"` // the waits at inference starts for the dealing ahead
+	OfflineMS float64 `json:"offline_ms"` // the waits at inference starts for the dealing ahead, and the linear shares computed then
 	OnlineMS  float64 `json:"online_ms"`  // the run without them: from input to output
 	// HelperWaitMS is the part of OnlineMS spent in requests to the helper on demand (and
 	// waiting for a reply dealt ahead still in flight).
@@ -512,6 +518,12 @@ type ThreeParty struct {
 	AheadLateWaits   int64 `json:"ahead_late_waits"`
 	// AheadOff says why dealing ahead is off, when it was asked for.
 	AheadOff string `json:"ahead_off,omitempty"`
+	// PrecomputeMS is the part of OfflineMS this party spent computing its linear shares ahead
+	// (sci3's party 1), LinearAhead their number and LinearOnline the linear shares computed
+	// within the inferences.
+	PrecomputeMS float64 `json:"precompute_ms,omitempty"`
+	LinearAhead  int64   `json:"linear_ahead,omitempty"`
+	LinearOnline int64   `json:"linear_online,omitempty"`
 	// Pairs gives the bytes (both directions) of each pair of parties this party can see: its
 	// own two links, and the other data party's link to the helper when known (--local).
 	Pairs []PairTraffic `json:"pairs"`
@@ -549,7 +561,8 @@ func threeParty(h HelperBackend, rep *Report, party int) *ThreeParty {
 	}
 	acc := a.HelperAccount()
 	t.SetupMS = ms(acc.Setup)
-	t.OfflineMS = ms(acc.Ahead.Wait)
+	t.OfflineMS = ms(acc.Ahead.Wait + acc.Precompute)
+	t.PrecomputeMS, t.LinearAhead, t.LinearOnline = ms(acc.Precompute), acc.PrecomputeN, acc.LinearOnline
 	t.OnlineMS = max(0, rep.RunMS-t.OfflineMS)
 	t.HelperWaitMS = ms(acc.Wait - acc.Ahead.Wait)
 	t.FirstRequests, t.FirstAheadRequests = acc.Ahead.FirstRequests, acc.Ahead.FirstDealt
@@ -586,6 +599,10 @@ func (t *ThreeParty) write(b *strings.Builder, runMS float64) {
 			t.FirstAheadRequests, t.FirstRequests, FormatBytes(t.FirstAheadBytes), FormatBytes(t.FirstBytes))
 	case t.FirstRequests > 0:
 		fmt.Fprintf(b, "  first inference: all %d requests (%s) dealt before its input\n", t.FirstRequests, FormatBytes(t.FirstBytes))
+	}
+	if t.LinearAhead > 0 {
+		fmt.Fprintf(b, "  linear layers: %d shares computed before their inference's input (%s of the offline phase), %d during the inferences\n",
+			t.LinearAhead, fmtMS(t.PrecomputeMS), t.LinearOnline)
 	}
 	switch {
 	case t.AheadInferences > 0:

@@ -726,3 +726,25 @@ func (l *Link) serveAhead(ctx context.Context, req *[reqWords]uint64, recv func(
 	}
 	return true, nil
 }
+
+// dealtLinear returns the linear-layer requests dealt ahead for the inference now served and
+// not yet used, in call order (none when dealing ahead is off or no inference is served ahead).
+func (l *Link) dealtLinear() [][reqWords]uint64 {
+	a := l.ah
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.serving < 0 {
+		return nil
+	}
+	var out [][reqWords]uint64
+	for r, e := range a.addressed {
+		if r[0] == opLinear && e.inf == a.serving {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(x, y [reqWords]uint64) int { return cmp.Compare(x[2], y[2]) })
+	return out
+}

@@ -638,3 +638,87 @@ func TestDealtOTNWord(t *testing.T) {
 		}
 	}
 }
+
+// TestShareWeights: party 0 sends every F at once (ShareWeights) with exactly
+// ShareWeightsBytes, and nothing else moves; the calls then send no F (LinearBytes with
+// first = false), on products split over goroutines, and reconstruct to the plain product; a
+// party 1 whose list differs from party 0's refuses it with an error.
+func TestShareWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 11))
+	for _, l := range []int{8, 37, 64} {
+		r := ring.Must(l)
+		tr, c0, c1 := trio(t)
+		s0, _ := NewLinear(tr.Links[0], c0, r)
+		s1, _ := NewLinear(tr.Links[1], c1, r)
+		s0.Workers, s1.Workers = 2, 2
+		ctx := context.Background()
+		shapes := []Shape{{Kind: KindMatMul, M: 40, K: 300, N: 200}, {Kind: KindConv, Conv: ringtest.RandomConvGeom(rng, 9)},
+			{Kind: KindMatMul, M: 1 + rng.IntN(9), K: 1 + rng.IntN(20), N: 1 + rng.IntN(7)}}
+		s0.Period = len(shapes)
+		var ws0, ws1 []Weights
+		vals := make([][]uint64, len(shapes))
+		for i, sh := range shapes {
+			nw, _, _ := sh.Sizes()
+			signed := make([]int64, nw)
+			for j := range signed {
+				switch j % 5 {
+				case 0:
+					signed[j] = -1
+				case 1:
+					signed[j] = int64(r.Mask() >> 1) // the largest positive value
+				default:
+					signed[j] = rng.Int64N(1<<20) - 1<<19
+				}
+			}
+			vals[i] = make([]uint64, nw)
+			r.FromSignedVec(vals[i], signed)
+			ws0 = append(ws0, Weights{ID: uint64(i), Kind: sh.Kind, N: nw, Signed: signed})
+			ws1 = append(ws1, Weights{ID: uint64(i), Kind: sh.Kind, N: nw})
+		}
+		ottest.MustBoth(t, func() error { return s0.ShareWeights(ctx, ws0) }, func() error { return s1.ShareWeights(ctx, ws1) })
+		if got, want := c0.Stats().BytesSent, ShareWeightsBytes(ws0, l); got != want || c1.Stats().BytesSent != 0 {
+			t.Fatalf("l=%d: ShareWeights sent %d B (want %d), party 1 %d B", l, got, want, c1.Stats().BytesSent)
+		}
+		for i, sh := range shapes {
+			_, nx, nz := sh.Sizes()
+			x := ringtest.Values(r, rng, nx)
+			want := make([]uint64, nz)
+			sh.Apply(r, want, vals[i], x)
+			x0, x1 := ringtest.Share(r, rng, x)
+			z0, z1 := make([]uint64, nz), make([]uint64, nz)
+			before := c0.Stats().BytesSent
+			ottest.MustBoth(t, func() error { return s0.Apply(ctx, sh, z0, vals[i], x0) },
+				func() error { return s1.Apply(ctx, sh, z1, nil, x1) })
+			if got := ringtest.Reconstruct(r, z0, z1); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("l=%d shape %d %+v: wrong product", l, i, sh)
+			}
+			if p01, _, _, _ := LinearBytes(sh, l, false); c0.Stats().BytesSent-before != p01 {
+				t.Fatalf("l=%d shape %d: party 0 sent %d B, want %d (no F)", l, i, c0.Stats().BytesSent-before, p01)
+			}
+		}
+		if n, err := s1.Prepare(ctx); n != 0 || err != nil {
+			t.Fatalf("Prepare without dealing ahead: %d, %v", n, err)
+		}
+		if err := s0.ShareWeights(ctx, ws0); err == nil {
+			t.Fatal("ShareWeights after the first call was accepted")
+		}
+	}
+	// Lists that differ: party 1 refuses.
+	r := ring.Must(32)
+	tr, c0, c1 := trio(t)
+	s0, _ := NewLinear(tr.Links[0], c0, r)
+	s1, _ := NewLinear(tr.Links[1], c1, r)
+	s0.Period = 1
+	ctx := context.Background()
+	_, e1 := ottest.Both(func() error {
+		return s0.ShareWeights(ctx, []Weights{{ID: 0, Kind: KindMatMul, N: 3, Signed: []int64{1, 2, 3}}})
+	}, func() error { return s1.ShareWeights(ctx, []Weights{{ID: 0, Kind: KindMatMul, N: 4}}) })
+	if e1 == nil || !strings.Contains(e1.Error(), "not those of this party's program") {
+		t.Fatalf("party 1 accepted another list of weight tensors: %v", e1)
+	}
+	// Bad arguments: an error, no panic.
+	s2, _ := NewLinear(tr.Links[0], c0, r)
+	if err := s2.ShareWeights(ctx, []Weights{{ID: 0, Kind: KindMatMul, N: 2, Signed: []int64{1}}}); err == nil {
+		t.Fatal("party 0's tensor with fewer values than its size was accepted")
+	}
+}

@@ -25,9 +25,10 @@
 //     PRG(k02), party 1's (d1, e1) from PRG(k12), and the helper sends party 1
 //     f1 = (d0⊕d1)∧(e0⊕e1) ⊕ f0: 1 bit per triple, 2 bits per correlated pair.
 //   - Linear layers ([Linear]) without OT or HE: for z = W·x with party 0's W, B = PRG(k02) per
-//     weight tensor, F = W − B sent to party 1 once per session; per call A = PRG(k12),
-//     R = PRG(k02), the helper sends party 1 D = B·A − R; online party 1 sends x1 − A and
-//     party 0 computes z0 = W·(x0 + x1 − A) + R, party 1 z1 = F·A + D.
+//     weight tensor, F = W − B sent to party 1 once per session (every tensor's at set-up with
+//     [Linear.ShareWeights]); per call A = PRG(k12), R = PRG(k02), the helper sends party 1
+//     D = B·A − R; online party 1 sends x1 − A and party 0 computes z0 = W·(x0 + x1 − A) + R,
+//     party 1 z1 = F·A + D (before the input when D was dealt ahead: [Linear.Prepare]).
 //
 // Requests: a data party asks its link for what it needs, in the order both data parties use
 // it; the helper answers requests in order, one link at a time per goroutine ([Serve]). A

@@ -1,6 +1,10 @@
 package dealer
 
-import "github.com/cryptflow-go/cryptflow/ring"
+import (
+	"sync"
+
+	"github.com/cryptflow-go/cryptflow/ring"
+)
 
 // The linear layers' product kernel. ring.Ring.MatMul streams the whole right-hand matrix b once
 // per row of a; a convolution's im2col matrix (k = C·KH·KW rows of n = OH·OW columns: up to
@@ -8,27 +12,77 @@ import "github.com/cryptflow-go/cryptflow/ring"
 // same product in tiles: a block of tileK rows by tileN columns of b (256 KiB) stays in the
 // cache while every row of a uses it, and four rows of a by two of b are combined per pass over
 // the block's columns. The sums are the same integers modulo 2^64 in another order, reduced once
-// at the end, so the result is ring.Ring.MatMul's exactly (TestMatMulKernel).
+// at the end, so the result is ring.Ring.MatMul's exactly (TestMatMulKernel). matMulPar splits
+// the product into blocks of rows (or of columns, for few rows) computed by several goroutines:
+// each output element is still one sum computed by one goroutine, so the result is the same.
 
 const (
 	tileN = 512 // columns of b per tile
 	tileK = 64  // rows of b per tile
+
+	// parMin is the number of multiply-adds below which a product is not split.
+	parMin = 1 << 20
 )
 
 // matMul sets dst (m×n) = a (m×k) · b (k×n) in r, as r.MatMul does.
 func matMul(r ring.Ring, dst, a []uint64, m, k, n int, b []uint64) {
+	matMulPar(r, dst, a, m, k, n, b, 1)
+}
+
+// matMulPar is matMul on up to workers goroutines.
+func matMulPar(r ring.Ring, dst, a []uint64, m, k, n int, b []uint64, workers int) {
 	if r.Modulus() != 0 || m < 4 || n < 16 || k < 2 {
 		r.MatMul(dst, a, m, k, n, b)
 		return
 	}
 	dst, a, b = dst[:m*n], a[:m*k], b[:k*n]
-	clear(dst)
-	for j0 := 0; j0 < n; j0 += tileN {
-		j1 := min(j0+tileN, n)
+	workers = min(workers, m*k*n/parMin)
+	switch {
+	case workers >= 2 && m >= 8*workers:
+		// Rows, in multiples of 4 (the kernel's row block).
+		step := (m/workers + 3) &^ 3
+		var wg sync.WaitGroup
+		for i0 := 0; i0 < m; i0 += step {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				matMulBlock(dst, a, k, n, b, i0, min(m, i0+step), 0, n)
+			}()
+		}
+		wg.Wait()
+	case workers >= 2 && n >= 64*workers:
+		// Columns, in multiples of 16.
+		step := (n/workers + 15) &^ 15
+		var wg sync.WaitGroup
+		for j0 := 0; j0 < n; j0 += step {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				matMulBlock(dst, a, k, n, b, 0, m, j0, min(n, j0+step))
+			}()
+		}
+		wg.Wait()
+	default:
+		matMulBlock(dst, a, k, n, b, 0, m, 0, n)
+	}
+	mask := r.Mask()
+	for i := range dst {
+		dst[i] &= mask
+	}
+}
+
+// matMulBlock sets rows [i0, i1) × columns [c0, c1) of dst (·×n) to those of a (·×k) · b (k×n)
+// modulo 2^64 (not reduced into the ring).
+func matMulBlock(dst, a []uint64, k, n int, b []uint64, i0, i1, c0, c1 int) {
+	for i := i0; i < i1; i++ {
+		clear(dst[i*n+c0 : i*n+c1])
+	}
+	for j0 := c0; j0 < c1; j0 += tileN {
+		j1 := min(j0+tileN, c1)
 		for t0 := 0; t0 < k; t0 += tileK {
 			t1 := min(t0+tileK, k)
-			i := 0
-			for ; i+4 <= m; i += 4 {
+			i := i0
+			for ; i+4 <= i1; i += 4 {
 				o0 := dst[i*n+j0 : i*n+j1]
 				o1 := dst[(i+1)*n+j0 : (i+1)*n+j1][:len(o0)]
 				o2 := dst[(i+2)*n+j0 : (i+2)*n+j1][:len(o0)]
@@ -61,7 +115,7 @@ func matMul(r ring.Ring, dst, a []uint64, m, k, n int, b []uint64) {
 					}
 				}
 			}
-			for ; i < m; i++ {
+			for ; i < i1; i++ {
 				o := dst[i*n+j0 : i*n+j1]
 				row := a[i*k : (i+1)*k]
 				for t := t0; t < t1; t++ {
@@ -72,9 +126,5 @@ func matMul(r ring.Ring, dst, a []uint64, m, k, n int, b []uint64) {
 				}
 			}
 		}
-	}
-	mask := r.Mask()
-	for i := range dst {
-		dst[i] &= mask
 	}
 }

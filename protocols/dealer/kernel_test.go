@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/ring"
+	"github.com/cryptflow-go/cryptflow/ring/ringtest"
 )
 
 // TestMatMulKernel: the tiled kernel equals ring.Ring.MatMul bit for bit on random and edge
@@ -71,6 +72,33 @@ func BenchmarkMatMulKernel(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestMatMulPar: the product split over goroutines (by rows, or by columns for few rows)
+// equals ring.Ring.MatMul bit for bit.
+func TestMatMulPar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 6))
+	for _, l := range []int{37, 64} {
+		r := ring.Must(l)
+		for _, s := range []struct{ m, k, n int }{{64, 300, 600}, {61, 129, 257}, {5, 300, 2000}, {4, 1024, 520}, {200, 64, 96}} {
+			a, b := ringtest.Values(r, rng, s.m*s.k), ringtest.Values(r, rng, s.k*s.n)
+			for i := 0; i < len(a); i += 7 {
+				a[i] = r.Mask()
+			}
+			want := make([]uint64, s.m*s.n)
+			r.MatMul(want, a, s.m, s.k, s.n, b)
+			for _, w := range []int{2, 3, 8} {
+				got := make([]uint64, s.m*s.n)
+				for i := range got {
+					got[i] = rng.Uint64()
+				}
+				matMulPar(r, got, a, s.m, s.k, s.n, b, w)
+				if !slices.Equal(got, want) {
+					t.Fatalf("l=%d %+v, %d workers: differs from ring.MatMul", l, s, w)
+				}
+			}
 		}
 	}
 }

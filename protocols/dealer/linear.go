@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 
@@ -88,18 +89,23 @@ func shapeOf(w []uint64) Shape {
 // Apply sets dst = W ∘ x in the ring (the layer's operation on plain values: every party's local
 // product).
 func (s Shape) Apply(r ring.Ring, dst, w, x []uint64) {
+	s.applyPar(r, dst, w, x, 1)
+}
+
+// applyPar is Apply with the products on up to workers goroutines (the same result).
+func (s Shape) applyPar(r ring.Ring, dst, w, x []uint64, workers int) {
 	switch s.Kind {
 	case KindMatMul:
-		matMul(r, dst, w, s.M, s.K, s.N, x)
+		matMulPar(r, dst, w, s.M, s.K, s.N, x, workers)
 	case KindConv:
-		conv(r, dst, w, s.Conv, x)
+		conv(r, dst, w, s.Conv, x, workers)
 	case KindElem:
 		r.MulVec(dst, w, x)
 	}
 }
 
-// conv is the convolution of ring.ConvGeom by im2col and one ring.MatMul per image and group.
-func conv(r ring.Ring, dst, w []uint64, g ring.ConvGeom, x []uint64) {
+// conv is the convolution of ring.ConvGeom by im2col and one product per image and group.
+func conv(r ring.Ring, dst, w []uint64, g ring.ConvGeom, x []uint64, workers int) {
 	cg, mg := g.C/g.Groups, g.M/g.Groups
 	kk, p := cg*g.KH*g.KW, g.OH*g.OW
 	col := make([]uint64, kk*p)
@@ -130,7 +136,7 @@ func conv(r ring.Ring, dst, w []uint64, g ring.ConvGeom, x []uint64) {
 					}
 				}
 			}
-			matMul(r, dst[(n*g.M+grp*mg)*p:][:mg*p], w[grp*mg*kk:][:mg*kk], mg, kk, p, col)
+			matMulPar(r, dst[(n*g.M+grp*mg)*p:][:mg*p], w[grp*mg*kk:][:mg*kk], mg, kk, p, col, workers)
 		}
 	}
 }
@@ -152,7 +158,33 @@ type Linear struct {
 	seed   maphash.Seed        // for the checksums
 	fs     map[uint64][]uint64 // party 1: id → F = W − B
 	err    error
+
+	// Workers is the number of goroutines a data party's product with the weights (party 0's
+	// W·(x0 + u), party 1's F·A) may use; 0 or 1: one. The result does not depend on it.
+	Workers int
+	// PrecomputeCap bounds, in bytes (8 per element), party 1's shares z1 = F·A + D computed
+	// by Prepare before the inference that uses them; 0: none are computed ahead.
+	PrecomputeCap int64
+	pre           map[uint64]preShare // party 1: call → z1 computed ahead
+	preBytes      int64
+	stats         LinearStats
 }
+
+// preShare is party 1's share z1 = F·A + D of a call, computed before the call (Prepare).
+type preShare struct {
+	id uint64
+	sh Shape
+	z  []uint64
+}
+
+// LinearStats counts party 1's products F·A: those computed during their call (on the
+// inference's critical path) and those computed ahead by Prepare.
+type LinearStats struct {
+	Online, Ahead int64
+}
+
+// Stats returns the counts so far.
+func (s *Linear) Stats() LinearStats { return s.stats }
 
 // NewLinear returns the linear layers of a data party over the ring r.
 func NewLinear(link *Link, conn *transport.Conn, r ring.Ring) (*Linear, error) {
@@ -163,7 +195,158 @@ func NewLinear(link *Link, conn *transport.Conn, r ring.Ring) (*Linear, error) {
 		return nil, fmt.Errorf("dealer: NewLinear: ring %v", r)
 	}
 	return &Linear{link: link, conn: conn, r: r, party: link.party, sums: map[uint64]uint64{}, seed: maphash.MakeSeed(),
-		fs: map[uint64][]uint64{}}, nil
+		fs: map[uint64][]uint64{}, pre: map[uint64]preShare{}}, nil
+}
+
+// checksum identifies party 0's weights of a call (a local consistency check, never sent).
+func (s *Linear) checksum(w []uint64, kind Kind) uint64 {
+	return maphash.Bytes(s.seed, bitvec.Bytes(w)) ^ uint64(len(w))<<8 ^ uint64(kind)
+}
+
+// Weights is a weight tensor for ShareWeights: the id of the calls that use it (the first such
+// call, mod Linear.Period), its layer kind and element count, and at party 0 its values as
+// signed integers (they are reduced into the ring; nil at party 1).
+type Weights struct {
+	ID     uint64
+	Kind   Kind
+	N      int
+	Signed []int64
+}
+
+// ShareWeightsBytes is the wire size of ShareWeights's one message (party 0 → party 1): three
+// words per tensor and every tensor's F, l bits per weight.
+func ShareWeightsBytes(ws []Weights, l int) int64 {
+	b := int64(8*3*len(ws) + transport.HeaderSize)
+	for _, w := range ws {
+		b += PackedFrames(w.N, l)
+	}
+	return b
+}
+
+// ShareWeights sends every F = W − B of the weight tensors ws at once (party 0 → party 1), at
+// the session's set-up instead of at each tensor's first call, so that party 1 holds them
+// before the first inference and can compute its shares F·A + D ahead (Prepare). Both data
+// parties call it with the same ids, kinds and sizes (they follow from the program; party 1
+// checks them against party 0's) before any Apply; party 0 needs Period > 0 (an id is a call
+// mod Period). A later call of a tensor sent here sends no F. Failures are as Apply's.
+func (s *Linear) ShareWeights(ctx context.Context, ws []Weights) error {
+	if s.err != nil {
+		return fmt.Errorf("dealer: share weights: unusable after an earlier failure: %w", s.err)
+	}
+	if s.calls > 0 {
+		return errors.New("dealer: share weights: after the first linear call")
+	}
+	seen := map[uint64]bool{}
+	for _, w := range ws {
+		if w.N < 0 || w.N > maxCount || seen[w.ID] || w.Kind < KindMatMul || w.Kind > KindElem {
+			return fmt.Errorf("dealer: share weights: tensor %d (kind %d, %d elements) invalid or repeated", w.ID, w.Kind, w.N)
+		}
+		seen[w.ID] = true
+		if s.party == 0 && (len(w.Signed) != w.N || s.Period <= 0 || w.ID >= uint64(s.Period)) {
+			return fmt.Errorf("dealer: share weights: party 0's tensor %d has %d of %d values (Period %d)", w.ID, len(w.Signed), w.N, s.Period)
+		}
+	}
+	if err := s.shareWeights(ctx, ws); err != nil {
+		s.err = err
+		actx, cancel := context.WithTimeout(context.Background(), timeoutAbort)
+		_ = s.conn.Abort(actx, "dealer: sharing the weights failed at the peer: "+err.Error())
+		cancel()
+		return err
+	}
+	return nil
+}
+
+func (s *Linear) shareWeights(ctx context.Context, ws []Weights) error {
+	l := s.r.Bits
+	hdr := make([]uint64, 0, 3*len(ws))
+	for _, w := range ws {
+		hdr = append(hdr, w.ID, uint64(w.N), uint64(w.Kind))
+	}
+	if s.party == 0 {
+		if err := s.conn.SendUint64s(ctx, hdr); err != nil {
+			return err
+		}
+		var w, f []uint64
+		for _, t := range ws {
+			if cap(w) < t.N {
+				w, f = make([]uint64, t.N), make([]uint64, t.N)
+			}
+			w, f = w[:t.N], f[:t.N]
+			s.r.FromSignedVec(w, t.Signed)
+			s.sums[t.ID] = s.checksum(w, t.Kind)
+			s.link.prg(purWeight, t.ID).Uint64s(f)
+			s.r.SubVec(f, w, f)
+			if err := sendPacked(ctx, s.conn, f, l); err != nil {
+				return err
+			}
+		}
+		return s.conn.Flush(ctx)
+	}
+	got := make([]uint64, len(hdr))
+	if err := s.conn.RecvUint64s(ctx, got); err != nil {
+		return err
+	}
+	if !slices.Equal(got, hdr) {
+		return errors.New("dealer: share weights: party 0's weight tensors (ids, sizes, kinds) are not those of this party's program")
+	}
+	for _, t := range ws {
+		f := make([]uint64, t.N)
+		if err := recvPacked(ctx, s.conn, f, l); err != nil {
+			return err
+		}
+		s.fs[t.ID] = f
+	}
+	return nil
+}
+
+// Prepare (party 1) computes, before the inference that uses them, its shares z1 = F·A + D of
+// the linear calls whose correction D was dealt ahead for the inference now served
+// (Link.BeginInference) and whose F it holds (ShareWeights, or an earlier call), in call
+// order, while they fit in PrecomputeCap; their calls then send u and use z1, with no product
+// and no request to the helper on the critical path. The corrections are taken from the
+// replies dealt ahead, as the calls would. It returns the number of shares computed. Party 0
+// and a Linear without a cap do nothing.
+func (s *Linear) Prepare(ctx context.Context) (int, error) {
+	if s.party != 1 || s.PrecomputeCap <= 0 || s.err != nil {
+		return 0, nil
+	}
+	for call, p := range s.pre {
+		if call < s.calls { // computed for a call that has passed (it was not made)
+			s.preBytes -= 8 * int64(len(p.z))
+			delete(s.pre, call)
+		}
+	}
+	n := 0
+	for _, req := range s.link.dealtLinear() {
+		id, call, l, sh := req[1], req[2], int(req[3]), shapeOf(req[4:])
+		f := s.fs[id]
+		nw, nx, nz := sh.Sizes()
+		if call < s.calls || l != s.r.Bits || len(f) != nw || sh.Validate() != nil {
+			continue
+		}
+		if _, ok := s.pre[call]; ok {
+			continue
+		}
+		if s.preBytes+8*int64(nz) > s.PrecomputeCap {
+			break
+		}
+		a := make([]uint64, nx)
+		s.link.prg(purMaskA, call).Uint64s(a)
+		s.r.ReduceVec(a)
+		z := make([]uint64, nz)
+		d := make([]uint64, nz)
+		if err := s.link.call(ctx, req[:], func(src frameReader) error { return recvPacked(ctx, src, d, l) }); err != nil {
+			s.err = err
+			return n, err
+		}
+		sh.applyPar(s.r, z, f, a, s.Workers)
+		s.r.AddVec(z, z, d)
+		s.pre[call] = preShare{id: id, sh: sh, z: z}
+		s.preBytes += 8 * int64(nz)
+		s.stats.Ahead++
+		n++
+	}
+	return n, nil
 }
 
 // LinearBytes is the traffic of one call, in wire bytes: party 0 → party 1 (the 24-byte header
@@ -223,7 +406,7 @@ func (s *Linear) apply(ctx context.Context, sh Shape, dst, w, x []uint64) error 
 		if s.Period > 0 {
 			id = call % uint64(s.Period)
 		}
-		sum := maphash.Bytes(s.seed, bitvec.Bytes(w)) ^ uint64(nw)<<8 ^ uint64(sh.Kind)
+		sum := s.checksum(w, sh.Kind)
 		old, seen := s.sums[id]
 		if seen && old != sum {
 			return fmt.Errorf("dealer: linear call %d: the weights differ from those of call %d (Period %d is wrong)", call, call-uint64(s.Period), s.Period)
@@ -256,11 +439,19 @@ func (s *Linear) apply(ctx context.Context, sh Shape, dst, w, x []uint64) error 
 			return err
 		}
 		s.r.AddVec(u, u, x)
-		sh.Apply(s.r, dst, w, u)
+		sh.applyPar(s.r, dst, w, u, s.Workers)
 		rm := make([]uint64, nz)
 		s.link.prg(purMaskR, call).Uint64s(rm)
 		s.r.AddVec(dst, dst, rm)
 		return nil
+	}
+	p, pre := s.pre[call]
+	if pre {
+		delete(s.pre, call)
+		s.preBytes -= 8 * int64(len(p.z))
+		if p.sh != sh {
+			return fmt.Errorf("dealer: linear call %d: its share was computed ahead for another shape", call)
+		}
 	}
 	a := make([]uint64, nx)
 	s.link.prg(purMaskA, call).Uint64s(a)
@@ -298,13 +489,21 @@ func (s *Linear) apply(ctx context.Context, sh Shape, dst, w, x []uint64) error 
 	} else if len(f) != nw {
 		return fmt.Errorf("dealer: linear layer: weight tensor %d has %d elements here, %d at party 0", id, len(f), nw)
 	}
+	if pre {
+		if p.id != id {
+			return fmt.Errorf("dealer: linear call %d: its share was computed ahead with weight tensor %d, party 0 uses %d", call, p.id, id)
+		}
+		copy(dst, p.z)
+		return nil
+	}
 	d := make([]uint64, nz)
 	req := append([]uint64{opLinear, id, call, uint64(l)}, sh.words()...)
 	if err := s.link.call(ctx, req, func(src frameReader) error { return recvPacked(ctx, src, d, l) }); err != nil {
 		return err
 	}
-	sh.Apply(s.r, dst, f, a)
+	sh.applyPar(s.r, dst, f, a, s.Workers)
 	s.r.AddVec(dst, dst, d)
+	s.stats.Online++
 	return nil
 }
 

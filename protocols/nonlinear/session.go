@@ -196,6 +196,18 @@ func New(ctx context.Context, r ring.Ring, opt Options, ots ...*ot.Session) (*Se
 	return s, nil
 }
 
+// ResetRoles puts every stream's flight state back where New left it (on stream i, party i&1
+// sent last), so that the OT roles of the batches that follow, and with them the requests an
+// OT source sees (a dealer's, which deals each inference's ahead), do not depend on what ran
+// before: a program run after it makes the same batches in the same roles every time. It sends
+// nothing; call it between protocols, at both parties. A stream's first batch after it may take
+// one flight more than it would have (its receiver may not be the party that sent last).
+func (s *Session) ResetRoles() {
+	for i, st := range s.streams {
+		st.last = i & 1
+	}
+}
+
 // Ring returns the ring of the shares.
 func (s *Session) Ring() ring.Ring { return s.r }
 

@@ -170,6 +170,10 @@ type Backend struct {
 	prof  Profile
 }
 
+// ResetOTRoles resets the nonlinear protocols' OT roles to those of the session's start
+// (nonlinear.Session.ResetRoles); both parties call it between two runs of a program.
+func (b *Backend) ResetOTRoles() { b.nl.ResetRoles() }
+
 // New sets up an SCI session with the peer at the other end of conn (plus opt.Streams): the OT
 // handshake and base OTs, the silent-OT bootstrap with OTFerret, the nonlinear and OT-linear
 // sessions over the ring r and, in modes scihe and auto, the HE session (party 1's key). Party 0

@@ -65,6 +65,22 @@ type batchRun struct {
 	helper [2]transport.Stats
 	ahead  [2]dealer.AheadStats
 	traces [2]*dealer.Trace // the first inference's requests (nil when dealing ahead is off)
+	// lin is party 1's linear shares per inference: computed during their calls, ahead.
+	lin [][2]int64
+	// sent is each data party's bytes sent to the other (all connections, set-up included).
+	sent [2]int64
+	// flights and bytes are, per inference, the data parties' flights and bytes (party 0's
+	// connections, both directions).
+	flights, bytes []int64
+}
+
+// linearOpts are the linear layers' options of a batch run: the weights' F sent at set-up
+// (ShareWeights), party 1's shares computed ahead within precompute bytes, the product's
+// goroutines.
+type linearOpts struct {
+	share      bool
+	precompute int64
+	workers    int
 }
 
 // runBatch runs the inputs in one sci3 session (helper in this process, two streams), telling
@@ -78,6 +94,12 @@ func runBatch(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor,
 // runBatchTraces is runBatch with the first inference dealt at its start from the traces of an
 // earlier session (none when nil).
 func runBatchTraces(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor, aheadCap int64, traces [2]*dealer.Trace) batchRun {
+	t.Helper()
+	return runBatchOpts(t, server, client, inputs, aheadCap, traces, linearOpts{})
+}
+
+// runBatchOpts is runBatchTraces with the linear layers' options lo.
+func runBatchOpts(t *testing.T, server, client *fixed.Program, inputs []ring.Tensor, aheadCap int64, traces [2]*dealer.Trace, lo linearOpts) batchRun {
 	t.Helper()
 	ctx := context.Background()
 	topt := transport.Options{Timeout: 60 * time.Second}
@@ -103,9 +125,15 @@ func runBatchTraces(t *testing.T, server, client *fixed.Program, inputs []ring.T
 				return err
 			}
 		}
-		b, err := sci3.New(ctx, conns[p][0], trio.Links[p], r, sci3.Options{Streams: conns[p][1:], LinearPerRun: sci3.LinearCalls(progs[p])})
+		b, err := sci3.New(ctx, conns[p][0], trio.Links[p], r, sci3.Options{Streams: conns[p][1:], LinearPerRun: sci3.LinearCalls(progs[p]),
+			Precompute: lo.precompute, Workers: lo.workers})
 		if err != nil {
 			return err
+		}
+		if lo.share {
+			if err := b.ShareWeights(ctx, progs[p]); err != nil {
+				return err
+			}
 		}
 		backends[p] = b
 		machines[p], err = vm.New(progs[p], b)
@@ -119,6 +147,11 @@ func runBatchTraces(t *testing.T, server, client *fixed.Program, inputs []ring.T
 	for k, x := range inputs {
 		var before [2]int64
 		var o1 []vm.Output
+		lin0 := backends[1].LinearStats()
+		var st0 transport.Stats
+		for _, c := range conns[0] {
+			st0 = st0.Add(c.Stats())
+		}
 		run := func(p int) error {
 			if err := backends[p].BeginInference(ctx, k, len(inputs)); err != nil {
 				return err
@@ -142,6 +175,19 @@ func runBatchTraces(t *testing.T, server, client *fixed.Program, inputs []ring.T
 		}
 		res.outs = append(res.outs, o1)
 		res.demand = append(res.demand, [2]int64{trio.Links[0].Demand() - before[0], trio.Links[1].Demand() - before[1]})
+		lin1 := backends[1].LinearStats()
+		var st1 transport.Stats
+		for _, c := range conns[0] {
+			st1 = st1.Add(c.Stats())
+		}
+		d := st1.Sub(st0)
+		res.flights, res.bytes = append(res.flights, d.Rounds), append(res.bytes, d.BytesSent+d.BytesRecv)
+		res.lin = append(res.lin, [2]int64{lin1.Online - lin0.Online, lin1.Ahead - lin0.Ahead})
+	}
+	for p := range 2 {
+		for _, c := range conns[p] {
+			res.sent[p] += c.Stats().BytesSent
+		}
 	}
 	for p, b := range backends {
 		res.ahead[p] = trio.Links[p].AheadStats()
@@ -166,11 +212,11 @@ func runBatchTraces(t *testing.T, server, client *fixed.Program, inputs []ring.T
 }
 
 // TestDealAhead: a batch of inferences with dealing ahead gives bitwise the cleartext outputs;
-// from the third inference on neither data party sends the helper a request on the critical
-// path and no reply is waited for (the second is served ahead too, with at most the requests
-// of the streams whose roles swapped sent on demand: period 2); the helper links carry
-// exactly the bytes of the same batch dealt on demand plus the replies dealt ahead and not
-// used.
+// from the second inference on neither data party sends the helper a request on the critical
+// path and no reply is waited for (the OT roles are reset at every inference's start, so the
+// requests repeat with period 1 and nothing dealt ahead goes unused); every inference makes the
+// same flights and bytes between the data parties; the helper links carry exactly the bytes of
+// the same batch dealt on demand.
 func TestDealAhead(t *testing.T) {
 	server, client := mnistSmall(t)
 	n := 5
@@ -224,18 +270,26 @@ func TestDealAhead(t *testing.T) {
 		}
 	}
 	onDemand := runBatch(t, server, client, inputs, 0)
+	t.Logf("data parties per inference: flights %v, bytes %v", ahead.flights, ahead.bytes)
+	// Every inference starts from the session's OT roles: the same flights and bytes each time
+	// (the first's bytes include the weights' F).
+	for k := 2; k < n; k++ {
+		if ahead.flights[k] != ahead.flights[1] || ahead.bytes[k] != ahead.bytes[1] || ahead.flights[0] != ahead.flights[1] {
+			t.Errorf("inference %d: %d flights, %d bytes; inference 2: %d, %d; inference 1: %d flights", k+1, ahead.flights[k], ahead.bytes[k], ahead.flights[1], ahead.bytes[1], ahead.flights[0])
+		}
+	}
 	for p := range 2 {
 		a := ahead.ahead[p]
 		t.Logf("party %d: requests per inference on the critical path %v (on demand: %v); %+v", p, column(ahead.demand, p), column(onDemand.demand, p), a)
 		if d := ahead.demand[0][p]; d == 0 || d != onDemand.demand[0][p] {
 			t.Errorf("party %d: the first inference sent %d requests, %d on demand", p, d, onDemand.demand[0][p])
 		}
-		for k := 2; k < n; k++ {
+		for k := 1; k < n; k++ {
 			if d := ahead.demand[k][p]; d != 0 {
 				t.Errorf("party %d: inference %d sent %d requests to the helper on the critical path, want 0", p, k+1, d)
 			}
 		}
-		if a.Inferences != n-1 || a.LateWaits != 0 || a.Off != "" || a.Misses != ahead.demand[1][p] || a.Period == 0 || (a.Period == 1) != (a.Misses == 0) {
+		if a.Inferences != n-1 || a.LateWaits != 0 || a.Off != "" || a.Misses != 0 || a.Period != 1 || a.Wasted != 0 {
 			t.Errorf("party %d: dealing ahead %+v, the second inference's requests on demand %d", p, a, ahead.demand[1][p])
 		}
 		// Bytes: the same dealing, plus what was dealt for the second inference and not used.
@@ -296,8 +350,7 @@ var traceKey = [32]byte{26}
 
 // TestFirstInferenceAhead: a session given the first inference's requests of an earlier
 // session (a Trace, through its encoding) has them dealt at the first inference's start, before
-// the input is used: no inference but the second (period 2: the swapped streams) sends the
-// helper a request on its critical path, no reply is waited for within an inference, the
+// the input is used: no inference sends the helper a request on its critical path, no reply is waited for within an inference, the
 // outputs are bitwise those of the cleartext backend, and each helper link carries exactly the
 // bytes of the session without the trace (the same requests, moved before the input). With a
 // cap below the trace's replies, the longest prefix that fits is dealt and the rest of the first
@@ -368,8 +421,8 @@ func TestFirstInferenceAhead(t *testing.T) {
 	for p := range 2 {
 		a := ahead.ahead[p]
 		t.Logf("party %d: requests on the critical path %v (without the trace %v); %+v", p, column(ahead.demand, p), column(first.demand, p), a)
-		if d := column(ahead.demand, p); d[0] != 0 || d[2] != 0 || d[1] != first.demand[1][p] {
-			t.Errorf("party %d: requests on the critical path per inference %v, want [0 %d 0]", p, d, first.demand[1][p])
+		if d := column(ahead.demand, p); !slices.Equal(d, []int64{0, 0, 0}) {
+			t.Errorf("party %d: requests on the critical path per inference %v, want [0 0 0]", p, d)
 		}
 		if a.FirstRequests != traces[p].Len() || a.FirstDealt != a.FirstRequests || a.FirstMisses != 0 || a.Inferences != 3 || a.LateWaits != 0 || a.Off != "" {
 			t.Errorf("party %d: dealing ahead %+v", p, a)
@@ -400,5 +453,113 @@ func TestFirstInferenceAhead(t *testing.T) {
 	l.SetAhead(cap)
 	if err := l.SetFirstTrace(traces[1]); err == nil {
 		t.Error("party 1's trace was accepted on party 0's link")
+	}
+}
+
+// TestLinearAhead: with every F sent at set-up (ShareWeights) and a trace of the first
+// inference, party 1 computes its shares F·A + D of every linear layer at the start of each
+// inference, before the input is used: none is computed on an inference's critical path
+// (counted per inference), the outputs are bitwise those of the cleartext backend, the helper
+// links carry exactly the same bytes, and party 0 sends party 1 exactly three words per
+// weight tensor and one frame header more (the set-up message's), F having moved there from the
+// first calls. Without a trace the first inference computes them during its calls, the second
+// and third ahead. The products run on two goroutines here (the same results).
+func TestLinearAhead(t *testing.T) {
+	server, client := mnistSmall(t)
+	r := ring.Must(server.Bits)
+	in := server.Tensors[server.Inputs[0].Tensor]
+	rng := rand.New(rand.NewPCG(26, 7))
+	var inputs []ring.Tensor
+	for k := range 3 {
+		x := make([]float32, ring.Size(in.Shape))
+		for i := range x {
+			switch k {
+			case 0:
+				x[i] = 1 // the largest value of the validated range
+			case 1:
+				x[i] = -1
+			default:
+				x[i] = rng.Float32()*2 - 1
+			}
+		}
+		enc, err := r.EncodeTensor(in.Shape, x, in.Scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, enc)
+	}
+	c, err := cleartext.New(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := vm.New(server, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, got batchRun) {
+		t.Helper()
+		for k, x := range inputs[:len(got.outs)] {
+			want, err := m.Run(context.Background(), []ring.Tensor{x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, w := range want {
+				o := got.outs[k][j]
+				if !o.Revealed || !slices.Equal(o.Value.Data, w.Value.Data) {
+					t.Fatalf("%s: inference %d output %q differs from the clear run", name, k, w.Name)
+				}
+			}
+		}
+	}
+	const cap = 64 << 20
+	calls := int64(sci3.LinearCalls(server))
+	ws := sci3.LinearWeights(server)
+	if calls == 0 || int64(len(ws)) != calls {
+		t.Fatalf("mnist-small: %d linear calls, %d weight tensors shared at set-up", calls, len(ws))
+	}
+	plain := runBatch(t, server, client, inputs, cap)
+	check("plain", plain)
+	for k, v := range plain.lin {
+		if v != [2]int64{calls, 0} {
+			t.Errorf("plain: inference %d: party 1's linear shares (during, ahead) %v, want [%d 0]", k, v, calls)
+		}
+	}
+	lo := linearOpts{share: true, precompute: cap, workers: 2}
+	noTrace := runBatchOpts(t, server, client, inputs, cap, [2]*dealer.Trace{}, lo)
+	check("no trace", noTrace)
+	if want := [][2]int64{{calls, 0}, {0, calls}, {0, calls}}; !slices.Equal(noTrace.lin, want) {
+		t.Errorf("without a trace: party 1's linear shares per inference (during, ahead) %v, want %v", noTrace.lin, want)
+	}
+	ahead := runBatchOpts(t, server, client, inputs, cap, plain.traces, lo)
+	check("with the trace", ahead)
+	if want := [][2]int64{{0, calls}, {0, calls}, {0, calls}}; !slices.Equal(ahead.lin, want) {
+		t.Errorf("with the trace: party 1's linear shares per inference (during, ahead) %v, want %v", ahead.lin, want)
+	}
+	extra := int64(8*3*len(ws) + transport.HeaderSize)
+	for _, run := range []struct {
+		name string
+		b    batchRun
+	}{{"no trace", noTrace}, {"with the trace", ahead}} {
+		for p := range 2 {
+			if got, want := run.b.helper[p].BytesSent+run.b.helper[p].BytesRecv, plain.helper[p].BytesSent+plain.helper[p].BytesRecv; got != want {
+				t.Errorf("%s: party %d's helper link %d B, %d B without the linear options", run.name, p, got, want)
+			}
+		}
+		if d := run.b.sent[0] - plain.sent[0]; d != extra || run.b.sent[1] != plain.sent[1] {
+			t.Errorf("%s: party 0 sent %d B more (want %d), party 1 %d B against %d", run.name, d, extra, run.b.sent[1], plain.sent[1])
+		}
+	}
+	// Requests on the critical path: as with the trace alone (the linear corrections are
+	// dealt ahead either way; they are now used before the input).
+	for p := range 2 {
+		if d := column(ahead.demand, p); !slices.Equal(d, []int64{0, 0, 0}) {
+			t.Errorf("party %d: requests on the critical path per inference %v, want [0 0 0]", p, d)
+		}
+	}
+	// A cap below one share: nothing is computed ahead, every share during its call.
+	tiny := runBatchOpts(t, server, client, inputs[:2], cap, plain.traces, linearOpts{share: true, precompute: 8})
+	check("cap 8 B", tiny)
+	if want := [][2]int64{{calls, 0}, {calls, 0}}; !slices.Equal(tiny.lin, want) {
+		t.Errorf("precompute cap 8 B: party 1's linear shares %v, want %v", tiny.lin, want)
 	}
 }

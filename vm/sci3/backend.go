@@ -52,6 +52,45 @@ type Options struct {
 	// (LinearCalls): party 0 then sends each weight tensor's mask F once per session. Zero:
 	// F is sent with every call. Only party 0 uses it.
 	LinearPerRun int
+	// Precompute bounds, in bytes (8 per element), party 1's shares of the linear layers
+	// computed before the inference that uses them (dealer.Linear.Prepare: when the helper's
+	// corrections were dealt ahead and F is held, see ShareWeights); 0: none. Above it the
+	// remaining calls compute their share during the inference, as without it.
+	Precompute int64
+	// Workers is the number of goroutines of a data party's product with the weights (0 or 1:
+	// one); the result does not depend on it.
+	Workers int
+}
+
+// LinearWeights is the list of weight tensors that ShareWeights sends for p: per call of one
+// run with a weight tensor of its own (MatMul and Conv2D; MulConst's broadcast constants are
+// left to their first call), its id (the call number), kind and size, and with the values when
+// p carries them (the server's copy).
+func LinearWeights(p *fixed.Program) []dealer.Weights {
+	var ws []dealer.Weights
+	call := uint64(0)
+	for _, in := range p.Instrs {
+		var kind dealer.Kind
+		switch in.Op {
+		case fixed.OpMatMul:
+			kind = dealer.KindMatMul
+		case fixed.OpConv:
+			kind = dealer.KindConv
+		case fixed.OpMulConst:
+			call++
+			continue
+		default:
+			continue
+		}
+		w := p.Weights[in.Weight]
+		t := dealer.Weights{ID: call, Kind: kind, N: w.Shape.Size()}
+		if len(w.Data) == t.N {
+			t.Signed = w.Data
+		}
+		ws = append(ws, t)
+		call++
+	}
+	return ws
 }
 
 // LinearCalls is the number of calls with party 0's weights (MatMul, Conv2D, MulConst) that one
@@ -87,7 +126,42 @@ type Backend struct {
 	conn *transport.Conn
 	prof sci.Cost // the dealer's linear layers
 	err  error
+	// pre is the time party 1 spent computing its linear shares ahead (Prepare) at the
+	// inferences' starts, preN their number.
+	pre  time.Duration
+	preN int64
 }
+
+// ShareWeights sends party 0's masked weights F of every weight tensor of p to party 1 now (at
+// the session's set-up) instead of at each tensor's first call (dealer.Linear.ShareWeights),
+// so that party 1 can compute its shares of the first inference's linear layers before the
+// input. Both data parties call it, each with its copy of the program, before the first
+// inference, or neither does. It needs LinearPerRun = LinearCalls(p) at party 0.
+func (b *Backend) ShareWeights(ctx context.Context, p *fixed.Program) error {
+	ws := LinearWeights(p)
+	if b.Party() == 0 {
+		if !p.HasWeights() {
+			return errors.New("sci3: ShareWeights: party 0 has no weights (was it given the client copy of the program?)")
+		}
+	} else {
+		for i := range ws {
+			ws[i].Signed = nil
+		}
+	}
+	if err := b.lin.ShareWeights(ctx, ws); err != nil {
+		b.err = fmt.Errorf("sci3: share weights: %w", err)
+		b.Abort(b.err.Error())
+		return b.err
+	}
+	return nil
+}
+
+// LinearStats counts party 1's linear shares computed during their calls and ahead.
+func (b *Backend) LinearStats() dealer.LinearStats { return b.lin.Stats() }
+
+// PrecomputeTime is the time party 1 spent computing its linear shares ahead, at the starts
+// of the inferences (before their inputs are used), and their number.
+func (b *Backend) PrecomputeTime() (time.Duration, int64) { return b.pre, b.preN }
 
 // New sets up a data party's end over conn (to the other data party; plus opt.Streams) with
 // the helper on link. Nothing is exchanged with the helper until the first draw.
@@ -120,6 +194,7 @@ func New(ctx context.Context, conn *transport.Conn, link *dealer.Link, r ring.Ri
 		return nil, fmt.Errorf("sci3: %w", err)
 	}
 	lin.Period = opt.LinearPerRun
+	lin.PrecomputeCap, lin.Workers = opt.Precompute, opt.Workers
 	mm, err := dealer.NewSharedMatMul(link, conn, r)
 	if err != nil {
 		return nil, fmt.Errorf("sci3: %w", err)
@@ -214,11 +289,28 @@ func (b *Backend) MatMulShared(ctx context.Context, _ fixed.Engine, dst, x, y ri
 }
 
 // BeginInference tells the link to the helper that inference k of count starts: the first is
-// recorded, and with dealing ahead on (dealer.Link.SetAhead) inference k ≥ 1 finds every
-// correlation it needs already dealt, and the next one's are dealt in the background.
+// recorded, and with dealing ahead on (dealer.Link.SetAhead) inference k ≥ 1 (and the first,
+// given a trace) finds every correlation it needs already dealt, and the next one's are dealt
+// in the background. The nonlinear protocols' OT roles are reset first, so that every inference
+// makes the first one's requests. Party 1 then computes its shares of the inference's linear layers whose
+// corrections were dealt (Options.Precompute), before the inference's input is used.
 func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
+	// Every inference starts from the session's OT roles, so that its requests to the helper
+	// are those of the first (period 1: the second inference is dealt ahead in full).
+	b.Backend.ResetOTRoles()
 	if err := b.link.BeginInference(ctx, k, count); err != nil {
 		return fmt.Errorf("sci3: %w", err)
+	}
+	start := time.Now()
+	n, err := b.lin.Prepare(ctx)
+	if n > 0 {
+		b.pre += time.Since(start)
+		b.preN += int64(n)
+	}
+	if err != nil {
+		b.err = fmt.Errorf("sci3: linear shares ahead: %w", err)
+		b.Abort(b.err.Error())
+		return b.err
 	}
 	return nil
 }
