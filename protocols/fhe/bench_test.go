@@ -85,3 +85,41 @@ func BenchmarkRotation(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDiagonalProductMont is the diagonal loop's unit as linearTerm now runs it without the
+// cache: encodeMont (no t^-1 and t scalings) and two Montgomery multiply-accumulates.
+func BenchmarkDiagonalProductMont(b *testing.B) {
+	e, p, x, w := benchSetup(b)
+	ct := x.Ct[0]
+	acc := bgv.NewCiphertext(p.comp[0], 1, ct.Level())
+	ringQ := p.comp[0].RingQ().AtLevel(ct.Level())
+	pt := ringQ.NewPoly()
+	b.ResetTimer()
+	for range b.N {
+		if err := e.encodeMont(0, w, ct.Level(), pt); err != nil {
+			b.Fatal(err)
+		}
+		for c := range acc.Value {
+			ringQ.MulCoeffsMontgomeryThenAdd(ct.Value[c], pt, acc.Value[c])
+		}
+	}
+}
+
+// BenchmarkDiagonalProductCached is the unit with the diagonal already encoded (plainCache): the
+// two Montgomery multiply-accumulates alone.
+func BenchmarkDiagonalProductCached(b *testing.B) {
+	e, p, x, w := benchSetup(b)
+	ct := x.Ct[0]
+	acc := bgv.NewCiphertext(p.comp[0], 1, ct.Level())
+	ringQ := p.comp[0].RingQ().AtLevel(ct.Level())
+	pt := ringQ.NewPoly()
+	if err := e.encodeMont(0, w, ct.Level(), pt); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		for c := range acc.Value {
+			ringQ.MulCoeffsMontgomeryThenAdd(ct.Value[c], pt, acc.Value[c])
+		}
+	}
+}

@@ -2,7 +2,9 @@ package fhe
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math/big"
 	"slices"
 	"sync"
@@ -32,9 +34,11 @@ type ScaledTerm struct {
 	C uint64
 }
 
-// Stats counts the homomorphic operations an Evaluator performed.
+// Stats counts the homomorphic operations an Evaluator performed. Encodes counts the diagonals
+// encoded into plaintexts (PlainMuls minus those found already encoded in the plaintext cache).
 type Stats struct {
 	Rotations, PlainMuls, CtMuls, Rescales int
+	Encodes                                int
 }
 
 // Evaluator is the server's side: it evaluates linear maps, products and the final
@@ -47,7 +51,9 @@ type Evaluator struct {
 	rots   []int
 	stride int             // lanes per row: element i of lane k is in column i·stride + k mod stride
 	buf    [][]uint64      // per component: the slot values being encoded
+	bufT   []ring.Poly     // per component: the diagonal being encoded, mod t
 	prng   []sampling.PRNG // per component: flooding randomness
+	cache  *plainCache     // encoded diagonals kept across maps and round trips (nil: none)
 	// Stats counts the operations on one component (every component does the same).
 	Stats Stats
 }
@@ -70,6 +76,7 @@ func NewEvaluator(p *Params, k *Keys, stride int) (*Evaluator, error) {
 		}
 		e.prng = append(e.prng, prng)
 		e.buf = append(e.buf, make([]uint64, bp.MaxSlots()))
+		e.bufT = append(e.bufT, bp.RingT().NewPoly())
 		e.ev = append(e.ev, bgv.NewEvaluator(bp, evk))
 		e.ecd = append(e.ecd, bgv.NewEncoder(bp))
 		e.pkEnc = append(e.pkEnc, rlwe.NewEncryptor(bp, k.PK))
@@ -124,6 +131,120 @@ func (e *Evaluator) encodeInto(i int, w []uint64, scale rlwe.Scale, pt *rlwe.Pla
 	}
 	return nil
 }
+
+// encodeMont writes w (one period of values mod n, replicated along every lane as encode does)
+// into out as the polynomial a ciphertext is multiplied by: reduced mod component i's t, mapped
+// from the slots to coefficients (INTT mod t), lifted to Q at the given level, in the NTT domain
+// and Montgomery form. MulCoeffsMontgomeryThenAdd(ct, out, acc) then adds ct·w to acc, which is
+// what lattigo's MulThenAdd with a plaintext at the default scale computes: its encoder multiplies
+// by t^-1 and its product by t·2^64, so the two factors are left out here and one Montgomery
+// conversion is done instead.
+func (e *Evaluator) encodeMont(i int, w []uint64, level int, out ring.Poly) error {
+	bp := e.p.comp[i]
+	t := bp.PlaintextModulus()
+	period := len(w)
+	if period == 0 || (e.p.Slots()/e.stride)%period != 0 {
+		return fmt.Errorf("fhe encode: period %d does not divide the lane length %d", period, e.p.Slots()/e.stride)
+	}
+	buf := e.buf[i]
+	half := e.p.Slots()
+	for j := range buf {
+		buf[j] = w[((j%half)/e.stride)%period] % t
+	}
+	pT := e.bufT[i]
+	if err := e.ecd[i].EncodeRingT(buf, bp.DefaultScale(), pT); err != nil {
+		return fmt.Errorf("fhe: encode mod %d: %w", t, err)
+	}
+	e.ecd[i].RingT2Q(level, false, pT, out)
+	ringQ := bp.RingQ().AtLevel(level)
+	ringQ.NTT(out, out)
+	ringQ.MForm(out, out)
+	return nil
+}
+
+// plainCache keeps encoded diagonals (encodeMont's polynomials) for reuse by later maps and round
+// trips of the same session, up to a byte budget split evenly between the components (so each
+// component's choice is deterministic); past it, diagonals are encoded per use. Entries are found
+// by content (a hash of the level, the giant-step shift, the diagonal's index and values), so a
+// map's weights need no name, and equal diagonals share one entry. Component i's map and count
+// are touched only by component i's goroutine.
+type plainCache struct {
+	seed maphash.Seed
+	max  int64 // per component
+	used []int64
+	comp []map[uint64]ring.Poly
+}
+
+// SetPlainCache keeps up to maxBytes of encoded diagonals across maps and round trips (0: none, the
+// default), maxBytes/components for each CRT component. A diagonal product with a cached plaintext
+// costs two coefficient-wise products instead of an encoding (one inverse NTT mod t and one NTT
+// per prime) and the products. Setting it drops what was kept.
+func (e *Evaluator) SetPlainCache(maxBytes int64) {
+	if maxBytes <= 0 {
+		e.cache = nil
+		return
+	}
+	c := &plainCache{seed: maphash.MakeSeed(), max: maxBytes / int64(len(e.p.comp)), used: make([]int64, len(e.p.comp))}
+	for range e.p.comp {
+		c.comp = append(c.comp, map[uint64]ring.Poly{})
+	}
+	e.cache = c
+}
+
+// PlainCacheBytes is the size of the encoded diagonals the cache holds.
+func (e *Evaluator) PlainCacheBytes() int64 {
+	if e.cache == nil {
+		return 0
+	}
+	var n int64
+	for _, u := range e.cache.used {
+		n += u
+	}
+	return n
+}
+
+func (c *plainCache) key(level, shift int, d Diag) uint64 {
+	if c == nil {
+		return 0
+	}
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	var b [8]byte
+	for _, v := range [...]uint64{uint64(level), uint64(shift), uint64(d.D), uint64(len(d.V))} {
+		binary.LittleEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
+	buf := make([]byte, 8*256)
+	for j := 0; j < len(d.V); j += 256 {
+		n := 0
+		for _, v := range d.V[j:min(j+256, len(d.V))] {
+			binary.LittleEndian.PutUint64(buf[n:], v)
+			n += 8
+		}
+		h.Write(buf[:n])
+	}
+	return h.Sum64()
+}
+
+func (c *plainCache) get(i int, key uint64) (ring.Poly, bool) {
+	if c == nil {
+		return ring.Poly{}, false
+	}
+	p, ok := c.comp[i][key]
+	return p, ok
+}
+
+// room reserves, for component i, the bytes of a polynomial of words coefficients if its budget
+// allows.
+func (c *plainCache) room(i, words int) bool {
+	if c == nil || c.used[i]+int64(8*words) > c.max {
+		return false
+	}
+	c.used[i] += int64(8 * words)
+	return true
+}
+
+func (c *plainCache) put(i int, key uint64, p ring.Poly) { c.comp[i][key] = p }
 
 // LinearPlan is the shape of one linear map: the diagonals are cyclic over Period elements
 // (a power of two; every source vector's period divides it), grouped by giant steps of Giant
@@ -299,7 +420,6 @@ func (e *Evaluator) schedule(ds []Diag, period, hint int) bsgs {
 }
 
 func (e *Evaluator) linearTerm(ctx context.Context, i int, tm Term, period, g int) (*rlwe.Ciphertext, error) {
-	ev := e.ev[i]
 	x := tm.X.Ct[i]
 	level := x.Level()
 	for _, d := range tm.Diags {
@@ -331,12 +451,8 @@ func (e *Evaluator) linearTerm(ctx context.Context, i int, tm Term, period, g in
 	}
 	giant := map[int]*rlwe.Ciphertext{}
 	w := make([]uint64, period)
-	// One plaintext for every diagonal (encodeInto overwrites it; MulThenAdd is done with it
-	// before the next): a fresh one per diagonal is 1.8 MB of garbage at N = 2^15.
-	pt, err := e.encode(i, w, level, e.p.comp[i].DefaultScale())
-	if err != nil {
-		return nil, err
-	}
+	ringQ := e.p.comp[i].RingQ().AtLevel(level)
+	var scratch ring.Poly // the encoded diagonal when it is not cached
 	for k, d := range tm.Diags {
 		if k%16 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -346,18 +462,35 @@ func (e *Evaluator) linearTerm(ctx context.Context, i int, tm Term, period, g in
 		a, b := d.D/g, d.D%g
 		// rot_{-ga}(diag): w[j] = V[(j - ga) mod period].
 		sh := (g * a) % period
-		for j := range w {
-			w[j] = d.V[(j-sh+period)%period]
-		}
-		if err := e.encodeInto(i, w, e.p.comp[i].DefaultScale(), pt); err != nil {
-			return nil, err
+		key := e.cache.key(level, sh, d)
+		pt, ok := e.cache.get(i, key)
+		if !ok {
+			copy(w, d.V[period-sh:])
+			copy(w[sh:], d.V[:period-sh])
+			keep := e.cache.room(i, ringQ.N()*(level+1))
+			if keep {
+				pt = ringQ.NewPoly()
+			} else {
+				if scratch.N() == 0 {
+					scratch = ringQ.NewPoly()
+				}
+				pt = scratch
+			}
+			if err := e.encodeMont(i, w, level, pt); err != nil {
+				return nil, err
+			}
+			if keep {
+				e.cache.put(i, key, pt)
+			}
+			e.count(i, &e.Stats.Encodes)
 		}
 		if giant[a] == nil {
 			giant[a] = bgv.NewCiphertext(e.p.comp[i], 1, level)
 			giant[a].Scale = x.Scale
 		}
-		if err := ev.MulThenAdd(baby[b], pt, giant[a]); err != nil {
-			return nil, fmt.Errorf("fhe linear: multiply by a diagonal: %w", err)
+		// giant[a] += baby[b]·pt (pt in Montgomery form: the product is exact).
+		for c := range giant[a].Value {
+			ringQ.MulCoeffsMontgomeryThenAdd(baby[b].Value[c], pt, giant[a].Value[c])
 		}
 		e.count(i, &e.Stats.PlainMuls)
 	}

@@ -3,7 +3,9 @@ package fhe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/protocols/fheparams"
@@ -55,9 +57,21 @@ func folded(M [][]uint64, cols, Q, m int) ([]Diag, []int) {
 
 // TestLinearSquareLinear evaluates y = B·(A·x + a)² + b on encrypted x, three vectors sharing
 // the slots (lanes), and checks every lane's decrypted, CRT-recombined result against the same
-// arithmetic mod n, with two CRT components; B is applied with folded diagonals.
+// arithmetic mod n, with two CRT components (of 20 bits for 40-bit values, of 31 bits, the
+// largest plaintext primes, for 61-bit values); B is applied with folded diagonals. Then the same
+// with the plaintext cache: the first evaluation encodes every diagonal, a second one none (same
+// result), and with a budget of two plaintexts per component the second encodes all but those two.
 func TestLinearSquareLinear(t *testing.T) {
-	p := testParams(t, 40, 3)
+	for _, bits := range []int{40, 61} {
+		t.Run(fmt.Sprint(bits, "bits"), func(t *testing.T) { linearSquareLinear(t, bits) })
+	}
+}
+
+func linearSquareLinear(t *testing.T, bits int) {
+	p := testParams(t, bits, 3)
+	if len(p.T) != 2 {
+		t.Fatalf("%d bits: %d plaintext primes %v, want 2", bits, len(p.T), p.T)
+	}
 	n := p.Modulus()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const period, g, stride, lanes = 16, 4, 8, 3
@@ -114,32 +128,37 @@ func TestLinearSquareLinear(t *testing.T) {
 		t.Fatal(err)
 	}
 	dA, fA := folded(A, k, period, period)
-	h, err := ev.Linear(context.Background(), []Term{{X: cx, Diags: dA}}, a, LinearPlan{Period: period, Giant: g, Folds: fA})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h2, err := ev.Mul(h, h)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dB, fB := folded(B, m, period, 8)
 	if len(dB) > 8 || len(fB) != 1 {
 		t.Fatalf("B folded to 8: %d diagonals, folds %v", len(dB), fB)
 	}
-	y, err := ev.Linear(context.Background(), []Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: fB})
-	if err != nil {
-		t.Fatal(err)
+	var h2 *Vector
+	eval := func() [][]uint64 {
+		t.Helper()
+		h, err := ev.Linear(context.Background(), []Term{{X: cx, Diags: dA}}, a, LinearPlan{Period: period, Giant: g, Folds: fA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h2, err = ev.Mul(h, h); err != nil {
+			t.Fatal(err)
+		}
+		y, err := ev.Linear(context.Background(), []Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: fB})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ev.Finish(y); err != nil {
+			t.Fatal(err)
+		}
+		if y.Level() != p.OutLevel {
+			t.Errorf("result at level %d, want %d", y.Level(), p.OutLevel)
+		}
+		got, err := cl.Decrypt(y, o, stride, lanes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
 	}
-	if err := ev.Finish(y); err != nil {
-		t.Fatal(err)
-	}
-	if y.Level() != p.OutLevel {
-		t.Errorf("result at level %d, want %d", y.Level(), p.OutLevel)
-	}
-	got, err := cl.Decrypt(y, o, stride, lanes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := eval()
 	mul := func(a, b uint64) uint64 { return mulMod(a, b, n) }
 	for l, x := range xs {
 		for i := 0; i < o; i++ {
@@ -154,6 +173,34 @@ func TestLinearSquareLinear(t *testing.T) {
 			if got[l][i] != want {
 				t.Errorf("lane %d: y[%d] = %d, want %d", l, i, got[l][i], want)
 			}
+		}
+	}
+	products := len(dA) + len(dB)
+	if ev.Stats.PlainMuls != products || ev.Stats.Encodes != products {
+		t.Errorf("without a cache: %d products, %d encoded; want %d and %d", ev.Stats.PlainMuls, ev.Stats.Encodes, products, products)
+	}
+	// With the cache: every diagonal encoded once, then none; the same results.
+	for k, budget := range []int64{1 << 40, int64(len(p.T)) * 2 * 8 * int64(p.comp[0].N()) * int64(p.MaxLevel()+1)} {
+		ev.SetPlainCache(budget)
+		for run := 0; run < 2; run++ {
+			before := ev.Stats
+			again := eval()
+			for l := range got {
+				if !slices.Equal(again[l], got[l]) {
+					t.Errorf("cache budget %d, run %d, lane %d: %v, want %v", budget, run, l, again[l], got[l])
+				}
+			}
+			enc := ev.Stats.Encodes - before.Encodes
+			want := products
+			if run == 1 {
+				want = []int{0, products - 2}[k]
+			}
+			if enc != want || ev.Stats.PlainMuls-before.PlainMuls != products {
+				t.Errorf("cache budget %d, run %d: %d of %d products encoded, want %d", budget, run, enc, ev.Stats.PlainMuls-before.PlainMuls, want)
+			}
+		}
+		if k == 1 && ev.PlainCacheBytes() > budget {
+			t.Errorf("the cache holds %d bytes, more than its budget %d", ev.PlainCacheBytes(), budget)
 		}
 	}
 	if _, err := ev.Linear(context.Background(), []Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: []int{2}}); err == nil {

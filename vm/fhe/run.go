@@ -59,7 +59,7 @@ func Evaluate(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Eva
 		}
 		a := ev.Stats
 		ops := fheproto.Stats{Rotations: a.Rotations - before.Rotations, PlainMuls: a.PlainMuls - before.PlainMuls,
-			CtMuls: a.CtMuls - before.CtMuls, Rescales: a.Rescales - before.Rescales}
+			CtMuls: a.CtMuls - before.CtMuls, Rescales: a.Rescales - before.Rescales, Encodes: a.Encodes - before.Encodes}
 		times = append(times, LayerTime{Source: in.Source, Op: in.Op, Time: time.Since(start), Ops: ops})
 	}
 	return outs, times, nil

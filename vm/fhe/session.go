@@ -37,7 +37,17 @@ type Stats struct {
 	EvalTime      time.Duration // server
 	Layers        []LayerTime   // server, the last evaluation's
 	Ops           fheproto.Stats
+	// PlainCacheBytes is the server's encoded diagonals kept for the session's later round trips
+	// (at most the PlainCacheBytes budget).
+	PlainCacheBytes int64
 }
+
+// PlainCacheBytes is the server's budget per session for encoded diagonals (fheproto's plaintext
+// cache): a diagonal encoded once is reused by the session's later round trips (and by equal
+// diagonals), past the budget diagonals are encoded per use. 3 GiB holds LoLa MNIST's whole
+// program many times over and about a third of LoLa CIFAR-10's first map (docs/fhe.md); it is per
+// session, so a server's memory grows with its concurrent fhe sessions.
+const PlainCacheBytes = 3 << 30
 
 // Backend is the fhe mode as a vm.Backend for the session machinery of internal/serve (handshake,
 // timeouts, batches, reports). The client packs a group of up to Lanes consecutive inferences of
@@ -159,6 +169,7 @@ func newBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Rin
 	if b.ev, err = fheproto.NewEvaluator(l.Params, keys, l.Stride); err != nil {
 		return nil, err
 	}
+	b.ev.SetPlainCache(PlainCacheBytes)
 	return b, nil
 }
 
@@ -293,7 +304,9 @@ func (b *Backend) roundTrip(ctx context.Context) error {
 		b.stats.EvalTime += time.Since(start)
 		b.stats.Layers = times
 		b.stats.Ops = fheproto.Stats{Rotations: b.ev.Stats.Rotations - before.Rotations, PlainMuls: b.ev.Stats.PlainMuls - before.PlainMuls,
-			CtMuls: b.ev.Stats.CtMuls - before.CtMuls, Rescales: b.ev.Stats.Rescales - before.Rescales}
+			CtMuls: b.ev.Stats.CtMuls - before.CtMuls, Rescales: b.ev.Stats.Rescales - before.Rescales,
+			Encodes: b.ev.Stats.Encodes - before.Encodes}
+		b.stats.PlainCacheBytes = b.ev.PlainCacheBytes()
 		for _, v := range outs {
 			n, err := sendAll(ctx, b.conn, marshalers(v))
 			b.stats.DownloadBytes += n
