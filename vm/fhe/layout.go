@@ -1,8 +1,11 @@
 package fhe
 
 import (
+	"math"
+
 	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
+	"github.com/cryptflow-go/cryptflow/vm"
 )
 
 // Element positions. A vector of n elements has period pow2(n); where each element sits in its
@@ -278,4 +281,122 @@ func (x *executor) diagCount(f *form, pos []int32, m int) int {
 		}
 	}
 	return total
+}
+
+// LoLa's convolution representation. When a strided convolution with many output maps reads the
+// input (channelMinorWins), the client may send the input already arranged per output position:
+// with the convolution's K output maps, P output positions and T = C·kh·kw taps per output,
+// vector g (g < ⌈T/K⌉) holds at slot u + K·q the input element that tap g·K + u reads for output
+// position q (zero where the tap falls on the padding or past T). With the output written at
+// k + K·q, output k of tap g·K + u reads its vector on diagonal u − k, for every position at once:
+// at most 2K − 1 diagonals per vector and no other rotation, where the channel-minor input needs
+// one diagonal per (input channel·phase − output map, tap block) pair (LoLa CIFAR-10's first map:
+// 3 vectors of 165, 165 and 108 diagonals against 1,605). The price is upload: ⌈T/K⌉ ciphertexts
+// instead of one. gatherCost decides, with shapes only so that the client decides as the server.
+
+// Time model of a linear map for the layout choice, in units of one diagonal product at the
+// map's level: a key rotation costs rotationCost products (BenchmarkRotation against
+// BenchmarkDiagonalProductMont, protocols/fhe), an uploaded ciphertext uploadCost (the client's
+// encryption and the bytes: 3.7 MB per CRT component at N = 2^15, level 6). A map with d
+// diagonals on one vector takes about 2·√d rotations (baby and giant steps).
+const (
+	rotationCost = 10
+	uploadCost   = 8
+)
+
+func mapCost(diags []int) int {
+	c := 0
+	for _, d := range diags {
+		c += d + rotationCost*2*int(math.Ceil(math.Sqrt(float64(d))))
+	}
+	return c
+}
+
+// inputGather returns input t's convolution representation (per vector, per slot, the input
+// element it holds or -1), or nil when the input is not read by one such convolution alone or the
+// time model prefers the single ciphertext in the channel-minor layout.
+func inputGather(p *fixed.Program, t int) [][]int32 {
+	s := p.Tensors[t].Shape
+	if len(s) != 4 || s[0] != 1 {
+		return nil
+	}
+	var conv *fixed.Instr
+	for _, in := range p.Instrs {
+		for _, id := range in.In {
+			if id == t {
+				if conv != nil || in.Op != fixed.OpConv || in.In[0] != t {
+					return nil // read twice, or not as a convolution's input
+				}
+				conv = in
+			}
+		}
+	}
+	if conv == nil || conv.Group != 1 || len(conv.Win.Strides) != 2 || len(conv.Win.Kernel) != 2 {
+		return nil
+	}
+	for _, d := range conv.Win.Dilations {
+		if d != 1 {
+			return nil
+		}
+	}
+	out := p.Tensors[conv.Out].Shape
+	if len(out) != 4 || out[0] != 1 {
+		return nil
+	}
+	K, P := out[1], out[2]*out[3]
+	taps := s[1] * conv.Win.Kernel[0] * conv.Win.Kernel[1]
+	if !channelMinorWins(K, s[1], conv.Win.Kernel[0]*conv.Win.Kernel[1], out.Size()) {
+		return nil
+	}
+	ip, err := vm.PlanIndex(p, conv)
+	if err != nil || ip.D != taps || ip.P != P || len(ip.Idx) != taps*P {
+		return nil
+	}
+	G := (taps + K - 1) / K
+	var gdiags []int
+	for g := 0; g < G; g++ {
+		gdiags = append(gdiags, min(K, taps-g*K)+K-1)
+	}
+	minor := channelMinorLayout(p, conv, s)
+	if minor == nil || mapCost(gdiags)+uploadCost*G >= mapCost([]int{channelMinorDiagonals(ip, minor, K, pow2(out.Size()))})+uploadCost {
+		return nil
+	}
+	V := pow2(out.Size())
+	gather := make([][]int32, G)
+	for g := range gather {
+		gather[g] = make([]int32, V)
+		for i := range gather[g] {
+			gather[g][i] = -1
+		}
+	}
+	for tap := 0; tap < taps; tap++ {
+		g, u := tap/K, tap%K
+		for q := 0; q < P; q++ {
+			gather[g][u+K*q] = ip.Idx[tap*P+q]
+		}
+	}
+	return gather
+}
+
+// channelMinorDiagonals counts the diagonals mod m of the convolution (its im2col table ip, K
+// output maps) from an input in layout pos to its output at k + K·q, every weight taken non-zero.
+func channelMinorDiagonals(ip vm.IndexPlan, pos []int32, K, m int) int {
+	seen := make([]bool, m)
+	n := 0
+	for tap := 0; tap < ip.D; tap++ {
+		for q := 0; q < ip.P; q++ {
+			j := ip.Idx[tap*ip.P+q]
+			if j < 0 {
+				continue
+			}
+			for k := 0; k < K; k++ {
+				d := ((int(pos[j])-k-K*q)%m + m) % m
+				if !seen[d] {
+					seen[d] = true
+					n++
+				}
+			}
+		}
+	}
+	return n
 }

@@ -27,12 +27,12 @@ func firstSquareOperand(t *testing.T, p *fixed.Program, l *Layout) (*executor, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &executor{p: p, l: l, r: r, c: composer{r: r}, forms: make([]*form, len(p.Tensors))}
+	x := newExecutor(context.Background(), p, l, nil, r, make([]*fheproto.Vector, l.vectorCount()))
 	for _, in := range p.Instrs {
 		if in.Op == fixed.OpMul {
 			return x, x.forms[in.In[0]], p.Tensors[in.Out].Shape
 		}
-		if err := x.exec(in, []*fheproto.Vector{nil}, nil); err != nil {
+		if err := x.exec(in, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,8 +163,14 @@ func TestSquareOutputInLayout(t *testing.T) {
 func conv1Diagonals(t *testing.T, p *fixed.Program, l *Layout, in []int32) int {
 	t.Helper()
 	ll := *l
-	ll.InPos = [][]int32{in}
-	x, f, shape := firstSquareOperand(t, p, &ll)
+	ll.InPos, ll.InGather = [][]int32{in}, [][][]int32{nil}
+	return conv1DiagonalsIn(t, p, &ll)
+}
+
+// conv1DiagonalsIn is conv1Diagonals with the input as layout l has it.
+func conv1DiagonalsIn(t *testing.T, p *fixed.Program, l *Layout) int {
+	t.Helper()
+	x, f, shape := firstSquareOperand(t, p, l)
 	return x.diagCount(f, x.chooseLayout(f, shape), pow2(f.n))
 }
 
@@ -172,19 +178,22 @@ func conv1Diagonals(t *testing.T, p *fixed.Program, l *Layout, in []int32) int {
 // (map, input channel, tap) triples than half its output's period), the input goes up
 // channel-minor, one-to-one mod its period, and the convolution's map needs fewer diagonals
 // than with the polyphase input: golden.WidePolyCNN, and LoLa's CIFAR-10 network
-// (testdata/lola-cifar) where it goes from 16,384 (every residue) to 1,605.
+// (testdata/lola-cifar) where it goes from 16,384 (every residue) to 1,605. LoLa CIFAR-10's
+// input goes up in its convolution representation instead (three vectors; the time model of
+// inputGather prefers it), with 437 diagonals (at most 165 + 165 + 108) and no other rotation.
 func TestChannelMinorCutsDiagonals(t *testing.T) {
 	type tc struct {
 		name      string
 		p         *fixed.Program
 		maxMinor  int
 		minPolyph int
+		convRep   int // the diagonals with the input in its convolution representation (0: not used)
 	}
 	g, err := golden.WidePolyCNN(100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []tc{{"wide-poly-cnn", compileFHE(t, g, 100), 0, 0}}
+	cases := []tc{{"wide-poly-cnn", compileFHE(t, g, 100), 0, 0, 0}}
 	model := filepath.Join(testenv.RepoRoot(t), "testdata", "lola-cifar", "model.onnx")
 	if g, err := onnx.Load(model, onnx.Options{Batch: 1}); err == nil {
 		opts := passes.DefaultOptions()
@@ -193,7 +202,7 @@ func TestChannelMinorCutsDiagonals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cases = append(cases, tc{"lola-cifar", p, 1700, 16000})
+		cases = append(cases, tc{"lola-cifar", p, 1700, 16000, 437})
 	} else {
 		t.Logf("testdata/lola-cifar: %v (only the small network)", err)
 	}
@@ -211,7 +220,14 @@ func TestChannelMinorCutsDiagonals(t *testing.T) {
 		}
 		s := c.p.Tensors[c.p.Inputs[0].Tensor].Shape
 		minor, poly := channelMinorLayout(c.p, conv, s), polyphaseLayout(conv, s)
-		if minor == nil || poly == nil || !slices.Equal(l.InPos[0], minor) {
+		if c.convRep > 0 {
+			if l.InGather[0] == nil || l.Vectors(0) != 3 {
+				t.Fatalf("%s: the input is not in its convolution representation in 3 vectors", c.name)
+			}
+			if d := conv1DiagonalsIn(t, c.p, l); d != c.convRep {
+				t.Errorf("%s: %d diagonals with the convolution representation, want %d", c.name, d, c.convRep)
+			}
+		} else if minor == nil || poly == nil || !slices.Equal(l.InPos[0], minor) {
 			t.Fatalf("%s: the input is not laid out channel-minor", c.name)
 		}
 		P := pow2(len(minor))

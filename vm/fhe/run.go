@@ -25,20 +25,21 @@ type LayerTime struct {
 // Ops counts homomorphic operations (protocols/fhe's Stats).
 type Ops = fheproto.Stats
 
-// Evaluate runs program p (with its weights: the server's copy) on the encrypted inputs and
-// returns one encrypted, re-randomised result per output, with the per-instruction times.
+// Evaluate runs program p (with its weights: the server's copy) on the encrypted inputs (l.Vectors(i)
+// vectors for input i, in input order) and returns one encrypted, re-randomised result per output,
+// with the per-instruction times.
 func Evaluate(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Evaluator, inputs []*fheproto.Vector) ([]*fheproto.Vector, []LayerTime, error) {
 	if !p.HasWeights() {
 		return nil, nil, fmt.Errorf("fhe: the server needs the program's weights")
 	}
-	if len(inputs) != len(p.Inputs) {
-		return nil, nil, fmt.Errorf("fhe: %d encrypted inputs for %d program inputs", len(inputs), len(p.Inputs))
+	if len(l.In) != len(p.Inputs) || len(inputs) != l.vectorCount() {
+		return nil, nil, fmt.Errorf("fhe: %d encrypted input vectors for %d program inputs taking %d", len(inputs), len(p.Inputs), l.vectorCount())
 	}
 	r, err := p.Ring()
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &executor{ctx: ctx, p: p, l: l, ev: ev, r: r, c: composer{r: r}, forms: make([]*form, len(p.Tensors))}
+	x := newExecutor(ctx, p, l, ev, r, inputs)
 	for _, v := range inputs {
 		if v == nil || len(v.Ct) != len(l.Params.T) {
 			return nil, nil, fmt.Errorf("fhe: an encrypted input has the wrong number of components")
@@ -76,6 +77,23 @@ type executor struct {
 	vecs  []*fheproto.Vector
 	lens  []int
 	pos   [][]int32 // each vector's layout (nil: row-major)
+	// Inputs: input i's encrypted vectors are inVecs[firstVec[i]:][:l.Vectors(i)]; an input in its
+	// convolution representation has no form, only its vectors (convRep: tensor → their indices
+	// in vecs), which the one convolution reading it uses directly (convGathered).
+	inVecs   []*fheproto.Vector
+	firstVec []int
+	convRep  map[int][]int
+}
+
+// newExecutor prepares the walk over p with the encrypted input vectors (l.Vectors(i) for input i,
+// in input order; len(inputs) must be l.vectorCount()).
+func newExecutor(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Evaluator, r ring.Ring, inputs []*fheproto.Vector) *executor {
+	x := &executor{ctx: ctx, p: p, l: l, ev: ev, r: r, c: composer{r: r}, forms: make([]*form, len(p.Tensors)), convRep: map[int][]int{}}
+	for i := range l.In {
+		x.firstVec = append(x.firstVec, len(x.inVecs))
+		x.inVecs = append(x.inVecs, inputs[len(x.inVecs):len(x.inVecs)+l.Vectors(i)]...)
+	}
+	return x
 }
 
 func (x *executor) srcLen(i int) int { return x.lens[i] }
@@ -100,9 +118,24 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 	p := x.p
 	size := func(t int) int { return p.Tensors[t].Shape.Size() }
 	var f *form
+	for k, id := range in.In {
+		if _, ok := x.convRep[id]; ok && (in.Op != fixed.OpConv || k != 0) {
+			return fmt.Errorf("internal: an input in its convolution representation is read by %s", in.Op)
+		}
+	}
 	switch in.Op {
 	case fixed.OpInput:
-		f = x.newVec(inputs[in.Index], size(in.Out), x.l.InPos[in.Index])
+		if gather := x.l.InGather[in.Index]; gather != nil {
+			var srcs []int
+			for g := range gather {
+				x.newVec(x.inVecs[x.firstVec[in.Index]+g], len(gather[g]), nil)
+				srcs = append(srcs, len(x.vecs)-1)
+			}
+			x.convRep[in.Out] = srcs
+			f = &form{n: size(in.Out)}
+			break
+		}
+		f = x.newVec(x.inVecs[x.firstVec[in.Index]], size(in.Out), x.l.InPos[in.Index])
 	case fixed.OpOutput:
 		v, err := x.materialize(x.forms[in.In[0]], nil)
 		if err != nil {
@@ -231,6 +264,13 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		}
 		f = x.c.apply(L, x.forms[in.In[0]], x.srcLen)
 	case fixed.OpConv:
+		if srcs, ok := x.convRep[in.In[0]]; ok {
+			var err error
+			if f, err = x.convGathered(in, srcs); err != nil {
+				return err
+			}
+			break
+		}
 		L, err := x.convMatrix(in)
 		if err != nil {
 			return err
@@ -315,6 +355,44 @@ func (x *executor) convMatrix(in *fixed.Instr) (matrix, error) {
 		}
 	}
 	return L, nil
+}
+
+// convGathered is the form of a convolution of an input in its convolution representation
+// (inputGather): output (k, q) reads, for tap t = g·K + u, slot u + K·q of vector g, so its
+// matrix on vector g has weight W[k, t] there.
+func (x *executor) convGathered(in *fixed.Instr, srcs []int) (*form, error) {
+	p := x.p
+	ip, err := vm.PlanIndex(p, in)
+	if err != nil {
+		return nil, err
+	}
+	w := x.weight(in)
+	K := p.Weights[in.Weight].Shape[0]
+	taps, P := ip.D, ip.P
+	if in.Group != 1 || len(srcs) != (taps+K-1)/K || K*P != p.Tensors[in.Out].Shape.Size() {
+		return nil, fmt.Errorf("internal: the convolution does not match its input's convolution representation")
+	}
+	f := &form{n: K * P}
+	for g, src := range srcs {
+		L := make(matrix, K*P)
+		for k := 0; k < K; k++ {
+			for q := 0; q < P; q++ {
+				var row []entry
+				for u := 0; u < K && g*K+u < taps; u++ {
+					t := g*K + u
+					if ip.Idx[t*P+q] < 0 {
+						continue
+					}
+					if v := w[k*taps+t]; v != 0 {
+						row = append(row, entry{col: int32(u + K*q), v: v})
+					}
+				}
+				L[k*P+q] = row
+			}
+		}
+		f.terms = append(f.terms, term{src: src, m: L})
+	}
+	return f, nil
 }
 
 // plain reports whether form f is one encrypted vector as it is, and which.

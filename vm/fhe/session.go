@@ -224,35 +224,45 @@ func (b *Backend) Input(ctx context.Context, owner int, x ring.Tensor) error {
 		if len(x.Data) != b.l.In[i] {
 			return fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(x.Data), b.l.In[i])
 		}
-		lanes := [][]uint64{b.l.place(i, x.Data)}
+		group := [][]uint64{x.Data}
 		if b.batch != nil {
-			lanes = nil
+			group = nil
 			for _, in := range b.batch[b.k:min(b.k+b.group, len(b.batch))] {
 				if len(in[i].Data) != b.l.In[i] {
 					return fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(in[i].Data), b.l.In[i])
 				}
-				lanes = append(lanes, b.l.place(i, in[i].Data))
+				group = append(group, in[i].Data)
 			}
 		}
-		start := time.Now()
-		v, err := b.client.Encrypt(lanes, pow2(b.l.In[i]), b.l.Stride)
-		if err != nil {
-			return err
+		lanes := make([][][]uint64, b.l.Vectors(i)) // per vector, per inference
+		for _, data := range group {
+			for g, v := range b.l.placeVectors(i, data) {
+				lanes[g] = append(lanes[g], v)
+			}
 		}
-		b.stats.EncryptTime += time.Since(start)
-		n, err := sendAll(ctx, b.conn, marshalers(v))
-		b.stats.UploadBytes += n
-		if err != nil {
-			return fmt.Errorf("fhe: upload the encrypted input: %w", err)
+		for _, ls := range lanes {
+			start := time.Now()
+			v, err := b.client.Encrypt(ls, b.l.inputPeriod(i), b.l.Stride)
+			if err != nil {
+				return err
+			}
+			b.stats.EncryptTime += time.Since(start)
+			n, err := sendAll(ctx, b.conn, marshalers(v))
+			b.stats.UploadBytes += n
+			if err != nil {
+				return fmt.Errorf("fhe: upload the encrypted input: %w", err)
+			}
 		}
 		return nil
 	}
-	v, n, err := b.recvVector(ctx, b.l.Params.MaxLevel())
-	b.stats.UploadBytes += n
-	if err != nil {
-		return fmt.Errorf("fhe: receive the encrypted input: %w", err)
+	for range b.l.Vectors(i) {
+		v, n, err := b.recvVector(ctx, b.l.Params.MaxLevel())
+		b.stats.UploadBytes += n
+		if err != nil {
+			return fmt.Errorf("fhe: receive the encrypted input: %w", err)
+		}
+		b.inputs = append(b.inputs, v)
 	}
-	b.inputs = append(b.inputs, v)
 	return nil
 }
 
@@ -292,8 +302,8 @@ func (b *Backend) Reveal(ctx context.Context, to int, x ring.Tensor) (bool, erro
 func (b *Backend) roundTrip(ctx context.Context) error {
 	b.stats.RoundTrips++
 	if b.party == 0 {
-		if len(b.inputs) != len(b.p.Inputs) {
-			return fmt.Errorf("fhe: %d encrypted inputs received, the program has %d", len(b.inputs), len(b.p.Inputs))
+		if want := b.l.vectorCount(); len(b.inputs) != want {
+			return fmt.Errorf("fhe: %d encrypted input vectors received, the program's inputs take %d", len(b.inputs), want)
 		}
 		start := time.Now()
 		before := b.ev.Stats
