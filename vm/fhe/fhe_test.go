@@ -50,14 +50,15 @@ func TestEncryptedEqualsClear(t *testing.T) {
 	// Seeds 22, 23 and 39 start with a stride-2 convolution: the input goes up in its polyphase
 	// layout and the convolution's output in a chosen strided one.
 	// Seed 100 is golden.WidePolyCNN: the input goes up channel-minor; seed 101 is
-	// golden.ConvRepPolyCNN: the input goes up in its convolution representation (two vectors).
+	// golden.ConvRepPolyCNN: the input goes up in its convolution representation (two vectors);
+	// seed 102 is golden.StridedPairPolyCNN: that, then a phase-blocked square and a wide one.
 	type tc struct {
 		seed uint64
 		mlp  bool
 	}
-	cases := []tc{{1, false}, {2, true}, {22, false}, {100, false}, {101, false}, {3, false}, {4, true}, {23, false}, {39, false}}
+	cases := []tc{{1, false}, {2, true}, {22, false}, {100, false}, {101, false}, {102, false}, {3, false}, {4, true}, {23, false}, {39, false}}
 	if testing.Short() {
-		cases = cases[:5]
+		cases = cases[:5] // seed 102 is at N = 2^15: a minute
 	}
 	for _, c := range cases {
 		seed := c.seed
@@ -67,6 +68,8 @@ func TestEncryptedEqualsClear(t *testing.T) {
 			g, err = golden.WidePolyCNN(seed)
 		case 101:
 			g, err = golden.ConvRepPolyCNN(seed)
+		case 102:
+			g, err = golden.StridedPairPolyCNN(seed)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -88,7 +91,7 @@ func TestEncryptedEqualsClear(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if convRep := l.InGather[0] != nil; convRep != (seed == 101) || convRep && l.Vectors(0) != 2 {
+		if convRep := l.InGather[0] != nil; convRep != (seed == 101 || seed == 102) || convRep && l.Vectors(0) != 2 {
 			t.Errorf("seed %d: input in its convolution representation %v (%d vectors)", seed, convRep, l.Vectors(0))
 		}
 		cl, err := fheproto.NewClient(l.Params)

@@ -167,11 +167,12 @@ func conv1Diagonals(t *testing.T, p *fixed.Program, l *Layout, in []int32) int {
 	return conv1DiagonalsIn(t, p, &ll)
 }
 
-// conv1DiagonalsIn is conv1Diagonals with the input as layout l has it.
+// conv1DiagonalsIn is conv1Diagonals with the input as layout l has it and the output in the
+// layout the executor chooses (chooseLayoutNext).
 func conv1DiagonalsIn(t *testing.T, p *fixed.Program, l *Layout) int {
 	t.Helper()
-	x, f, shape := firstSquareOperand(t, p, l)
-	return x.diagCount(f, x.chooseLayout(f, shape), pow2(f.n))
+	d, _ := squareDiagonals(t, p, l)
+	return d[0]
 }
 
 // TestChannelMinorCutsDiagonals: when a strided first convolution has many output maps (more
@@ -242,6 +243,82 @@ func TestChannelMinorCutsDiagonals(t *testing.T) {
 		t.Logf("%s: first map %d diagonals channel-minor, %d polyphase", c.name, dm, dp)
 		if dm >= dp || c.maxMinor > 0 && (dm > c.maxMinor || dp < c.minPolyph) {
 			t.Errorf("%s: %d diagonals channel-minor, %d polyphase", c.name, dm, dp)
+		}
+	}
+}
+
+// squareDiagonals walks program p as Evaluate does, without ciphertexts, and returns the number
+// of diagonals of the map written before each square (in the layout the executor chooses), and
+// the period of each square's result.
+func squareDiagonals(t *testing.T, p *fixed.Program, l *Layout) (diags, periods []int) {
+	t.Helper()
+	r, err := p.Ring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newExecutor(context.Background(), p, l, nil, r, make([]*fheproto.Vector, l.vectorCount()))
+	for _, in := range p.Instrs {
+		if in.Op == fixed.OpOutput {
+			break
+		}
+		if in.Op != fixed.OpMul {
+			if err := x.exec(in, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		f, n := x.forms[in.In[0]], p.Tensors[in.Out].Shape.Size()
+		pos, ph := x.chooseLayoutNext(f, p.Tensors[in.Out].Shape, nextStride(p, in.Out))
+		period := layoutPeriod(n, pos)
+		diags = append(diags, x.diagCount(f, pos, period))
+		periods = append(periods, period)
+		x.forms[in.Out] = x.newVecPeriod(nil, n, pos, period)
+		if ph != nil {
+			if x.phase == nil {
+				x.phase = map[int]phaseInfo{}
+			}
+			x.phase[len(x.vecs)-1] = *ph
+		}
+	}
+	return diags, periods
+}
+
+// TestStridedPairLayouts: with the first convolution's input in its convolution representation,
+// its square is written phase-blocked (no extra diagonal) and the second strided convolution's
+// output wide, with a period of twice pow2(n): LoLa CIFAR-10's second map 4,096 → 1,983
+// diagonals (at most 2·993; the first stays at 437), golden.StridedPairPolyCNN 832 → 315.
+func TestStridedPairLayouts(t *testing.T) {
+	g, err := golden.StridedPairPolyCNN(102)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tc struct {
+		name           string
+		p              *fixed.Program
+		diags, periods []int
+	}
+	cases := []tc{{"strided-pair-poly-cnn", compileFHE(t, g, 102), nil, []int{2048, 2048}}}
+	model := filepath.Join(testenv.RepoRoot(t), "testdata", "lola-cifar", "model.onnx")
+	if g, err := onnx.Load(model, onnx.Options{Batch: 1}); err == nil {
+		opts := passes.DefaultOptions()
+		opts.Backend, opts.Bits, opts.Scale = passes.BackendFHE, 61, 4
+		p, _, err := passes.Compile(g, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, tc{"lola-cifar", p, []int{437, 1983}, []int{16384, 8192}})
+	} else {
+		t.Logf("testdata/lola-cifar: %v (only the small network)", err)
+	}
+	for _, c := range cases {
+		l, err := NewLayout(c.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diags, periods := squareDiagonals(t, c.p, l)
+		t.Logf("%s: diagonals before each square %v, periods %v", c.name, diags, periods)
+		if !slices.Equal(periods, c.periods) || c.diags != nil && !slices.Equal(diags, c.diags) {
+			t.Errorf("%s: diagonals %v, periods %v; want %v and %v", c.name, diags, periods, c.diags, c.periods)
 		}
 	}
 }

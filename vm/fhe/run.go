@@ -77,6 +77,9 @@ type executor struct {
 	vecs  []*fheproto.Vector
 	lens  []int
 	pos   [][]int32 // each vector's layout (nil: row-major)
+	// periods: each vector's period, pow2 of its length but for a wide layout's (twice that)
+	periods []int
+	phase   map[int]phaseInfo // the vectors in the phase-blocked layout (chooseLayoutNext)
 	// Inputs: input i's encrypted vectors are inVecs[firstVec[i]:][:l.Vectors(i)]; an input in its
 	// convolution representation has no form, only its vectors (convRep: tensor → their indices
 	// in vecs), which the one convolution reading it uses directly (convGathered).
@@ -99,9 +102,16 @@ func newExecutor(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.
 func (x *executor) srcLen(i int) int { return x.lens[i] }
 
 func (x *executor) newVec(v *fheproto.Vector, n int, pos []int32) *form {
+	return x.newVecPeriod(v, n, pos, pow2(n))
+}
+
+// newVecPeriod is newVec for a vector whose period is not pow2(n): a product in a wide layout
+// (wideLayout, layout.go) has period 2·pow2(n).
+func (x *executor) newVecPeriod(v *fheproto.Vector, n int, pos []int32, period int) *form {
 	x.vecs = append(x.vecs, v)
 	x.lens = append(x.lens, n)
 	x.pos = append(x.pos, pos)
+	x.periods = append(x.periods, period)
 	return &form{n: n, terms: []term{{src: len(x.vecs) - 1, m: identity(n)}}}
 }
 
@@ -190,10 +200,11 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		}
 		fa := x.gathered(x.forms[in.In[0]], ip.Idx)
 		var pos []int32
+		var ph *phaseInfo
 		if k, ok := x.plain(fa); ok && inPeriod(x.pos[k], x.lens[k]) {
 			pos = x.pos[k]
 		} else {
-			pos = x.chooseLayout(fa, p.Tensors[in.Out].Shape)
+			pos, ph = x.chooseLayoutNext(fa, p.Tensors[in.Out].Shape, nextStride(p, in.Out))
 		}
 		a, err := x.materialize(fa, pos)
 		if err != nil {
@@ -209,7 +220,13 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		if err != nil {
 			return err
 		}
-		f = x.newVec(v, size(in.Out), pos)
+		f = x.newVecPeriod(v, size(in.Out), pos, layoutPeriod(size(in.Out), pos))
+		if ph != nil {
+			if x.phase == nil {
+				x.phase = map[int]phaseInfo{}
+			}
+			x.phase[len(x.vecs)-1] = *ph
+		}
 	case fixed.OpTranspose:
 		ip, err := vm.PlanIndex(p, in)
 		if err != nil {
@@ -358,8 +375,8 @@ func (x *executor) convMatrix(in *fixed.Instr) (matrix, error) {
 }
 
 // convGathered is the form of a convolution of an input in its convolution representation
-// (inputGather): output (k, q) reads, for tap t = g·K + u, slot u + K·q of vector g, so its
-// matrix on vector g has weight W[k, t] there.
+// (inputGather): output (k, q) reads, for tap t = g·K + u, slot base[q] + u of vector g
+// (gatherBase), so its matrix on vector g has weight W[k, t] there.
 func (x *executor) convGathered(in *fixed.Instr, srcs []int) (*form, error) {
 	p := x.p
 	ip, err := vm.PlanIndex(p, in)
@@ -372,6 +389,7 @@ func (x *executor) convGathered(in *fixed.Instr, srcs []int) (*form, error) {
 	if in.Group != 1 || len(srcs) != (taps+K-1)/K || K*P != p.Tensors[in.Out].Shape.Size() {
 		return nil, fmt.Errorf("internal: the convolution does not match its input's convolution representation")
 	}
+	base := gatherBase(p, in)
 	f := &form{n: K * P}
 	for g, src := range srcs {
 		L := make(matrix, K*P)
@@ -384,7 +402,7 @@ func (x *executor) convGathered(in *fixed.Instr, srcs []int) (*form, error) {
 						continue
 					}
 					if v := w[k*taps+t]; v != 0 {
-						row = append(row, entry{col: int32(u + K*q), v: v})
+						row = append(row, entry{col: base[q] + int32(u), v: v})
 					}
 				}
 				L[k*P+q] = row
@@ -426,7 +444,7 @@ func (x *executor) materialize(f *form, pos []int32) (*fheproto.Vector, error) {
 		}
 		return int(pos[r])
 	}
-	m := pow2(f.n)
+	m := layoutPeriod(f.n, pos)
 	var cst []uint64
 	if f.c != nil {
 		cst = make([]uint64, m)
@@ -447,11 +465,11 @@ func (x *executor) materialize(f *form, pos []int32) (*fheproto.Vector, error) {
 	if trivial {
 		return x.ev.Scale(scaled, cst)
 	}
-	var lens []int
+	var periods []int
 	for _, t := range f.terms {
-		lens = append(lens, x.lens[t.src])
+		periods = append(periods, x.periods[t.src])
 	}
-	plan, _ := mapPlan(f.n, lens)
+	plan, _ := mapPlan(m, periods)
 	Q := plan.Period
 	terms := make([]fheproto.Term, 0, len(f.terms))
 	for _, t := range f.terms {
