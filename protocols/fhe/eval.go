@@ -269,18 +269,18 @@ func (e *Evaluator) Linear(ctx context.Context, terms []Term, constant []uint64,
 	}
 	out := &Vector{Ct: make([]*rlwe.Ciphertext, len(e.p.comp))}
 	err = e.perComp(func(i int) error {
+		if len(terms) == 0 {
+			return fmt.Errorf("fhe linear: no terms")
+		}
 		var acc *rlwe.Ciphertext
-		for _, tm := range terms {
-			y, err := e.linearTerm(ctx, i, tm, period, g)
+		for _, group := range sameLevelScale(i, terms) {
+			y, err := e.linearTerms(ctx, i, group, period, g)
 			if err != nil {
 				return err
 			}
 			if acc, err = e.add(i, acc, y); err != nil {
 				return err
 			}
-		}
-		if acc == nil {
-			return fmt.Errorf("fhe linear: no terms")
 		}
 		if err := e.ev[i].Rescale(acc, acc); err != nil {
 			return fmt.Errorf("fhe linear: rescale (the chain is too short for this depth): %w", err)
@@ -347,21 +347,23 @@ func (e *Evaluator) rotateBy(i int, x *rlwe.Ciphertext, k int) (*rlwe.Ciphertext
 	return x, nil
 }
 
-// bsgs is a baby-step giant-step schedule for a set of diagonals: baby rotations b (ascending,
-// each reached from the previous one) and giant steps a (descending, Horner: acc is rotated by
-// the gap to the next a, then by the last a), with giant step g; cost is the number of key
-// rotations it takes, or -1 when the keys cannot make it.
+// bsgs is a baby-step giant-step schedule for the diagonals of one or more terms: per term, baby
+// rotations b of its vector (ascending, each reached from the previous one), and giant steps a
+// shared by the terms (descending, Horner: acc is rotated by the gap to the next a, then by the
+// last a), with giant step g; cost is the number of key rotations it takes, or -1 when the keys
+// cannot make it.
 type bsgs struct {
 	g      int
-	babies []int
+	babies [][]int
 	giants []int
 	cost   int
 }
 
-// schedule returns the cheapest baby-step giant-step schedule for diagonals ds over the given
-// period: every power of two g up to the period, and rotations composed from the keys, so that
-// sparse diagonal sets (a convolution's in a layout that suits it) skip the empty steps.
-func (e *Evaluator) schedule(ds []Diag, period, hint int) bsgs {
+// schedule returns the cheapest baby-step giant-step schedule for the diagonal sets (one per
+// term; the terms' products share the giant steps) over the given period: every power of two g
+// up to the period, and rotations composed from the keys, so that sparse diagonal sets (a
+// convolution's in a layout that suits it) skip the empty steps.
+func (e *Evaluator) schedule(sets [][]Diag, period, hint int) bsgs {
 	cost := func(k int) int {
 		st, ok := e.steps(k)
 		if !ok {
@@ -371,30 +373,34 @@ func (e *Evaluator) schedule(ds []Diag, period, hint int) bsgs {
 	}
 	best := bsgs{cost: -1}
 	for g := 1; g <= period; g *= 2 {
-		bset, aset := map[int]bool{}, map[int]bool{}
-		for _, d := range ds {
-			bset[d.D%g], aset[d.D/g] = true, true
-		}
-		sc := bsgs{g: g}
-		for b := range bset {
-			sc.babies = append(sc.babies, b)
+		aset := map[int]bool{}
+		sc := bsgs{g: g, babies: make([][]int, len(sets))}
+		total := 0
+		for t, ds := range sets {
+			bset := map[int]bool{}
+			for _, d := range ds {
+				bset[d.D%g], aset[d.D/g] = true, true
+			}
+			for b := range bset {
+				sc.babies[t] = append(sc.babies[t], b)
+			}
+			slices.Sort(sc.babies[t])
+			prev := 0
+			for _, b := range sc.babies[t] {
+				c := cost(b - prev)
+				if c < 0 || total < 0 {
+					total = -1
+					break
+				}
+				total, prev = total+c, b
+			}
 		}
 		for a := range aset {
 			sc.giants = append(sc.giants, a)
 		}
-		slices.Sort(sc.babies)
 		slices.Sort(sc.giants)
 		slices.Reverse(sc.giants)
-		total, prev := 0, 0
-		for _, b := range sc.babies {
-			c := cost(b - prev)
-			if c < 0 {
-				total = -1
-				break
-			}
-			total, prev = total+c, b
-		}
-		if total >= 0 && len(sc.giants) > 0 {
+		if total >= 0 {
 			for k, a := range sc.giants {
 				next := 0
 				if k+1 < len(sc.giants) {
@@ -419,80 +425,114 @@ func (e *Evaluator) schedule(ds []Diag, period, hint int) bsgs {
 	return best
 }
 
-func (e *Evaluator) linearTerm(ctx context.Context, i int, tm Term, period, g int) (*rlwe.Ciphertext, error) {
-	x := tm.X.Ct[i]
-	level := x.Level()
-	for _, d := range tm.Diags {
-		if d.D < 0 || d.D >= period || len(d.V) != period {
-			return nil, fmt.Errorf("fhe linear: diagonal %d (%d values) for period %d", d.D, len(d.V), period)
+// sameLevelScale groups the terms whose component-i vectors are at the same level and scale
+// (the terms of one group share giant steps; the groups' results are added), in order.
+func sameLevelScale(i int, terms []Term) [][]Term {
+	var groups [][]Term
+	for _, tm := range terms {
+		x := tm.X.Ct[i]
+		k := slices.IndexFunc(groups, func(g []Term) bool {
+			y := g[0].X.Ct[i]
+			return y.Level() == x.Level() && y.Scale.Cmp(x.Scale) == 0
+		})
+		if k < 0 {
+			groups = append(groups, []Term{tm})
+		} else {
+			groups[k] = append(groups[k], tm)
 		}
 	}
-	if len(tm.Diags) == 0 { // a map with no diagonals: zero
-		acc := bgv.NewCiphertext(e.p.comp[i], 1, level)
-		acc.Scale = x.Scale
-		return acc, nil
+	return groups
+}
+
+// linearTerms returns Σ_terms Σ_diags diag ⊙ rot(X, D) for component i, before the rescaling,
+// for terms whose vectors are at one level and scale (sameLevelScale): each gets its own baby
+// steps, and all products go into giant-step accumulators the terms share (one Horner pass of
+// giant rotations).
+func (e *Evaluator) linearTerms(ctx context.Context, i int, terms []Term, period, g int) (*rlwe.Ciphertext, error) {
+	level, scale := terms[0].X.Ct[i].Level(), terms[0].X.Ct[i].Scale
+	for _, tm := range terms {
+		if x := tm.X.Ct[i]; x.Level() != level || x.Scale.Cmp(scale) != 0 {
+			return nil, fmt.Errorf("internal: linearTerms with vectors at different levels or scales")
+		}
+		for _, d := range tm.Diags {
+			if d.D < 0 || d.D >= period || len(d.V) != period {
+				return nil, fmt.Errorf("fhe linear: diagonal %d (%d values) for period %d", d.D, len(d.V), period)
+			}
+		}
 	}
-	sc := e.schedule(tm.Diags, period, g)
+	xs := make([]*rlwe.Ciphertext, len(terms))
+	sets := make([][]Diag, len(terms))
+	for t, tm := range terms {
+		xs[t], sets[t] = tm.X.Ct[i], tm.Diags
+	}
+	sc := e.schedule(sets, period, g)
 	if sc.cost < 0 {
 		return nil, fmt.Errorf("fhe linear: the Galois keys cannot make the rotations of this map")
 	}
 	g = sc.g
-	baby := map[int]*rlwe.Ciphertext{}
-	prevB, prev := 0, x
-	for _, b := range sc.babies {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		r, err := e.rotateBy(i, prev, b-prevB)
-		if err != nil {
-			return nil, fmt.Errorf("fhe linear: %w", err)
-		}
-		baby[b], prevB, prev = r, b, r
-	}
 	giant := map[int]*rlwe.Ciphertext{}
 	w := make([]uint64, period)
 	ringQ := e.p.comp[i].RingQ().AtLevel(level)
 	var scratch ring.Poly // the encoded diagonal when it is not cached
-	for k, d := range tm.Diags {
-		if k%16 == 0 {
+	for t, tm := range terms {
+		baby := map[int]*rlwe.Ciphertext{}
+		prevB, prev := 0, xs[t]
+		for _, b := range sc.babies[t] {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			r, err := e.rotateBy(i, prev, b-prevB)
+			if err != nil {
+				return nil, fmt.Errorf("fhe linear: %w", err)
+			}
+			baby[b], prevB, prev = r, b, r
 		}
-		a, b := d.D/g, d.D%g
-		// rot_{-ga}(diag): w[j] = V[(j - ga) mod period].
-		sh := (g * a) % period
-		key := e.cache.key(level, sh, d)
-		pt, ok := e.cache.get(i, key)
-		if !ok {
-			copy(w, d.V[period-sh:])
-			copy(w[sh:], d.V[:period-sh])
-			keep := e.cache.room(i, ringQ.N()*(level+1))
-			if keep {
-				pt = ringQ.NewPoly()
-			} else {
-				if scratch.N() == 0 {
-					scratch = ringQ.NewPoly()
+		for k, d := range tm.Diags {
+			if k%16 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
 				}
-				pt = scratch
 			}
-			if err := e.encodeMont(i, w, level, pt); err != nil {
-				return nil, err
+			a, b := d.D/g, d.D%g
+			// rot_{-ga}(diag): w[j] = V[(j - ga) mod period].
+			sh := (g * a) % period
+			key := e.cache.key(level, sh, d)
+			pt, ok := e.cache.get(i, key)
+			if !ok {
+				copy(w, d.V[period-sh:])
+				copy(w[sh:], d.V[:period-sh])
+				keep := e.cache.room(i, ringQ.N()*(level+1))
+				if keep {
+					pt = ringQ.NewPoly()
+				} else {
+					if scratch.N() == 0 {
+						scratch = ringQ.NewPoly()
+					}
+					pt = scratch
+				}
+				if err := e.encodeMont(i, w, level, pt); err != nil {
+					return nil, err
+				}
+				if keep {
+					e.cache.put(i, key, pt)
+				}
+				e.count(i, &e.Stats.Encodes)
 			}
-			if keep {
-				e.cache.put(i, key, pt)
+			if giant[a] == nil {
+				giant[a] = bgv.NewCiphertext(e.p.comp[i], 1, level)
+				giant[a].Scale = scale
 			}
-			e.count(i, &e.Stats.Encodes)
+			// giant[a] += baby[b]·pt (pt in Montgomery form: the product is exact).
+			for c := range giant[a].Value {
+				ringQ.MulCoeffsMontgomeryThenAdd(baby[b].Value[c], pt, giant[a].Value[c])
+			}
+			e.count(i, &e.Stats.PlainMuls)
 		}
-		if giant[a] == nil {
-			giant[a] = bgv.NewCiphertext(e.p.comp[i], 1, level)
-			giant[a].Scale = x.Scale
-		}
-		// giant[a] += baby[b]·pt (pt in Montgomery form: the product is exact).
-		for c := range giant[a].Value {
-			ringQ.MulCoeffsMontgomeryThenAdd(baby[b].Value[c], pt, giant[a].Value[c])
-		}
-		e.count(i, &e.Stats.PlainMuls)
+	}
+	if len(sc.giants) == 0 { // no diagonals at all: zero
+		acc := bgv.NewCiphertext(e.p.comp[i], 1, level)
+		acc.Scale = scale
+		return acc, nil
 	}
 	// Horner over the non-empty giant steps: y = rot_{g·a_k}(u_k + rot_{g(a_{k-1}-a_k)}(...)).
 	var acc *rlwe.Ciphertext

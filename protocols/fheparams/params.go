@@ -39,6 +39,11 @@ const (
 	// sum of a map's products), and the flooded result needs t·2^79 < q_0·q_1/2 (docs/security.md).
 	// 31 bits let two components hold 61-bit values (LoLa CIFAR-10) where 30 needed three.
 	MaxTBits = 31
+	// MaxPPrimes is the most key-switching primes: with k primes of PBits a key switch decomposes a
+	// ciphertext into ⌈(L+1)/k⌉ digits instead of L+1, so a rotation costs about two thirds and a
+	// Galois key about half at N = 2^15 with k = 3 (BenchmarkRotation, protocols/fhe). They are
+	// added only while the security table still holds the chain at the chosen N.
+	MaxPPrimes = 3
 	// MaxBits is the largest CRT product: the cleartext reference holds a value in one 64-bit word.
 	MaxBits = 63
 )
@@ -75,7 +80,8 @@ func (p Params) LogQP() int {
 
 // Choose returns parameters for a program whose values need bits bits (with the sign: the CRT
 // product must exceed 2^bits) and whose multiplicative depth is depth. The ring degree is the
-// smallest of the security table that holds the chain (and at least 2^13, for enough SIMD slots);
+// smallest of the security table that holds the chain with one key-switching prime (and at least
+// 2^13, for enough SIMD slots), then up to MaxPPrimes key-switching primes as the table allows;
 // the plaintext primes are the fewest of at most MaxTBits bits whose product exceeds 2^bits (every
 // CRT component is a whole BGV evaluation, so one fewer is a third or a half less work).
 func Choose(bits, depth int) (Params, error) {
@@ -98,6 +104,9 @@ func Choose(bits, depth int) (Params, error) {
 	}
 	if p.LogN == 0 {
 		return Params{}, fmt.Errorf("fhe parameters: depth %d needs log QP = %d, more than %d, the largest the security table allows 128-bit security for (N = 2^15); reduce the number of layers", depth, p.LogQP(), MaxLogQP128[15])
+	}
+	for len(p.LogP) < MaxPPrimes && p.LogQP()+PBits <= MaxLogQP128[p.LogN] {
+		p.LogP = append(p.LogP, PBits)
 	}
 	// The fewest primes in (2^(b-1), 2^b), b <= MaxTBits, whose product exceeds 2^bits and fits a
 	// word, the smallest b first; b at least logN+3 leaves room for primes ≡ 1 mod 2N. The

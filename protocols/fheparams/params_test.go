@@ -32,6 +32,16 @@ func TestChoose(t *testing.T) {
 			t.Errorf("Choose(%d, %d): product %v of %v", c.bits, c.depth, prod, p.T)
 		}
 	}
+	// The key-switching primes: as many as the table allows at the chosen N, up to MaxPPrimes.
+	for _, c := range []struct{ depth, logN, primes int }{{3, 14, 2}, {4, 14, 1}, {5, 15, 3}, {10, 15, 2}, {11, 15, 1}} {
+		p, err := Choose(40, c.depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.LogN != c.logN || len(p.LogP) != c.primes {
+			t.Errorf("depth %d: N = 2^%d with %d key-switching primes, want 2^%d and %d", c.depth, p.LogN, len(p.LogP), c.logN, c.primes)
+		}
+	}
 	if _, err := Choose(64, 1); err == nil {
 		t.Error("Choose accepted 64 bits")
 	}

@@ -532,10 +532,18 @@ func inputGather(p *fixed.Program, t int) [][]int32 {
 	for tap := 0; tap < taps; tap++ {
 		g, u := tap/K, tap%K
 		for q := 0; q < P; q++ {
-			gather[g][int(base[q])+u] = ip.Idx[tap*P+q]
+			gather[g][gatherSlot(base, q, u, K, V)] = ip.Idx[tap*P+q]
 		}
 	}
 	return gather
+}
+
+// gatherSlot is the slot of a vector of the convolution representation that holds tap g·K + u of
+// output position q: base[q] + u, shifted by K − 1 (mod the period V) so that output map k reads
+// it on diagonal u − k + K − 1, in [0, 2K − 2]: no negative diagonal, whose rotation the keys would
+// have to compose from the far side of the period.
+func gatherSlot(base []int32, q, u, K, V int) int {
+	return (int(base[q]) + u + K - 1) % V
 }
 
 // channelMinorDiagonals counts the diagonals mod m of the convolution (its im2col table ip, K

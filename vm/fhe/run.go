@@ -375,8 +375,8 @@ func (x *executor) convMatrix(in *fixed.Instr) (matrix, error) {
 }
 
 // convGathered is the form of a convolution of an input in its convolution representation
-// (inputGather): output (k, q) reads, for tap t = g·K + u, slot base[q] + u of vector g
-// (gatherBase), so its matrix on vector g has weight W[k, t] there.
+// (inputGather): output (k, q) reads, for tap t = g·K + u, slot gatherSlot(base, q, u) of vector
+// g (base from gatherBase), so its matrix on vector g has weight W[k, t] there.
 func (x *executor) convGathered(in *fixed.Instr, srcs []int) (*form, error) {
 	p := x.p
 	ip, err := vm.PlanIndex(p, in)
@@ -390,6 +390,7 @@ func (x *executor) convGathered(in *fixed.Instr, srcs []int) (*form, error) {
 		return nil, fmt.Errorf("internal: the convolution does not match its input's convolution representation")
 	}
 	base := gatherBase(p, in)
+	V := x.periods[srcs[0]]
 	f := &form{n: K * P}
 	for g, src := range srcs {
 		L := make(matrix, K*P)
@@ -402,7 +403,7 @@ func (x *executor) convGathered(in *fixed.Instr, srcs []int) (*form, error) {
 						continue
 					}
 					if v := w[k*taps+t]; v != 0 {
-						row = append(row, entry{col: base[q] + int32(u), v: v})
+						row = append(row, entry{col: int32(gatherSlot(base, q, u, K, V)), v: v})
 					}
 				}
 				L[k*P+q] = row
