@@ -7,10 +7,11 @@ import (
 )
 
 // benchSetup is one CRT component at LoLa CIFAR-10's parameters (N = 2^15, seven 60-bit
-// levels, P 61 bits, t = 1179649), one key (rotation by 1), a fresh ciphertext and a diagonal.
+// levels, three 61-bit key-switching primes, t = 2146959361), one key (rotation by 1), a fresh
+// ciphertext and a diagonal.
 func benchSetup(b *testing.B) (*Evaluator, *Params, *Vector, []uint64) {
 	b.Helper()
-	p, err := NewParams(15, []uint64{1179649}, []int{60, 60, 60, 60, 60, 60, 60}, []int{61}, 1)
+	p, err := NewParams(15, []uint64{2146959361}, []int{60, 60, 60, 60, 60, 60, 60}, []int{61, 61, 61}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

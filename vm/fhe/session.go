@@ -44,11 +44,12 @@ type Stats struct {
 
 // PlainCacheBytes is the server's budget per session for encoded diagonals (fheproto's plaintext
 // cache): a diagonal encoded once is reused by the session's later round trips (and by equal
-// diagonals), past the budget diagonals are encoded per use. 4 GiB holds LoLa MNIST's whole
-// program many times over, and LoLa CIFAR-10's first map and about half its second (2 GiB per CRT
-// component; docs/fhe.md); it is per session, so a server's memory grows with its concurrent fhe
-// sessions.
-const PlainCacheBytes = 4 << 30
+// diagonals), past the budget diagonals are encoded per use. 3 GiB holds LoLa MNIST's whole
+// program many times over, and LoLa CIFAR-10's first map and about a quarter of its second (1.5
+// GiB per CRT component; with 4 GiB a two-ciphertext --local run peaked at 8.7 GB RSS, above the
+// 8 GB aimed at; docs/fhe.md); it is per session, so a server's memory grows with its concurrent
+// fhe sessions.
+const PlainCacheBytes = 3 << 30
 
 // Backend is the fhe mode as a vm.Backend for the session machinery of internal/serve (handshake,
 // timeouts, batches, reports). The client packs a group of up to Lanes consecutive inferences of
