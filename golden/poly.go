@@ -50,6 +50,27 @@ func RandomPolyNet(seed uint64, mlp bool) (*ir.Graph, error) {
 	return b.done(b.gemm(x, 2+rng.IntN(6)))
 }
 
+// ConvRepPolyCNN is a polynomial CNN whose first convolution has many output maps for its taps:
+// input [1, 3, 12, 12], a 4×4 stride-2 convolution (pad 1) to 40 maps, x², a dense layer to 4
+// outputs. The fhe mode uploads its input in LoLa's convolution representation (two vectors:
+// 48 taps for blocks of 40 maps; vm/fhe), as it does LoLa CIFAR-10's.
+func ConvRepPolyCNN(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("conv-rep-poly-cnn-%d", seed), seed, ir.Shape{1, 3, 12, 12})
+	h := b.conv("input", 40, 4, 2, 1, 1, 1, true)
+	return b.done(b.gemm(b.flatten(b.node(ir.Mul, nil, h, h)), 4))
+}
+
+// StridedPairPolyCNN is LoLa CIFAR-10's network in small: input [1, 3, 12, 12], a 4×4 stride-2
+// convolution (pad 1) to 40 maps, x², a 2×2 stride-2 convolution to 60 maps, x², a dense layer to
+// 4 outputs. The fhe mode uploads its input in the convolution representation, writes the first
+// square phase-blocked and the second wide (vm/fhe, chooseLayoutNext).
+func StridedPairPolyCNN(seed uint64) (*ir.Graph, error) {
+	b := newBuilder(fmt.Sprintf("strided-pair-poly-cnn-%d", seed), seed, ir.Shape{1, 3, 12, 12})
+	h := b.conv("input", 40, 4, 2, 1, 1, 1, true)
+	h = b.conv(b.node(ir.Mul, nil, h, h), 60, 2, 2, 0, 1, 1, true)
+	return b.done(b.gemm(b.flatten(b.node(ir.Mul, nil, h, h)), 4))
+}
+
 // WidePolyCNN is a small LoLa-CIFAR-shaped polynomial CNN: input [1, 3, 8, 8], a 4×4 stride-2
 // convolution (pad 1) to 16 maps, x², a dense layer to 4 outputs. Its first convolution has more
 // (output map, input channel, tap) triples than half its output's period, so the fhe mode

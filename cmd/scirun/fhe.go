@@ -91,12 +91,12 @@ func printFHEStats(e *env, party int, s *fhevm.Stats) {
 			mb(s.KeyBytes), msf(s.KeygenTime), s.RoundTrips, s.Group, mb(s.UploadBytes), msf(s.EncryptTime), mb(s.DownloadBytes), msf(s.DecryptTime))
 		return
 	}
-	fmt.Fprintf(w, "fhe server: round trip %d evaluated (%d rotations, %d plaintext products, %d ciphertext products, %d rescalings); so far %s of evaluation; keys %s, inputs %s, results %s\n",
-		s.RoundTrips, s.Ops.Rotations, s.Ops.PlainMuls, s.Ops.CtMuls, s.Ops.Rescales, msf(s.EvalTime), mb(s.KeyBytes), mb(s.UploadBytes), mb(s.DownloadBytes))
+	fmt.Fprintf(w, "fhe server: round trip %d evaluated (%d rotations, %d plaintext products of which %d encoded, the others cached, %d ciphertext products, %d rescalings); so far %s of evaluation; keys %s, inputs %s, results %s; encoded diagonals kept %s\n",
+		s.RoundTrips, s.Ops.Rotations, s.Ops.PlainMuls, s.Ops.Encodes, s.Ops.CtMuls, s.Ops.Rescales, msf(s.EvalTime), mb(s.KeyBytes), mb(s.UploadBytes), mb(s.DownloadBytes), mb(s.PlainCacheBytes))
 	for _, l := range s.Layers {
 		if l.Time >= time.Millisecond || l.Ops != (fhevm.Ops{}) {
-			fmt.Fprintf(w, "fhe server:   %-10s %-28s %10s  %4d rotations, %5d plaintext products, %d ciphertext products\n",
-				l.Op, l.Source, msf(l.Time), l.Ops.Rotations, l.Ops.PlainMuls, l.Ops.CtMuls)
+			fmt.Fprintf(w, "fhe server:   %-10s %-28s %10s  %4d rotations, %5d plaintext products (%5d encoded), %d ciphertext products\n",
+				l.Op, l.Source, msf(l.Time), l.Ops.Rotations, l.Ops.PlainMuls, l.Ops.Encodes, l.Ops.CtMuls)
 		}
 	}
 }

@@ -7,10 +7,11 @@ import (
 )
 
 // benchSetup is one CRT component at LoLa CIFAR-10's parameters (N = 2^15, seven 60-bit
-// levels, P 61 bits, t = 1179649), one key (rotation by 1), a fresh ciphertext and a diagonal.
+// levels, three 61-bit key-switching primes, t = 2146959361), one key (rotation by 1), a fresh
+// ciphertext and a diagonal.
 func benchSetup(b *testing.B) (*Evaluator, *Params, *Vector, []uint64) {
 	b.Helper()
-	p, err := NewParams(15, []uint64{1179649}, []int{60, 60, 60, 60, 60, 60, 60}, []int{61}, 1)
+	p, err := NewParams(15, []uint64{2146959361}, []int{60, 60, 60, 60, 60, 60, 60}, []int{61, 61, 61}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,6 +83,44 @@ func BenchmarkRotation(b *testing.B) {
 	for range b.N {
 		if _, err := e.rotate(0, x.Ct[0], 1); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDiagonalProductMont is the diagonal loop's unit as linearTerm now runs it without the
+// cache: encodeMont (no t^-1 and t scalings) and two Montgomery multiply-accumulates.
+func BenchmarkDiagonalProductMont(b *testing.B) {
+	e, p, x, w := benchSetup(b)
+	ct := x.Ct[0]
+	acc := bgv.NewCiphertext(p.comp[0], 1, ct.Level())
+	ringQ := p.comp[0].RingQ().AtLevel(ct.Level())
+	pt := ringQ.NewPoly()
+	b.ResetTimer()
+	for range b.N {
+		if err := e.encodeMont(0, w, ct.Level(), pt); err != nil {
+			b.Fatal(err)
+		}
+		for c := range acc.Value {
+			ringQ.MulCoeffsMontgomeryThenAdd(ct.Value[c], pt, acc.Value[c])
+		}
+	}
+}
+
+// BenchmarkDiagonalProductCached is the unit with the diagonal already encoded (plainCache): the
+// two Montgomery multiply-accumulates alone.
+func BenchmarkDiagonalProductCached(b *testing.B) {
+	e, p, x, w := benchSetup(b)
+	ct := x.Ct[0]
+	acc := bgv.NewCiphertext(p.comp[0], 1, ct.Level())
+	ringQ := p.comp[0].RingQ().AtLevel(ct.Level())
+	pt := ringQ.NewPoly()
+	if err := e.encodeMont(0, w, ct.Level(), pt); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		for c := range acc.Value {
+			ringQ.MulCoeffsMontgomeryThenAdd(ct.Value[c], pt, acc.Value[c])
 		}
 	}
 }

@@ -2,7 +2,9 @@ package fhe
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math/big"
 	"slices"
 	"sync"
@@ -32,9 +34,11 @@ type ScaledTerm struct {
 	C uint64
 }
 
-// Stats counts the homomorphic operations an Evaluator performed.
+// Stats counts the homomorphic operations an Evaluator performed. Encodes counts the diagonals
+// encoded into plaintexts (PlainMuls minus those found already encoded in the plaintext cache).
 type Stats struct {
 	Rotations, PlainMuls, CtMuls, Rescales int
+	Encodes                                int
 }
 
 // Evaluator is the server's side: it evaluates linear maps, products and the final
@@ -47,7 +51,9 @@ type Evaluator struct {
 	rots   []int
 	stride int             // lanes per row: element i of lane k is in column i·stride + k mod stride
 	buf    [][]uint64      // per component: the slot values being encoded
+	bufT   []ring.Poly     // per component: the diagonal being encoded, mod t
 	prng   []sampling.PRNG // per component: flooding randomness
+	cache  *plainCache     // encoded diagonals kept across maps and round trips (nil: none)
 	// Stats counts the operations on one component (every component does the same).
 	Stats Stats
 }
@@ -70,6 +76,7 @@ func NewEvaluator(p *Params, k *Keys, stride int) (*Evaluator, error) {
 		}
 		e.prng = append(e.prng, prng)
 		e.buf = append(e.buf, make([]uint64, bp.MaxSlots()))
+		e.bufT = append(e.bufT, bp.RingT().NewPoly())
 		e.ev = append(e.ev, bgv.NewEvaluator(bp, evk))
 		e.ecd = append(e.ecd, bgv.NewEncoder(bp))
 		e.pkEnc = append(e.pkEnc, rlwe.NewEncryptor(bp, k.PK))
@@ -125,6 +132,120 @@ func (e *Evaluator) encodeInto(i int, w []uint64, scale rlwe.Scale, pt *rlwe.Pla
 	return nil
 }
 
+// encodeMont writes w (one period of values mod n, replicated along every lane as encode does)
+// into out as the polynomial a ciphertext is multiplied by: reduced mod component i's t, mapped
+// from the slots to coefficients (INTT mod t), lifted to Q at the given level, in the NTT domain
+// and Montgomery form. MulCoeffsMontgomeryThenAdd(ct, out, acc) then adds ct·w to acc, which is
+// what lattigo's MulThenAdd with a plaintext at the default scale computes: its encoder multiplies
+// by t^-1 and its product by t·2^64, so the two factors are left out here and one Montgomery
+// conversion is done instead.
+func (e *Evaluator) encodeMont(i int, w []uint64, level int, out ring.Poly) error {
+	bp := e.p.comp[i]
+	t := bp.PlaintextModulus()
+	period := len(w)
+	if period == 0 || (e.p.Slots()/e.stride)%period != 0 {
+		return fmt.Errorf("fhe encode: period %d does not divide the lane length %d", period, e.p.Slots()/e.stride)
+	}
+	buf := e.buf[i]
+	half := e.p.Slots()
+	for j := range buf {
+		buf[j] = w[((j%half)/e.stride)%period] % t
+	}
+	pT := e.bufT[i]
+	if err := e.ecd[i].EncodeRingT(buf, bp.DefaultScale(), pT); err != nil {
+		return fmt.Errorf("fhe: encode mod %d: %w", t, err)
+	}
+	e.ecd[i].RingT2Q(level, false, pT, out)
+	ringQ := bp.RingQ().AtLevel(level)
+	ringQ.NTT(out, out)
+	ringQ.MForm(out, out)
+	return nil
+}
+
+// plainCache keeps encoded diagonals (encodeMont's polynomials) for reuse by later maps and round
+// trips of the same session, up to a byte budget split evenly between the components (so each
+// component's choice is deterministic); past it, diagonals are encoded per use. Entries are found
+// by content (a hash of the level, the giant-step shift, the diagonal's index and values), so a
+// map's weights need no name, and equal diagonals share one entry. Component i's map and count
+// are touched only by component i's goroutine.
+type plainCache struct {
+	seed maphash.Seed
+	max  int64 // per component
+	used []int64
+	comp []map[uint64]ring.Poly
+}
+
+// SetPlainCache keeps up to maxBytes of encoded diagonals across maps and round trips (0: none, the
+// default), maxBytes/components for each CRT component. A diagonal product with a cached plaintext
+// costs two coefficient-wise products instead of an encoding (one inverse NTT mod t and one NTT
+// per prime) and the products. Setting it drops what was kept.
+func (e *Evaluator) SetPlainCache(maxBytes int64) {
+	if maxBytes <= 0 {
+		e.cache = nil
+		return
+	}
+	c := &plainCache{seed: maphash.MakeSeed(), max: maxBytes / int64(len(e.p.comp)), used: make([]int64, len(e.p.comp))}
+	for range e.p.comp {
+		c.comp = append(c.comp, map[uint64]ring.Poly{})
+	}
+	e.cache = c
+}
+
+// PlainCacheBytes is the size of the encoded diagonals the cache holds.
+func (e *Evaluator) PlainCacheBytes() int64 {
+	if e.cache == nil {
+		return 0
+	}
+	var n int64
+	for _, u := range e.cache.used {
+		n += u
+	}
+	return n
+}
+
+func (c *plainCache) key(level, shift int, d Diag) uint64 {
+	if c == nil {
+		return 0
+	}
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	var b [8]byte
+	for _, v := range [...]uint64{uint64(level), uint64(shift), uint64(d.D), uint64(len(d.V))} {
+		binary.LittleEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
+	buf := make([]byte, 8*256)
+	for j := 0; j < len(d.V); j += 256 {
+		n := 0
+		for _, v := range d.V[j:min(j+256, len(d.V))] {
+			binary.LittleEndian.PutUint64(buf[n:], v)
+			n += 8
+		}
+		h.Write(buf[:n])
+	}
+	return h.Sum64()
+}
+
+func (c *plainCache) get(i int, key uint64) (ring.Poly, bool) {
+	if c == nil {
+		return ring.Poly{}, false
+	}
+	p, ok := c.comp[i][key]
+	return p, ok
+}
+
+// room reserves, for component i, the bytes of a polynomial of words coefficients if its budget
+// allows.
+func (c *plainCache) room(i, words int) bool {
+	if c == nil || c.used[i]+int64(8*words) > c.max {
+		return false
+	}
+	c.used[i] += int64(8 * words)
+	return true
+}
+
+func (c *plainCache) put(i int, key uint64, p ring.Poly) { c.comp[i][key] = p }
+
 // LinearPlan is the shape of one linear map: the diagonals are cyclic over Period elements
 // (a power of two; every source vector's period divides it), grouped by giant steps of Giant
 // elements (baby steps by 1); after the diagonals, Folds rotate-and-add the result (y += rot(y, f)
@@ -148,18 +269,18 @@ func (e *Evaluator) Linear(ctx context.Context, terms []Term, constant []uint64,
 	}
 	out := &Vector{Ct: make([]*rlwe.Ciphertext, len(e.p.comp))}
 	err = e.perComp(func(i int) error {
+		if len(terms) == 0 {
+			return fmt.Errorf("fhe linear: no terms")
+		}
 		var acc *rlwe.Ciphertext
-		for _, tm := range terms {
-			y, err := e.linearTerm(ctx, i, tm, period, g)
+		for _, group := range sameLevelScale(i, terms) {
+			y, err := e.linearTerms(ctx, i, group, period, g)
 			if err != nil {
 				return err
 			}
 			if acc, err = e.add(i, acc, y); err != nil {
 				return err
 			}
-		}
-		if acc == nil {
-			return fmt.Errorf("fhe linear: no terms")
 		}
 		if err := e.ev[i].Rescale(acc, acc); err != nil {
 			return fmt.Errorf("fhe linear: rescale (the chain is too short for this depth): %w", err)
@@ -226,21 +347,23 @@ func (e *Evaluator) rotateBy(i int, x *rlwe.Ciphertext, k int) (*rlwe.Ciphertext
 	return x, nil
 }
 
-// bsgs is a baby-step giant-step schedule for a set of diagonals: baby rotations b (ascending,
-// each reached from the previous one) and giant steps a (descending, Horner: acc is rotated by
-// the gap to the next a, then by the last a), with giant step g; cost is the number of key
-// rotations it takes, or -1 when the keys cannot make it.
+// bsgs is a baby-step giant-step schedule for the diagonals of one or more terms: per term, baby
+// rotations b of its vector (ascending, each reached from the previous one), and giant steps a
+// shared by the terms (descending, Horner: acc is rotated by the gap to the next a, then by the
+// last a), with giant step g; cost is the number of key rotations it takes, or -1 when the keys
+// cannot make it.
 type bsgs struct {
 	g      int
-	babies []int
+	babies [][]int
 	giants []int
 	cost   int
 }
 
-// schedule returns the cheapest baby-step giant-step schedule for diagonals ds over the given
-// period: every power of two g up to the period, and rotations composed from the keys, so that
-// sparse diagonal sets (a convolution's in a layout that suits it) skip the empty steps.
-func (e *Evaluator) schedule(ds []Diag, period, hint int) bsgs {
+// schedule returns the cheapest baby-step giant-step schedule for the diagonal sets (one per
+// term; the terms' products share the giant steps) over the given period: every power of two g
+// up to the period, and rotations composed from the keys, so that sparse diagonal sets (a
+// convolution's in a layout that suits it) skip the empty steps.
+func (e *Evaluator) schedule(sets [][]Diag, period, hint int) bsgs {
 	cost := func(k int) int {
 		st, ok := e.steps(k)
 		if !ok {
@@ -250,30 +373,34 @@ func (e *Evaluator) schedule(ds []Diag, period, hint int) bsgs {
 	}
 	best := bsgs{cost: -1}
 	for g := 1; g <= period; g *= 2 {
-		bset, aset := map[int]bool{}, map[int]bool{}
-		for _, d := range ds {
-			bset[d.D%g], aset[d.D/g] = true, true
-		}
-		sc := bsgs{g: g}
-		for b := range bset {
-			sc.babies = append(sc.babies, b)
+		aset := map[int]bool{}
+		sc := bsgs{g: g, babies: make([][]int, len(sets))}
+		total := 0
+		for t, ds := range sets {
+			bset := map[int]bool{}
+			for _, d := range ds {
+				bset[d.D%g], aset[d.D/g] = true, true
+			}
+			for b := range bset {
+				sc.babies[t] = append(sc.babies[t], b)
+			}
+			slices.Sort(sc.babies[t])
+			prev := 0
+			for _, b := range sc.babies[t] {
+				c := cost(b - prev)
+				if c < 0 || total < 0 {
+					total = -1
+					break
+				}
+				total, prev = total+c, b
+			}
 		}
 		for a := range aset {
 			sc.giants = append(sc.giants, a)
 		}
-		slices.Sort(sc.babies)
 		slices.Sort(sc.giants)
 		slices.Reverse(sc.giants)
-		total, prev := 0, 0
-		for _, b := range sc.babies {
-			c := cost(b - prev)
-			if c < 0 {
-				total = -1
-				break
-			}
-			total, prev = total+c, b
-		}
-		if total >= 0 && len(sc.giants) > 0 {
+		if total >= 0 {
 			for k, a := range sc.giants {
 				next := 0
 				if k+1 < len(sc.giants) {
@@ -298,68 +425,114 @@ func (e *Evaluator) schedule(ds []Diag, period, hint int) bsgs {
 	return best
 }
 
-func (e *Evaluator) linearTerm(ctx context.Context, i int, tm Term, period, g int) (*rlwe.Ciphertext, error) {
-	ev := e.ev[i]
-	x := tm.X.Ct[i]
-	level := x.Level()
-	for _, d := range tm.Diags {
-		if d.D < 0 || d.D >= period || len(d.V) != period {
-			return nil, fmt.Errorf("fhe linear: diagonal %d (%d values) for period %d", d.D, len(d.V), period)
+// sameLevelScale groups the terms whose component-i vectors are at the same level and scale
+// (the terms of one group share giant steps; the groups' results are added), in order.
+func sameLevelScale(i int, terms []Term) [][]Term {
+	var groups [][]Term
+	for _, tm := range terms {
+		x := tm.X.Ct[i]
+		k := slices.IndexFunc(groups, func(g []Term) bool {
+			y := g[0].X.Ct[i]
+			return y.Level() == x.Level() && y.Scale.Cmp(x.Scale) == 0
+		})
+		if k < 0 {
+			groups = append(groups, []Term{tm})
+		} else {
+			groups[k] = append(groups[k], tm)
 		}
 	}
-	if len(tm.Diags) == 0 { // a map with no diagonals: zero
-		acc := bgv.NewCiphertext(e.p.comp[i], 1, level)
-		acc.Scale = x.Scale
-		return acc, nil
+	return groups
+}
+
+// linearTerms returns Σ_terms Σ_diags diag ⊙ rot(X, D) for component i, before the rescaling,
+// for terms whose vectors are at one level and scale (sameLevelScale): each gets its own baby
+// steps, and all products go into giant-step accumulators the terms share (one Horner pass of
+// giant rotations).
+func (e *Evaluator) linearTerms(ctx context.Context, i int, terms []Term, period, g int) (*rlwe.Ciphertext, error) {
+	level, scale := terms[0].X.Ct[i].Level(), terms[0].X.Ct[i].Scale
+	for _, tm := range terms {
+		if x := tm.X.Ct[i]; x.Level() != level || x.Scale.Cmp(scale) != 0 {
+			return nil, fmt.Errorf("internal: linearTerms with vectors at different levels or scales")
+		}
+		for _, d := range tm.Diags {
+			if d.D < 0 || d.D >= period || len(d.V) != period {
+				return nil, fmt.Errorf("fhe linear: diagonal %d (%d values) for period %d", d.D, len(d.V), period)
+			}
+		}
 	}
-	sc := e.schedule(tm.Diags, period, g)
+	xs := make([]*rlwe.Ciphertext, len(terms))
+	sets := make([][]Diag, len(terms))
+	for t, tm := range terms {
+		xs[t], sets[t] = tm.X.Ct[i], tm.Diags
+	}
+	sc := e.schedule(sets, period, g)
 	if sc.cost < 0 {
 		return nil, fmt.Errorf("fhe linear: the Galois keys cannot make the rotations of this map")
 	}
 	g = sc.g
-	baby := map[int]*rlwe.Ciphertext{}
-	prevB, prev := 0, x
-	for _, b := range sc.babies {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		r, err := e.rotateBy(i, prev, b-prevB)
-		if err != nil {
-			return nil, fmt.Errorf("fhe linear: %w", err)
-		}
-		baby[b], prevB, prev = r, b, r
-	}
 	giant := map[int]*rlwe.Ciphertext{}
 	w := make([]uint64, period)
-	// One plaintext for every diagonal (encodeInto overwrites it; MulThenAdd is done with it
-	// before the next): a fresh one per diagonal is 1.8 MB of garbage at N = 2^15.
-	pt, err := e.encode(i, w, level, e.p.comp[i].DefaultScale())
-	if err != nil {
-		return nil, err
-	}
-	for k, d := range tm.Diags {
-		if k%16 == 0 {
+	ringQ := e.p.comp[i].RingQ().AtLevel(level)
+	var scratch ring.Poly // the encoded diagonal when it is not cached
+	for t, tm := range terms {
+		baby := map[int]*rlwe.Ciphertext{}
+		prevB, prev := 0, xs[t]
+		for _, b := range sc.babies[t] {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			r, err := e.rotateBy(i, prev, b-prevB)
+			if err != nil {
+				return nil, fmt.Errorf("fhe linear: %w", err)
+			}
+			baby[b], prevB, prev = r, b, r
 		}
-		a, b := d.D/g, d.D%g
-		// rot_{-ga}(diag): w[j] = V[(j - ga) mod period].
-		sh := (g * a) % period
-		for j := range w {
-			w[j] = d.V[(j-sh+period)%period]
+		for k, d := range tm.Diags {
+			if k%16 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			a, b := d.D/g, d.D%g
+			// rot_{-ga}(diag): w[j] = V[(j - ga) mod period].
+			sh := (g * a) % period
+			key := e.cache.key(level, sh, d)
+			pt, ok := e.cache.get(i, key)
+			if !ok {
+				copy(w, d.V[period-sh:])
+				copy(w[sh:], d.V[:period-sh])
+				keep := e.cache.room(i, ringQ.N()*(level+1))
+				if keep {
+					pt = ringQ.NewPoly()
+				} else {
+					if scratch.N() == 0 {
+						scratch = ringQ.NewPoly()
+					}
+					pt = scratch
+				}
+				if err := e.encodeMont(i, w, level, pt); err != nil {
+					return nil, err
+				}
+				if keep {
+					e.cache.put(i, key, pt)
+				}
+				e.count(i, &e.Stats.Encodes)
+			}
+			if giant[a] == nil {
+				giant[a] = bgv.NewCiphertext(e.p.comp[i], 1, level)
+				giant[a].Scale = scale
+			}
+			// giant[a] += baby[b]·pt (pt in Montgomery form: the product is exact).
+			for c := range giant[a].Value {
+				ringQ.MulCoeffsMontgomeryThenAdd(baby[b].Value[c], pt, giant[a].Value[c])
+			}
+			e.count(i, &e.Stats.PlainMuls)
 		}
-		if err := e.encodeInto(i, w, e.p.comp[i].DefaultScale(), pt); err != nil {
-			return nil, err
-		}
-		if giant[a] == nil {
-			giant[a] = bgv.NewCiphertext(e.p.comp[i], 1, level)
-			giant[a].Scale = x.Scale
-		}
-		if err := ev.MulThenAdd(baby[b], pt, giant[a]); err != nil {
-			return nil, fmt.Errorf("fhe linear: multiply by a diagonal: %w", err)
-		}
-		e.count(i, &e.Stats.PlainMuls)
+	}
+	if len(sc.giants) == 0 { // no diagonals at all: zero
+		acc := bgv.NewCiphertext(e.p.comp[i], 1, level)
+		acc.Scale = scale
+		return acc, nil
 	}
 	// Horner over the non-empty giant steps: y = rot_{g·a_k}(u_k + rot_{g(a_{k-1}-a_k)}(...)).
 	var acc *rlwe.Ciphertext

@@ -3,7 +3,9 @@ package fhe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cryptflow-go/cryptflow/protocols/fheparams"
@@ -55,9 +57,21 @@ func folded(M [][]uint64, cols, Q, m int) ([]Diag, []int) {
 
 // TestLinearSquareLinear evaluates y = B·(A·x + a)² + b on encrypted x, three vectors sharing
 // the slots (lanes), and checks every lane's decrypted, CRT-recombined result against the same
-// arithmetic mod n, with two CRT components; B is applied with folded diagonals.
+// arithmetic mod n, with two CRT components (of 20 bits for 40-bit values, of 31 bits, the
+// largest plaintext primes, for 61-bit values); B is applied with folded diagonals. Then the same
+// with the plaintext cache: the first evaluation encodes every diagonal, a second one none (same
+// result), and with a budget of two plaintexts per component the second encodes all but those two.
 func TestLinearSquareLinear(t *testing.T) {
-	p := testParams(t, 40, 3)
+	for _, bits := range []int{40, 61} {
+		t.Run(fmt.Sprint(bits, "bits"), func(t *testing.T) { linearSquareLinear(t, bits) })
+	}
+}
+
+func linearSquareLinear(t *testing.T, bits int) {
+	p := testParams(t, bits, 3)
+	if len(p.T) != 2 {
+		t.Fatalf("%d bits: %d plaintext primes %v, want 2", bits, len(p.T), p.T)
+	}
 	n := p.Modulus()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const period, g, stride, lanes = 16, 4, 8, 3
@@ -114,32 +128,37 @@ func TestLinearSquareLinear(t *testing.T) {
 		t.Fatal(err)
 	}
 	dA, fA := folded(A, k, period, period)
-	h, err := ev.Linear(context.Background(), []Term{{X: cx, Diags: dA}}, a, LinearPlan{Period: period, Giant: g, Folds: fA})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h2, err := ev.Mul(h, h)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dB, fB := folded(B, m, period, 8)
 	if len(dB) > 8 || len(fB) != 1 {
 		t.Fatalf("B folded to 8: %d diagonals, folds %v", len(dB), fB)
 	}
-	y, err := ev.Linear(context.Background(), []Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: fB})
-	if err != nil {
-		t.Fatal(err)
+	var h2 *Vector
+	eval := func() [][]uint64 {
+		t.Helper()
+		h, err := ev.Linear(context.Background(), []Term{{X: cx, Diags: dA}}, a, LinearPlan{Period: period, Giant: g, Folds: fA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h2, err = ev.Mul(h, h); err != nil {
+			t.Fatal(err)
+		}
+		y, err := ev.Linear(context.Background(), []Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: fB})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ev.Finish(y); err != nil {
+			t.Fatal(err)
+		}
+		if y.Level() != p.OutLevel {
+			t.Errorf("result at level %d, want %d", y.Level(), p.OutLevel)
+		}
+		got, err := cl.Decrypt(y, o, stride, lanes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
 	}
-	if err := ev.Finish(y); err != nil {
-		t.Fatal(err)
-	}
-	if y.Level() != p.OutLevel {
-		t.Errorf("result at level %d, want %d", y.Level(), p.OutLevel)
-	}
-	got, err := cl.Decrypt(y, o, stride, lanes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := eval()
 	mul := func(a, b uint64) uint64 { return mulMod(a, b, n) }
 	for l, x := range xs {
 		for i := 0; i < o; i++ {
@@ -156,6 +175,34 @@ func TestLinearSquareLinear(t *testing.T) {
 			}
 		}
 	}
+	products := len(dA) + len(dB)
+	if ev.Stats.PlainMuls != products || ev.Stats.Encodes != products {
+		t.Errorf("without a cache: %d products, %d encoded; want %d and %d", ev.Stats.PlainMuls, ev.Stats.Encodes, products, products)
+	}
+	// With the cache: every diagonal encoded once, then none; the same results.
+	for k, budget := range []int64{1 << 40, int64(len(p.T)) * 2 * 8 * int64(p.comp[0].N()) * int64(p.MaxLevel()+1)} {
+		ev.SetPlainCache(budget)
+		for run := 0; run < 2; run++ {
+			before := ev.Stats
+			again := eval()
+			for l := range got {
+				if !slices.Equal(again[l], got[l]) {
+					t.Errorf("cache budget %d, run %d, lane %d: %v, want %v", budget, run, l, again[l], got[l])
+				}
+			}
+			enc := ev.Stats.Encodes - before.Encodes
+			want := products
+			if run == 1 {
+				want = []int{0, products - 2}[k]
+			}
+			if enc != want || ev.Stats.PlainMuls-before.PlainMuls != products {
+				t.Errorf("cache budget %d, run %d: %d of %d products encoded, want %d", budget, run, enc, ev.Stats.PlainMuls-before.PlainMuls, want)
+			}
+		}
+		if k == 1 && ev.PlainCacheBytes() > budget {
+			t.Errorf("the cache holds %d bytes, more than its budget %d", ev.PlainCacheBytes(), budget)
+		}
+	}
 	if _, err := ev.Linear(context.Background(), []Term{{X: h2, Diags: dB}}, b, LinearPlan{Period: period, Giant: g, Folds: []int{2}}); err == nil {
 		t.Error("a fold by a rotation with no key: no error")
 	}
@@ -165,4 +212,95 @@ func TestLinearSquareLinear(t *testing.T) {
 		t.Errorf("a linear map under a cancelled context: %v", err)
 	}
 	t.Logf("%s: %+v", p, ev.Stats)
+}
+
+// TestLinearTermsShareGiantSteps: y = A·x1 + B·x2 on two encrypted vectors at the same level is
+// evaluated with giant steps shared by the two terms: the same result as the two maps evaluated
+// apart and added, with fewer rotations.
+func TestLinearTermsShareGiantSteps(t *testing.T) {
+	p := testParams(t, 30, 1)
+	n := p.Modulus()
+	rng := rand.New(rand.NewPCG(3, 4))
+	const period, stride = 64, 1
+	mat := func() [][]uint64 {
+		M := make([][]uint64, period)
+		for i := range M {
+			M[i] = make([]uint64, period)
+			for j := range M[i] {
+				if rng.IntN(3) == 0 {
+					M[i][j] = rng.Uint64() % n
+				}
+			}
+		}
+		return M
+	}
+	A, B := mat(), mat()
+	x1, x2 := make([]uint64, period), make([]uint64, period)
+	for i := range x1 {
+		x1[i], x2[i] = rng.Uint64()%n, rng.Uint64()%n
+	}
+	cl, err := NewClient(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := cl.Keys([]int{1, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := NewEvaluator(p, keys, stride)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, err := cl.Encrypt([][]uint64{x1}, period, stride)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := cl.Encrypt([][]uint64{x2}, period, stride)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dA, _ := folded(A, period, period, period)
+	dB, _ := folded(B, period, period, period)
+	plan := LinearPlan{Period: period, Giant: 8}
+	before := ev.Stats.Rotations
+	y, err := ev.Linear(context.Background(), []Term{{X: c1, Diags: dA}, {X: c2, Diags: dB}}, nil, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joint := ev.Stats.Rotations - before
+	before = ev.Stats.Rotations
+	ya, err := ev.Linear(context.Background(), []Term{{X: c1, Diags: dA}}, nil, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yb, err := ev.Linear(context.Background(), []Term{{X: c2, Diags: dB}}, nil, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apart := ev.Stats.Rotations - before
+	got, err := cl.Decrypt(y, period, stride, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, err := cl.Decrypt(ya, period, stride, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb, err := cl.Decrypt(yb, period, stride, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < period; r++ {
+		want := uint64(0)
+		for j := 0; j < period; j++ {
+			want = addMod(want, addMod(mulMod(A[r][j], x1[j], n), mulMod(B[r][j], x2[j], n), n), n)
+		}
+		if got[0][r] != want || addMod(ga[0][r], gb[0][r], n) != want {
+			t.Fatalf("y[%d] = %d (apart %d + %d), want %d", r, got[0][r], ga[0][r], gb[0][r], want)
+		}
+	}
+	if joint >= apart {
+		t.Errorf("two terms: %d rotations together, %d apart", joint, apart)
+	}
+	t.Logf("two terms of %d and %d diagonals: %d rotations together, %d apart", len(dA), len(dB), joint, apart)
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/big"
 	mathbits "math/bits"
+	"slices"
 )
 
 // SecurityCitation names the table the bound comes from, as recorded in a program's metadata.
@@ -34,8 +35,15 @@ const (
 	PBits     = 61
 	OutLevel  = 1
 	// MaxTBits bounds a plaintext prime: the noise of a plaintext multiplication grows with t·N and
-	// must stay below one LevelBits rescaling.
-	MaxTBits = 30
+	// must stay below one LevelBits rescaling (t·N ≤ 2^46 at N = 2^15, leaving 14 bits for the
+	// sum of a map's products), and the flooded result needs t·2^79 < q_0·q_1/2 (docs/security.md).
+	// 31 bits let two components hold 61-bit values (LoLa CIFAR-10) where 30 needed three.
+	MaxTBits = 31
+	// MaxPPrimes is the most key-switching primes: with k primes of PBits a key switch decomposes a
+	// ciphertext into ⌈(L+1)/k⌉ digits instead of L+1, so a rotation costs about two thirds and a
+	// Galois key about half at N = 2^15 with k = 3 (BenchmarkRotation, protocols/fhe). They are
+	// added only while the security table still holds the chain at the chosen N.
+	MaxPPrimes = 3
 	// MaxBits is the largest CRT product: the cleartext reference holds a value in one 64-bit word.
 	MaxBits = 63
 )
@@ -72,8 +80,10 @@ func (p Params) LogQP() int {
 
 // Choose returns parameters for a program whose values need bits bits (with the sign: the CRT
 // product must exceed 2^bits) and whose multiplicative depth is depth. The ring degree is the
-// smallest of the security table that holds the chain (and at least 2^13, for enough SIMD slots);
-// the plaintext primes are the fewest of at most MaxTBits bits whose product exceeds 2^bits.
+// smallest of the security table that holds the chain with one key-switching prime (and at least
+// 2^13, for enough SIMD slots), then up to MaxPPrimes key-switching primes as the table allows;
+// the plaintext primes are the fewest of at most MaxTBits bits whose product exceeds 2^bits (every
+// CRT component is a whole BGV evaluation, so one fewer is a third or a half less work).
 func Choose(bits, depth int) (Params, error) {
 	if bits < 2 || bits > MaxBits {
 		return Params{}, fmt.Errorf("fhe parameters: the values need %d bits; the fhe mode supports 2..%d (the CRT product is one 64-bit word; more components are not implemented)", bits, MaxBits)
@@ -95,23 +105,54 @@ func Choose(bits, depth int) (Params, error) {
 	if p.LogN == 0 {
 		return Params{}, fmt.Errorf("fhe parameters: depth %d needs log QP = %d, more than %d, the largest the security table allows 128-bit security for (N = 2^15); reduce the number of layers", depth, p.LogQP(), MaxLogQP128[15])
 	}
+	for len(p.LogP) < MaxPPrimes && p.LogQP()+PBits <= MaxLogQP128[p.LogN] {
+		p.LogP = append(p.LogP, PBits)
+	}
 	// The fewest primes in (2^(b-1), 2^b), b <= MaxTBits, whose product exceeds 2^bits and fits a
 	// word, the smallest b first; b at least logN+3 leaves room for primes ≡ 1 mod 2N. The
 	// product is checked, not bounded by 2^(k(b-1)): three 21-bit primes above 2^20 can exceed
-	// 2^61 (LoLa CIFAR-10 needs that).
-	for k := (bits + MaxTBits - 2) / (MaxTBits - 1); k <= 8; k++ {
+	// 2^61. At the largest size the k largest primes below 2^MaxTBits are tried too (two 31-bit
+	// primes near 2^31 hold 61 bits, LoLa CIFAR-10's need, where the smallest two above 2^30 do not).
+	for k := (bits + MaxTBits - 1) / MaxTBits; k <= 8; k++ {
 		for b := max((bits+k-1)/k, p.LogN+3); b <= MaxTBits && k*(b-1) <= 63; b++ {
-			t, err := Primes(k, b, p.LogN)
-			if err != nil {
-				continue
+			cands := []func(int, int, int) ([]uint64, error){Primes}
+			if b == MaxTBits {
+				cands = append(cands, PrimesBelow)
 			}
-			if n, ok := product(t); ok && n>>uint(bits) != 0 {
-				p.T = t
-				return p, nil
+			for _, gen := range cands {
+				t, err := gen(k, b, p.LogN)
+				if err != nil {
+					continue
+				}
+				if n, ok := product(t); ok && n>>uint(bits) != 0 {
+					p.T = t
+					return p, nil
+				}
 			}
 		}
 	}
 	return Params{}, fmt.Errorf("fhe parameters: no NTT-friendly primes (≡ 1 mod 2^%d) of at most %d bits whose product exceeds 2^%d and fits 64 bits", p.LogN+1, MaxTBits, bits)
+}
+
+// PrimesBelow returns the k largest primes t < 2^b with t ≡ 1 mod 2^(logN+1), ascending.
+func PrimesBelow(k, b, logN int) ([]uint64, error) {
+	step := uint64(2) << uint(logN)
+	t := (uint64(1)<<uint(b)-1)/step*step + 1
+	if t >= uint64(1)<<uint(b) {
+		t -= step
+	}
+	var out []uint64
+	var z big.Int
+	for ; len(out) < k; t -= step {
+		if t <= uint64(1)<<uint(b-1) {
+			return nil, fmt.Errorf("fhe parameters: fewer than %d primes ≡ 1 mod 2^%d of %d bits", k, logN+1, b)
+		}
+		if z.SetUint64(t).ProbablyPrime(20) { // exact below 2^64 (Baillie–PSW)
+			out = append(out, t)
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 // product multiplies the primes, reporting whether the product fits 64 bits.

@@ -3,6 +3,7 @@ package fheparams
 import (
 	"math/big"
 	"math/bits"
+	"slices"
 	"testing"
 )
 
@@ -31,10 +32,56 @@ func TestChoose(t *testing.T) {
 			t.Errorf("Choose(%d, %d): product %v of %v", c.bits, c.depth, prod, p.T)
 		}
 	}
+	// The key-switching primes: as many as the table allows at the chosen N, up to MaxPPrimes.
+	for _, c := range []struct{ depth, logN, primes int }{{3, 14, 2}, {4, 14, 1}, {5, 15, 3}, {10, 15, 2}, {11, 15, 1}} {
+		p, err := Choose(40, c.depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.LogN != c.logN || len(p.LogP) != c.primes {
+			t.Errorf("depth %d: N = 2^%d with %d key-switching primes, want 2^%d and %d", c.depth, p.LogN, len(p.LogP), c.logN, c.primes)
+		}
+	}
 	if _, err := Choose(64, 1); err == nil {
 		t.Error("Choose accepted 64 bits")
 	}
 	if _, err := Choose(20, 13); err == nil {
 		t.Error("Choose accepted a depth beyond the security table")
+	}
+}
+
+// TestChooseTwoComponentsFor61Bits: 61 bits (LoLa CIFAR-10's need) take two 31-bit primes near
+// 2^31 (their product exceeds 2^61), not three 21-bit ones; 55 bits keep two 29-bit primes, the
+// smallest above 2^28 (the choice before this rule); PrimesBelow returns primes of b bits, ascending.
+func TestChooseTwoComponentsFor61Bits(t *testing.T) {
+	p, err := Choose(61, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.T) != 2 || bits.Len64(p.T[0]) != 31 || bits.Len64(p.T[1]) != 31 {
+		t.Fatalf("Choose(61, 5): primes %v, want two of 31 bits", p.T)
+	}
+	if hi, _ := bits.Mul64(p.T[0], p.T[1]); hi != 0 || p.Modulus()>>61 == 0 {
+		t.Fatalf("Choose(61, 5): product %d of %v", p.Modulus(), p.T)
+	}
+	q, err := Choose(55, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Primes(2, 29, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(q.T, want) {
+		t.Fatalf("Choose(55, 5): primes %v, want %v", q.T, want)
+	}
+	below, err := PrimesBelow(3, 24, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range below {
+		if v >= 1<<24 || v <= 1<<23 || v%(1<<16) != 1 || !new(big.Int).SetUint64(v).ProbablyPrime(20) || i > 0 && v <= below[i-1] {
+			t.Fatalf("PrimesBelow(3, 24, 15) = %v", below)
+		}
 	}
 }

@@ -8,28 +8,33 @@ import (
 )
 
 // EncryptInputs encrypts the client's inputs (ring elements of Z_n, as the VM encodes them) of
-// up to Lanes inferences, one lane each: batch[k] holds inference k's inputs.
+// up to Lanes inferences, one lane each: batch[k] holds inference k's inputs. The result has
+// Vectors(i) vectors for input i, in input order (what Evaluate takes).
 func (l *Layout) EncryptInputs(c *fheproto.Client, batch [][]ring.Tensor) ([]*fheproto.Vector, error) {
 	if len(batch) == 0 || len(batch) > l.Lanes {
 		return nil, fmt.Errorf("fhe: %d inferences in one ciphertext of %d lanes", len(batch), l.Lanes)
 	}
-	out := make([]*fheproto.Vector, len(l.In))
+	var out []*fheproto.Vector
 	for i := range l.In {
-		lanes := make([][]uint64, len(batch))
-		for k, inputs := range batch {
+		lanes := make([][][]uint64, l.Vectors(i))
+		for _, inputs := range batch {
 			if len(inputs) != len(l.In) {
 				return nil, fmt.Errorf("fhe: %d inputs for a program with %d", len(inputs), len(l.In))
 			}
 			if len(inputs[i].Data) != l.In[i] {
 				return nil, fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(inputs[i].Data), l.In[i])
 			}
-			lanes[k] = l.place(i, inputs[i].Data)
+			for g, v := range l.placeVectors(i, inputs[i].Data) {
+				lanes[g] = append(lanes[g], v)
+			}
 		}
-		v, err := c.Encrypt(lanes, pow2(l.In[i]), l.Stride)
-		if err != nil {
-			return nil, err
+		for _, ls := range lanes {
+			v, err := c.Encrypt(ls, l.inputPeriod(i), l.Stride)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
 		}
-		out[i] = v
 	}
 	return out, nil
 }

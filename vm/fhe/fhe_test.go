@@ -49,20 +49,27 @@ func compileFHE(t *testing.T, g *ir.Graph, seed uint64) *fixed.Program {
 func TestEncryptedEqualsClear(t *testing.T) {
 	// Seeds 22, 23 and 39 start with a stride-2 convolution: the input goes up in its polyphase
 	// layout and the convolution's output in a chosen strided one.
-	// Seed 100 is golden.WidePolyCNN: the input goes up channel-minor.
+	// Seed 100 is golden.WidePolyCNN: the input goes up channel-minor; seed 101 is
+	// golden.ConvRepPolyCNN: the input goes up in its convolution representation (two vectors);
+	// seed 102 is golden.StridedPairPolyCNN: that, then a phase-blocked square and a wide one.
 	type tc struct {
 		seed uint64
 		mlp  bool
 	}
-	cases := []tc{{1, false}, {2, true}, {22, false}, {100, false}, {3, false}, {4, true}, {23, false}, {39, false}}
+	cases := []tc{{1, false}, {2, true}, {22, false}, {100, false}, {101, false}, {102, false}, {3, false}, {4, true}, {23, false}, {39, false}}
 	if testing.Short() {
-		cases = cases[:4]
+		cases = cases[:5] // seed 102 is at N = 2^15: a minute
 	}
 	for _, c := range cases {
 		seed := c.seed
 		g, err := golden.RandomPolyNet(seed, c.mlp)
-		if seed == 100 {
+		switch seed {
+		case 100:
 			g, err = golden.WidePolyCNN(seed)
+		case 101:
+			g, err = golden.ConvRepPolyCNN(seed)
+		case 102:
+			g, err = golden.StridedPairPolyCNN(seed)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -83,6 +90,9 @@ func TestEncryptedEqualsClear(t *testing.T) {
 		l, err := NewLayout(p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if convRep := l.InGather[0] != nil; convRep != (seed == 101 || seed == 102) || convRep && l.Vectors(0) != 2 {
+			t.Errorf("seed %d: input in its convolution representation %v (%d vectors)", seed, convRep, l.Vectors(0))
 		}
 		cl, err := fheproto.NewClient(l.Params)
 		if err != nil {
@@ -139,7 +149,7 @@ func TestEncryptedEqualsClear(t *testing.T) {
 				}
 			}
 			if trial == 0 {
-				t.Logf("seed %d: %s, period %d, %d lanes, rotations %v, input laid out %v, %d instructions, %+v", seed, p.FHE, l.Period, l.Lanes, l.Rotations, l.InPos[0] != nil, len(times), ev.Stats)
+				t.Logf("seed %d: %s, period %d, %d lanes, rotations %v, input laid out %v, %d input vectors, %d instructions, %+v", seed, p.FHE, l.Period, l.Lanes, l.Rotations, l.InPos[0] != nil, l.Vectors(0), len(times), ev.Stats)
 			} else if d := ev.Stats.PlainMuls - before.PlainMuls; d != before.PlainMuls {
 				t.Errorf("seed %d: %d plaintext products for %d lanes, %d for one: lanes must cost the same", seed, d, count, before.PlainMuls)
 			}

@@ -27,12 +27,12 @@ func firstSquareOperand(t *testing.T, p *fixed.Program, l *Layout) (*executor, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &executor{p: p, l: l, r: r, c: composer{r: r}, forms: make([]*form, len(p.Tensors))}
+	x := newExecutor(context.Background(), p, l, nil, r, make([]*fheproto.Vector, l.vectorCount()))
 	for _, in := range p.Instrs {
 		if in.Op == fixed.OpMul {
 			return x, x.forms[in.In[0]], p.Tensors[in.Out].Shape
 		}
-		if err := x.exec(in, []*fheproto.Vector{nil}, nil); err != nil {
+		if err := x.exec(in, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,28 +163,38 @@ func TestSquareOutputInLayout(t *testing.T) {
 func conv1Diagonals(t *testing.T, p *fixed.Program, l *Layout, in []int32) int {
 	t.Helper()
 	ll := *l
-	ll.InPos = [][]int32{in}
-	x, f, shape := firstSquareOperand(t, p, &ll)
-	return x.diagCount(f, x.chooseLayout(f, shape), pow2(f.n))
+	ll.InPos, ll.InGather = [][]int32{in}, [][][]int32{nil}
+	return conv1DiagonalsIn(t, p, &ll)
+}
+
+// conv1DiagonalsIn is conv1Diagonals with the input as layout l has it and the output in the
+// layout the executor chooses (chooseLayoutNext).
+func conv1DiagonalsIn(t *testing.T, p *fixed.Program, l *Layout) int {
+	t.Helper()
+	d, _ := squareDiagonals(t, p, l)
+	return d[0]
 }
 
 // TestChannelMinorCutsDiagonals: when a strided first convolution has many output maps (more
 // (map, input channel, tap) triples than half its output's period), the input goes up
 // channel-minor, one-to-one mod its period, and the convolution's map needs fewer diagonals
 // than with the polyphase input: golden.WidePolyCNN, and LoLa's CIFAR-10 network
-// (testdata/lola-cifar) where it goes from 16,384 (every residue) to 1,605.
+// (testdata/lola-cifar) where it goes from 16,384 (every residue) to 1,605. LoLa CIFAR-10's
+// input goes up in its convolution representation instead (three vectors; the time model of
+// inputGather prefers it), with 437 diagonals (at most 165 + 165 + 108) and no other rotation.
 func TestChannelMinorCutsDiagonals(t *testing.T) {
 	type tc struct {
 		name      string
 		p         *fixed.Program
 		maxMinor  int
 		minPolyph int
+		convRep   int // the diagonals with the input in its convolution representation (0: not used)
 	}
 	g, err := golden.WidePolyCNN(100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []tc{{"wide-poly-cnn", compileFHE(t, g, 100), 0, 0}}
+	cases := []tc{{"wide-poly-cnn", compileFHE(t, g, 100), 0, 0, 0}}
 	model := filepath.Join(testenv.RepoRoot(t), "testdata", "lola-cifar", "model.onnx")
 	if g, err := onnx.Load(model, onnx.Options{Batch: 1}); err == nil {
 		opts := passes.DefaultOptions()
@@ -193,7 +203,7 @@ func TestChannelMinorCutsDiagonals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cases = append(cases, tc{"lola-cifar", p, 1700, 16000})
+		cases = append(cases, tc{"lola-cifar", p, 1700, 16000, 437})
 	} else {
 		t.Logf("testdata/lola-cifar: %v (only the small network)", err)
 	}
@@ -211,7 +221,14 @@ func TestChannelMinorCutsDiagonals(t *testing.T) {
 		}
 		s := c.p.Tensors[c.p.Inputs[0].Tensor].Shape
 		minor, poly := channelMinorLayout(c.p, conv, s), polyphaseLayout(conv, s)
-		if minor == nil || poly == nil || !slices.Equal(l.InPos[0], minor) {
+		if c.convRep > 0 {
+			if l.InGather[0] == nil || l.Vectors(0) != 3 {
+				t.Fatalf("%s: the input is not in its convolution representation in 3 vectors", c.name)
+			}
+			if d := conv1DiagonalsIn(t, c.p, l); d != c.convRep {
+				t.Errorf("%s: %d diagonals with the convolution representation, want %d", c.name, d, c.convRep)
+			}
+		} else if minor == nil || poly == nil || !slices.Equal(l.InPos[0], minor) {
 			t.Fatalf("%s: the input is not laid out channel-minor", c.name)
 		}
 		P := pow2(len(minor))
@@ -226,6 +243,82 @@ func TestChannelMinorCutsDiagonals(t *testing.T) {
 		t.Logf("%s: first map %d diagonals channel-minor, %d polyphase", c.name, dm, dp)
 		if dm >= dp || c.maxMinor > 0 && (dm > c.maxMinor || dp < c.minPolyph) {
 			t.Errorf("%s: %d diagonals channel-minor, %d polyphase", c.name, dm, dp)
+		}
+	}
+}
+
+// squareDiagonals walks program p as Evaluate does, without ciphertexts, and returns the number
+// of diagonals of the map written before each square (in the layout the executor chooses), and
+// the period of each square's result.
+func squareDiagonals(t *testing.T, p *fixed.Program, l *Layout) (diags, periods []int) {
+	t.Helper()
+	r, err := p.Ring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newExecutor(context.Background(), p, l, nil, r, make([]*fheproto.Vector, l.vectorCount()))
+	for _, in := range p.Instrs {
+		if in.Op == fixed.OpOutput {
+			break
+		}
+		if in.Op != fixed.OpMul {
+			if err := x.exec(in, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		f, n := x.forms[in.In[0]], p.Tensors[in.Out].Shape.Size()
+		pos, ph := x.chooseLayoutNext(f, p.Tensors[in.Out].Shape, nextStride(p, in.Out))
+		period := layoutPeriod(n, pos)
+		diags = append(diags, x.diagCount(f, pos, period))
+		periods = append(periods, period)
+		x.forms[in.Out] = x.newVecPeriod(nil, n, pos, period)
+		if ph != nil {
+			if x.phase == nil {
+				x.phase = map[int]phaseInfo{}
+			}
+			x.phase[len(x.vecs)-1] = *ph
+		}
+	}
+	return diags, periods
+}
+
+// TestStridedPairLayouts: with the first convolution's input in its convolution representation,
+// its square is written phase-blocked (no extra diagonal) and the second strided convolution's
+// output wide, with a period of twice pow2(n): LoLa CIFAR-10's second map 4,096 → 1,983
+// diagonals (at most 2·993; the first stays at 437), golden.StridedPairPolyCNN 832 → 315.
+func TestStridedPairLayouts(t *testing.T) {
+	g, err := golden.StridedPairPolyCNN(102)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tc struct {
+		name           string
+		p              *fixed.Program
+		diags, periods []int
+	}
+	cases := []tc{{"strided-pair-poly-cnn", compileFHE(t, g, 102), nil, []int{2048, 2048}}}
+	model := filepath.Join(testenv.RepoRoot(t), "testdata", "lola-cifar", "model.onnx")
+	if g, err := onnx.Load(model, onnx.Options{Batch: 1}); err == nil {
+		opts := passes.DefaultOptions()
+		opts.Backend, opts.Bits, opts.Scale = passes.BackendFHE, 61, 4
+		p, _, err := passes.Compile(g, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, tc{"lola-cifar", p, []int{437, 1983}, []int{16384, 8192}})
+	} else {
+		t.Logf("testdata/lola-cifar: %v (only the small network)", err)
+	}
+	for _, c := range cases {
+		l, err := NewLayout(c.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diags, periods := squareDiagonals(t, c.p, l)
+		t.Logf("%s: diagonals before each square %v, periods %v", c.name, diags, periods)
+		if !slices.Equal(periods, c.periods) || c.diags != nil && !slices.Equal(diags, c.diags) {
+			t.Errorf("%s: diagonals %v, periods %v; want %v and %v", c.name, diags, periods, c.diags, c.periods)
 		}
 	}
 }

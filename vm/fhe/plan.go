@@ -32,6 +32,35 @@ type Layout struct {
 	Rotations []int     // column rotations (multiples of Stride): exactly those the plan may use
 	In, Out   []int     // element counts of the inputs and outputs
 	InPos     [][]int32 // each input's layout (inputLayout; nil: row-major)
+	// InGather is, per input, nil or its convolution representation (inputGather, layout.go):
+	// several vectors, slot s of vector g holding element InGather[i][g][s] (-1: zero); the input
+	// is then uploaded as len(InGather[i]) ciphertexts of period len(InGather[i][g]).
+	InGather [][][]int32
+}
+
+// Vectors is the number of encrypted vectors input i is uploaded as.
+func (l *Layout) Vectors(i int) int {
+	if g := l.InGather[i]; g != nil {
+		return len(g)
+	}
+	return 1
+}
+
+// vectorCount is the number of encrypted vectors all inputs are uploaded as.
+func (l *Layout) vectorCount() int {
+	n := 0
+	for i := range l.In {
+		n += l.Vectors(i)
+	}
+	return n
+}
+
+// inputPeriod is the period input i's vectors are encrypted with.
+func (l *Layout) inputPeriod(i int) int {
+	if g := l.InGather[i]; g != nil {
+		return len(g[0])
+	}
+	return pow2(l.In[i])
 }
 
 // NewLayout derives the layout of program p, which must carry fhe parameters.
@@ -72,7 +101,13 @@ func NewLayout(p *fixed.Program) (*Layout, error) {
 	}
 	for _, io := range p.Inputs {
 		l.In = append(l.In, p.Tensors[io.Tensor].Shape.Size())
-		l.InPos = append(l.InPos, inputLayout(p, io.Tensor))
+		gather := inputGather(p, io.Tensor)
+		l.InGather = append(l.InGather, gather)
+		if gather != nil {
+			l.InPos = append(l.InPos, nil)
+		} else {
+			l.InPos = append(l.InPos, inputLayout(p, io.Tensor))
+		}
 	}
 	for _, io := range p.Outputs {
 		l.Out = append(l.Out, p.Tensors[io.Tensor].Shape.Size())
@@ -165,6 +200,13 @@ func planRotations(p *fixed.Program) ([]int, error) {
 		var f *shape
 		switch in.Op {
 		case fixed.OpInput:
+			if g := inputGather(p, in.Out); g != nil {
+				f = &shape{laid: true}
+				for range g {
+					f.srcs = append(f.srcs, len(g[0]))
+				}
+				break
+			}
 			f = &shape{srcs: []int{size(in.Out)}, laid: inputLayout(p, in.Out) != nil}
 		case fixed.OpOutput:
 			if forms[in.In[0]] == nil {
@@ -217,6 +259,25 @@ func planRotations(p *fixed.Program) ([]int, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// placeVectors returns input i's values (one inference) as the vectors it is uploaded as: its
+// convolution representation, or one vector in its layout (place).
+func (l *Layout) placeVectors(i int, x []uint64) [][]uint64 {
+	gather := l.InGather[i]
+	if gather == nil {
+		return [][]uint64{l.place(i, x)}
+	}
+	out := make([][]uint64, len(gather))
+	for g, idx := range gather {
+		out[g] = make([]uint64, len(idx))
+		for s, j := range idx {
+			if j >= 0 {
+				out[g][s] = x[j]
+			}
+		}
+	}
+	return out
 }
 
 // place returns input i's values (one inference) in the input's layout: one period P, zeros at

@@ -25,20 +25,21 @@ type LayerTime struct {
 // Ops counts homomorphic operations (protocols/fhe's Stats).
 type Ops = fheproto.Stats
 
-// Evaluate runs program p (with its weights: the server's copy) on the encrypted inputs and
-// returns one encrypted, re-randomised result per output, with the per-instruction times.
+// Evaluate runs program p (with its weights: the server's copy) on the encrypted inputs (l.Vectors(i)
+// vectors for input i, in input order) and returns one encrypted, re-randomised result per output,
+// with the per-instruction times.
 func Evaluate(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Evaluator, inputs []*fheproto.Vector) ([]*fheproto.Vector, []LayerTime, error) {
 	if !p.HasWeights() {
 		return nil, nil, fmt.Errorf("fhe: the server needs the program's weights")
 	}
-	if len(inputs) != len(p.Inputs) {
-		return nil, nil, fmt.Errorf("fhe: %d encrypted inputs for %d program inputs", len(inputs), len(p.Inputs))
+	if len(l.In) != len(p.Inputs) || len(inputs) != l.vectorCount() {
+		return nil, nil, fmt.Errorf("fhe: %d encrypted input vectors for %d program inputs taking %d", len(inputs), len(p.Inputs), l.vectorCount())
 	}
 	r, err := p.Ring()
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &executor{ctx: ctx, p: p, l: l, ev: ev, r: r, c: composer{r: r}, forms: make([]*form, len(p.Tensors))}
+	x := newExecutor(ctx, p, l, ev, r, inputs)
 	for _, v := range inputs {
 		if v == nil || len(v.Ct) != len(l.Params.T) {
 			return nil, nil, fmt.Errorf("fhe: an encrypted input has the wrong number of components")
@@ -59,7 +60,7 @@ func Evaluate(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Eva
 		}
 		a := ev.Stats
 		ops := fheproto.Stats{Rotations: a.Rotations - before.Rotations, PlainMuls: a.PlainMuls - before.PlainMuls,
-			CtMuls: a.CtMuls - before.CtMuls, Rescales: a.Rescales - before.Rescales}
+			CtMuls: a.CtMuls - before.CtMuls, Rescales: a.Rescales - before.Rescales, Encodes: a.Encodes - before.Encodes}
 		times = append(times, LayerTime{Source: in.Source, Op: in.Op, Time: time.Since(start), Ops: ops})
 	}
 	return outs, times, nil
@@ -76,14 +77,41 @@ type executor struct {
 	vecs  []*fheproto.Vector
 	lens  []int
 	pos   [][]int32 // each vector's layout (nil: row-major)
+	// periods: each vector's period, pow2 of its length but for a wide layout's (twice that)
+	periods []int
+	phase   map[int]phaseInfo // the vectors in the phase-blocked layout (chooseLayoutNext)
+	// Inputs: input i's encrypted vectors are inVecs[firstVec[i]:][:l.Vectors(i)]; an input in its
+	// convolution representation has no form, only its vectors (convRep: tensor → their indices
+	// in vecs), which the one convolution reading it uses directly (convGathered).
+	inVecs   []*fheproto.Vector
+	firstVec []int
+	convRep  map[int][]int
+}
+
+// newExecutor prepares the walk over p with the encrypted input vectors (l.Vectors(i) for input i,
+// in input order; len(inputs) must be l.vectorCount()).
+func newExecutor(ctx context.Context, p *fixed.Program, l *Layout, ev *fheproto.Evaluator, r ring.Ring, inputs []*fheproto.Vector) *executor {
+	x := &executor{ctx: ctx, p: p, l: l, ev: ev, r: r, c: composer{r: r}, forms: make([]*form, len(p.Tensors)), convRep: map[int][]int{}}
+	for i := range l.In {
+		x.firstVec = append(x.firstVec, len(x.inVecs))
+		x.inVecs = append(x.inVecs, inputs[len(x.inVecs):len(x.inVecs)+l.Vectors(i)]...)
+	}
+	return x
 }
 
 func (x *executor) srcLen(i int) int { return x.lens[i] }
 
 func (x *executor) newVec(v *fheproto.Vector, n int, pos []int32) *form {
+	return x.newVecPeriod(v, n, pos, pow2(n))
+}
+
+// newVecPeriod is newVec for a vector whose period is not pow2(n): a product in a wide layout
+// (wideLayout, layout.go) has period 2·pow2(n).
+func (x *executor) newVecPeriod(v *fheproto.Vector, n int, pos []int32, period int) *form {
 	x.vecs = append(x.vecs, v)
 	x.lens = append(x.lens, n)
 	x.pos = append(x.pos, pos)
+	x.periods = append(x.periods, period)
 	return &form{n: n, terms: []term{{src: len(x.vecs) - 1, m: identity(n)}}}
 }
 
@@ -100,9 +128,24 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 	p := x.p
 	size := func(t int) int { return p.Tensors[t].Shape.Size() }
 	var f *form
+	for k, id := range in.In {
+		if _, ok := x.convRep[id]; ok && (in.Op != fixed.OpConv || k != 0) {
+			return fmt.Errorf("internal: an input in its convolution representation is read by %s", in.Op)
+		}
+	}
 	switch in.Op {
 	case fixed.OpInput:
-		f = x.newVec(inputs[in.Index], size(in.Out), x.l.InPos[in.Index])
+		if gather := x.l.InGather[in.Index]; gather != nil {
+			var srcs []int
+			for g := range gather {
+				x.newVec(x.inVecs[x.firstVec[in.Index]+g], len(gather[g]), nil)
+				srcs = append(srcs, len(x.vecs)-1)
+			}
+			x.convRep[in.Out] = srcs
+			f = &form{n: size(in.Out)}
+			break
+		}
+		f = x.newVec(x.inVecs[x.firstVec[in.Index]], size(in.Out), x.l.InPos[in.Index])
 	case fixed.OpOutput:
 		v, err := x.materialize(x.forms[in.In[0]], nil)
 		if err != nil {
@@ -157,10 +200,11 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		}
 		fa := x.gathered(x.forms[in.In[0]], ip.Idx)
 		var pos []int32
+		var ph *phaseInfo
 		if k, ok := x.plain(fa); ok && inPeriod(x.pos[k], x.lens[k]) {
 			pos = x.pos[k]
 		} else {
-			pos = x.chooseLayout(fa, p.Tensors[in.Out].Shape)
+			pos, ph = x.chooseLayoutNext(fa, p.Tensors[in.Out].Shape, nextStride(p, in.Out))
 		}
 		a, err := x.materialize(fa, pos)
 		if err != nil {
@@ -176,7 +220,13 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		if err != nil {
 			return err
 		}
-		f = x.newVec(v, size(in.Out), pos)
+		f = x.newVecPeriod(v, size(in.Out), pos, layoutPeriod(size(in.Out), pos))
+		if ph != nil {
+			if x.phase == nil {
+				x.phase = map[int]phaseInfo{}
+			}
+			x.phase[len(x.vecs)-1] = *ph
+		}
 	case fixed.OpTranspose:
 		ip, err := vm.PlanIndex(p, in)
 		if err != nil {
@@ -231,6 +281,13 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		}
 		f = x.c.apply(L, x.forms[in.In[0]], x.srcLen)
 	case fixed.OpConv:
+		if srcs, ok := x.convRep[in.In[0]]; ok {
+			var err error
+			if f, err = x.convGathered(in, srcs); err != nil {
+				return err
+			}
+			break
+		}
 		L, err := x.convMatrix(in)
 		if err != nil {
 			return err
@@ -317,6 +374,46 @@ func (x *executor) convMatrix(in *fixed.Instr) (matrix, error) {
 	return L, nil
 }
 
+// convGathered is the form of a convolution of an input in its convolution representation
+// (inputGather): output (k, q) reads, for tap t = g·K + u, slot gatherSlot(base, q, u) of vector
+// g (base from gatherBase), so its matrix on vector g has weight W[k, t] there.
+func (x *executor) convGathered(in *fixed.Instr, srcs []int) (*form, error) {
+	p := x.p
+	ip, err := vm.PlanIndex(p, in)
+	if err != nil {
+		return nil, err
+	}
+	w := x.weight(in)
+	K := p.Weights[in.Weight].Shape[0]
+	taps, P := ip.D, ip.P
+	if in.Group != 1 || len(srcs) != (taps+K-1)/K || K*P != p.Tensors[in.Out].Shape.Size() {
+		return nil, fmt.Errorf("internal: the convolution does not match its input's convolution representation")
+	}
+	base := gatherBase(p, in)
+	V := x.periods[srcs[0]]
+	f := &form{n: K * P}
+	for g, src := range srcs {
+		L := make(matrix, K*P)
+		for k := 0; k < K; k++ {
+			for q := 0; q < P; q++ {
+				var row []entry
+				for u := 0; u < K && g*K+u < taps; u++ {
+					t := g*K + u
+					if ip.Idx[t*P+q] < 0 {
+						continue
+					}
+					if v := w[k*taps+t]; v != 0 {
+						row = append(row, entry{col: int32(gatherSlot(base, q, u, K, V)), v: v})
+					}
+				}
+				L[k*P+q] = row
+			}
+		}
+		f.terms = append(f.terms, term{src: src, m: L})
+	}
+	return f, nil
+}
+
 // plain reports whether form f is one encrypted vector as it is, and which.
 func (x *executor) plain(f *form) (int, bool) {
 	if len(f.terms) != 1 || f.c != nil {
@@ -348,7 +445,7 @@ func (x *executor) materialize(f *form, pos []int32) (*fheproto.Vector, error) {
 		}
 		return int(pos[r])
 	}
-	m := pow2(f.n)
+	m := layoutPeriod(f.n, pos)
 	var cst []uint64
 	if f.c != nil {
 		cst = make([]uint64, m)
@@ -369,11 +466,11 @@ func (x *executor) materialize(f *form, pos []int32) (*fheproto.Vector, error) {
 	if trivial {
 		return x.ev.Scale(scaled, cst)
 	}
-	var lens []int
+	var periods []int
 	for _, t := range f.terms {
-		lens = append(lens, x.lens[t.src])
+		periods = append(periods, x.periods[t.src])
 	}
-	plan, _ := mapPlan(f.n, lens)
+	plan, _ := mapPlan(m, periods)
 	Q := plan.Period
 	terms := make([]fheproto.Term, 0, len(f.terms))
 	for _, t := range f.terms {

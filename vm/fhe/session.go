@@ -37,7 +37,19 @@ type Stats struct {
 	EvalTime      time.Duration // server
 	Layers        []LayerTime   // server, the last evaluation's
 	Ops           fheproto.Stats
+	// PlainCacheBytes is the server's encoded diagonals kept for the session's later round trips
+	// (at most the PlainCacheBytes budget).
+	PlainCacheBytes int64
 }
+
+// PlainCacheBytes is the server's budget per session for encoded diagonals (fheproto's plaintext
+// cache): a diagonal encoded once is reused by the session's later round trips (and by equal
+// diagonals), past the budget diagonals are encoded per use. 3 GiB holds LoLa MNIST's whole
+// program many times over, and LoLa CIFAR-10's first map and about a quarter of its second (1.5
+// GiB per CRT component; with 4 GiB a two-ciphertext --local run peaked at 8.7 GB RSS, above the
+// 8 GB aimed at; docs/fhe.md); it is per session, so a server's memory grows with its concurrent
+// fhe sessions.
+const PlainCacheBytes = 3 << 30
 
 // Backend is the fhe mode as a vm.Backend for the session machinery of internal/serve (handshake,
 // timeouts, batches, reports). The client packs a group of up to Lanes consecutive inferences of
@@ -159,6 +171,7 @@ func newBackend(ctx context.Context, conn *transport.Conn, party int, r ring.Rin
 	if b.ev, err = fheproto.NewEvaluator(l.Params, keys, l.Stride); err != nil {
 		return nil, err
 	}
+	b.ev.SetPlainCache(PlainCacheBytes)
 	return b, nil
 }
 
@@ -213,35 +226,45 @@ func (b *Backend) Input(ctx context.Context, owner int, x ring.Tensor) error {
 		if len(x.Data) != b.l.In[i] {
 			return fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(x.Data), b.l.In[i])
 		}
-		lanes := [][]uint64{b.l.place(i, x.Data)}
+		group := [][]uint64{x.Data}
 		if b.batch != nil {
-			lanes = nil
+			group = nil
 			for _, in := range b.batch[b.k:min(b.k+b.group, len(b.batch))] {
 				if len(in[i].Data) != b.l.In[i] {
 					return fmt.Errorf("fhe: input %d has %d values, the program wants %d", i, len(in[i].Data), b.l.In[i])
 				}
-				lanes = append(lanes, b.l.place(i, in[i].Data))
+				group = append(group, in[i].Data)
 			}
 		}
-		start := time.Now()
-		v, err := b.client.Encrypt(lanes, pow2(b.l.In[i]), b.l.Stride)
-		if err != nil {
-			return err
+		lanes := make([][][]uint64, b.l.Vectors(i)) // per vector, per inference
+		for _, data := range group {
+			for g, v := range b.l.placeVectors(i, data) {
+				lanes[g] = append(lanes[g], v)
+			}
 		}
-		b.stats.EncryptTime += time.Since(start)
-		n, err := sendAll(ctx, b.conn, marshalers(v))
-		b.stats.UploadBytes += n
-		if err != nil {
-			return fmt.Errorf("fhe: upload the encrypted input: %w", err)
+		for _, ls := range lanes {
+			start := time.Now()
+			v, err := b.client.Encrypt(ls, b.l.inputPeriod(i), b.l.Stride)
+			if err != nil {
+				return err
+			}
+			b.stats.EncryptTime += time.Since(start)
+			n, err := sendAll(ctx, b.conn, marshalers(v))
+			b.stats.UploadBytes += n
+			if err != nil {
+				return fmt.Errorf("fhe: upload the encrypted input: %w", err)
+			}
 		}
 		return nil
 	}
-	v, n, err := b.recvVector(ctx, b.l.Params.MaxLevel())
-	b.stats.UploadBytes += n
-	if err != nil {
-		return fmt.Errorf("fhe: receive the encrypted input: %w", err)
+	for range b.l.Vectors(i) {
+		v, n, err := b.recvVector(ctx, b.l.Params.MaxLevel())
+		b.stats.UploadBytes += n
+		if err != nil {
+			return fmt.Errorf("fhe: receive the encrypted input: %w", err)
+		}
+		b.inputs = append(b.inputs, v)
 	}
-	b.inputs = append(b.inputs, v)
 	return nil
 }
 
@@ -281,8 +304,8 @@ func (b *Backend) Reveal(ctx context.Context, to int, x ring.Tensor) (bool, erro
 func (b *Backend) roundTrip(ctx context.Context) error {
 	b.stats.RoundTrips++
 	if b.party == 0 {
-		if len(b.inputs) != len(b.p.Inputs) {
-			return fmt.Errorf("fhe: %d encrypted inputs received, the program has %d", len(b.inputs), len(b.p.Inputs))
+		if want := b.l.vectorCount(); len(b.inputs) != want {
+			return fmt.Errorf("fhe: %d encrypted input vectors received, the program's inputs take %d", len(b.inputs), want)
 		}
 		start := time.Now()
 		before := b.ev.Stats
@@ -293,7 +316,9 @@ func (b *Backend) roundTrip(ctx context.Context) error {
 		b.stats.EvalTime += time.Since(start)
 		b.stats.Layers = times
 		b.stats.Ops = fheproto.Stats{Rotations: b.ev.Stats.Rotations - before.Rotations, PlainMuls: b.ev.Stats.PlainMuls - before.PlainMuls,
-			CtMuls: b.ev.Stats.CtMuls - before.CtMuls, Rescales: b.ev.Stats.Rescales - before.Rescales}
+			CtMuls: b.ev.Stats.CtMuls - before.CtMuls, Rescales: b.ev.Stats.Rescales - before.Rescales,
+			Encodes: b.ev.Stats.Encodes - before.Encodes}
+		b.stats.PlainCacheBytes = b.ev.PlainCacheBytes()
 		for _, v := range outs {
 			n, err := sendAll(ctx, b.conn, marshalers(v))
 			b.stats.DownloadBytes += n

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/golden"
 	"github.com/cryptflow-go/cryptflow/internal/serve"
+	"github.com/cryptflow-go/cryptflow/ir"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 	"github.com/cryptflow-go/cryptflow/sciir"
@@ -21,19 +22,41 @@ import (
 // weights, with one round trip per inference, with the batch sharing one ciphertext, and in
 // groups of two (a full and a partial one): one upload of keys; one encrypted input up and one
 // result down per round trip (the shared run moves a third of the bytes); the client's outputs bitwise equal to the cleartext run; the
-// server learns no output.
+// server learns no output. Twice: a random polynomial MLP, and golden.ConvRepPolyCNN, whose input
+// goes up as two vectors (its convolution representation, which the client derives without the
+// weights).
 func TestSessionRoundTrip(t *testing.T) {
-	g, err := golden.RandomPolyNet(2, true)
-	if err != nil {
-		t.Fatal(err)
+	t.Run("mlp", func(t *testing.T) {
+		g, err := golden.RandomPolyNet(2, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessionRoundTrip(t, g, 2, 1)
+	})
+	t.Run("conv-rep", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("a minute on the loaded VM; TestEncryptedEqualsClear covers the convolution representation under -short")
+		}
+		g, err := golden.ConvRepPolyCNN(101)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessionRoundTrip(t, g, 101, 2)
+	})
+}
+
+func sessionRoundTrip(t *testing.T, g *ir.Graph, seed uint64, vectors int) {
+	p := compileFHE(t, g, seed)
+	if l, err := NewLayout(p); err != nil || l.Vectors(0) != vectors {
+		t.Fatalf("the input goes up as %d vectors (%v), want %d", l.Vectors(0), err, vectors)
 	}
-	p := compileFHE(t, g, 2)
 	full := &sciir.File{Program: p, Backend: BackendName}
 	var buf bytes.Buffer
 	if err := sciir.Write(&buf, full, true); err != nil {
 		t.Fatal(err)
 	}
-	if full, err = sciir.Unmarshal(buf.Bytes()); err != nil {
+	full, err := sciir.Unmarshal(buf.Bytes())
+	if err != nil {
 		t.Fatal(err)
 	}
 	buf.Reset()
