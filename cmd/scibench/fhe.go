@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,13 +26,15 @@ func fheCommand() command {
 // fheModel is one network of the fhe harness: an ONNX file and the folder of inputs it is
 // validated on and run with; MaxN, when set, caps the batch (a network whose ciphertext holds
 // few inferences and whose round trip is long); Blocks, when set, is athosc's --fhe-bcirc (how
-// block-circulant layers are evaluated: auto, frequency, dense).
+// block-circulant layers are evaluated: auto, frequency, dense); a synthetic network is written
+// by mkmodel with the arguments Make.
 type fheModel struct {
 	Name   string
 	Model  string
 	Inputs string
 	MaxN   int
 	Blocks string
+	Make   []string // without Model: the mkmodel command that writes it
 }
 
 // FHEResult is one network's run: a batch of N inferences in one session of scirun --local.
@@ -62,7 +65,7 @@ type fheConfig struct {
 
 func runFHE(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("scibench fhe", flag.ContinueOnError)
-	modelsF := fs.String("models", "lola,polycnn", "comma-separated `MODELS`: lola (testdata/lola-mnist), lola-bc8 and lola-bc16 (testdata/lola-mnist-bc8, -bc16: the big layer block-circulant), bcirc (lola and both block-circulant networks, each by the dense method and in the frequency domain), polycnn (mkmodel poly-cnn --seed 5), cifar (testdata/lola-cifar, at most 2 inferences: one ciphertext, minutes), or NAME=FILE.onnx:INPUTDIR; NAME@MODE compiles with athosc --fhe-bcirc MODE (auto, frequency, dense)")
+	modelsF := fs.String("models", "lola,polycnn", "comma-separated `MODELS`: lola (testdata/lola-mnist), lola-bc8 and lola-bc16 (testdata/lola-mnist-bc8, -bc16: the big layer block-circulant), bcmlp (mkmodel bcirc-mlp --seed 7: a 256×256 block-circulant layer), bcirc (lola, then lola-bc8, lola-bc16 and bcmlp each by the dense method and in the frequency domain), polycnn (mkmodel poly-cnn --seed 5), cifar (testdata/lola-cifar, at most 2 inferences: one ciphertext, minutes), or NAME=FILE.onnx:INPUTDIR; NAME@MODE compiles with athosc --fhe-bcirc MODE (auto, frequency, dense)")
 	n := fs.Int("n", 32, "inferences per session (one batch; the client packs as many per ciphertext as its lanes hold)")
 	procs := fs.Int("processes", 2, "run the session as `P` processes: 2 (scirun --party 0 and --party 1 over loopback: the server's CPU is its process's) or 1 (scirun --local)")
 	outDir := fs.String("out", "bench-fhe", "write results.json, results.md, the programs and the reports to `DIR`")
@@ -91,7 +94,7 @@ func runFHE(ctx context.Context, args []string, out io.Writer) error {
 	var specs []string
 	for _, s := range strings.Split(*modelsF, ",") {
 		if s = strings.TrimSpace(s); s == "bcirc" {
-			specs = append(specs, "lola", "lola-bc8@dense", "lola-bc8@frequency", "lola-bc16@dense", "lola-bc16@frequency")
+			specs = append(specs, "lola", "lola-bc8@dense", "lola-bc8@frequency", "lola-bc16@dense", "lola-bc16@frequency", "bcmlp@dense", "bcmlp@frequency")
 		} else {
 			specs = append(specs, s)
 		}
@@ -116,7 +119,9 @@ func runFHE(ctx context.Context, args []string, out io.Writer) error {
 			m = testdata("cifar", "lola-cifar")
 			m.MaxN = 2
 		case s == "polycnn":
-			m = fheModel{Name: "polycnn"}
+			m = fheModel{Name: "polycnn", Make: []string{"poly-cnn", "--seed", "5", "--inputs", "8"}}
+		case s == "bcmlp":
+			m = fheModel{Name: "bcmlp", Make: []string{"bcirc-mlp", "--seed", "7", "--inputs", "8"}}
 		case strings.Contains(s, "="):
 			name, spec, _ := strings.Cut(s, "=")
 			file, dir, ok := strings.Cut(spec, ":")
@@ -125,7 +130,7 @@ func runFHE(ctx context.Context, args []string, out io.Writer) error {
 			}
 			m = fheModel{Name: name, Model: file, Inputs: dir}
 		default:
-			return fmt.Errorf("-models: unknown model %q (lola, lola-bc8, lola-bc16, bcirc, polycnn, cifar, or NAME=FILE.onnx:INPUTDIR)", s)
+			return fmt.Errorf("-models: unknown model %q (lola, lola-bc8, lola-bc16, bcmlp, bcirc, polycnn, cifar, or NAME=FILE.onnx:INPUTDIR)", s)
 		}
 		if mode != "" {
 			m.Name, m.Blocks = m.Name+"@"+mode, mode
@@ -175,11 +180,11 @@ func benchFHE(ctx context.Context, cfg fheConfig, m fheModel) FHEResult {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return fail(err)
 	}
-	if m.Model == "" { // polycnn: the project's synthetic polynomial CNN
+	if m.Model == "" { // polycnn, bcmlp: the project's synthetic networks
 		dir := filepath.Join(work, "onnx")
-		cmd := exec.CommandContext(ctx, cfg.mkmodel, "poly-cnn", "--seed", "5", "--inputs", "8", "--out", dir)
+		cmd := exec.CommandContext(ctx, cfg.mkmodel, append(slices.Clone(m.Make), "--out", dir)...)
 		if b, err := cmd.CombinedOutput(); err != nil {
-			return fail(fmt.Errorf("mkmodel poly-cnn: %w: %s", err, lastLines(b, 3)))
+			return fail(fmt.Errorf("mkmodel %s: %w: %s", m.Make[0], err, lastLines(b, 3)))
 		}
 		m.Model, m.Inputs = filepath.Join(dir, "model.onnx"), filepath.Join(dir, "inputs")
 	}
