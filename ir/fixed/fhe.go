@@ -143,9 +143,10 @@ func (p *Program) NonPolynomial() []string {
 // that map is applied (one plaintext-multiplication level, unless it is the identity up to a scalar
 // and a constant) only when a product of two runtime tensors or an output needs its value; the
 // product itself takes one level. A block-circulant matmul evaluated in the frequency domain
-// (FrequencyDomain) applies two maps at once and leaves the third lazy: two more levels. Reshape, scale-up, constant addition and the addition of
-// same-shaped tensors keep a map trivial; every other linear operation makes it non-trivial. A
-// non-polynomial instruction is an error naming it.
+// (FrequencyDomain) applies two maps at once and leaves the third lazy: two more levels.
+// Reshape, scale-up, constant addition and the addition of same-shaped tensors keep a map
+// trivial; every other linear operation makes it non-trivial. A non-polynomial instruction is an
+// error naming it.
 func (p *Program) FHEDepth() (int, error) {
 	if bad := p.NonPolynomial(); len(bad) > 0 {
 		return 0, fmt.Errorf("the fhe mode computes only polynomials; not polynomial: %s", strings.Join(bad, ", "))
