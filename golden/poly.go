@@ -2,6 +2,7 @@ package golden
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/cryptflow-go/cryptflow/ir"
@@ -79,4 +80,69 @@ func WidePolyCNN(seed uint64) (*ir.Graph, error) {
 	b := newBuilder(fmt.Sprintf("wide-poly-cnn-%d", seed), seed, ir.Shape{1, 3, 8, 8})
 	h := b.conv("input", 16, 4, 2, 1, 1, 1, true)
 	return b.done(b.gemm(b.flatten(b.node(ir.Mul, nil, h, h)), 4))
+}
+
+// BlockCirculantPolyNet is a small LoLa-shaped polynomial network whose large dense layer has
+// block-circulant weights with k×k blocks (Falcon): input [1, 1, 10, 10], a 3×3 stride-2
+// convolution (pad 1) to 3 maps, x², a block-circulant dense layer from 75 to hidden outputs
+// (the 75 inputs are the top-left corner of ceil(75/k)·k columns), x², a dense layer to 4
+// outputs. Its block-circulant weights include the edge values: one block all zero, one block
+// with every entry at the largest magnitude ±a, and a last row block cut short when hidden is
+// not a multiple of k.
+func BlockCirculantPolyNet(seed uint64, k, hidden int) (*ir.Graph, error) {
+	if k < 2 || hidden < 1 {
+		return nil, fmt.Errorf("block-circulant net: block size %d, hidden %d", k, hidden)
+	}
+	b := newBuilder(fmt.Sprintf("bcirc-poly-net-%d-k%d", seed, k), seed, ir.Shape{1, 1, 10, 10})
+	h := b.conv("input", 3, 3, 2, 1, 1, 1, true)
+	x := b.flatten(b.node(ir.Mul, nil, h, h))
+	x = b.blockCirculantGemm(x, hidden, k)
+	return b.done(b.gemm(b.node(ir.Mul, nil, x, x), 4))
+}
+
+// blockCirculantGemm adds a Gemm from x's columns to out outputs whose weight is block-circulant
+// with k×k blocks (row i of a block is its first row rotated right by i), values uniform in
+// [-a, a], block (0, 1) zero and block (0, 0) at ±a.
+func (b *builder) blockCirculantGemm(x string, out, k int) string {
+	in := b.shape(x)[1]
+	nbIn, nbOut := (in+k-1)/k, (out+k-1)/k
+	a := math.Sqrt(6 / float64(in))
+	first := make([]float32, nbOut*nbIn*k)
+	for i := range first {
+		first[i] = float32((2*b.rng.Float64() - 1) * a)
+	}
+	for t := 0; t < k; t++ {
+		first[t] = float32(a)
+		if t%2 == 1 {
+			first[t] = float32(-a)
+		}
+		if nbIn > 1 {
+			first[k+t] = 0
+		}
+	}
+	name := b.fresh("Wbc")
+	w := ir.NewTensor(ir.Shape{out, in})
+	for i := 0; i < out; i++ {
+		for j := 0; j < in; j++ {
+			I, J := i/k, j/k
+			w.Data[i*in+j] = first[(I*nbIn+J)*k+((j%k)-(i%k)+k)%k]
+		}
+	}
+	b.g.Consts[name] = w
+	bias := b.konst("B", ir.Shape{out}, 0.1)
+	return b.node(ir.Gemm, ir.Attrs{"alpha": ir.FloatAttr(1), "beta": ir.FloatAttr(1),
+		"transA": ir.IntAttr(0), "transB": ir.IntAttr(1)}, x, name, bias)
+}
+
+// BlockCirculantPolyMLP is a polynomial MLP whose first layer is a square n×n block-circulant
+// matrix with k×k blocks (edge values as in BlockCirculantPolyNet): input [1, n], the
+// block-circulant dense layer, x², a dense layer to 4 outputs. A square layer is where the
+// frequency domain pays in the fhe mode: its dense map cannot be folded.
+func BlockCirculantPolyMLP(seed uint64, n, k int) (*ir.Graph, error) {
+	if k < 2 || n < k {
+		return nil, fmt.Errorf("block-circulant mlp: block size %d, width %d", k, n)
+	}
+	b := newBuilder(fmt.Sprintf("bcirc-poly-mlp-%d-n%d-k%d", seed, n, k), seed, ir.Shape{1, n})
+	x := b.blockCirculantGemm("input", n, k)
+	return b.done(b.gemm(b.node(ir.Mul, nil, x, x), 4))
 }

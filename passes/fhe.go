@@ -64,7 +64,7 @@ func runLowerFHE(st *state) error {
 		if o.Scale >= 0 {
 			s = o.Scale
 		}
-		p, depth, err := lowerFHE(st.g, s)
+		p, depth, err := lowerFHE(st.g, s, o.FHEBlocks)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func runLowerFHE(st *state) error {
 	var cands []cand
 	best := -1
 	for k, s := range scales {
-		p, depth, err := lowerFHE(st.g, s)
+		p, depth, err := lowerFHE(st.g, s, o.FHEBlocks)
 		if err != nil && k > 0 && !errors.Is(err, ErrNoLowering) && !errors.Is(err, errNotPolynomial) {
 			// Scales add up: past some scale a tensor's scale exceeds the format's maximum.
 			st.logf("scale %d: %v; larger scales not tried", s, err)
@@ -143,13 +143,16 @@ func runLowerFHE(st *state) error {
 	return nil
 }
 
-// lowerFHE lowers g without truncation at scale s (measured in Z_2^64) and returns its depth; a
-// non-polynomial layer is an error naming every such node.
-func lowerFHE(g *ir.Graph, s int) (*fixed.Program, int, error) {
+// lowerFHE lowers g without truncation at scale s (measured in Z_2^64), records which matmuls
+// have block-circulant weights and which of those the fhe mode evaluates in the frequency domain
+// (fixed.Program.MarkBlockCirculant with mode blocks) and returns its depth; a non-polynomial
+// layer is an error naming every such node.
+func lowerFHE(g *ir.Graph, s int, blocks fixed.BlockMode) (*fixed.Program, int, error) {
 	p, err := lower(g, lowerOptions{Bits: 64, Scale: s, NoTrunc: true})
 	if err != nil {
 		return nil, 0, err
 	}
+	p.MarkBlockCirculant(blocks) // exact, on the fixed-point weights at this scale
 	depth, err := p.FHEDepth()
 	if err != nil {
 		return nil, 0, fmt.Errorf("--backend fhe: %w: %w (the fhe mode evaluates only linear layers, sum pooling and square activations x·x)", errNotPolynomial, err)

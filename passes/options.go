@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/cryptflow-go/cryptflow/internal/dataset"
+	"github.com/cryptflow-go/cryptflow/ir/fixed"
 )
 
 // The ring bitwidths the compiler accepts for a program: the secure backends need l >= 2 (a sign
@@ -53,6 +54,10 @@ type Options struct {
 	// re-inferred after every HLIL pass anyway) or (*fixed.Program).Validate. athosc compile --check
 	// sets it, and so do the tests that compile.
 	Check bool
+	// FHEBlocks (fhe mode) is how matmuls with block-circulant weights are evaluated: in the
+	// frequency domain when fixed.SpectralWins says so (BlockAuto, the default), always, or by
+	// the dense diagonal method (fixed.Instr.Spectral); the structure is recorded either way.
+	FHEBlocks fixed.BlockMode
 	// DumpAfter names a pass after which the IR is written to Dump: HLIL text (constant data
 	// elided) or the fixed-point program's text. It is an error if that pass does not run.
 	DumpAfter string

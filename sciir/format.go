@@ -41,8 +41,11 @@ var Magic = [8]byte{0x89, 'S', 'C', 'I', '\r', '\n', 0x1a, '\n'}
 // every relu (the operand's signed width when the comparison runs on the low bits, 0 for the
 // whole ring) and, after every input and output entry, a flag byte with, when set, the input's
 // range [lo, hi] as two signed 64-bit integers; a program with neither (no low-bit relu, no
-// bounded input) keeps the older version.
-const Version = 7
+// bounded input) keeps the older version. Version 8 added two bytes after every matmul's engine
+// byte: the block size of its block-circulant weights (0: none recorded) and whether the fhe mode
+// evaluates it in the frequency domain (1) or by the dense method (0); a program without such a
+// matmul keeps the older version.
+const Version = 8
 
 // sparseFlag marks a sparse weight tensor in WDAT's width byte (version 4).
 const sparseFlag = 0x80
@@ -61,8 +64,10 @@ func fileVersion(f *File) int {
 	}
 	for _, in := range f.Program.Instrs {
 		switch {
+		case in.Op == fixed.OpMatMul && in.Block != 0:
+			v = 8
 		case in.Op == fixed.OpReLU && in.Bits != 0:
-			v = 7
+			v = max(v, 7)
 		case in.Op == fixed.OpLog || in.Op == fixed.OpGather ||
 			in.Op == fixed.OpBatchMatMul && in.Engine != fixed.EngineDefault:
 			v = max(v, 6)
@@ -479,6 +484,14 @@ func encodeInstrs(p *fixed.Program, version int) []byte {
 			e.u8(int(in.Engine))
 		case fixed.OpMatMul:
 			e.u8(int(in.Engine))
+			if version >= 8 {
+				e.u8(in.Block)
+				if in.Spectral {
+					e.u8(1)
+				} else {
+					e.u8(0)
+				}
+			}
 		case fixed.OpBatchMatMul:
 			if version >= 6 {
 				e.u8(int(in.Engine))

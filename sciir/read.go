@@ -385,6 +385,16 @@ func decodeInstrs(d *dec, p *fixed.Program, version int) error {
 			if version >= 2 {
 				in.Engine = fixed.Engine(d.u8())
 			}
+			if version >= 8 {
+				in.Block = d.u8()
+				switch d.u8() {
+				case 0:
+				case 1:
+					in.Spectral = true
+				default:
+					err = fmt.Errorf("matmul: bad frequency-domain flag")
+				}
+			}
 		case fixed.OpReLU:
 			if version >= 7 {
 				in.Bits = d.u8()

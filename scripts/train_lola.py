@@ -31,11 +31,11 @@ NUM_SAMPLES = 8
 
 
 class LoLaMNIST(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden=100):
         super().__init__()
         self.conv = nn.Conv2d(1, 5, kernel_size=5, stride=2, padding=1)
-        self.fc1 = nn.Linear(5 * 13 * 13, 100)
-        self.fc2 = nn.Linear(100, 10)
+        self.fc1 = nn.Linear(5 * 13 * 13, hidden)
+        self.fc2 = nn.Linear(hidden, 10)
 
     def forward(self, x):
         x = self.conv(x)

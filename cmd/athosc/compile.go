@@ -51,6 +51,7 @@ type compileConfig struct {
 	classes                       string
 	net                           string
 	bits, scale, headroom, jobs   int
+	fheBlocks                     string
 	batch, limit                  int
 	scales                        []int
 	noPeephole, keepSoftmax       bool
@@ -115,6 +116,7 @@ func parseCompileOutput(args []string, w io.Writer) (*compileConfig, error) {
 	fs.BoolVar(&c.listPasses, "list-passes", false, "print the compiler's pass table and ordering rules, then exit")
 	fs.StringVar(&c.dumpAfter, "dump-after", "", "print the IR after pass `PASS` (HLIL text or the fixed-point program)")
 	fs.BoolVar(&c.timePasses, "time-passes", false, "print each pass's time")
+	fs.StringVar(&c.fheBlocks, "fhe-bcirc", "auto", "fhe: evaluate fully-connected layers with block-circulant weights in the frequency domain when it needs fewer rotations by the shape rule (auto), always (frequency) or by the dense diagonal method (dense); docs/fhe.md")
 	fs.BoolVar(&c.check, "check", false, "check the IR after every pass (graph checks / program validation)")
 	fs.StringVar(&c.imageFlags.size, "image-size", "", "images: resize to `WxH` (default: the model input's size)")
 	fs.IntVar(&c.imageFlags.resizeShorter, "resize-shorter", 0, "images: first resize so the shorter side is `N` pixels, aspect ratio kept (torchvision Resize(N); ImageNet: 256; 0 = no)")
@@ -340,6 +342,9 @@ func compileModel(c *compileConfig, stdout, stderr io.Writer) error {
 	po := &opts.Passes
 	po.Bits, po.Scale, po.Check, po.KeepSoftmax = c.bits, c.scale, c.check, c.keepSoftmax
 	po.Net = c.net
+	if po.FHEBlocks, err = fixed.ParseBlockMode(c.fheBlocks); err != nil {
+		return cli.Usagef("--fhe-bcirc: %v", err)
+	}
 	po.Scales, po.Headroom, po.Workers = c.scales, c.headroom, c.jobs
 	if c.noPeephole {
 		po.Disable = []string{"peephole-*"}

@@ -47,6 +47,9 @@ func run(args []string, stdout io.Writer) error {
 		{Name: "poly-mlp", Summary: "a random small polynomial MLP (Gemm, square, Gemm) for athosc --backend fhe", Run: func(a []string) error {
 			return write(a, stdout, "poly-mlp", false)
 		}},
+		{Name: "bcirc-mlp", Summary: "a polynomial MLP whose first layer is 256×256 block-circulant (8×8 blocks; Gemm, square, Gemm) for athosc --backend fhe", Run: func(a []string) error {
+			return write(a, stdout, "bcirc-mlp", false)
+		}},
 	}
 	return cli.Dispatch("mkmodel", intro, cmds, nil, args)
 }
@@ -84,6 +87,8 @@ func write(args []string, stdout io.Writer, kind string, batched bool) error {
 		g, err = golden.MiniONN(*seed, batch)
 	case "poly-cnn", "poly-mlp":
 		g, err = golden.RandomPolyNet(*seed, kind == "poly-mlp")
+	case "bcirc-mlp":
+		g, err = golden.BlockCirculantPolyMLP(*seed, 256, 8)
 	default:
 		g, err = golden.RandomCNN(*seed)
 	}

@@ -43,8 +43,12 @@ func TestFHEHarness(t *testing.T) {
 	}
 	a := rs[0].Account
 	// Three inferences share one ciphertext: one round trip.
-	if a.RoundTrips != 1 || a.Group != 3 || a.KeyBytes <= 0 || a.UploadBytes <= 0 || a.EvalMS <= 0 || len(a.Layers) == 0 {
+	if a.RoundTrips != 1 || a.Group != 3 || a.KeyBytes <= 0 || a.UploadBytes <= 0 || a.EvalMS <= 0 || len(a.Layers) == 0 || a.KeygenMS <= 0 {
 		t.Fatalf("fhe account: %+v", a)
+	}
+	// Two processes (the default): the server's own CPU, part of both processes'.
+	if r := rs[0]; r.ServerCPUS <= 0 || r.ServerCPUS >= r.CPUS {
+		t.Errorf("server CPU %.3f s of %.3f s in all", r.ServerCPUS, r.CPUS)
 	}
 	md := stdout.String()
 	if !strings.Contains(md, "| polycnn | 3 | ok |") || !strings.Contains(md, "the server's last round trip per instruction") {
@@ -53,5 +57,9 @@ func TestFHEHarness(t *testing.T) {
 	// A bad model spec is a usage error naming the form.
 	if code := run(ctx, []string{"fhe", "-models", "nosuch"}, &stdout, &errOut); code == 0 || !strings.Contains(errOut.String(), "NAME=FILE.onnx:INPUTDIR") {
 		t.Errorf("unknown model: exit %d, %s", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run(ctx, []string{"fhe", "-models", "lola-bc8@sometimes"}, &stdout, &errOut); code == 0 || !strings.Contains(errOut.String(), "@frequency or @dense") {
+		t.Errorf("bad evaluation mode: exit %d, %s", code, errOut.String())
 	}
 }

@@ -124,6 +124,9 @@ func (p *Program) checkInstr(in *Instr, defined, inputSeen, outputSeen []bool) e
 	if in.Engine != EngineDefault && in.Op != OpMatMul && in.Op != OpConv && in.Op != OpBatchMatMul {
 		return fmt.Errorf("%s records engine %s, but only matmul, conv and bmatmul choose one", in.Op, in.Engine)
 	}
+	if err := p.checkBlock(in); err != nil {
+		return err
+	}
 	for _, t := range in.In {
 		if t < 0 || t >= len(p.Tensors) {
 			return fmt.Errorf("operand tensor %d out of range (%d tensors)", t, len(p.Tensors))

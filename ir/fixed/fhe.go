@@ -142,9 +142,11 @@ func (p *Program) NonPolynomial() []string {
 // linear operations are composed lazily into one affine map of the ciphertexts they read, and
 // that map is applied (one plaintext-multiplication level, unless it is the identity up to a scalar
 // and a constant) only when a product of two runtime tensors or an output needs its value; the
-// product itself takes one level. Reshape, scale-up, constant addition and the addition of
-// same-shaped tensors keep a map trivial; every other linear operation makes it non-trivial. A
-// non-polynomial instruction is an error naming it.
+// product itself takes one level. A block-circulant matmul evaluated in the frequency domain
+// (FrequencyDomain) applies two maps at once and leaves the third lazy: two more levels.
+// Reshape, scale-up, constant addition and the addition of same-shaped tensors keep a map
+// trivial; every other linear operation makes it non-trivial. A non-polynomial instruction is an
+// error naming it.
 func (p *Program) FHEDepth() (int, error) {
 	if bad := p.NonPolynomial(); len(bad) > 0 {
 		return 0, fmt.Errorf("the fhe mode computes only polynomials; not polynomial: %s", strings.Join(bad, ", "))
@@ -171,6 +173,11 @@ func (p *Program) FHEDepth() (int, error) {
 			for _, t := range in.In {
 				l = max(l, level[t])
 				nontrivial = nontrivial || lin[t]
+			}
+			if p.FrequencyDomain(in) {
+				// The transform and the products by the eigenvalues are applied at once, the
+				// inverse transform lazily like any linear map.
+				l += 2
 			}
 			switch in.Op {
 			case OpReshape, OpScaleUp, OpAddConst:

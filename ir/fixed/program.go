@@ -222,6 +222,8 @@ type Instr struct {
 	Source   string    // the HLIL node this instruction came from (for reports and errors)
 	Engine   Engine    // OpMatMul, OpConv: how the layer runs (EngineDefault: the backend decides)
 	Bits     int       // OpReLU: the operand's signed width when known to be below l (0: the whole ring)
+	Block    int       // OpMatMul: the weight is block-circulant with Block×Block blocks (BlockCirculant; 0: no structure recorded)
+	Spectral bool      // OpMatMul with Block: the fhe mode evaluates it in the frequency domain (FrequencyDomain)
 }
 
 // Clone returns a deep copy of the instruction.

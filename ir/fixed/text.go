@@ -140,6 +140,13 @@ func (p *Program) InstrText(in *Instr) string {
 			fmt.Fprintf(&b, " value=%d", in.PadValue)
 		}
 	}
+	if in.Block != 0 {
+		how := "dense"
+		if in.Spectral {
+			how = "frequency domain"
+		}
+		fmt.Fprintf(&b, " block-circulant %dx%d (fhe: %s)", in.Block, in.Block, how)
+	}
 	if in.Engine != EngineDefault {
 		fmt.Fprintf(&b, " by %s", in.Engine)
 	}

@@ -235,6 +235,22 @@ func planRotations(p *fixed.Program) ([]int, error) {
 				materialize(g, size(in.Out))
 			}
 			f = &shape{srcs: []int{size(in.Out)}, laid: laid}
+		case fixed.OpMatMul:
+			if !p.FrequencyDomain(in) {
+				f = union(forms[in.In[0]])
+				f.general = true
+				break
+			}
+			// bcirc.go: the transform (nbIn·k elements) and the eigenvalue map (nbOut·k) are
+			// applied, the inverse transform stays a general map of the latter.
+			k := in.Block
+			ws := p.Weights[in.Weight].Shape
+			nIn, nOut := (ws[1]+k-1)/k*k, (ws[0]+k-1)/k*k
+			g := union(forms[in.In[0]])
+			g.general = true
+			materialize(g, nIn)
+			materialize(&shape{srcs: []int{nIn}, general: true}, nOut)
+			f = &shape{srcs: []int{nOut}, general: true}
 		case fixed.OpAdd, fixed.OpSub:
 			f = union(forms[in.In[0]], forms[in.In[1]])
 			if !p.Tensors[in.In[0]].Shape.Equal(p.Tensors[in.In[1]].Shape) {

@@ -203,6 +203,8 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		var ph *phaseInfo
 		if k, ok := x.plain(fa); ok && inPeriod(x.pos[k], x.lens[k]) {
 			pos = x.pos[k]
+		} else if mm := frequencyReader(p, in.Out); mm != nil { // bcirc.go
+			pos = x.transformLayout(fa, p.Tensors[in.Out].Shape, mm)
 		} else {
 			pos, ph = x.chooseLayoutNext(fa, p.Tensors[in.Out].Shape, nextStride(p, in.Out))
 		}
@@ -265,6 +267,13 @@ func (x *executor) exec(in *fixed.Instr, inputs, outs []*fheproto.Vector) error 
 		}
 		f = x.c.apply(L, x.forms[in.In[0]], x.srcLen)
 	case fixed.OpMatMul:
+		if p.FrequencyDomain(in) {
+			var err error
+			if f, err = x.frequencyDomain(in, x.forms[in.In[0]]); err != nil {
+				return err
+			}
+			break
+		}
 		w := x.weight(in)
 		ws := p.Weights[in.Weight].Shape
 		M, K := ws[0], ws[1]
