@@ -284,7 +284,7 @@ func (o *offline) ahead(ctx context.Context, b *Backend, k int) error {
 			}
 		}
 		o.first = &Plan{Iterations: want}
-	} else if o.drew != nil {
+	} else if o.drew != nil && n > 0 { // IKNP (no Ferret cores): nothing to run ahead
 		want = make([][2]int, n)
 		out := uint64(o.cores[0].Config().Main.Output())
 		for i := range n {
