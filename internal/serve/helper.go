@@ -520,10 +520,12 @@ type ThreeParty struct {
 	AheadOff string `json:"ahead_off,omitempty"`
 	// PrecomputeMS is the part of OfflineMS this party spent computing its linear shares ahead
 	// (sci3's party 1), LinearAhead their number and LinearOnline the linear shares computed
-	// within the inferences.
-	PrecomputeMS float64 `json:"precompute_ms,omitempty"`
-	LinearAhead  int64   `json:"linear_ahead,omitempty"`
-	LinearOnline int64   `json:"linear_online,omitempty"`
+	// within the inferences; LinearOverlapped counts the shares ahead whose correction was
+	// still being dealt when party 1 reached it (computed during the helper's dealing).
+	PrecomputeMS     float64 `json:"precompute_ms,omitempty"`
+	LinearAhead      int64   `json:"linear_ahead,omitempty"`
+	LinearOnline     int64   `json:"linear_online,omitempty"`
+	LinearOverlapped int64   `json:"linear_overlapped,omitempty"`
 	// Pairs gives the bytes (both directions) of each pair of parties this party can see: its
 	// own two links, and the other data party's link to the helper when known (--local).
 	Pairs []PairTraffic `json:"pairs"`
@@ -570,6 +572,7 @@ func threeParty(h HelperBackend, rep *Report, party int) *ThreeParty {
 	t.AheadInferences, t.AheadMS, t.AheadWaitMS = acc.Ahead.Inferences, ms(acc.Ahead.Fetch), ms(acc.Ahead.Wait)
 	t.OnDemandRequests, t.AheadRequests, t.AheadOff = acc.Demand, acc.Ahead.Requests, acc.Ahead.Off
 	t.AheadPeriod, t.AheadMisses, t.AheadWastedBytes, t.AheadLateWaits = acc.Ahead.Period, acc.Ahead.Misses, acc.Ahead.Wasted, acc.Ahead.LateWaits
+	t.LinearOverlapped = acc.Ahead.Overlapped
 	setupB := bothWays(acc.SetupStats)
 	t.Pairs[0].OnlineMS = t.OnlineMS
 	own := PairTraffic{Pair: fmt.Sprintf("%d-2", party), Setup: setupB, Offline: acc.Ahead.Bytes, Online: bothWays(all) - setupB - acc.Ahead.Bytes,

@@ -168,6 +168,9 @@ type AheadStats struct {
 	// ensures).
 	LateWaits int64
 	Late      time.Duration
+	// Overlapped counts the replies party 1's shares computed ahead (Linear.Prepare) took while
+	// they were still in flight: shares computed during the helper's dealing.
+	Overlapped int64
 	// Misses counts the requests of an inference served ahead that were not among those dealt
 	// for it (sent on demand), Wasted the wire bytes (requests and replies, counted in Bytes
 	// too) of replies dealt ahead and never used (a prediction that missed: see Period).
@@ -205,6 +208,7 @@ type ahead struct {
 	misses    int                              // requests of the running inference not dealt ahead
 	held      int64                            // bytes of replies held or reserved
 	serving   int                              // the inference served ahead now (-1: none)
+	preparing int                              // the inference whose linear shares are computed ahead while it is dealt (-1: none)
 	fetchDone chan struct{}                    // the background fetch in flight, or nil
 	stop      bool
 	idByCall  bool               // a linear layer's weight tensor is numbered by its call (Linear without Period)
@@ -232,7 +236,7 @@ func (l *Link) SetAhead(capBytes int64) {
 		l.ah = nil
 		return
 	}
-	a := &ahead{cap: capBytes, serving: -1, addressed: map[[reqWords]uint64]*aheadEntry{},
+	a := &ahead{cap: capBytes, serving: -1, preparing: -1, addressed: map[[reqWords]uint64]*aheadEntry{},
 		ordered: map[streamKey][]*aheadEntry{}, left: map[int]int{},
 		hist: map[int][][reqWords]uint64{}, plans: map[int][][reqWords]uint64{}}
 	a.cond = sync.NewCond(&a.mu)
@@ -266,6 +270,15 @@ func (l *Link) Demand() int64 {
 // inference that will not run, and not during inference 1, whose requests decide the period).
 // It returns an error only when the link failed or ctx ended.
 func (l *Link) BeginInference(ctx context.Context, k, count int) error {
+	return l.BeginInferencePrepared(ctx, k, count, nil)
+}
+
+// BeginInferencePrepared is BeginInference, with prepare (when not nil) run once the inference's
+// correlations are being dealt ahead, before waiting for the rest of them: it may take the
+// replies of the linear layers dealt for the inference (Linear.Prepare) as they arrive, each
+// wait for one counted by the caller, not in Wait, so that party 1's shares overlap the
+// helper's dealing. Its error is returned as is.
+func (l *Link) BeginInferencePrepared(ctx context.Context, k, count int, prepare func(context.Context) error) error {
 	a := l.ah
 	if a == nil {
 		return nil
@@ -298,6 +311,17 @@ func (l *Link) BeginInference(ctx context.Context, k, count int) error {
 		l.startFetch(a, k)
 	}
 	done := a.fetchDone
+	if prepare != nil {
+		a.preparing = k
+		a.mu.Unlock()
+		err := prepare(ctx)
+		a.mu.Lock()
+		a.preparing = -1
+		if err != nil {
+			a.mu.Unlock()
+			return err
+		}
+	}
 	a.mu.Unlock()
 	start := time.Now()
 	if done != nil {
@@ -652,7 +676,7 @@ func (l *Link) startFetch(a *ahead, k int) {
 
 // serveAhead answers a request sent on the critical path from the replies dealt ahead: served
 // is false when there is none for it (the request then goes to the helper).
-func (l *Link) serveAhead(ctx context.Context, req *[reqWords]uint64, recv func(frameReader) error) (served bool, err error) {
+func (l *Link) serveAhead(ctx context.Context, req *[reqWords]uint64, recv func(frameReader) error, mode reqMode) (served bool, err error) {
 	a := l.ah
 	a.mu.Lock()
 	if req[0] == opDone {
@@ -691,6 +715,18 @@ func (l *Link) serveAhead(ctx context.Context, req *[reqWords]uint64, recv func(
 	select {
 	case <-e.done:
 	default:
+		if mode == reqPrepare {
+			// Party 1's share computed ahead, overlapping the fetch: an offline wait.
+			select {
+			case <-e.done:
+			case <-ctx.Done():
+				return true, context.Cause(ctx)
+			}
+			a.mu.Lock()
+			a.stats.Overlapped++
+			a.mu.Unlock()
+			break
+		}
 		// Still in flight: the inference waits on the helper after all.
 		start := time.Now()
 		select {
@@ -727,8 +763,10 @@ func (l *Link) serveAhead(ctx context.Context, req *[reqWords]uint64, recv func(
 	return true, nil
 }
 
-// dealtLinear returns the linear-layer requests dealt ahead for the inference now served and
-// not yet used, in call order (none when dealing ahead is off or no inference is served ahead).
+// dealtLinear returns the linear-layer requests dealt ahead for the inference now served (or
+// whose correlations are being dealt: BeginInferencePrepared) and not yet used, in call order
+// (none when dealing ahead is off or no inference is served ahead). Their replies may still be
+// in flight.
 func (l *Link) dealtLinear() [][reqWords]uint64 {
 	a := l.ah
 	if a == nil {
@@ -736,12 +774,16 @@ func (l *Link) dealtLinear() [][reqWords]uint64 {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.serving < 0 {
+	inf := a.serving
+	if a.preparing >= 0 {
+		inf = a.preparing
+	}
+	if inf < 0 {
 		return nil
 	}
 	var out [][reqWords]uint64
 	for r, e := range a.addressed {
-		if r[0] == opLinear && e.inf == a.serving {
+		if r[0] == opLinear && e.inf == inf {
 			out = append(out, r)
 		}
 	}

@@ -2,9 +2,11 @@ package dealer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -720,5 +722,58 @@ func TestShareWeights(t *testing.T) {
 	s2, _ := NewLinear(tr.Links[0], c0, r)
 	if err := s2.ShareWeights(ctx, []Weights{{ID: 0, Kind: KindMatMul, N: 2, Signed: []int64{1}}}); err == nil {
 		t.Fatal("party 0's tensor with fewer values than its size was accepted")
+	}
+}
+
+// TestBeginInferencePrepared: the prepare step runs only for an inference whose correlations
+// are dealt ahead (not for a first inference without a trace), before that inference is served,
+// and its error is returned as is.
+func TestBeginInferencePrepared(t *testing.T) {
+	ctx := context.Background()
+	tr, err := Local(ctx, transport.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tr.Close(ctx) }()
+	lk := tr.Links[1]
+	lk.SetAhead(1 << 20)
+	tp0, tp1 := NewTriples(tr.Links[0]), NewTriples(lk)
+	var calls []int
+	stop := errors.New("prepare failed")
+	for k := range 3 {
+		err := lk.BeginInferencePrepared(ctx, k, 4, func(context.Context) error {
+			lk.ah.mu.Lock()
+			serving, preparing := lk.ah.serving, lk.ah.preparing
+			lk.ah.mu.Unlock()
+			if serving >= 0 || preparing != k {
+				t.Errorf("inference %d: prepare called with inference %d served, %d prepared", k, serving, preparing)
+			}
+			calls = append(calls, k)
+			if k == 2 {
+				return stop
+			}
+			return nil
+		})
+		if k == 2 {
+			if !errors.Is(err, stop) {
+				t.Fatalf("inference 3: BeginInferencePrepared returned %v, want the prepare step's error", err)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := tp0.DealBitTriples(ctx, 0, 100, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := tp1.DealBitTriples(ctx, 0, 100, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := lk.EndInference(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(calls, []int{1, 2}) {
+		t.Errorf("prepare ran for inferences %v, want [1 2] (the first is not dealt ahead without a trace)", calls)
 	}
 }

@@ -301,7 +301,8 @@ func (s *Linear) shareWeights(ctx context.Context, ws []Weights) error {
 
 // Prepare (party 1) computes, before the inference that uses them, its shares z1 = F·A + D of
 // the linear calls whose correction D was dealt ahead for the inference now served
-// (Link.BeginInference) and whose F it holds (ShareWeights, or an earlier call), in call
+// (Link.BeginInference), or being dealt (called from Link.BeginInferencePrepared: each share as
+// its correction arrives, overlapping the helper's dealing of the rest), and whose F it holds (ShareWeights, or an earlier call), in call
 // order, while they fit in PrecomputeCap; their calls then send u and use z1, with no product
 // and no request to the helper on the critical path. The corrections are taken from the
 // replies dealt ahead, as the calls would. It returns the number of shares computed. Party 0
@@ -335,7 +336,7 @@ func (s *Linear) Prepare(ctx context.Context) (int, error) {
 		s.r.ReduceVec(a)
 		z := make([]uint64, nz)
 		d := make([]uint64, nz)
-		if err := s.link.call(ctx, req[:], func(src frameReader) error { return recvPacked(ctx, src, d, l) }); err != nil {
+		if err := s.link.request(ctx, req[:], func(src frameReader) error { return recvPacked(ctx, src, d, l) }, reqPrepare); err != nil {
 			s.err = err
 			return n, err
 		}

@@ -80,6 +80,7 @@ const (
 	reqTimed reqMode = iota
 	reqUntimed
 	reqBackground
+	reqPrepare // party 1's shares computed ahead (Linear.Prepare): a reply dealt ahead, waited for offline
 )
 
 // SetPrefetch makes the cores on this link fetch ahead in the background, so that the next draw
@@ -214,7 +215,7 @@ func (l *Link) request(ctx context.Context, req []uint64, recv func(src frameRea
 	copy(r[:], req)
 	if l.ah != nil && mode != reqBackground {
 		l.ah.record(&r)
-		if served, err := l.serveAhead(ctx, &r, recv); served {
+		if served, err := l.serveAhead(ctx, &r, recv, mode); served {
 			return err
 		}
 	}

@@ -556,6 +556,15 @@ func TestLinearAhead(t *testing.T) {
 			t.Errorf("party %d: requests on the critical path per inference %v, want [0 0 0]", p, d)
 		}
 	}
+	// Party 1's shares are computed while the inference is dealt (each as its correction
+	// arrives): a wait for a reply still in flight there is offline, never a late wait of the
+	// inference, and every reply dealt ahead is used.
+	for p := range 2 {
+		if st := ahead.ahead[p]; st.LateWaits != 0 || st.Misses != 0 || st.Wasted != 0 {
+			t.Errorf("party %d: %d late waits, %d misses, %d B dealt for nothing, want none", p, st.LateWaits, st.Misses, st.Wasted)
+		}
+	}
+	t.Logf("party 1: %d of %d shares ahead took their correction while it was still in flight", ahead.ahead[1].Overlapped, 3*calls)
 	// A cap below one share: nothing is computed ahead, every share during its call.
 	tiny := runBatchOpts(t, server, client, inputs[:2], cap, plain.traces, linearOpts{share: true, precompute: 8})
 	check("cap 8 B", tiny)

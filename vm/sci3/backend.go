@@ -292,25 +292,33 @@ func (b *Backend) MatMulShared(ctx context.Context, _ fixed.Engine, dst, x, y ri
 // recorded, and with dealing ahead on (dealer.Link.SetAhead) inference k ≥ 1 (and the first,
 // given a trace) finds every correlation it needs already dealt, and the next one's are dealt
 // in the background. The nonlinear protocols' OT roles are reset first, so that every inference
-// makes the first one's requests. Party 1 then computes its shares of the inference's linear layers whose
-// corrections were dealt (Options.Precompute), before the inference's input is used.
+// makes the first one's requests. Party 1 computes its shares of the inference's linear layers whose
+// corrections are dealt ahead (Options.Precompute) as they arrive, before the inference's input
+// is used.
 func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
 	// Every inference starts from the session's OT roles, so that its requests to the helper
 	// are those of the first (period 1: the second inference is dealt ahead in full).
 	b.Backend.ResetOTRoles()
-	if err := b.link.BeginInference(ctx, k, count); err != nil {
+	// Party 1's shares are computed while the inference's correlations are dealt, each as its
+	// correction arrives (overlapping the helper's dealing of the rest).
+	var prepErr error
+	prepare := func(ctx context.Context) error {
+		start := time.Now()
+		n, err := b.lin.Prepare(ctx)
+		if n > 0 {
+			b.pre += time.Since(start)
+			b.preN += int64(n)
+		}
+		prepErr = err
+		return err
+	}
+	if err := b.link.BeginInferencePrepared(ctx, k, count, prepare); err != nil {
+		if prepErr != nil {
+			b.err = fmt.Errorf("sci3: linear shares ahead: %w", prepErr)
+			b.Abort(b.err.Error())
+			return b.err
+		}
 		return fmt.Errorf("sci3: %w", err)
-	}
-	start := time.Now()
-	n, err := b.lin.Prepare(ctx)
-	if n > 0 {
-		b.pre += time.Since(start)
-		b.preN += int64(n)
-	}
-	if err != nil {
-		b.err = fmt.Errorf("sci3: linear shares ahead: %w", err)
-		b.Abort(b.err.Error())
-		return b.err
 	}
 	return nil
 }
