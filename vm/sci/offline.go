@@ -284,10 +284,10 @@ func (o *offline) ahead(ctx context.Context, b *Backend, k int) error {
 			}
 		}
 		o.first = &Plan{Iterations: want}
-	} else if o.drew != nil && n > 0 { // IKNP (no Ferret cores): nothing to run ahead
+	} else if o.drew != nil {
 		want = make([][2]int, n)
-		out := uint64(o.cores[0].Config().Main.Output())
 		for i := range n {
+			out := uint64(o.cores[i].Config().Main.Output())
 			for p := range 2 {
 				avail := uint64(o.available(i, p, b.party))
 				if d := max(o.drew[i][0], o.drew[i][1]); d > avail {

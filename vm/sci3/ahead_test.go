@@ -393,29 +393,7 @@ func TestFirstInferenceAhead(t *testing.T) {
 		}
 		traces[p] = &back
 	}
-	c, err := cleartext.New(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := vm.New(server, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := func(name string, got batchRun) {
-		t.Helper()
-		for k, x := range inputs[:len(got.outs)] {
-			want, err := m.Run(context.Background(), []ring.Tensor{x})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for j, w := range want {
-				o := got.outs[k][j]
-				if !o.Revealed || !slices.Equal(o.Value.Data, w.Value.Data) {
-					t.Fatalf("%s: inference %d output %q differs from the clear run", name, k, w.Name)
-				}
-			}
-		}
-	}
+	check := clearCheck(t, r, server, inputs)
 	ahead := runBatchTraces(t, server, client, inputs, cap, traces)
 	check("with the trace", ahead)
 	for p := range 2 {
@@ -488,29 +466,7 @@ func TestLinearAhead(t *testing.T) {
 		}
 		inputs = append(inputs, enc)
 	}
-	c, err := cleartext.New(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := vm.New(server, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := func(name string, got batchRun) {
-		t.Helper()
-		for k, x := range inputs[:len(got.outs)] {
-			want, err := m.Run(context.Background(), []ring.Tensor{x})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for j, w := range want {
-				o := got.outs[k][j]
-				if !o.Revealed || !slices.Equal(o.Value.Data, w.Value.Data) {
-					t.Fatalf("%s: inference %d output %q differs from the clear run", name, k, w.Name)
-				}
-			}
-		}
-	}
+	check := clearCheck(t, r, server, inputs)
 	const cap = 64 << 20
 	calls := int64(sci3.LinearCalls(server))
 	ws := sci3.LinearWeights(server)
@@ -570,5 +526,34 @@ func TestLinearAhead(t *testing.T) {
 	check("cap 8 B", tiny)
 	if want := [][2]int64{{calls, 0}, {calls, 0}}; !slices.Equal(tiny.lin, want) {
 		t.Errorf("precompute cap 8 B: party 1's linear shares %v, want %v", tiny.lin, want)
+	}
+}
+
+// clearCheck returns a check that a batch's outputs equal the clear run of the program on the
+// same inputs, inference by inference.
+func clearCheck(t *testing.T, r ring.Ring, server *fixed.Program, inputs []ring.Tensor) func(name string, got batchRun) {
+	t.Helper()
+	c, err := cleartext.New(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := vm.New(server, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(name string, got batchRun) {
+		t.Helper()
+		for k, x := range inputs[:len(got.outs)] {
+			want, err := m.Run(context.Background(), []ring.Tensor{x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, w := range want {
+				o := got.outs[k][j]
+				if !o.Revealed || !slices.Equal(o.Value.Data, w.Value.Data) {
+					t.Fatalf("%s: inference %d output %q differs from the clear run", name, k, w.Name)
+				}
+			}
+		}
 	}
 }
