@@ -112,3 +112,21 @@ type LowReLUBackend interface {
 	// ReLULow sets dst = max(x, 0) for x whose signed values lie in [−2^(bits−1), 2^(bits−1)).
 	ReLULow(ctx context.Context, dst, x ring.Tensor, bits int) error
 }
+
+// ReLUTruncBackend is implemented by backends that fuse a ReLU with the truncation of its result:
+// an OpReLU whose result only the next instruction reads, an OpTrunc of it by s with NonNeg (every
+// CNN's activation: `%8 = relu %7` then `%9 = trunc %8 by 12 nonneg`). New asks UseReLUTrunc once
+// for every such pair; for those it accepts, Run calls ReLUTrunc at the ReLU with the truncation's
+// result as dst, and the truncation does nothing (Observe still marks both instructions; the
+// ReLU's own tensor is then not computed). The cleartext backend does not implement it: it runs
+// the two instructions, whose result is the same.
+type ReLUTruncBackend interface {
+	Backend
+	// UseReLUTrunc reports whether ReLUTrunc runs a ReLU of operands the program records as signed
+	// bits-bit values (bits = l: any value) followed by a truncation by s. It must depend on public
+	// data only (the widths and the backend's configuration) so that both parties decide alike.
+	UseReLUTrunc(bits, s int) bool
+	// ReLUTrunc sets dst = floor(max(signed(x), 0) / 2^s) for x whose signed values lie in
+	// [−2^(bits−1), 2^(bits−1)). dst may be x itself (the same slot), but overlaps it in no other way.
+	ReLUTrunc(ctx context.Context, dst, x ring.Tensor, bits, s int) error
+}

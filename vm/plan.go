@@ -22,6 +22,9 @@ type plan struct {
 	// and idx is not built.
 	conv   ring.ConvGeom
 	native bool
+	// fused marks an OpReLU whose truncation (the next instruction) the backend runs with it
+	// (ReLUTruncBackend); fusedTail marks that truncation, which then does nothing.
+	fused, fusedTail bool
 }
 
 type divGroup struct {
@@ -366,4 +369,44 @@ func (m *Machine) constant(in *fixed.Instr) *ring.Tensor {
 	}
 	broadcastWalk(src.Shape, x, func(i, j int) { t.Data[i] = m.r.FromSigned(src.Data[j]) })
 	return t
+}
+
+// fuseReLUTrunc marks the ReLU–truncation pairs the backend runs fused (ReLUTruncPairs).
+func (m *Machine) fuseReLUTrunc() {
+	fb, ok := m.be.(ReLUTruncBackend)
+	if !ok {
+		return
+	}
+	for _, i := range ReLUTruncPairs(m.prog, fb.UseReLUTrunc) {
+		m.plans[i].fused, m.plans[i+1].fusedTail = true, true
+	}
+}
+
+// ReLUTruncPairs returns the instructions i of p that a backend whose UseReLUTrunc is use runs
+// fused with instruction i+1 (ReLUTruncBackend): an OpReLU whose result is read only by the next
+// instruction, an OpTrunc of it with NonNeg and a shift > 0, when use accepts the operand's width
+// (the ReLU's Bits, or the ring's) and the shift. Cost estimates use it to count what the VM runs.
+func ReLUTruncPairs(p *fixed.Program, use func(bits, s int) bool) []int {
+	readers := make([]int, len(p.Tensors))
+	for _, in := range p.Instrs {
+		for _, t := range in.In {
+			readers[t]++
+		}
+	}
+	var out []int
+	for i, in := range p.Instrs[:max(len(p.Instrs)-1, 0)] {
+		next := p.Instrs[i+1]
+		if in.Op != fixed.OpReLU || next.Op != fixed.OpTrunc || !next.NonNeg || next.Shift <= 0 ||
+			len(next.In) != 1 || next.In[0] != in.Out || readers[in.Out] != 1 {
+			continue
+		}
+		bits := in.Bits
+		if bits <= 0 {
+			bits = p.Bits
+		}
+		if use(bits, next.Shift) {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -40,6 +40,8 @@ type Machine struct {
 	scratch    []uint64
 	// Observe, when set, is called after every instruction with the tensor it produced (a view
 	// into a slot: copy what must outlive the call). The autotuner uses it to track magnitudes.
+	// A ReLU fused with its truncation (ReLUTruncBackend) does not compute its own tensor: Observe
+	// sees that slot as it was, then the truncation's result.
 	Observe func(tensor int, value ring.Tensor)
 }
 
@@ -108,6 +110,7 @@ func New(p *fixed.Program, b Backend) (*Machine, error) {
 			cmax = max(cmax, p.Tensors[in.In[0]].Shape.Size())
 		}
 	}
+	m.fuseReLUTrunc()
 	m.scratch = make([]uint64, scratch)
 	if party == 0 {
 		m.wbuf, m.cbuf = make([]uint64, wmax), make([]uint64, cmax)
@@ -272,12 +275,23 @@ func (m *Machine) exec(ctx context.Context, i int, in *fixed.Instr, inputs []rin
 		r.ScaleVec(dst.Data, x.Data, uint64(1)<<uint(in.Shift))
 		return nil
 	case fixed.OpTrunc:
+		if pl.fusedTail {
+			return nil // run with the ReLU before it
+		}
 		if in.Shift == 0 {
 			copy(dst.Data, x.Data)
 			return nil
 		}
 		return b.Trunc(ctx, dst, x, in.Shift, in.NonNeg)
 	case fixed.OpReLU:
+		if pl.fused {
+			next := p.Instrs[i+1]
+			bits := in.Bits
+			if bits <= 0 {
+				bits = r.Bits
+			}
+			return b.(ReLUTruncBackend).ReLUTrunc(ctx, m.tensor(next.Out), x, bits, next.Shift)
+		}
 		if lb, ok := b.(LowReLUBackend); ok && in.Bits > 0 {
 			return lb.ReLULow(ctx, dst, x, in.Bits)
 		}

@@ -36,6 +36,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
 	"github.com/cryptflow-go/cryptflow/protocols/nonlinear"
 	"github.com/cryptflow-go/cryptflow/sciir"
+	"github.com/cryptflow-go/cryptflow/vm"
 )
 
 func modelsCommand() command {
@@ -653,18 +654,34 @@ func estimateTraffic(p *fixed.Program, backend, netName string) (Estimate, error
 	cot := int64(128 + l)
 	relu := int64(nonlinear.ReLUBits(l, m))
 	var nbits int64
-	for _, in := range p.Instrs {
+	// The VM runs a ReLU and the truncation of its result as one protocol (vm.ReLUTruncBackend).
+	fused := map[int]bool{}
+	for _, i := range vm.ReLUTruncPairs(p, func(b, s int) bool { return s >= 1 && s < b-1 }) {
+		fused[i], fused[i+1] = true, true
+	}
+	for i, in := range p.Instrs {
 		size := func(t int) int64 { return int64(p.Tensors[t].Shape.Size()) }
 		switch in.Op {
 		case fixed.OpInput:
 			nbits += size(in.Out) * int64(l)
 		case fixed.OpReLU:
+			if fused[i] {
+				b := in.Bits
+				if b <= 0 {
+					b = l
+				}
+				nbits += size(in.Out) * int64(nonlinear.ReLUTruncBits(b, l, p.Instrs[i+1].Shift, m))
+				break
+			}
 			if in.Bits > 0 { // compared on the low bits of the operand's bound
 				nbits += size(in.Out) * int64(nonlinear.ReLULowBits(in.Bits, l, m))
 			} else {
 				nbits += size(in.Out) * relu
 			}
 		case fixed.OpTrunc:
+			if fused[i] {
+				break
+			}
 			nbits += size(in.Out) * int64(nonlinear.TruncBits(l, in.Shift, m, in.NonNeg))
 		case fixed.OpMaxPool:
 			k := int64(1)

@@ -73,7 +73,7 @@ func layerKind(op string) int {
 	switch op {
 	case "matmul", "conv", "mulconst", "mul":
 		return 0
-	case "relu":
+	case "relu", "relu+trunc": // serve.ReLUTruncOp: a ReLU fused with its truncation
 		return 1
 	case "trunc":
 		return 2

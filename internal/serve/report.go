@@ -358,6 +358,30 @@ func (rc *recorder) ReLULow(ctx context.Context, dst, x ring.Tensor, bits int) e
 	return rc.Backend.ReLU(ctx, dst, x)
 }
 
+// UseReLUTrunc asks the wrapped backend whether it fuses the ReLU and truncation
+// (vm.ReLUTruncBackend); false when it cannot.
+func (rc *recorder) UseReLUTrunc(bits, s int) bool {
+	fb, ok := rc.Backend.(vm.ReLUTruncBackend)
+	return ok && fb.UseReLUTrunc(bits, s)
+}
+
+// ReLUTrunc runs the wrapped backend's fused ReLU and truncation and names the ReLU's layer
+// "relu+trunc" (the fused layer's time and traffic are the ReLU's row; the truncation's row,
+// which then runs nothing, stays at zero).
+func (rc *recorder) ReLUTrunc(ctx context.Context, dst, x ring.Tensor, bits, s int) error {
+	fb, ok := rc.Backend.(vm.ReLUTruncBackend)
+	if !ok {
+		return fmt.Errorf("internal error: ReLUTrunc on a backend (%T) without it", rc.Backend)
+	}
+	if rc.cur < len(rc.layers) {
+		rc.layers[rc.cur].Op = ReLUTruncOp
+	}
+	return fb.ReLUTrunc(ctx, dst, x, bits, s)
+}
+
+// ReLUTruncOp is the op name of a ReLU fused with its truncation in a report's layers.
+const ReLUTruncOp = "relu+trunc"
+
 // mathFuncs forwards the wrapped backend's math functions (vm.MathBackend).
 type mathFuncs struct{ math vm.MathBackend }
 

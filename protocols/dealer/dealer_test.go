@@ -247,6 +247,34 @@ func TestNonlinearOnDealer(t *testing.T) {
 		}
 		bytes[k] = c0.Stats().Add(c1.Stats()).Sub(before).BytesSent
 		t.Logf("dealt triples %v: ReLU + Trunc on %d elements: %.1f bits per element between the data parties", dealt, n, float64(8*bytes[k])/float64(n))
+		// ReLU then truncation fused, on the dealt OTs: for all values and for 20-bit ones.
+		rt := ringtest.Values(r, rng, n)
+		for i := n / 2; i < n; i++ {
+			rt[i] = r.FromSigned(int64(rng.IntN(1<<20)) - 1<<19)
+		}
+		rt[0], rt[1], rt[2], rt[3] = 0, r.FromSigned(1<<12-1), r.FromSigned(1<<12), r.FromSigned(-1)
+		rt0, rt1 := ringtest.Share(r, rng, rt)
+		for _, b := range []int{32, 20} {
+			lo := 0
+			if b < 32 {
+				lo = n / 2
+			}
+			before := c0.Stats().Add(c1.Stats())
+			ottest.MustBoth(t, func() error { return n0.ReLUTrunc(ctx, y0[lo:], rt0[lo:], b, 12) },
+				func() error { return n1.ReLUTrunc(ctx, y1[lo:], rt1[lo:], b, 12) })
+			got = ringtest.Reconstruct(r, y0, y1)
+			for i := lo; i < n; i++ {
+				want := uint64(0)
+				if !r.IsNeg(rt[i]) {
+					want = r.Trunc(rt[i], 12)
+				}
+				if got[i] != want {
+					t.Fatalf("dealt=%v b=%d: ReLUTrunc(%d) = %d, want %d", dealt, b, r.Signed(rt[i]), r.Signed(got[i]), r.Signed(want))
+				}
+			}
+			t.Logf("dealt triples %v: ReLUTrunc b=%d s=12 on %d elements: %.1f bits per element between the data parties",
+				dealt, b, n-lo, float64(8*c0.Stats().Add(c1.Stats()).Sub(before).BytesSent)/float64(n-lo))
+		}
 	}
 	if bytes[1] >= bytes[0] {
 		t.Fatalf("dealt triples do not reduce the traffic: %d ≥ %d", bytes[1], bytes[0])

@@ -80,6 +80,14 @@ func ReLUBits(l, m int) int { return MillionairesBits(l-1, m) + 2*cotBits(l) }
 // MUX of two COT_l. ReLULowBits(l, l, m) = ReLUBits(l, m).
 func ReLULowBits(b, l, m int) int { return MillionairesBits(b-1, m) + 2*cotBits(l) }
 
+// ReLUTruncBits is the communication of ReLUTrunc over Z_2^l for b-bit operands and a shift by
+// s: the DReLU's millionaires' of b−1 bits split at s (its tree also compares the low s bits) and
+// two (4 choose 1)-OT_l.
+func ReLUTruncBits(b, l, s, m int) int {
+	g := newShallowSplitGroup(nil, b-1, s, m, true)
+	return treeBits(g.widths, g.levels) + 2*otnBits(4, l)
+}
+
 // TruncBits is the communication of Trunc by 0 < s < l: an l-bit
 // millionaires' whose tree also compares the low s bits, and two B2A (of
 // s and l bits). With knownNonNeg: a millionaires' of s bits, a B2A and a

@@ -18,8 +18,12 @@ func (st *stream) dreluGroup(x []uint64) *millGroup { return st.dreluGroupBits(x
 // dreluGroupBits is dreluGroup for the sign bit of the low w bits of x
 // (bit w−1 of x0 + x1): the carry of their low w−1 bits.
 func (st *stream) dreluGroupBits(x []uint64, w int) *millGroup {
-	b := w - 1
-	mask := bitvec.Mask(b)
+	return newMillGroup(st.dreluValues(x, w), w-1, st.m, st.party == 0)
+}
+
+// dreluValues is this party's side of dreluGroupBits's comparison of w−1 bits.
+func (st *stream) dreluValues(x []uint64, w int) []uint64 {
+	mask := bitvec.Mask(w - 1)
 	v := make([]uint64, len(x))
 	if st.party == 0 {
 		for i, a := range x {
@@ -30,7 +34,7 @@ func (st *stream) dreluGroupBits(x []uint64, w int) *millGroup {
 			v[i] = a & mask
 		}
 	}
-	return newMillGroup(v, b, st.m, st.party == 0)
+	return v
 }
 
 // msbShares turns the carry shares of a DReLU group into shares of MSB(x):

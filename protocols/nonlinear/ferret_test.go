@@ -28,6 +28,7 @@ func TestFerret(t *testing.T) {
 		{"Millionaires", testMillionaires},
 		{"DReLUAndReLU", testDReLUAndReLU},
 		{"ReLULow", testReLULow},
+		{"ReLUTrunc", testReLUTrunc},
 		{"MUXAndB2A", testMUXAndB2A},
 		{"Trunc", testTrunc},
 		{"Div", testDiv},
@@ -134,6 +135,11 @@ func TestFerretCommunication(t *testing.T) {
 		for _, nonNeg := range []bool{false, true} {
 			checkFerretComm(t, name("Trunc s=%d nonNeg=%v", s, nonNeg), p, n, pl.Trunc(l, s, nonNeg), func(ss *Session, party int) error {
 				return ss.Trunc(ctx, make([]uint64, n), x[:n], s, nonNeg)
+			})
+		}
+		for _, b := range []int{l, 24} {
+			checkFerretComm(t, name("ReLUTrunc b=%d s=%d", b, s), p, n, pl.ReLUTrunc(b, l, s), func(ss *Session, party int) error {
+				return ss.ReLUTrunc(ctx, make([]uint64, n), x[:n], b, s)
 			})
 		}
 		const rows = commBatch / 8

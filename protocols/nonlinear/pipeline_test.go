@@ -59,6 +59,16 @@ func pipeOps() []pipeOp {
 			}
 			return out
 		}},
+		{name: "ReLUTrunc", run: func(ctx context.Context, s *Session, x []uint64, n int) ([]uint64, error) {
+			z := make([]uint64, n)
+			return z, s.ReLUTrunc(ctx, z, x, s.Ring().Bits, 9)
+		}, spec: func(r ring.Ring, v []uint64) []uint64 {
+			out := make([]uint64, len(v))
+			for i, a := range v {
+				out[i] = reluTruncSpec(r, a, 9)
+			}
+			return out
+		}},
 		truncOp("Trunc", 9, false),
 		truncOp("TruncNonNeg", 9, true),
 		truncOp("TruncWide", 40, false), // s ≥ l: the sign

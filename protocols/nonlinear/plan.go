@@ -182,6 +182,14 @@ func (p Plan) ReLU(l int) Cost { return p.Millionaires(l - 1).Add(p.MUX(l)) }
 // DReLU on the low b bits (a millionaires' of b−1 bits) and a MUX in Z_2^l.
 func (p Plan) ReLULow(b, l int) Cost { return p.Millionaires(b - 1).Add(p.MUX(l)) }
 
+// ReLUTrunc is ReLU of b-bit operands (b = l: any) followed by truncation by s of the
+// non-negative result, fused (Session.ReLUTrunc): the DReLU's comparison of b−1 bits split at s
+// and two (4 choose 1)-OT_l. It needs 1 ≤ s < b−1 (Session.ReLUTruncFuses).
+func (p Plan) ReLUTrunc(b, l, s int) Cost {
+	g := newShallowSplitGroup(nil, b-1, s, p.M, true)
+	return p.tree(g.widths, g.levels).Add(p.OT.otn(4, l).Scale(2))
+}
+
 // Trunc is truncation by 0 < s < l (see TruncBits).
 func (p Plan) Trunc(l, s int, knownNonNeg bool) Cost {
 	if knownNonNeg {

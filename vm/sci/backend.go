@@ -538,6 +538,21 @@ func (b *Backend) ReLULow(ctx context.Context, dst, x ring.Tensor, bits int) err
 	return end(&b.prof.Nonlinear, b.nl.ReLULow(ctx, dst.Data, x.Data, bits))
 }
 
+// UseReLUTrunc reports whether ReLUTrunc runs a ReLU of bits-bit operands followed by a
+// truncation by s (vm.ReLUTruncBackend): when the DReLU's comparison of bits−1 bits is wider than
+// s (nonlinear.Session.ReLUTruncFuses).
+func (b *Backend) UseReLUTrunc(bits, s int) bool { return b.nl.ReLUTruncFuses(bits, s) }
+
+// ReLUTrunc sets dst = max(x, 0) >> s for x known to hold signed bits-bit values (bits = l: any),
+// in the ReLU's flights (nonlinear.Session.ReLUTrunc). It is charged to Profile.Nonlinear.
+func (b *Backend) ReLUTrunc(ctx context.Context, dst, x ring.Tensor, bits, s int) error {
+	end, err := b.begin("relu+trunc")
+	if err != nil {
+		return err
+	}
+	return end(&b.prof.Nonlinear, b.nl.ReLUTrunc(ctx, dst.Data, x.Data, bits, s))
+}
+
 // Trunc sets dst = floor(signed(x)/2^k), with the cheaper protocol when knownNonNeg (§6.2).
 func (b *Backend) Trunc(ctx context.Context, dst, x ring.Tensor, k int, knownNonNeg bool) error {
 	end, err := b.begin("trunc")

@@ -19,7 +19,10 @@ import (
 	"github.com/cryptflow-go/cryptflow/vm/sci"
 )
 
-var _ vm.Backend = (*sci.Backend)(nil)
+var (
+	_ vm.Backend          = (*sci.Backend)(nil)
+	_ vm.ReLUTruncBackend = (*sci.Backend)(nil)
+)
 
 var testOpt = transport.Options{Timeout: 20 * time.Second}
 
@@ -170,6 +173,23 @@ func TestOpsMatchClear(t *testing.T) {
 					}
 					return b.Trunc(ctx, dst, tmp, 7, true)
 				}, nil)
+				// ReLU then truncation, fused on the secure backend (vm.ReLUTruncBackend), in two
+				// instructions on the clear one; full and low-bit operands.
+				for _, bits := range []int{l, small + 1} {
+					check(fmt.Sprintf("relu+trunc%d", bits), []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
+						if fb, ok := b.(vm.ReLUTruncBackend); ok {
+							if !fb.UseReLUTrunc(bits, 7) {
+								return fmt.Errorf("bits=%d s=7 not fused", bits)
+							}
+							return fb.ReLUTrunc(ctx, dst, x, bits, 7)
+						}
+						tmp := ring.NewTensor(x.Shape)
+						if err := b.ReLU(ctx, tmp, x); err != nil {
+							return err
+						}
+						return b.Trunc(ctx, dst, tmp, 7, true)
+					}, nil)
+				}
 				for _, d := range []int{1, 3, 4, 49} {
 					check(fmt.Sprintf("div%d", d), []int{6, 50}, func(b vm.Backend, _ *ring.Tensor, dst, x ring.Tensor) error {
 						return b.Div(ctx, dst, x, d)

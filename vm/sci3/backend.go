@@ -62,6 +62,10 @@ type Options struct {
 	Workers int
 }
 
+// The ReLU fused with its truncation comes with the embedded vm/sci backend (its nonlinear
+// session runs on the dealt OTs).
+var _ vm.ReLUTruncBackend = (*Backend)(nil)
+
 // LinearWeights is the list of weight tensors that ShareWeights sends for p: per call of one
 // run with a weight tensor of its own (MatMul and Conv2D; MulConst's broadcast constants are
 // left to their first call), its id (the call number), kind and size, and with the values when
