@@ -60,11 +60,11 @@ func TestLoLaMNISTCompilesForFHE(t *testing.T) {
 }
 
 // TestLoLaCIFARForFHE compiles LoLa's CIFAR-10 network (testdata/lola-cifar: conv 8×8/2 to 83
-// maps, x², conv 6×6/2 to 163 maps, x², dense; distilled here, scripts/train_cifar.py) for the
-// fhe mode on its eight sample images (test images 50–57, unseen in training) at the scale it was
-// trained for (s = 4, its weights are multiples of 2^-4): five levels, N = 2^15 (the 83×14×14 =
-// 16,268-element activation fills a ciphertext row: two inferences per ciphertext), two 31-bit
-// plaintext primes (the values need 61 bits; three 21-bit ones before MaxTBits was 31), and the
+// maps, x², conv 6×6/2 to 163 maps, x², dense; trained here on the CIFAR-10 training set,
+// scripts/train_cifar.py) for the fhe mode on its eight sample images (test images 50–57) at the
+// scale it was trained for (s = 4, its weights are multiples of 2^-4): five levels, N = 2^15 (the
+// 83×14×14 = 16,268-element activation fills a ciphertext row: two inferences per ciphertext),
+// two plaintext primes of at most 31 bits (the training kept the values within 60 bits), and the
 // fixed-point program's top-1 agrees with the float model on the samples. Then, not under -short
 // (about 50 CPU-s, 28 s wall on the 2-core VM at load average 2, 5 GB peak with the plaintext
 // cache; docs/fhe.md), two samples (one ciphertext) run encrypted, bitwise equal to the

