@@ -104,20 +104,26 @@ func TestHELinearAhead(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
+		mode   sci.Mode
+		ot     sci.OTSource
 		mib    [2]int
 		online []bool // the layers whose HE protocol runs online
 	}{
-		{"default", [2]int{0, 0}, []bool{false, false, false, false}},
-		{"1MiB", [2]int{1, 4}, []bool{false, true, false, false}},
+		{"default", sci.ModeHE, sci.OTIKNP, [2]int{0, 0}, []bool{false, false, false, false}},
+		{"1MiB", sci.ModeHE, sci.OTIKNP, [2]int{1, 4}, []bool{false, true, false, false}},
+		{"auto-ferret", sci.ModeAuto, sci.OTFerret, [2]int{0, 0}, []bool{false, false, false, false}},
 	} {
+		opt := func(prog *fixed.Program, mib int) sci.Options {
+			return sci.Options{Mode: tc.mode, OT: tc.ot, Ferret: offlineCfg, Offline: sci.Offline{Program: prog, HEMiB: mib}}
+		}
 		c0, c1 := transport.Pipe(testOpt)
 		t.Cleanup(func() { c0.Close(); c1.Close() })
 		var b0, b1 *sci.Backend
 		testenv.MustBoth(t, func() (err error) {
-			b0, err = sci.New(ctx, c0, 0, r, sci.Options{Mode: sci.ModeHE, Offline: sci.Offline{Program: p, HEMiB: tc.mib[0]}})
+			b0, err = sci.New(ctx, c0, 0, r, opt(p, tc.mib[0]))
 			return
 		}, func() (err error) {
-			b1, err = sci.New(ctx, c1, 1, r, sci.Options{Mode: sci.ModeHE, Offline: sci.Offline{Program: client, HEMiB: tc.mib[1]}})
+			b1, err = sci.New(ctx, c1, 1, r, opt(client, tc.mib[1]))
 			return
 		})
 		var wantOff, want1, want0 int64 // offline (both ways), online sent by party 1 and by party 0
@@ -157,7 +163,11 @@ func TestHELinearAhead(t *testing.T) {
 			m0, m1 := sent()
 			off := wantOff
 			if k == 0 {
-				off += exchangeBytes(0) + heExchange
+				streams := 0 // the plan exchange's streams: Ferret's
+				if tc.ot == sci.OTFerret {
+					streams = 1
+				}
+				off += exchangeBytes(streams) + heExchange
 			}
 			if got := m0 - s0 + m1 - s1; got != off {
 				t.Fatalf("%s, inference %d: offline phase %d bytes, want %d", tc.name, k, got, off)
