@@ -188,7 +188,8 @@ func (b *Backend) Plan() *Plan {
 // BeginInference runs the offline phase of inference k (of count) before its input is used:
 // at the first, the plan exchange; then the Ferret iterations the inference will take, ahead,
 // and the outputs it will draw first, within the memory bound; at the first, the server's HE
-// weights and the end-of-phase byte each way. Both parties call it at the same point (the
+// weights; at every inference, its HE linear layers made ahead (helinear.go); at the first, the
+// end-of-phase byte each way. Both parties call it at the same point (the
 // session does, before every inference).
 func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
 	o := b.off
