@@ -182,11 +182,15 @@ type ModelResult struct {
 	// OfflineBytes and OnlineBytes (two-party on ferret): the client's traffic, both ways, in
 	// the offline phase and in the rest of the run; AheadIters and OnlineIters the Ferret
 	// iterations run ahead and on the critical path (the client's report).
-	OfflineBytes int64   `json:"offline_bytes,omitempty"`
-	OnlineBytes  int64   `json:"online_bytes,omitempty"`
-	AheadIters   int     `json:"ahead_iterations,omitempty"`
-	OnlineIters  int     `json:"online_iterations,omitempty"`
-	HelperWaitS  float64 `json:"helper_wait_s,omitempty"` // sci3: the part of OnlineS the client waited on the helper (dealt on demand)
+	OfflineBytes int64 `json:"offline_bytes,omitempty"`
+	OnlineBytes  int64 `json:"online_bytes,omitempty"`
+	AheadIters   int   `json:"ahead_iterations,omitempty"`
+	OnlineIters  int   `json:"online_iterations,omitempty"`
+	// HEAhead and HECapped (two-party with HE layers): the HE linear layers made ahead (their HE
+	// protocol run on a random mask before the input) and those the bound left online.
+	HEAhead     int     `json:"he_layers_ahead,omitempty"`
+	HECapped    int     `json:"he_layers_capped,omitempty"`
+	HelperWaitS float64 `json:"helper_wait_s,omitempty"` // sci3: the part of OnlineS the client waited on the helper (dealt on demand)
 	// FirstAhead and FirstRequests (sci3, -helper-traces): the client's first-inference requests
 	// dealt before its input, of those its trace holds.
 	FirstAhead    int    `json:"first_ahead_requests,omitempty"`
@@ -223,6 +227,7 @@ type modelsConfig struct {
 	started  time.Time
 	traces   string // sci3: --helper-traces DIR for both data parties ("": none)
 	plans    string // two-party: --offline-plans DIR for both parties ("": none)
+	heMiB    int    // two-party: --offline-he-mib for both parties (negative: scirun's default)
 }
 
 func runModels(ctx context.Context, args []string, out io.Writer) error {
@@ -245,13 +250,14 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 	only := fs.String("only", "", "comma-separated `PATTERNS` MODEL/BACKEND/OT/NET (path.Match globs, e.g. squeezenet/*/*/lan): run only the combinations that match one")
 	dryRun := fs.Bool("dry-run", false, "compile and estimate only; run nothing")
 	plans := fs.String("offline-plans", "", "two-party runs on ferret: give both parties --offline-plans `DIR` (a run whose program has a plan there from an earlier run runs its first inference's Ferret iterations before the input is used; a run without one writes it)")
+	heMiB := fs.Int("offline-he-mib", -1, "two-party runs with HE layers: give both parties --offline-he-mib `MIB` (0: the HE linear layers run their HE protocol online; negative: scirun's default)")
 	traces := fs.String("helper-traces", "", "sci3: give both data parties --helper-traces `DIR` (a run whose program has a trace there from an earlier run deals its first inference before the input is used; a run without one writes it)")
 	maxTotal := fs.Duration("max-total", 0, "start no run after the harness has been running for `D` (0: no limit); later combinations are reported as skipped")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg := modelsConfig{timeout: *timeout, out: *outDir, docs: *docs, scirun: *scirun, athosc: *athosc,
-		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces, plans: *plans}
+		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces, plans: *plans, heMiB: *heMiB}
 	if *quiet {
 		cfg.progress = io.Discard
 	}
@@ -838,6 +844,9 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		if cfg.plans != "" {
 			common = append(common, "--offline-plans", cfg.plans)
 		}
+		if cfg.heMiB >= 0 {
+			common = append(common, "--offline-he-mib", strconv.Itoa(cfg.heMiB))
+		}
 	}
 	srvReport, cliReport := base+".server.json", base+".client.json"
 	secureOut := base + ".out.npy"
@@ -902,6 +911,7 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		r.OnlineS, r.OfflineS = o.OnlineMS/1000, o.OfflineMS/1000
 		r.OfflineBytes, r.OnlineBytes = o.OfflineBytes, o.OnlineBytes
 		r.AheadIters, r.OnlineIters = o.AheadIterations, o.OnlineIterations
+		r.HEAhead, r.HECapped = o.HELayersAhead, o.HELayersCapped
 	}
 	for _, l := range rep.Layers {
 		switch l.Engine {
@@ -1099,9 +1109,9 @@ func writeModelsMarkdown(w io.Writer, cfg modelsConfig, results []ModelResult) {
 			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: the helper's links (both data parties, both directions) %s GiB; helper RSS %.0f MiB, CPU %.1f s; client offline (dealt before the input) %.1f s, online %.1f s (waiting on the helper %.1f s); first inference: %d of %d requests dealt before the input",
 				r.Model, r.Backend, r.OT, r.Net, gibNum(r.HelperBytes), float64(r.Helper.MaxRSS)/(1<<20), r.Helper.UserS+r.Helper.SysS, r.OfflineS, r.OnlineS, r.HelperWaitS, r.FirstAhead, r.FirstRequests))
 		}
-		if r.AheadIters+r.OnlineIters > 0 {
-			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: client offline (before the input is used) %.1f s, %s GiB; online %.1f s, %s GiB; Ferret iterations %d run ahead, %d online",
-				r.Model, r.Backend, r.OT, r.Net, r.OfflineS, gibNum(r.OfflineBytes), r.OnlineS, gibNum(r.OnlineBytes), r.AheadIters, r.OnlineIters))
+		if r.AheadIters+r.OnlineIters+r.HEAhead+r.HECapped > 0 {
+			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: client offline (before the input is used) %.1f s, %s GiB; online %.1f s, %s GiB; Ferret iterations %d run ahead, %d online; HE linear layers %d made ahead, %d online (beyond the bound)",
+				r.Model, r.Backend, r.OT, r.Net, r.OfflineS, gibNum(r.OfflineBytes), r.OnlineS, gibNum(r.OnlineBytes), r.AheadIters, r.OnlineIters, r.HEAhead, r.HECapped))
 		}
 		if r.Reason != "" {
 			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: %s", r.Model, r.Backend, r.OT, r.Net, r.Reason))

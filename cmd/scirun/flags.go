@@ -198,7 +198,7 @@ func (c *config) check() error {
 		only("without --party 0", server, "tls-client-ca", "tls-client-pin", "tls-client-pins"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin",
 			"tls-client-cert", "tls-client-key", "tls-client-self"),
-		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "streams", "ot", "offline-mib", "offline-plans"),
+		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "streams", "ot", "offline-mib", "offline-he-mib", "offline-plans"),
 	} {
 		if err != nil {
 			return err

@@ -28,10 +28,12 @@ import (
 type offlineFlags struct {
 	mib   int
 	plans string
+	heMiB int
 }
 
 func (o *offlineFlags) define(fs *flag.FlagSet) {
 	fs.IntVar(&o.mib, "offline-mib", sci.DefaultOfflineMiB, "--ot ferret (server, client, --local): before each inference's input is used, run ahead the Ferret iterations it will take (their flights and base COTs), holding at most `MIB` MiB of them (both parties: the smaller bound applies; what exceeds it runs online, and the report says so), and the server builds its HE weights at the first inference's start; 0: off (both made when used)")
+	fs.IntVar(&o.heMiB, "offline-he-mib", sci.DefaultOfflineHEMiB, "modes scihe and auto (server, client, --local; with --offline-mib > 0): before each inference's input is used, run every HE linear layer's HE protocol on a random mask of the client's, holding at most `MIB` MiB of the layers' shares (both parties: the smaller bound applies), so that online such a layer sends l bits per input element and the server computes it in the clear ring; the layers beyond the bound run their HE protocol online; 0: off")
 	fs.StringVar(&o.plans, "offline-plans", "", "--ot ferret (server, client, --local): keep each program's first-inference plan (the Ferret iterations it takes) in `DIR`, so that a later session runs the first inference's iterations ahead too (without one, only the later inferences of a batch are planned); a session without a matching file writes it")
 }
 
@@ -39,15 +41,21 @@ func (o *offlineFlags) check() error {
 	if o.mib < 0 || o.mib > 1<<20 {
 		return cli.Usagef("--offline-mib %d: want 0 (off) to %d", o.mib, 1<<20)
 	}
+	if o.heMiB < 0 || o.heMiB > 1<<20 {
+		return cli.Usagef("--offline-he-mib %d: want 0 (off) to %d", o.heMiB, 1<<20)
+	}
 	return nil
 }
 
 // options returns the backend's offline options, the first inference's plan loaded from
 // --offline-plans when it has a matching file.
 func (o *offlineFlags) options(pf *planFile) sci.Offline {
-	off := sci.Offline{MiB: o.mib}
+	off := sci.Offline{MiB: o.mib, HEMiB: o.heMiB}
 	if o.mib == 0 {
 		off.MiB = -1
+	}
+	if o.heMiB == 0 {
+		off.HEMiB = -1
 	}
 	if pf != nil {
 		off.First = pf.plan
@@ -133,7 +141,9 @@ func sciBackend(o sci.Options, c *config, f *sciir.File, stderr io.Writer) serve
 		}
 		if c != nil {
 			o.Offline = c.offline.options(pf)
-			if party == 0 && c.offline.mib > 0 {
+			if c.offline.mib > 0 {
+				// Party 0's with its weights (the HE weights built ahead), party 1's the client
+				// copy (the HE linear layers made ahead).
 				o.Offline.Program = f.Program
 			}
 		}
@@ -167,7 +177,8 @@ func (b *sciParty) OfflineAccount() *serve.OfflineAccount {
 	return &serve.OfflineAccount{Time: a.Offline.Time, Stats: a.Offline.Stats, Source: src, Ahead: a.Ahead,
 		Taken: a.Taken, Online: a.Online, Capped: a.Capped, Unused: a.Queued, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, PrebuiltBytes: a.PrebuiltBytes,
 		FirstPlanned: a.FirstPlanned, FirstOnline: a.FirstOnline, FirstCOTs: a.FirstCOTs, HELayers: a.HELayers,
-		HEUncached: a.HEUncached, HEBytes: a.HEBytes, HEBound: a.HEBound}
+		HEUncached: a.HEUncached, HEBytes: a.HEBytes, HEBound: a.HEBound, HEAhead: a.HEAhead, HECapped: a.HECapped,
+		HEAheadCap: a.HEAheadCap, HEAheadBytes: a.HEAheadBytes}
 }
 
 // Close saves the first inference's plan (--offline-plans) when the file had none.

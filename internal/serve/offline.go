@@ -35,6 +35,11 @@ type OfflineAccount struct {
 	// HEUncached those beyond the cache's bound HEBound (HEBytes used).
 	HELayers, HEUncached int
 	HEBytes, HEBound     int64
+	// HEAhead are the HE linear layers made ahead (their HE protocol run on a random mask before
+	// the input, every inference), HECapped those the bound HEAheadCap left online, and
+	// HEAheadBytes the most their shares held.
+	HEAhead, HECapped        int
+	HEAheadCap, HEAheadBytes int64
 }
 
 // OfflineAccounter is a two-party backend with an offline phase (Report.Offline).
@@ -81,6 +86,14 @@ type Offline struct {
 	HEWeightUncached int   `json:"he_weight_uncached,omitempty"`
 	HEWeightBytes    int64 `json:"he_weight_bytes,omitempty"`
 	HEWeightBound    int64 `json:"he_weight_bound,omitempty"`
+	// HELayersAhead are the HE linear layers whose HE protocol ran offline on a random mask
+	// (every inference counted; online they send l bits per input element), HELayersCapped
+	// those the bound HELayersCap left to run their HE protocol online, HELayersBytes the most
+	// their shares held.
+	HELayersAhead  int   `json:"he_layers_ahead,omitempty"`
+	HELayersCapped int   `json:"he_layers_capped,omitempty"`
+	HELayersCap    int64 `json:"he_layers_cap,omitempty"`
+	HELayersBytes  int64 `json:"he_layers_bytes,omitempty"`
 }
 
 // offlineOf fills Report.Offline from the backend's account.
@@ -95,7 +108,8 @@ func offlineOf(a *OfflineAccount, rep *Report) *Offline {
 		AheadIterations: a.Ahead, TakenIterations: a.Taken, OnlineIterations: a.Online, CappedIterations: a.Capped,
 		UnusedIterations: a.Unused, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, PrebuiltBytes: a.PrebuiltBytes, FirstPlanned: a.FirstPlanned,
 		FirstOnlineIterations: a.FirstOnline, FirstCOTs: a.FirstCOTs, HEWeightLayers: a.HELayers, HEWeightUncached: a.HEUncached,
-		HEWeightBytes: a.HEBytes, HEWeightBound: a.HEBound}
+		HEWeightBytes: a.HEBytes, HEWeightBound: a.HEBound, HELayersAhead: a.HEAhead, HELayersCapped: a.HECapped,
+		HELayersCap: a.HEAheadCap, HELayersBytes: a.HEAheadBytes}
 	o.OnlineMS = max(0, rep.RunMS-o.OfflineMS)
 	return o
 }
@@ -115,6 +129,10 @@ func (o *Offline) write(b *strings.Builder, runMS float64) {
 	if o.HEWeightLayers+o.HEWeightUncached > 0 {
 		fmt.Fprintf(b, "  HE weights (NTT form) of %d layers built offline (%s of the cache's %s); %d layers beyond the bound build theirs online\n",
 			o.HEWeightLayers, FormatBytes(o.HEWeightBytes), FormatBytes(o.HEWeightBound), o.HEWeightUncached)
+	}
+	if o.HELayersAhead+o.HELayersCapped > 0 {
+		fmt.Fprintf(b, "  HE linear layers made ahead (their HE protocol on a random mask): %d, holding up to %s of shares (bound %s); %d beyond the bound ran their HE protocol online\n",
+			o.HELayersAhead, FormatBytes(o.HELayersBytes), FormatBytes(o.HELayersCap), o.HELayersCapped)
 	}
 	if o.CappedIterations > 0 {
 		fmt.Fprintf(b, "  %d planned iterations ran online: they exceed the offline memory bound of %s (peak %s held ahead)\n",

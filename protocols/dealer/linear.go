@@ -92,6 +92,13 @@ func (s Shape) Apply(r ring.Ring, dst, w, x []uint64) {
 	s.applyPar(r, dst, w, x, 1)
 }
 
+// ApplyPar is Apply with the products on up to workers goroutines (the same result): the
+// plaintext ring kernels of the online step, which the two-party backend's linear layers made
+// ahead by HE use too (vm/sci).
+func (s Shape) ApplyPar(r ring.Ring, dst, w, x []uint64, workers int) {
+	s.applyPar(r, dst, w, x, workers)
+}
+
 // applyPar is Apply with the products on up to workers goroutines (the same result).
 func (s Shape) applyPar(r ring.Ring, dst, w, x []uint64, workers int) {
 	switch s.Kind {

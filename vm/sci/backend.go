@@ -8,6 +8,7 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/netmodel"
+	"github.com/cryptflow-go/cryptflow/protocols/dealer"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/he"
 	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
@@ -430,6 +431,9 @@ func (b *Backend) MatMul(ctx context.Context, e fixed.Engine, dst ring.Tensor, w
 		return end(&b.prof.Linear, err)
 	}
 	if b.EngineFor(e) == fixed.EngineHE {
+		if made, err := b.heMade(ctx, dealer.Shape{Kind: dealer.KindMatMul, M: m, K: k, N: n}, dst.Data, weightData(w), x.Data); made {
+			return end(&b.prof.Linear, err)
+		}
 		return end(&b.prof.Linear, b.he.MatMul(ctx, dst.Data, weightData(w), m, k, n, x.Data))
 	}
 	return end(&b.prof.Linear, b.lin.MatMul(ctx, dst.Data, weightData(w), m, k, n, x.Data))
@@ -455,6 +459,9 @@ func (b *Backend) Conv2D(ctx context.Context, e fixed.Engine, dst ring.Tensor, w
 		return end(&b.prof.Linear, err)
 	}
 	if b.EngineFor(e) == fixed.EngineHE {
+		if made, err := b.heMade(ctx, dealer.Shape{Kind: dealer.KindConv, Conv: g}, dst.Data, weightData(w), x.Data); made {
+			return end(&b.prof.Linear, err)
+		}
 		return end(&b.prof.Linear, b.he.Conv2D(ctx, dst.Data, weightData(w), g, x.Data))
 	}
 	return end(&b.prof.Linear, b.lin.Conv2D(ctx, dst.Data, weightData(w), g, x.Data))

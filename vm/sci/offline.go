@@ -65,8 +65,12 @@ type Offline struct {
 	// First is the plan of the first inference (from an earlier session's Backend.Plan), or nil.
 	First *Plan
 	// Program is the program the session runs (party 0: with its weights), for the HE weights
-	// prepared at the first inference's start; nil: none prepared.
+	// prepared at the first inference's start; nil: none prepared. At both parties (party 1:
+	// the client copy), it also lists the HE linear layers made ahead (helinear.go).
 	Program *fixed.Program
+	// HEMiB bounds the shares of the HE linear layers made ahead (0: DefaultOfflineHEMiB;
+	// negative: none). The smaller of the parties' bounds applies.
+	HEMiB int
 }
 
 // Plan is how many Ferret main iterations one inference takes: Iterations[i][p] in stream i,
@@ -118,6 +122,10 @@ type OfflineAccount struct {
 	// HEBound the cache's memory and bound.
 	HELayers, HEUncached int
 	HEBytes, HEBound     int64
+	// HEAhead is the number of HE linear layers made ahead (every inference; helinear.go),
+	// HECapped those the bound HEAheadCap left online, HEAheadBytes the most their shares held.
+	HEAhead, HECapped        int
+	HEAheadCap, HEAheadBytes int64
 }
 
 // offline is a backend's offline-phase state.
@@ -132,6 +140,7 @@ type offline struct {
 	drawn0    [][2]uint64 // COTs drawn at the current inference's start
 	onl0      int         // Online at the current inference's start
 	acct      OfflineAccount
+	hel       heAhead // the HE linear layers made ahead
 }
 
 // iterBytes is the memory one iteration run ahead holds, counted alike at both parties (the
@@ -179,7 +188,8 @@ func (b *Backend) Plan() *Plan {
 // BeginInference runs the offline phase of inference k (of count) before its input is used:
 // at the first, the plan exchange; then the Ferret iterations the inference will take, ahead,
 // and the outputs it will draw first, within the memory bound; at the first, the server's HE
-// weights and the end-of-phase byte each way. Both parties call it at the same point (the
+// weights; at every inference, its HE linear layers made ahead (helinear.go); at the first, the
+// end-of-phase byte each way. Both parties call it at the same point (the
 // session does, before every inference).
 func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
 	o := b.off
@@ -203,11 +213,16 @@ func (o *offline) begin(ctx context.Context, b *Backend, k int) error {
 	if err := o.ahead(ctx, b, k); err != nil {
 		return err
 	}
+	if k == 0 {
+		if err := o.prepareHE(ctx, b); err != nil {
+			return err
+		}
+	}
+	if err := o.heLinearAhead(ctx, b, k); err != nil {
+		return err
+	}
 	if k > 0 {
 		return nil
-	}
-	if err := o.prepareHE(ctx, b); err != nil {
-		return err
 	}
 	// Both parties are done with the offline phase before either starts the inference.
 	c := b.conns[0]
