@@ -181,11 +181,15 @@ type ModelResult struct {
 	// OfflineBytes and OnlineBytes (two-party on ferret): the client's traffic, both ways, in
 	// the offline phase and in the rest of the run; AheadIters and OnlineIters the Ferret
 	// iterations run ahead and on the critical path (the client's report).
-	OfflineBytes int64   `json:"offline_bytes,omitempty"`
-	OnlineBytes  int64   `json:"online_bytes,omitempty"`
-	AheadIters   int     `json:"ahead_iterations,omitempty"`
-	OnlineIters  int     `json:"online_iterations,omitempty"`
-	HelperWaitS  float64 `json:"helper_wait_s,omitempty"` // sci3: the part of OnlineS the client waited on the helper (dealt on demand)
+	OfflineBytes int64 `json:"offline_bytes,omitempty"`
+	OnlineBytes  int64 `json:"online_bytes,omitempty"`
+	AheadIters   int   `json:"ahead_iterations,omitempty"`
+	// DealtAhead and DealtOnDemand (two-party, -offline-dealt): the client's nonlinear
+	// correlations (OTs and triples) made before the inputs and made during the inferences.
+	DealtAhead    uint64  `json:"dealt_ahead,omitempty"`
+	DealtOnDemand uint64  `json:"dealt_on_demand,omitempty"`
+	OnlineIters   int     `json:"online_iterations,omitempty"`
+	HelperWaitS   float64 `json:"helper_wait_s,omitempty"` // sci3: the part of OnlineS the client waited on the helper (dealt on demand)
 	// FirstAhead and FirstRequests (sci3, -helper-traces): the client's first-inference requests
 	// dealt before its input, of those its trace holds.
 	FirstAhead    int    `json:"first_ahead_requests,omitempty"`
@@ -222,6 +226,7 @@ type modelsConfig struct {
 	started  time.Time
 	traces   string // sci3: --helper-traces DIR for both data parties ("": none)
 	plans    string // two-party: --offline-plans DIR for both parties ("": none)
+	dealt    bool   // two-party: --offline-dealt for both parties
 }
 
 func runModels(ctx context.Context, args []string, out io.Writer) error {
@@ -243,6 +248,7 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	only := fs.String("only", "", "comma-separated `PATTERNS` MODEL/BACKEND/OT/NET (path.Match globs, e.g. squeezenet/*/*/lan): run only the combinations that match one")
 	dryRun := fs.Bool("dry-run", false, "compile and estimate only; run nothing")
+	dealt := fs.Bool("offline-dealt", false, "two-party runs: give both parties --offline-dealt (the nonlinear layers' correlations made before each inference's input)")
 	plans := fs.String("offline-plans", "", "two-party runs on ferret: give both parties --offline-plans `DIR` (a run whose program has a plan there from an earlier run runs its first inference's Ferret iterations before the input is used; a run without one writes it)")
 	traces := fs.String("helper-traces", "", "sci3: give both data parties --helper-traces `DIR` (a run whose program has a trace there from an earlier run deals its first inference before the input is used; a run without one writes it)")
 	maxTotal := fs.Duration("max-total", 0, "start no run after the harness has been running for `D` (0: no limit); later combinations are reported as skipped")
@@ -250,7 +256,7 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	cfg := modelsConfig{timeout: *timeout, out: *outDir, docs: *docs, scirun: *scirun, athosc: *athosc,
-		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces, plans: *plans}
+		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces, plans: *plans, dealt: *dealt}
 	if *quiet {
 		cfg.progress = io.Discard
 	}
@@ -821,6 +827,9 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		if cfg.plans != "" {
 			common = append(common, "--offline-plans", cfg.plans)
 		}
+		if cfg.dealt {
+			common = append(common, "--offline-dealt")
+		}
 	}
 	srvReport, cliReport := base+".server.json", base+".client.json"
 	secureOut := base + ".out.npy"
@@ -885,6 +894,9 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		r.OnlineS, r.OfflineS = o.OnlineMS/1000, o.OfflineMS/1000
 		r.OfflineBytes, r.OnlineBytes = o.OfflineBytes, o.OnlineBytes
 		r.AheadIters, r.OnlineIters = o.AheadIterations, o.OnlineIterations
+		if d := o.Dealt; d != nil {
+			r.DealtAhead, r.DealtOnDemand = d.AheadOTs+d.AheadTriples, d.OnDemandOTs+d.OnDemandTriples
+		}
 	}
 	for _, l := range rep.Layers {
 		switch l.Engine {
@@ -1082,9 +1094,9 @@ func writeModelsMarkdown(w io.Writer, cfg modelsConfig, results []ModelResult) {
 			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: the helper's links (both data parties, both directions) %s GiB; helper RSS %.0f MiB, CPU %.1f s; client offline (dealt before the input) %.1f s, online %.1f s (waiting on the helper %.1f s); first inference: %d of %d requests dealt before the input",
 				r.Model, r.Backend, r.OT, r.Net, gibNum(r.HelperBytes), float64(r.Helper.MaxRSS)/(1<<20), r.Helper.UserS+r.Helper.SysS, r.OfflineS, r.OnlineS, r.HelperWaitS, r.FirstAhead, r.FirstRequests))
 		}
-		if r.AheadIters+r.OnlineIters > 0 {
-			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: client offline (before the input is used) %.1f s, %s GiB; online %.1f s, %s GiB; Ferret iterations %d run ahead, %d online",
-				r.Model, r.Backend, r.OT, r.Net, r.OfflineS, gibNum(r.OfflineBytes), r.OnlineS, gibNum(r.OnlineBytes), r.AheadIters, r.OnlineIters))
+		if r.AheadIters+r.OnlineIters > 0 || r.DealtAhead+r.DealtOnDemand > 0 {
+			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: client offline (before the input is used) %.1f s, %s GiB; online %.1f s, %s GiB; Ferret iterations %d run ahead, %d online; nonlinear correlations %d made ahead, %d on demand",
+				r.Model, r.Backend, r.OT, r.Net, r.OfflineS, gibNum(r.OfflineBytes), r.OnlineS, gibNum(r.OnlineBytes), r.AheadIters, r.OnlineIters, r.DealtAhead, r.DealtOnDemand))
 		}
 		if r.Reason != "" {
 			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: %s", r.Model, r.Backend, r.OT, r.Net, r.Reason))

@@ -35,6 +35,24 @@ type OfflineAccount struct {
 	// HEUncached those beyond the cache's bound HEBound (HEBytes used).
 	HELayers, HEUncached int
 	HEBytes, HEBound     int64
+	// Dealt is the nonlinear layers' correlations made offline (scirun --offline-dealt).
+	Dealt DealtAccount
+}
+
+// DealtAccount counts the nonlinear layers' correlations made by the two parties themselves
+// (vm/sci selfdeal.go): OTs and triples made ahead, made on demand during the inferences (of
+// which FirstOnDemand in the first), the memory made ahead (both parties' ends), what the bound
+// left out, the most this party held, and whether the first inference had a plan.
+type DealtAccount struct {
+	AheadOTs        uint64 `json:"ahead_ots"`
+	AheadTriples    uint64 `json:"ahead_triples"`
+	OnDemandOTs     uint64 `json:"on_demand_ots"`
+	OnDemandTriples uint64 `json:"on_demand_triples"`
+	FirstOnDemand   uint64 `json:"first_on_demand"`
+	MadeBytes       int64  `json:"made_bytes"`
+	CappedBytes     int64  `json:"capped_bytes"`
+	PeakBytes       int64  `json:"peak_bytes"`
+	FirstPlanned    bool   `json:"first_planned"`
 }
 
 // OfflineAccounter is a two-party backend with an offline phase (Report.Offline).
@@ -81,6 +99,8 @@ type Offline struct {
 	HEWeightUncached int   `json:"he_weight_uncached,omitempty"`
 	HEWeightBytes    int64 `json:"he_weight_bytes,omitempty"`
 	HEWeightBound    int64 `json:"he_weight_bound,omitempty"`
+	// Dealt is the nonlinear layers' correlations made offline (scirun --offline-dealt), or nil.
+	Dealt *DealtAccount `json:"dealt,omitempty"`
 }
 
 // offlineOf fills Report.Offline from the backend's account.
@@ -96,6 +116,10 @@ func offlineOf(a *OfflineAccount, rep *Report) *Offline {
 		UnusedIterations: a.Unused, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, PrebuiltBytes: a.PrebuiltBytes, FirstPlanned: a.FirstPlanned,
 		FirstOnlineIterations: a.FirstOnline, FirstCOTs: a.FirstCOTs, HEWeightLayers: a.HELayers, HEWeightUncached: a.HEUncached,
 		HEWeightBytes: a.HEBytes, HEWeightBound: a.HEBound}
+	if a.Dealt != (DealtAccount{}) {
+		d := a.Dealt
+		o.Dealt = &d
+	}
 	o.OnlineMS = max(0, rep.RunMS-o.OfflineMS)
 	return o
 }
@@ -115,6 +139,14 @@ func (o *Offline) write(b *strings.Builder, runMS float64) {
 	if o.HEWeightLayers+o.HEWeightUncached > 0 {
 		fmt.Fprintf(b, "  HE weights (NTT form) of %d layers built offline (%s of the cache's %s); %d layers beyond the bound build theirs online\n",
 			o.HEWeightLayers, FormatBytes(o.HEWeightBytes), FormatBytes(o.HEWeightBound), o.HEWeightUncached)
+	}
+	if d := o.Dealt; d != nil {
+		first := "the first inference had no plan (made on demand)"
+		if d.FirstPlanned {
+			first = "the first inference planned"
+		}
+		fmt.Fprintf(b, "  nonlinear correlations made offline: %d OTs and %d triples ahead (%s, both parties; peak %s here); %d OTs and %d triples on demand (%d in the first inference: %s); %s left on demand by the bound\n",
+			d.AheadOTs, d.AheadTriples, FormatBytes(d.MadeBytes), FormatBytes(d.PeakBytes), d.OnDemandOTs, d.OnDemandTriples, d.FirstOnDemand, first, FormatBytes(d.CappedBytes))
 	}
 	if o.CappedIterations > 0 {
 		fmt.Fprintf(b, "  %d planned iterations ran online: they exceed the offline memory bound of %s (peak %s held ahead)\n",
