@@ -227,6 +227,7 @@ type modelsConfig struct {
 	traces   string // sci3: --helper-traces DIR for both data parties ("": none)
 	plans    string // two-party: --offline-plans DIR for both parties ("": none)
 	dealt    bool   // two-party: --offline-dealt for both parties
+	offMiB   int    // two-party: --offline-mib for both parties (0: scirun's default)
 }
 
 func runModels(ctx context.Context, args []string, out io.Writer) error {
@@ -248,6 +249,7 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	only := fs.String("only", "", "comma-separated `PATTERNS` MODEL/BACKEND/OT/NET (path.Match globs, e.g. squeezenet/*/*/lan): run only the combinations that match one")
 	dryRun := fs.Bool("dry-run", false, "compile and estimate only; run nothing")
+	offMiB := fs.Int("offline-mib", 0, "two-party runs: give both parties --offline-mib `MIB` (0: scirun's default)")
 	dealt := fs.Bool("offline-dealt", false, "two-party runs: give both parties --offline-dealt (the nonlinear layers' correlations made before each inference's input)")
 	plans := fs.String("offline-plans", "", "two-party runs on ferret: give both parties --offline-plans `DIR` (a run whose program has a plan there from an earlier run runs its first inference's Ferret iterations before the input is used; a run without one writes it)")
 	traces := fs.String("helper-traces", "", "sci3: give both data parties --helper-traces `DIR` (a run whose program has a trace there from an earlier run deals its first inference before the input is used; a run without one writes it)")
@@ -256,7 +258,7 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	cfg := modelsConfig{timeout: *timeout, out: *outDir, docs: *docs, scirun: *scirun, athosc: *athosc,
-		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces, plans: *plans, dealt: *dealt}
+		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces, plans: *plans, dealt: *dealt, offMiB: *offMiB}
 	if *quiet {
 		cfg.progress = io.Discard
 	}
@@ -829,6 +831,9 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		}
 		if cfg.dealt {
 			common = append(common, "--offline-dealt")
+		}
+		if cfg.offMiB > 0 {
+			common = append(common, "--offline-mib", strconv.Itoa(cfg.offMiB))
 		}
 	}
 	srvReport, cliReport := base+".server.json", base+".client.json"

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/dealer"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/linear"
@@ -430,5 +431,70 @@ func TestPlanEncoding(t *testing.T) {
 	m := Merge(Plan{OTs: []Entry{{Sender: 0, N: 2, W: 1, L: 1, Count: 5}}, Triples: 3}, Plan{OTs: []Entry{{Sender: 0, N: 2, W: 1, L: 1, Count: 7}, {Sender: 1, N: 4, W: 1, L: 1, Count: 1}}, Pairs: 2})
 	if want := (Plan{OTs: []Entry{{Sender: 0, N: 2, W: 1, L: 1, Count: 7}, {Sender: 1, N: 4, W: 1, L: 1, Count: 1}}, Triples: 3, Pairs: 2}); !reflect.DeepEqual(m, want) {
 		t.Fatalf("Merge = %+v, want %+v", m, want)
+	}
+}
+
+// TestMadeOTs: the OTs made ahead are random OTs (the receiver's words are the sender's message
+// of its choice, the choices cover every value), in every shape the protocols draw, on IKNP and
+// Ferret; making them moves exactly the bytes of the session's own batch (ROTWide for N = 2,
+// OTN on the messages for N > 2), and drawing them moves nothing.
+func TestMadeOTs(t *testing.T) {
+	ctx := context.Background()
+	shapes := []Shape{{2, 1, 32}, {2, 3, 7}, {2, 1, 1}, {4, 1, 2}, {16, 1, 2}, {256, 1, 32}}
+	for _, useFerret := range []bool{false, true} {
+		ps := setup(t, useFerret, 1, ring.Must(32))
+		ref := setup(t, useFerret, 1, ring.Must(32))
+		for _, k := range shapes {
+			n := 3000
+			plan := []Plan{{OTs: []Entry{{Sender: 1, N: k.N, W: k.W, L: k.L, Count: uint64(n)}}}}
+			b0 := stats(ps[0].conns)
+			ottest.MustBoth(t, func() error { return ps[0].makeAhead(ctx, plan) }, func() error { return ps[1].makeAhead(ctx, plan) })
+			made := stats(ps[0].conns).Sub(b0)
+			// The same batch on the reference pair's session, party 1 sending.
+			r0 := stats(ref[0].conns)
+			ottest.MustBoth(t, func() error {
+				if k.N == 2 {
+					return ref[0].src[0].RecvROTWide(ctx, k.W, k.L, make([]uint64, n/64+1), make([]uint64, n*k.W))
+				}
+				return ref[0].src[0].RecvOTN(ctx, k.N, k.L, make([]uint8, n), make([]uint64, n))
+			}, func() error {
+				if k.N == 2 {
+					return ref[1].src[0].SendROTWide(ctx, k.W, k.L, make([]uint64, n*k.W), make([]uint64, n*k.W))
+				}
+				return ref[1].src[0].SendOTN(ctx, k.N, k.L, make([]uint64, n*k.N))
+			})
+			if want := stats(ref[0].conns).Sub(r0); made.BytesSent != want.BytesSent || made.BytesRecv != want.BytesRecv {
+				t.Errorf("ferret=%v %v: making %d moved %d/%d bytes, the session's batch %d/%d", useFerret, k, n, made.BytesSent, made.BytesRecv, want.BytesSent, want.BytesRecv)
+			}
+			msgs := make([]uint64, n*k.N*k.W)
+			ch, out := make([]uint64, n*k.m()/64+2), make([]uint64, n*k.W)
+			d0 := stats(ps[0].conns)
+			if err := ps[1].cores[0].SendDealt(ctx, k.N, k.W, k.L, msgs); err != nil {
+				t.Fatal(err)
+			}
+			wait, err := ps[0].cores[0].RecvDealt(ctx, k.N, k.W, k.L, ch, out)
+			if err == nil {
+				err = wait()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := stats(ps[0].conns).Sub(d0); d.BytesSent+d.BytesRecv != 0 {
+				t.Fatalf("drawing made OTs moved %d bytes", d.BytesSent+d.BytesRecv)
+			}
+			seen := map[uint64]bool{}
+			for i := range n {
+				c := bitvec.Get(ch, i*k.m(), k.m())
+				seen[c] = true
+				for w := range k.W {
+					if got, want := out[i*k.W+w], msgs[(i*k.N+int(c))*k.W+w]; got != want {
+						t.Fatalf("ferret=%v %v: instance %d word %d: receiver %d, sender's message %d is %d", useFerret, k, i, w, got, c, want)
+					}
+				}
+			}
+			if len(seen) != k.N {
+				t.Fatalf("%v: %d of %d choice values in %d instances", k, len(seen), k.N, n)
+			}
+		}
 	}
 }
