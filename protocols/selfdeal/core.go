@@ -378,7 +378,7 @@ func (k Shape) words() int { return (k.N*k.W*k.L + 63) / 64 }
 func (k Shape) valid() error {
 	switch {
 	case k.N < 2 || k.N > ot.MaxN || k.N&(k.N-1) != 0:
-		return fmt.Errorf("N=%d is not a power of two in 2..%d", k.N, ot.MaxN)
+		return fmt.Errorf("the message count N=%d is not a power of two in 2..%d", k.N, ot.MaxN)
 	case k.W < 1 || k.W > ot.MaxWidth:
 		return fmt.Errorf("width w=%d outside 1..%d", k.W, ot.MaxWidth)
 	case k.L < 1 || k.L > 64:
