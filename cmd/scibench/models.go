@@ -185,7 +185,11 @@ type ModelResult struct {
 	OfflineBytes int64 `json:"offline_bytes,omitempty"`
 	OnlineBytes  int64 `json:"online_bytes,omitempty"`
 	AheadIters   int   `json:"ahead_iterations,omitempty"`
-	OnlineIters  int   `json:"online_iterations,omitempty"`
+	// DealtAhead and DealtOnDemand (two-party, -offline-dealt): the client's nonlinear
+	// correlations (OTs and triples) made before the inputs and made during the inferences.
+	DealtAhead    uint64 `json:"dealt_ahead,omitempty"`
+	DealtOnDemand uint64 `json:"dealt_on_demand,omitempty"`
+	OnlineIters   int    `json:"online_iterations,omitempty"`
 	// HEAhead and HECapped (two-party with HE layers): the HE linear layers made ahead (their HE
 	// protocol run on a random mask before the input) and those the bound left online.
 	HEAhead     int     `json:"he_layers_ahead,omitempty"`
@@ -228,6 +232,8 @@ type modelsConfig struct {
 	traces   string // sci3: --helper-traces DIR for both data parties ("": none)
 	plans    string // two-party: --offline-plans DIR for both parties ("": none)
 	heMiB    int    // two-party: --offline-he-mib for both parties (negative: scirun's default)
+	dealt    bool   // two-party: --offline-dealt for both parties
+	offMiB   int    // two-party: --offline-mib for both parties (0: scirun's default)
 }
 
 func runModels(ctx context.Context, args []string, out io.Writer) error {
@@ -249,6 +255,8 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	only := fs.String("only", "", "comma-separated `PATTERNS` MODEL/BACKEND/OT/NET (path.Match globs, e.g. squeezenet/*/*/lan): run only the combinations that match one")
 	dryRun := fs.Bool("dry-run", false, "compile and estimate only; run nothing")
+	offMiB := fs.Int("offline-mib", 0, "two-party runs: give both parties --offline-mib `MIB` (0: scirun's default)")
+	dealt := fs.Bool("offline-dealt", false, "two-party runs: give both parties --offline-dealt (the nonlinear layers' correlations made before each inference's input)")
 	plans := fs.String("offline-plans", "", "two-party runs on ferret: give both parties --offline-plans `DIR` (a run whose program has a plan there from an earlier run runs its first inference's Ferret iterations before the input is used; a run without one writes it)")
 	heMiB := fs.Int("offline-he-mib", -1, "two-party runs with HE layers: give both parties --offline-he-mib `MIB` (0: the HE linear layers run their HE protocol online; negative: scirun's default)")
 	traces := fs.String("helper-traces", "", "sci3: give both data parties --helper-traces `DIR` (a run whose program has a trace there from an earlier run deals its first inference before the input is used; a run without one writes it)")
@@ -257,7 +265,7 @@ func runModels(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	cfg := modelsConfig{timeout: *timeout, out: *outDir, docs: *docs, scirun: *scirun, athosc: *athosc,
-		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces, plans: *plans, heMiB: *heMiB}
+		mkmodel: *mkmodel, check: *check, plots: *plots, progress: os.Stderr, dryRun: *dryRun, maxTotal: *maxTotal, traces: *traces, plans: *plans, heMiB: *heMiB, dealt: *dealt, offMiB: *offMiB}
 	if *quiet {
 		cfg.progress = io.Discard
 	}
@@ -847,6 +855,12 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		if cfg.heMiB >= 0 {
 			common = append(common, "--offline-he-mib", strconv.Itoa(cfg.heMiB))
 		}
+		if cfg.dealt {
+			common = append(common, "--offline-dealt")
+		}
+		if cfg.offMiB > 0 {
+			common = append(common, "--offline-mib", strconv.Itoa(cfg.offMiB))
+		}
 	}
 	srvReport, cliReport := base+".server.json", base+".client.json"
 	secureOut := base + ".out.npy"
@@ -912,6 +926,9 @@ func runPair(ctx context.Context, cfg modelsConfig, c *compiled, input, base str
 		r.OfflineBytes, r.OnlineBytes = o.OfflineBytes, o.OnlineBytes
 		r.AheadIters, r.OnlineIters = o.AheadIterations, o.OnlineIterations
 		r.HEAhead, r.HECapped = o.HELayersAhead, o.HELayersCapped
+		if d := o.Dealt; d != nil {
+			r.DealtAhead, r.DealtOnDemand = d.AheadOTs+d.AheadTriples, d.OnDemandOTs+d.OnDemandTriples
+		}
 	}
 	for _, l := range rep.Layers {
 		switch l.Engine {
@@ -1109,9 +1126,9 @@ func writeModelsMarkdown(w io.Writer, cfg modelsConfig, results []ModelResult) {
 			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: the helper's links (both data parties, both directions) %s GiB; helper RSS %.0f MiB, CPU %.1f s; client offline (dealt before the input) %.1f s, online %.1f s (waiting on the helper %.1f s); first inference: %d of %d requests dealt before the input",
 				r.Model, r.Backend, r.OT, r.Net, gibNum(r.HelperBytes), float64(r.Helper.MaxRSS)/(1<<20), r.Helper.UserS+r.Helper.SysS, r.OfflineS, r.OnlineS, r.HelperWaitS, r.FirstAhead, r.FirstRequests))
 		}
-		if r.AheadIters+r.OnlineIters+r.HEAhead+r.HECapped > 0 {
-			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: client offline (before the input is used) %.1f s, %s GiB; online %.1f s, %s GiB; Ferret iterations %d run ahead, %d online; HE linear layers %d made ahead, %d online (beyond the bound)",
-				r.Model, r.Backend, r.OT, r.Net, r.OfflineS, gibNum(r.OfflineBytes), r.OnlineS, gibNum(r.OnlineBytes), r.AheadIters, r.OnlineIters, r.HEAhead, r.HECapped))
+		if r.AheadIters+r.OnlineIters+r.HEAhead+r.HECapped > 0 || r.DealtAhead+r.DealtOnDemand > 0 {
+			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: client offline (before the input is used) %.1f s, %s GiB; online %.1f s, %s GiB; Ferret iterations %d run ahead, %d online; HE linear layers %d made ahead, %d online (beyond the bound); nonlinear correlations %d made ahead, %d on demand",
+				r.Model, r.Backend, r.OT, r.Net, r.OfflineS, gibNum(r.OfflineBytes), r.OnlineS, gibNum(r.OnlineBytes), r.AheadIters, r.OnlineIters, r.HEAhead, r.HECapped, r.DealtAhead, r.DealtOnDemand))
 		}
 		if r.Reason != "" {
 			notes = append(notes, fmt.Sprintf("- %s %s/%s/%s: %s", r.Model, r.Backend, r.OT, r.Net, r.Reason))

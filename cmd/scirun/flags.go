@@ -122,6 +122,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.helper, "helper", "", "backend sci3: the helper's address `HOST:PORT` (server and client); bare --helper runs the helper itself (with --listen)")
 	c.helperTLS.define(fs)
 	c.offline.define(fs)
+	c.offline.defineDealt(fs)
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", serve.DefaultConnectTimeout, "keep retrying a refused connection for `D`")
 	fs.StringVar(&c.tlsSelf, "tls-self", "", "server: use TLS with the key and self-signed certificate kept in `FILE` (made on first start; prints the fingerprint clients pin)")
 	fs.StringVar(&c.tlsPin, "tls-pin", "", "client: use TLS and accept only the server whose key has this `FINGERPRINT` (sha256:..., as the server printed it)")
@@ -198,7 +199,7 @@ func (c *config) check() error {
 		only("without --party 0", server, "tls-client-ca", "tls-client-pin", "tls-client-pins"),
 		only("without --party 1", client, "connect", "connect-timeout", "tls-ca", "tls-server-name", "tls-pin",
 			"tls-client-cert", "tls-client-key", "tls-client-self"),
-		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "streams", "ot", "offline-mib", "offline-he-mib", "offline-plans"),
+		only("with --clear", !c.clear, "timeout", "report", "net", "backend", "streams", "ot", "offline-mib", "offline-he-mib", "offline-plans", "offline-dealt"),
 	} {
 		if err != nil {
 			return err

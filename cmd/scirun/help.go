@@ -19,7 +19,7 @@ var helpSections = []struct {
 }{
 	{"Mode (choose one)", []string{"clear", "party", "local"}},
 	{"Input and output (--clear, --local, client)", []string{"input", "output", "raw", "top", "strict"}},
-	{"Secure session (--local, server, client)", []string{"backend", "ot", "offline-mib", "offline-he-mib", "offline-plans", "streams", "timeout", "net", "report"}},
+	{"Secure session (--local, server, client)", []string{"backend", "ot", "offline-mib", "offline-he-mib", "offline-plans", "offline-dealt", "streams", "timeout", "net", "report"}},
 	{"Server (--party 0; --session-timeout also --local)", []string{"listen", "serve", "max-sessions", "queue-timeout", "max-batch", "session-timeout",
 		"hello-timeout", "join-timeout", "max-pending", "max-sessions-per-client", "sessions-per-minute", "drain-timeout",
 		"metrics", "log-format"}},

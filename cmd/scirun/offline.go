@@ -29,12 +29,17 @@ type offlineFlags struct {
 	mib   int
 	plans string
 	heMiB int
+	dealt bool
 }
 
 func (o *offlineFlags) define(fs *flag.FlagSet) {
 	fs.IntVar(&o.mib, "offline-mib", sci.DefaultOfflineMiB, "--ot ferret (server, client, --local): before each inference's input is used, run ahead the Ferret iterations it will take (their flights and base COTs), holding at most `MIB` MiB of them (both parties: the smaller bound applies; what exceeds it runs online, and the report says so), and the server builds its HE weights at the first inference's start; 0: off (both made when used)")
 	fs.IntVar(&o.heMiB, "offline-he-mib", sci.DefaultOfflineHEMiB, "modes scihe and auto (server, client, --local; with --offline-mib > 0): before each inference's input is used, run every HE linear layer's HE protocol on a random mask of the client's, holding at most `MIB` MiB of the layers' shares (both parties: the smaller bound applies), so that online such a layer sends l bits per input element and the server computes it in the clear ring; the layers beyond the bound run their HE protocol online; 0: off")
 	fs.StringVar(&o.plans, "offline-plans", "", "--ot ferret (server, client, --local): keep each program's first-inference plan (the Ferret iterations it takes) in `DIR`, so that a later session runs the first inference's iterations ahead too (without one, only the later inferences of a batch are planned); a session without a matching file writes it")
+}
+
+func (o *offlineFlags) defineDealt(fs *flag.FlagSet) {
+	fs.BoolVar(&o.dealt, "offline-dealt", false, "two-party (server, client, --local; both parties alike): make the nonlinear layers' correlations (random 1-of-N OTs and bit triples, as sci3's helper deals them) with the session's own OT before each inference's input is used, from the previous inference's counts (or, with --offline-plans, an earlier session's first), within --offline-mib; what is missing is made on demand during the inference")
 }
 
 func (o *offlineFlags) check() error {
@@ -50,7 +55,7 @@ func (o *offlineFlags) check() error {
 // options returns the backend's offline options, the first inference's plan loaded from
 // --offline-plans when it has a matching file.
 func (o *offlineFlags) options(pf *planFile) sci.Offline {
-	off := sci.Offline{MiB: o.mib, HEMiB: o.heMiB}
+	off := sci.Offline{MiB: o.mib, HEMiB: o.heMiB, Dealt: o.dealt}
 	if o.mib == 0 {
 		off.MiB = -1
 	}
@@ -132,7 +137,11 @@ func sciBackend(o sci.Options, c *config, f *sciir.File, stderr io.Writer) serve
 		var pf *planFile
 		if o.OT == sci.OTFerret && c != nil && c.offline.plans != "" {
 			var err error
-			if pf, err = newPlanFile(c.offline.plans, f, party, len(streams)+1, o.Ferret.Name); err != nil {
+			name := o.Ferret.Name
+			if c.offline.dealt {
+				name += " dealt" // the plan then holds the nonlinear correlations' counts too
+			}
+			if pf, err = newPlanFile(c.offline.plans, f, party, len(streams)+1, name); err != nil {
 				return nil, err
 			}
 			if pf.note != "" && !c.quiet {
@@ -173,8 +182,16 @@ func (b *sciParty) OfflineAccount() *serve.OfflineAccount {
 	src := "he"
 	if b.ferret {
 		src = "ferret"
+	} else if a.Dealt != nil {
+		src = "dealt"
 	}
-	return &serve.OfflineAccount{Time: a.Offline.Time, Stats: a.Offline.Stats, Source: src, Ahead: a.Ahead,
+	var d serve.DealtAccount
+	if a.Dealt != nil {
+		d = serve.DealtAccount{AheadOTs: a.Dealt.AheadOTs, AheadTriples: a.Dealt.AheadTriples, OnDemandOTs: a.Dealt.OnDemandOTs,
+			OnDemandTriples: a.Dealt.OnDemandTriples, FirstOnDemand: a.Dealt.FirstOnDemand, MadeBytes: a.Dealt.MadeBytes,
+			CappedBytes: a.Dealt.CappedBytes, PeakBytes: a.Dealt.PeakBytes, FirstPlanned: a.Dealt.FirstPlanned}
+	}
+	return &serve.OfflineAccount{Dealt: d, Time: a.Offline.Time, Stats: a.Offline.Stats, Source: src, Ahead: a.Ahead,
 		Taken: a.Taken, Online: a.Online, Capped: a.Capped, Unused: a.Queued, CapBytes: a.CapBytes, PeakBytes: a.PeakBytes, PrebuiltBytes: a.PrebuiltBytes,
 		FirstPlanned: a.FirstPlanned, FirstOnline: a.FirstOnline, FirstCOTs: a.FirstCOTs, HELayers: a.HELayers,
 		HEUncached: a.HEUncached, HEBytes: a.HEBytes, HEBound: a.HEBound, HEAhead: a.HEAhead, HECapped: a.HECapped,

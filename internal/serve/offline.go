@@ -40,6 +40,24 @@ type OfflineAccount struct {
 	// HEAheadBytes the most their shares held.
 	HEAhead, HECapped        int
 	HEAheadCap, HEAheadBytes int64
+	// Dealt is the nonlinear layers' correlations made offline (scirun --offline-dealt).
+	Dealt DealtAccount
+}
+
+// DealtAccount counts the nonlinear layers' correlations made by the two parties themselves
+// (vm/sci selfdeal.go): OTs and triples made ahead, made on demand during the inferences (of
+// which FirstOnDemand in the first), the memory made ahead (both parties' ends), what the bound
+// left out, the most this party held, and whether the first inference had a plan.
+type DealtAccount struct {
+	AheadOTs        uint64 `json:"ahead_ots"`
+	AheadTriples    uint64 `json:"ahead_triples"`
+	OnDemandOTs     uint64 `json:"on_demand_ots"`
+	OnDemandTriples uint64 `json:"on_demand_triples"`
+	FirstOnDemand   uint64 `json:"first_on_demand"`
+	MadeBytes       int64  `json:"made_bytes"`
+	CappedBytes     int64  `json:"capped_bytes"`
+	PeakBytes       int64  `json:"peak_bytes"`
+	FirstPlanned    bool   `json:"first_planned"`
 }
 
 // OfflineAccounter is a two-party backend with an offline phase (Report.Offline).
@@ -94,6 +112,8 @@ type Offline struct {
 	HELayersCapped int   `json:"he_layers_capped,omitempty"`
 	HELayersCap    int64 `json:"he_layers_cap,omitempty"`
 	HELayersBytes  int64 `json:"he_layers_bytes,omitempty"`
+	// Dealt is the nonlinear layers' correlations made offline (scirun --offline-dealt), or nil.
+	Dealt *DealtAccount `json:"dealt,omitempty"`
 }
 
 // offlineOf fills Report.Offline from the backend's account.
@@ -110,6 +130,10 @@ func offlineOf(a *OfflineAccount, rep *Report) *Offline {
 		FirstOnlineIterations: a.FirstOnline, FirstCOTs: a.FirstCOTs, HEWeightLayers: a.HELayers, HEWeightUncached: a.HEUncached,
 		HEWeightBytes: a.HEBytes, HEWeightBound: a.HEBound, HELayersAhead: a.HEAhead, HELayersCapped: a.HECapped,
 		HELayersCap: a.HEAheadCap, HELayersBytes: a.HEAheadBytes}
+	if a.Dealt != (DealtAccount{}) {
+		d := a.Dealt
+		o.Dealt = &d
+	}
 	o.OnlineMS = max(0, rep.RunMS-o.OfflineMS)
 	return o
 }
@@ -133,6 +157,14 @@ func (o *Offline) write(b *strings.Builder, runMS float64) {
 	if o.HELayersAhead+o.HELayersCapped > 0 {
 		fmt.Fprintf(b, "  HE linear layers made ahead (their HE protocol on a random mask): %d, holding up to %s of shares (bound %s); %d beyond the bound ran their HE protocol online\n",
 			o.HELayersAhead, FormatBytes(o.HELayersBytes), FormatBytes(o.HELayersCap), o.HELayersCapped)
+	}
+	if d := o.Dealt; d != nil {
+		first := "the first inference had no plan (made on demand)"
+		if d.FirstPlanned {
+			first = "the first inference planned"
+		}
+		fmt.Fprintf(b, "  nonlinear correlations made offline: %d OTs and %d triples ahead (%s, both parties; peak %s here); %d OTs and %d triples on demand (%d in the first inference: %s); %s left on demand by the bound\n",
+			d.AheadOTs, d.AheadTriples, FormatBytes(d.MadeBytes), FormatBytes(d.PeakBytes), d.OnDemandOTs, d.OnDemandTriples, d.FirstOnDemand, first, FormatBytes(d.CappedBytes))
 	}
 	if o.CappedIterations > 0 {
 		fmt.Fprintf(b, "  %d planned iterations ran online: they exceed the offline memory bound of %s (peak %s held ahead)\n",

@@ -151,6 +151,9 @@ func (o Options) Describe(r ring.Ring) string {
 			d += fmt.Sprintf(" he=N%d/logQ%d", p.N(), p.LogQ())
 		}
 	}
+	if o.Offline.Dealt {
+		d += " dealt=offline"
+	}
 	return d
 }
 
@@ -167,6 +170,7 @@ type Backend struct {
 	lin   *linear.Session
 	he    *he.Session // nil in mode sciot
 	off   *offline    // nil on IKNP
+	sd    *selfDealt  // the nonlinear layers' correlations made ahead (Offline.Dealt), or nil
 	err   error
 	prof  Profile
 }
@@ -251,7 +255,7 @@ func FromOT(ctx context.Context, r ring.Ring, opt Options, sessions ...*ot.Sessi
 		}
 	}
 	var err error
-	if b.nl, err = nonlinear.New(ctx, r, opt.Nonlinear, srcs...); err != nil {
+	if b.nl, err = b.newNonlinear(ctx, r, opt, srcs); err != nil {
 		return nil, fmt.Errorf("sci: %w", err)
 	}
 	if b.lin, err = linear.New(ctx, r, opt.Linear, srcs...); err != nil {
@@ -264,6 +268,9 @@ func FromOT(ctx context.Context, r ring.Ring, opt Options, sessions ...*ot.Sessi
 		if b.off == nil {
 			b.off = &offline{opt: opt.Offline}
 		}
+	}
+	if b.sd != nil && b.off == nil {
+		b.off = &offline{opt: opt.Offline} // the self-dealt correlations' offline phase, on IKNP
 	}
 	b.prof.Setup = Cost{Calls: 1, Time: time.Since(start), Stats: sumStats(b.conns).Sub(before)}
 	return b, nil

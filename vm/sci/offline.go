@@ -11,6 +11,7 @@ import (
 	"github.com/cryptflow-go/cryptflow/ir/fixed"
 	"github.com/cryptflow-go/cryptflow/protocols/ferret"
 	"github.com/cryptflow-go/cryptflow/protocols/he/heplan"
+	"github.com/cryptflow-go/cryptflow/protocols/selfdeal"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 	"github.com/cryptflow-go/cryptflow/ring"
 )
@@ -71,6 +72,10 @@ type Offline struct {
 	// HEMiB bounds the shares of the HE linear layers made ahead (0: DefaultOfflineHEMiB;
 	// negative: none). The smaller of the parties' bounds applies.
 	HEMiB int
+	// Dealt makes the nonlinear layers' correlations (random 1-of-N OTs and bit triples, as
+	// the three-party mode's helper deals them) in the offline phase, with the session's own
+	// OT (selfdeal.go). Both parties must agree (the nonlinear session's hello checks it).
+	Dealt bool
 }
 
 // Plan is how many Ferret main iterations one inference takes: Iterations[i][p] in stream i,
@@ -80,6 +85,9 @@ type Plan struct {
 	// COTs are the COTs the inference drew, per stream and direction like Iterations (local:
 	// they size the outputs this party builds ahead; not exchanged).
 	COTs [][2]uint64 `json:"cots,omitempty"`
+	// Dealt is the nonlinear layers' correlations the inference drew, per stream
+	// (Offline.Dealt; exchanged, both parties make the larger).
+	Dealt []selfdeal.Plan `json:"dealt,omitempty"`
 }
 
 // Total is the number of iterations in the plan.
@@ -126,6 +134,8 @@ type OfflineAccount struct {
 	// HECapped those the bound HEAheadCap left online, HEAheadBytes the most their shares held.
 	HEAhead, HECapped        int
 	HEAheadCap, HEAheadBytes int64
+	// Dealt is the nonlinear layers' correlations made offline (Offline.Dealt), or nil.
+	Dealt *DealtAccount
 }
 
 // offline is a backend's offline-phase state.
@@ -172,6 +182,11 @@ func (b *Backend) Offline() *OfflineAccount {
 			a.Taken += c.Taken
 		}
 	}
+	if b.sd != nil {
+		b.sd.count()
+		d := b.sd.acct
+		a.Dealt = &d
+	}
 	return &a
 }
 
@@ -181,6 +196,11 @@ func (b *Backend) Offline() *OfflineAccount {
 func (b *Backend) Plan() *Plan {
 	if b.off == nil {
 		return nil
+	}
+	if p := b.off.firstTook; p != nil && b.sd != nil && b.sd.took0 != nil {
+		q := *p
+		q.Dealt = b.sd.took0
+		return &q
 	}
 	return b.off.firstTook
 }
@@ -202,6 +222,9 @@ func (b *Backend) BeginInference(ctx context.Context, k, count int) error {
 	start := time.Now()
 	before := sumStats(b.conns)
 	err := o.begin(ctx, b, k)
+	if err == nil && b.sd != nil {
+		err = b.sd.begin(ctx, b, k)
+	}
 	o.acct.Offline = o.acct.Offline.Add(Cost{Calls: 1, Time: time.Since(start), Stats: sumStats(b.conns).Sub(before)})
 	if err != nil {
 		return b.fail("offline phase", err)
@@ -439,6 +462,9 @@ func (o *offline) onlineNow(party int) int {
 
 // EndInference records what inference k took, for the plan of the next ones.
 func (b *Backend) EndInference(k int) error {
+	if b.sd != nil {
+		b.sd.end(k)
+	}
 	o := b.off
 	if o == nil || o.start == nil {
 		return nil
