@@ -215,6 +215,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--local", client, "--input", in}, false, "--local (which also runs the server) needs the full program file"},
 		{[]string{"--local", full, "--input", in, "--backend", "gpu"}, false, `backend "gpu" is not available in this build (available: auto, sciot, scihe`},
 		{[]string{"--local", full, "--input", in, "--ot", "kos"}, true, `--ot "kos": want auto, iknp or ferret`},
+		{[]string{"--local", full, "--input", in, "--backend", "sci3", "--offline-dealt"}, true, "--offline-dealt is for the two-party backends"},
 		{[]string{"--clear", full, "--input", filepath.Join(data, "model.onnx")}, false, "input"},
 		{[]string{"--clear", in, "--input", in}, false, "not a .sciir program file"},
 		{[]string{"--party", "1", client, "--connect", "x:1", "--input", in, "--tls-ca", filepath.Join(data, "model.onnx")}, false, "holds no PEM certificate"},

@@ -55,6 +55,10 @@ func (c *config) options(f *sciir.File, e *env) (*serve.Options, error) {
 			opt.SessionTimeout = -1 // no limit
 		}
 	}
+	if c.offline.dealt && (be == fhevm.BackendName || be == sci3.Name) {
+		// sci3's helper deals these correlations itself; the fhe mode has none.
+		return nil, cli.Usagef("--offline-dealt is for the two-party backends (sciot, scihe, auto), not %s", be)
+	}
 	opt.NewBackend = e.backends[be]
 	if be == fhevm.BackendName && opt.NewBackend == nil {
 		opt.NewBackend = fheBackend(f, e, &c.fheBatch)
