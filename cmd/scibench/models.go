@@ -613,8 +613,10 @@ func writeRampInput(p *fixed.Program, path string) error {
 
 // estimateTraffic forecasts a run's traffic: every linear layer by the engine the backend gives
 // it (exact formulas, from passes.PlanEngines), every nonlinear element by the per-element
-// formulas of protocols/nonlinear on IKNP with m = nonlinear.DefaultM (Ferret sends less per
-// element but adds its set-up, a few MiB). Base OTs and message headers are left out.
+// formulas of protocols/nonlinear with m = nonlinear.DefaultM: on IKNP for two parties (Ferret
+// sends less per element but adds its set-up, a few MiB), on dealt correlations for sci3 (the
+// traffic between the data parties; the helper's links are not counted). Base OTs and message
+// headers are left out.
 func estimateTraffic(p *fixed.Program, backend, netName string) (Estimate, error) {
 	var e Estimate
 	nm, err := passes.NetModelNamed(netName)
@@ -664,9 +666,15 @@ func estimateTraffic(p *fixed.Program, backend, netName string) (Estimate, error
 			e.LinearBytes += hb
 		}
 	}
-	l, m := p.Bits, nonlinear.DefaultM
-	cot := int64(128 + l)
-	relu := int64(nonlinear.ReLUBits(l, m))
+	// The nonlinear layers' bits per element, from the exact formulas of protocols/nonlinear: on
+	// IKNP for two parties, on dealt correlations (nothing for the COTs and triples between the
+	// data parties) for sci3.
+	l := p.Bits
+	pl := nonlinear.Plan{OT: nonlinear.IKNPCost(), M: nonlinear.DefaultM}
+	if backend == "sci3" {
+		pl.OT = nonlinear.DealtCost()
+	}
+	relu := int64(pl.ReLU(l).Bits)
 	var nbits int64
 	// The VM runs a ReLU and the truncation of its result as one protocol (vm.ReLUTruncBackend).
 	fused := map[int]bool{}
@@ -679,32 +687,34 @@ func estimateTraffic(p *fixed.Program, backend, netName string) (Estimate, error
 		case fixed.OpInput:
 			nbits += size(in.Out) * int64(l)
 		case fixed.OpReLU:
-			if fused[i] {
-				b := in.Bits
-				if b <= 0 {
-					b = l
-				}
-				nbits += size(in.Out) * int64(nonlinear.ReLUTruncBits(b, l, p.Instrs[i+1].Shift, m))
-				break
+			b := in.Bits // compared on the low bits of the operand's bound, when recorded
+			if b <= 0 {
+				b = l
 			}
-			if in.Bits > 0 { // compared on the low bits of the operand's bound
-				nbits += size(in.Out) * int64(nonlinear.ReLULowBits(in.Bits, l, m))
-			} else {
+			switch {
+			case fused[i]:
+				nbits += size(in.Out) * int64(pl.ReLUTrunc(b, l, p.Instrs[i+1].Shift).Bits)
+			case b < l:
+				nbits += size(in.Out) * int64(pl.ReLULow(b, l).Bits)
+			default:
 				nbits += size(in.Out) * relu
 			}
 		case fixed.OpTrunc:
 			if fused[i] {
 				break
 			}
-			nbits += size(in.Out) * int64(nonlinear.TruncBits(l, in.Shift, m, in.NonNeg))
+			nbits += size(in.Out) * int64(pl.Trunc(l, in.Shift, in.NonNeg).Bits)
 		case fixed.OpMaxPool:
-			k := int64(1)
+			k := 1
 			for _, d := range in.Win.Kernel {
-				k *= int64(d)
+				k *= d
 			}
-			nbits += size(in.Out) * (k - 1) * relu
+			nbits += size(in.Out) * int64(pl.MaxRows(l, k).Bits)
 		case fixed.OpArgMax:
-			nbits += (size(in.In[0]) - size(in.Out)) * (relu + 2*cot)
+			rows := size(in.Out)
+			if rows > 0 {
+				nbits += rows * int64(pl.ArgMaxRows(l, int(size(in.In[0])/rows)).Bits)
+			}
 		case fixed.OpDiv:
 			n := size(in.Out)
 			var per int64
@@ -712,9 +722,9 @@ func estimateTraffic(p *fixed.Program, backend, netName string) (Estimate, error
 				switch {
 				case d <= 1:
 				case d&(d-1) == 0:
-					per += int64(nonlinear.TruncBits(l, bits.TrailingZeros(uint(d)), m, false))
+					per += int64(pl.Trunc(l, bits.TrailingZeros(uint(d)), false).Bits)
 				default:
-					per += int64(nonlinear.DivBits(l, uint64(d), m))
+					per += int64(pl.Div(l, uint64(d)).Bits)
 				}
 			}
 			if len(in.Divisors) > 0 {

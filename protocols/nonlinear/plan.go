@@ -34,7 +34,11 @@ type OTCost struct {
 	// COTBits is a silent source's amortised refill traffic per COT, in
 	// bits: 8·IterationBytes/Output of its main iteration. Zero for IKNP.
 	COTBits float64
-	// Name is for reports: "iknp" or the Ferret parameter set's name.
+	// Dealt is true for correlations a helper deals (the three-party mode, package dealer):
+	// derived OTs cost what they cost on silent OT, and the COTs and bit triples come from the
+	// helper, so none of them is traffic between the two data parties.
+	Dealt bool
+	// Name is for reports: "iknp", "dealt" or the Ferret parameter set's name.
 	Name string
 }
 
@@ -46,6 +50,11 @@ func FerretCost(cfg ferret.Config) OTCost {
 	return OTCost{Silent: true, Name: "ferret-" + cfg.Name,
 		COTBits: 8 * float64(ferret.IterationBytes(cfg.Main)) / float64(cfg.Main.Output())}
 }
+
+// DealtCost is the cost model of dealt correlations between the two data parties (the
+// three-party mode): only the derandomisation bits, the OTs' messages and the masked bits of the
+// ANDs cross between them.
+func DealtCost() OTCost { return OTCost{Silent: true, Dealt: true, Name: "dealt"} }
 
 // SourceCost returns the cost model of an OT source: Ferret for a
 // session on a Ferret core (with its parameter set), IKNP otherwise.
@@ -121,6 +130,9 @@ func log2(N int) int {
 // regAND is one AND with a regular triple: the triple and the 2+2 masked
 // bits.
 func (p Plan) regAND() Cost {
+	if p.OT.Dealt {
+		return Cost{Bits: 4}
+	}
 	if p.ROTTriples {
 		return p.OT.rot().Scale(2).Add(Cost{Bits: 4})
 	}
@@ -130,6 +142,9 @@ func (p Plan) regAND() Cost {
 
 // corrAND is two ANDs with a correlated pair: the pair and 3+3 masked bits.
 func (p Plan) corrAND() Cost {
+	if p.OT.Dealt {
+		return Cost{Bits: 6}
+	}
 	if p.ROTTriples {
 		return p.OT.rot().Scale(2).Add(Cost{Bits: 6})
 	}
