@@ -19,7 +19,7 @@ for k in ${BLOCKS:-0 1 2 3 4 5 6 7 8 9}; do
 	blk=$work/blk$k
 	[[ -d $blk ]] || "$bin/mkdata" mnist --from-dir "$mnist" --set t10k --scale 1 --from $((k * 1000)) --count 1000 --out "$blk"
 	"$bin/scirun" --clear "$work/lola.sciir" --input "$blk" --output "$work/clear$k/" --raw --quiet > /dev/null
-	"$bin/scirun" --local "$work/lola.sciir" --input "$blk" --output "$work/enc$k/" --raw --timeout 60m > "$work/enc$k.txt"
+	"$bin/scirun" --local "$work/lola.sciir" --input "$blk" --output "$work/enc$k/" --raw --timeout 60m > "$work/enc$k.txt" 2> "$work/enc$k.log"
 	for f in "$work/clear$k"/*.npy; do
 		cmp -s "$f" "$work/enc$k/${f##*/}" || { echo "$0: ${f##*/}: the encrypted output differs from --clear" >&2; exit 1; }
 	done
