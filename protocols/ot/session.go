@@ -22,7 +22,8 @@ type Session struct {
 	conn   *transport.Conn
 	party  int
 	hash   *prg.Hash
-	err    error // sticky: set when the two parties may be out of step
+	rng    *prg.PRG // the receiver's random 1-of-N choices on a native core (made on first use)
+	err    error    // sticky: set when the two parties may be out of step
 	sc     scratch
 }
 
@@ -215,10 +216,11 @@ const (
 	opROTChosen
 	opBlockCOT
 	opRCOT
+	opROTN
 )
 
 var opNames = map[uint8]string{opROT: "random OT", opCOT: "correlated OT", opOT: "chosen 1-of-2 OT", opOTN: "1-of-N OT",
-	opROTChosen: "random OT with the receiver's choice bits", opBlockCOT: "block COT", opRCOT: "correlated OT with random choice bits"}
+	opROTChosen: "random OT with the receiver's choice bits", opBlockCOT: "block COT", opRCOT: "correlated OT with random choice bits", opROTN: "random 1-of-N OT"}
 
 // header describes a batch: its kind, l, w (N for 1-of-N), n, and the stream index of its
 // first instance. The party that sends the batch's first message sends it; the other checks
@@ -251,7 +253,7 @@ func (h header) String() string {
 	if name == "" {
 		name = fmt.Sprintf("op %d", h.op)
 	}
-	if h.op == opOTN {
+	if h.op == opOTN || h.op == opROTN {
 		return fmt.Sprintf("%s (n=%d, N=%d, l=%d, instance %d)", name, h.n, h.w, h.l, h.ctr)
 	}
 	return fmt.Sprintf("%s (n=%d, w=%d, l=%d, instance %d)", name, h.n, h.w, h.l, h.ctr)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/cryptflow-go/cryptflow/protocols/bitvec"
 	"github.com/cryptflow-go/cryptflow/protocols/ot"
-	"github.com/cryptflow-go/cryptflow/protocols/prg"
 	"github.com/cryptflow-go/cryptflow/protocols/transport"
 )
 
@@ -21,7 +20,6 @@ type Core struct {
 	ot.Core             // the wrapped session's core (COTs, Δ, counts, frames)
 	inner   *ot.Session // makes the OTs
 	party   int
-	rng     *prg.PRG
 	q       map[dir]*queue
 	dsent   uint64
 	drecvd  uint64
@@ -54,11 +52,7 @@ func New(s *ot.Session) (*Core, error) {
 	if _, ok := s.Core().(ot.DealtCore); ok {
 		return nil, errors.New("selfdeal: New: the session's OTs are dealt already")
 	}
-	rng, err := prg.NewRandom()
-	if err != nil {
-		return nil, fmt.Errorf("selfdeal: New: %w", err)
-	}
-	return &Core{Core: s.Core(), inner: s, party: s.Party(), rng: rng, q: map[dir]*queue{}, drawn: map[dir]uint64{}}, nil
+	return &Core{Core: s.Core(), inner: s, party: s.Party(), q: map[dir]*queue{}, drawn: map[dir]uint64{}}, nil
 }
 
 // Err is the error that made the core (or the session it makes the OTs with) unusable.
@@ -267,15 +261,8 @@ func (c *Core) makeSend(ctx context.Context, k Shape, n int) (*chunk, error) {
 			copy(msgs[i*per:], m0[i*k.W:(i+1)*k.W])
 			copy(msgs[i*per+k.W:], m1[i*k.W:(i+1)*k.W])
 		}
-	} else {
-		c.rng.Uint64s(msgs)
-		mask := bitvec.Mask(k.L)
-		for i := range msgs {
-			msgs[i] &= mask
-		}
-		if err := c.inner.SendOTN(ctx, k.N, k.L, msgs); err != nil {
-			return nil, err
-		}
+	} else if err := c.inner.SendROTN(ctx, k.N, k.L, msgs); err != nil {
+		return nil, err
 	}
 	raw := make([]uint64, n*S)
 	for i := range n {
@@ -295,11 +282,7 @@ func (c *Core) makeRecv(ctx context.Context, k Shape, n int) (*chunk, error) {
 		}
 	} else {
 		cb := make([]byte, n)
-		c.rng.Fill(cb)
-		for i := range cb {
-			cb[i] &= byte(k.N - 1)
-		}
-		if err := c.inner.RecvOTN(ctx, k.N, k.L, cb, out); err != nil {
+		if err := c.inner.RecvROTN(ctx, k.N, k.L, cb, out); err != nil {
 			return nil, err
 		}
 		var w bitvec.Writer

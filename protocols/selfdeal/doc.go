@@ -8,8 +8,8 @@
 //
 // Making them takes no new cryptography: a random 1-of-2 OT with w-word messages is the session's
 // random OT (ot.Session.SendROTWide), a random 1-of-N OT (N > 2, one word per message) is the
-// session's chosen-message 1-of-N OT on random messages and random choices (ot.Session.SendOTN),
-// and the triples come from the OT-based construction of package nonlinear
+// session's random 1-of-N OT (ot.Session.SendROTN: the extension's pads, no message crosses the
+// wire), and the triples come from the OT-based construction of package nonlinear
 // (nonlinear.Session.BitTriples, CorrelatedBitTriples) on a session of their own per stream.
 //
 // How many: a [Plan] per stream lists, per shape and direction, the instances an inference

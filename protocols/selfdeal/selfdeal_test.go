@@ -436,8 +436,9 @@ func TestPlanEncoding(t *testing.T) {
 
 // TestMadeOTs: the OTs made ahead are random OTs (the receiver's words are the sender's message
 // of its choice, the choices cover every value), in every shape the protocols draw, on IKNP and
-// Ferret; making them moves exactly the bytes of the session's own batch (ROTWide for N = 2,
-// OTN on the messages for N > 2), and drawing them moves nothing.
+// Ferret; making them moves exactly the bytes of the session's own random OT batch (ROTWide for
+// N = 2, ROTN for N > 2) — on IKNP the sender of a 1-of-N batch sends only the 8-byte
+// acknowledgement, no N·l-bit messages — and drawing them moves nothing.
 func TestMadeOTs(t *testing.T) {
 	ctx := context.Background()
 	shapes := []Shape{{2, 1, 32}, {2, 3, 7}, {2, 1, 1}, {4, 1, 2}, {16, 1, 2}, {256, 1, 32}}
@@ -447,21 +448,24 @@ func TestMadeOTs(t *testing.T) {
 		for _, k := range shapes {
 			n := 3000
 			plan := []Plan{{OTs: []Entry{{Sender: 1, N: k.N, W: k.W, L: k.L, Count: uint64(n)}}}}
-			b0 := stats(ps[0].conns)
+			b0, s1 := stats(ps[0].conns), stats(ps[1].conns)
 			ottest.MustBoth(t, func() error { return ps[0].makeAhead(ctx, plan) }, func() error { return ps[1].makeAhead(ctx, plan) })
 			made := stats(ps[0].conns).Sub(b0)
+			if sent := stats(ps[1].conns).Sub(s1).BytesSent; !useFerret && k.N > 2 && sent != 8+transport.HeaderSize {
+				t.Errorf("IKNP %v: the sender of %d random 1-of-%d OTs sent %d bytes, want one acknowledgement (%d)", k, n, k.N, sent, 8+transport.HeaderSize)
+			}
 			// The same batch on the reference pair's session, party 1 sending.
 			r0 := stats(ref[0].conns)
 			ottest.MustBoth(t, func() error {
 				if k.N == 2 {
 					return ref[0].src[0].RecvROTWide(ctx, k.W, k.L, make([]uint64, n/64+1), make([]uint64, n*k.W))
 				}
-				return ref[0].src[0].RecvOTN(ctx, k.N, k.L, make([]uint8, n), make([]uint64, n))
+				return ref[0].src[0].RecvROTN(ctx, k.N, k.L, make([]uint8, n), make([]uint64, n))
 			}, func() error {
 				if k.N == 2 {
 					return ref[1].src[0].SendROTWide(ctx, k.W, k.L, make([]uint64, n*k.W), make([]uint64, n*k.W))
 				}
-				return ref[1].src[0].SendOTN(ctx, k.N, k.L, make([]uint64, n*k.N))
+				return ref[1].src[0].SendROTN(ctx, k.N, k.L, make([]uint64, n*k.N))
 			})
 			if want := stats(ref[0].conns).Sub(r0); made.BytesSent != want.BytesSent || made.BytesRecv != want.BytesRecv {
 				t.Errorf("ferret=%v %v: making %d moved %d/%d bytes, the session's batch %d/%d", useFerret, k, n, made.BytesSent, made.BytesRecv, want.BytesSent, want.BytesRecv)

@@ -52,10 +52,13 @@ func kinds(t *testing.T, src Source) {
 		}
 		for _, N := range []int{2, 8, 256} {
 			checkOTN(t, fmt.Sprintf("n=%d N=%d", n, N), s0, s1, r, n, N, 5)
+			checkROTN(t, fmt.Sprintf("n=%d N=%d", n, N), s1, s0, n, N, 5)
 		}
 		checkBlock(t, fmt.Sprintf("n=%d", n), s1, s0, n)
 	}
 	checkOTN(t, "l=64", s1, s0, r, 300, 16, 64)
+	checkROTN(t, "l=64", s0, s1, 300, 16, 64)
+	checkROTN(t, "l=64 N=2", s1, s0, 100, 2, 64)
 }
 
 func randWords(r *rand.Rand, n int) []uint64 {
@@ -172,6 +175,45 @@ func checkOTN(t *testing.T, name string, snd, rcv *ot.Session, r *rand.Rand, n, 
 	}
 }
 
+// checkROTN runs n random 1-of-N OTs of l-bit messages: out[i] must be message c[i] of
+// instance i; the choices must not all be equal (n ≥ 64: probability N^−63); with l = 64 the N
+// messages of an instance must be pairwise distinct (a collision has probability about
+// N²·2^−65) and the receiver's output must equal no unchosen one.
+func checkROTN(t *testing.T, name string, snd, rcv *ot.Session, n, N, l int) {
+	t.Helper()
+	ctx := context.Background()
+	msgs := make([]uint64, n*N)
+	c := make([]uint8, n)
+	out := make([]uint64, n)
+	MustBoth(t, func() error { return snd.SendROTN(ctx, N, l, msgs) }, func() error { return rcv.RecvROTN(ctx, N, l, c, out) })
+	seen := map[uint8]bool{}
+	for i := range out {
+		if int(c[i]) >= N {
+			t.Fatalf("ROTN %s: instance %d: choice %d not below N=%d", name, i, c[i], N)
+		}
+		seen[c[i]] = true
+		inst := msgs[i*N : (i+1)*N]
+		if out[i] != inst[c[i]] {
+			t.Fatalf("ROTN %s l=%d: instance %d (choice %d): got %x, want %x", name, l, i, c[i], out[i], inst[c[i]])
+		}
+		for v, x := range inst {
+			if x&^bitvec.Mask(l) != 0 {
+				t.Fatalf("ROTN %s l=%d: instance %d message %d has bits above l: %x", name, l, i, v, x)
+			}
+			if l == 64 {
+				for u := range v {
+					if inst[u] == x {
+						t.Fatalf("ROTN %s: instance %d: messages %d and %d are equal (%x)", name, i, u, v, x)
+					}
+				}
+			}
+		}
+	}
+	if n >= 64 && len(seen) < 2 {
+		t.Fatalf("ROTN %s: all %d choices are %v", name, n, seen)
+	}
+}
+
 // checkBlock runs n block COTs: m_i = k_i ⊕ b_i·Δ with the sender's Δ for every instance.
 func checkBlock(t *testing.T, name string, snd, rcv *ot.Session, n int) {
 	t.Helper()
@@ -229,7 +271,7 @@ func bytes(t *testing.T, src Source) {
 			kind string
 			v, k int // reply bits per instance per l; COTs per instance
 			N    int
-		}{{"COT", 1, 1, 0}, {"OT", 2, 1, 0}, {"ROTChosen", 0, 1, 0}, {"OTN", 8, 3, 8}, {"RCOT", 1, 1, 0}, {"ROT", 0, 1, 0}} {
+		}{{"COT", 1, 1, 0}, {"OT", 2, 1, 0}, {"ROTChosen", 0, 1, 0}, {"OTN", 8, 3, 8}, {"RCOT", 1, 1, 0}, {"ROT", 0, 1, 0}, {"ROTN", 0, 3, 8}} {
 			if (c.kind == "RCOT" || c.kind == "ROT") && !dealt {
 				continue // on other cores their bytes are the core's own (IKNP's extension, Ferret's refills)
 			}
@@ -245,6 +287,19 @@ func bytes(t *testing.T, src Source) {
 				}
 			}
 			st0, st1 := s0.Conn().Stats(), s1.Conn().Stats()
+			if c.kind == "ROTN" && native {
+				// KK13: the receiver's extension (checked by the core's tests) and the header;
+				// the sender only acknowledges — no message reply.
+				MustBoth(t, func() error { return s0.SendROTN(ctx, c.N, 13, make([]uint64, n*c.N)) },
+					func() error { return s1.RecvROTN(ctx, c.N, 13, make([]uint8, n), make([]uint64, n)) })
+				if d0 := s0.Conn().Stats().Sub(st0); d0.BytesSent != ack {
+					t.Fatalf("ROTN n=%d (native): sender sent %d bytes, want %d", n, d0.BytesSent, ack)
+				}
+				if d1 := s1.Conn().Stats().Sub(st1); d1.BytesSent < headerSize+H {
+					t.Fatalf("ROTN n=%d (native): receiver sent %d bytes, want at least %d", n, d1.BytesSent, headerSize+H)
+				}
+				continue
+			}
 			var f0, f1 func() error
 			switch c.kind {
 			case "COT":
@@ -261,6 +316,9 @@ func bytes(t *testing.T, src Source) {
 			case "OTN":
 				f0 = func() error { return s0.SendOTN(ctx, c.N, l, make([]uint64, n*c.N)) }
 				f1 = func() error { return s1.RecvOTN(ctx, c.N, l, make([]uint8, n), make([]uint64, n)) }
+			case "ROTN":
+				f0 = func() error { return s0.SendROTN(ctx, c.N, l, make([]uint64, n*c.N)) }
+				f1 = func() error { return s1.RecvROTN(ctx, c.N, l, make([]uint8, n), make([]uint64, n)) }
 			case "RCOT":
 				f0 = func() error { return s0.SendRCOTWide(ctx, w, l, make([]uint64, n*w), make([]uint64, n*w)) }
 				f1 = func() error { return s1.RecvRCOTWide(ctx, w, l, make([]uint64, bitvec.Words(n)), make([]uint64, n*w)) }
@@ -285,8 +343,13 @@ func bytes(t *testing.T, src Source) {
 				wantR, wantS = 0, wantS+headerSize+H
 			case "ROT": // random choices and no reply: no header
 				wantR = 0
+			case "ROTN": // random choices (the COTs' own) and no message reply
+				wantS, wantR = ack, 0
+				if chosen {
+					wantR = headerSize + H
+				}
 			}
-			if !chosen && wantR > 0 { // one derandomisation bit per COT, one frame per Frame instances
+			if !chosen && wantR > 0 && c.kind != "ROTN" { // one derandomisation bit per COT, one frame per Frame instances
 				for off := 0; off < n; off += fr {
 					wantR += int64(transport.PackedBytes(min(fr, n-off)*c.k, 1)) + H
 				}
