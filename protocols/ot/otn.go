@@ -235,26 +235,32 @@ func (s *Session) recvOTN(ctx context.Context, N, m, l int, c []uint8, out []uin
 	}
 	clear(out)
 	dom := s.core.Domain(1-s.party, PurposeOTN) | uint64(m)
-	// pad_i = ⊕_j H(τ, M_ij), τ = {(index of COT ij)·N + c_i, domain | m}: the TCCR hash written
-	// out, since the tweaks are not consecutive.
 	err := s.recvDraw(ctx, n, m, false, cb, func(off int, mb []prg.Block) {
-		y := growB(&s.sc.y, len(mb))
-		z := growB(&s.sc.z, len(mb))
-		s.hash.Permute(y, mb)
-		for q, yq := range y {
-			g := off + q
-			lo := (h.ctr+uint64(g))*uint64(N) + uint64(c[g/m])
-			z[q] = prg.Block{yq[0] ^ lo, yq[1] ^ dom}
-		}
-		s.hash.Permute(z, z)
-		for q := range z {
-			out[(off+q)/m] ^= z[q][0] ^ y[q][0]
-		}
+		s.otnRecvPads(out, mb, off, h.ctr, N, m, dom, c)
 	})
 	if err != nil {
 		return err
 	}
 	return s.awaitOTN(ctx, h.ctr, N, l, c, out, nil)
+}
+
+// otnRecvPads XORs into out[i] the hashes of the receiver's COT messages mb, those of COTs
+// off, off+1, … of a 1-of-N batch at counter ctr: pad_i = ⊕_j H(τ, M_ij) with
+// τ = {(index of COT ij)·N + c_i, domain | m} (the TCCR hash written out, since the tweaks are
+// not consecutive).
+func (s *Session) otnRecvPads(out []uint64, mb []prg.Block, off int, ctr uint64, N, m int, dom uint64, c []uint8) {
+	y := growB(&s.sc.y, len(mb))
+	z := growB(&s.sc.z, len(mb))
+	s.hash.Permute(y, mb)
+	for q, yq := range y {
+		g := off + q
+		lo := (ctr+uint64(g))*uint64(N) + uint64(c[g/m])
+		z[q] = prg.Block{yq[0] ^ lo, yq[1] ^ dom}
+	}
+	s.hash.Permute(z, z)
+	for q := range z {
+		out[(off+q)/m] ^= z[q][0] ^ y[q][0]
+	}
 }
 
 // awaitOTN is the receiver's reply of a 1-of-N batch: out[i] ⊕= e_{i,c_i}, masked to l bits

@@ -145,21 +145,8 @@ func (s *Session) recvROTN(ctx context.Context, N, m, l int, c []uint8, out []ui
 	}
 	clear(out)
 	dom := s.core.Domain(1-s.party, PurposeOTN) | uint64(m)
-	// pad_i = ⊕_j H(τ, M_ij), τ = {(index of COT ij)·N + c_i, domain | m}, as in recvOTN.
 	for off := 0; off < total; off += rotnHashChunk {
-		mb := mall[off:min(total, off+rotnHashChunk)]
-		y := growB(&s.sc.y, len(mb))
-		z := growB(&s.sc.z, len(mb))
-		s.hash.Permute(y, mb)
-		for q, yq := range y {
-			g := off + q
-			lo := (h.ctr+uint64(g))*uint64(N) + uint64(c[g/m])
-			z[q] = prg.Block{yq[0] ^ lo, yq[1] ^ dom}
-		}
-		s.hash.Permute(z, z)
-		for q := range z {
-			out[(off+q)/m] ^= z[q][0] ^ y[q][0]
-		}
+		s.otnRecvPads(out, mall[off:min(total, off+rotnHashChunk)], off, h.ctr, N, m, dom, c)
 	}
 	mask := bitvec.Mask(l)
 	for i := range out {
