@@ -387,17 +387,12 @@ func (m *Machine) fuseReLUTrunc() {
 // instruction, an OpTrunc of it with NonNeg and a shift > 0, when use accepts the operand's width
 // (the ReLU's Bits, or the ring's) and the shift. Cost estimates use it to count what the VM runs.
 func ReLUTruncPairs(p *fixed.Program, use func(bits, s int) bool) []int {
-	readers := make([]int, len(p.Tensors))
-	for _, in := range p.Instrs {
-		for _, t := range in.In {
-			readers[t]++
-		}
-	}
+	uses := p.Uses()
 	var out []int
 	for i, in := range p.Instrs[:max(len(p.Instrs)-1, 0)] {
 		next := p.Instrs[i+1]
 		if in.Op != fixed.OpReLU || next.Op != fixed.OpTrunc || !next.NonNeg || next.Shift <= 0 ||
-			len(next.In) != 1 || next.In[0] != in.Out || readers[in.Out] != 1 {
+			len(next.In) != 1 || next.In[0] != in.Out || len(uses[in.Out]) != 1 {
 			continue
 		}
 		bits := in.Bits

@@ -36,18 +36,12 @@ func inputLayout(p *fixed.Program, t int) []int32 {
 	if len(s) != 4 || s[0] != 1 {
 		return nil
 	}
-	var conv *fixed.Instr
-	for _, in := range p.Instrs {
-		for _, id := range in.In {
-			if id == t && conv == nil {
-				conv = in
-			}
-		}
-		if conv != nil {
-			break
-		}
+	uses := p.Uses()[t]
+	if len(uses) == 0 {
+		return nil
 	}
-	if conv == nil || conv.Op != fixed.OpConv || conv.In[0] != t || len(conv.Win.Strides) != 2 || len(conv.Win.Pads) < 2 {
+	conv := p.Instrs[uses[0]] // the first reader
+	if conv.Op != fixed.OpConv || conv.In[0] != t || len(conv.Win.Strides) != 2 || len(conv.Win.Pads) < 2 {
 		return nil
 	}
 	for _, d := range conv.Win.Dilations {
@@ -479,18 +473,12 @@ func inputGather(p *fixed.Program, t int) [][]int32 {
 	if len(s) != 4 || s[0] != 1 {
 		return nil
 	}
-	var conv *fixed.Instr
-	for _, in := range p.Instrs {
-		for _, id := range in.In {
-			if id == t {
-				if conv != nil || in.Op != fixed.OpConv || in.In[0] != t {
-					return nil // read twice, or not as a convolution's input
-				}
-				conv = in
-			}
-		}
+	uses := p.Uses()[t]
+	if len(uses) != 1 {
+		return nil // unread, or read twice
 	}
-	if conv == nil || conv.Group != 1 || len(conv.Win.Strides) != 2 || len(conv.Win.Kernel) != 2 {
+	conv := p.Instrs[uses[0]]
+	if conv.Op != fixed.OpConv || conv.In[0] != t || conv.Group != 1 || len(conv.Win.Strides) != 2 || len(conv.Win.Kernel) != 2 {
 		return nil
 	}
 	for _, d := range conv.Win.Dilations {
