@@ -24,26 +24,12 @@ import (
 // program, the layers' geometries in the HE session's terms and their input element counts.
 func heLinearProgram(t *testing.T, rng *rand.Rand) (*fixed.Program, []ring.ConvGeom, []int) {
 	t.Helper()
-	p := &fixed.Program{Bits: 32, Scale: 2}
-	x := p.AddTensor("x", ir.Shape{1, 3, 64, 64}, 2)
-	p.Inputs = append(p.Inputs, fixed.IO{Name: "x", Tensor: x, Party: 1})
-	p.Instrs = append(p.Instrs, &fixed.Instr{Op: fixed.OpInput, Out: x, Weight: -1, Index: 0})
-	ints := func(n int) []int64 {
-		v := make([]int64, n)
-		for i := range v {
-			v[i] = rng.Int64N(200) - 100
-		}
-		return v
-	}
+	b := newTestProg(t, rng, 32, 2, ir.Shape{1, 3, 64, 64})
+	p, x, ints := b.p, b.x, b.ints
 	var geoms []ring.ConvGeom
 	var ins []int
 	add := func(in *fixed.Instr) int {
-		shape, scale, err := p.InferInstr(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in.Out = p.AddTensor("t", shape, scale)
-		p.Instrs = append(p.Instrs, in)
+		b.add(in)
 		ins = append(ins, p.Tensors[in.In[0]].Shape.Size())
 		if in.Op == fixed.OpConv {
 			g, err := p.ConvGeom(in)

@@ -22,29 +22,8 @@ import (
 // truncation, division and argmax, party 1's input.
 func dealtProgram(t *testing.T, rng *rand.Rand) *fixed.Program {
 	t.Helper()
-	p := &fixed.Program{Bits: 32, Scale: 4}
-	x := p.AddTensor("x", ir.Shape{1, 3, 6, 6}, 4)
-	p.Inputs = append(p.Inputs, fixed.IO{Name: "x", Tensor: x, Party: 1})
-	p.Instrs = append(p.Instrs, &fixed.Instr{Op: fixed.OpInput, Out: x, Weight: -1, Index: 0})
-	ints := func(n int) []int64 {
-		v := make([]int64, n)
-		for i := range v {
-			v[i] = rng.Int64N(200) - 100
-		}
-		return v
-	}
-	add := func(in *fixed.Instr) int {
-		shape, scale, err := p.InferInstr(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in.Out = p.AddTensor("t", shape, scale)
-		if in.Weight == 0 && in.Op != fixed.OpConv && in.Op != fixed.OpMatMul {
-			in.Weight = -1
-		}
-		p.Instrs = append(p.Instrs, in)
-		return in.Out
-	}
+	b := newTestProg(t, rng, 32, 4, ir.Shape{1, 3, 6, 6})
+	p, x, ints, add := b.p, b.x, b.ints, b.add
 	wc := p.AddWeight("wc", ir.Shape{4, 3, 3, 3}, 4, ints(4*3*3*3))
 	y := add(&fixed.Instr{Op: fixed.OpConv, In: []int{x}, Weight: wc, Group: 1, Engine: fixed.EngineOT,
 		Win: ir.Window{Kernel: []int{3, 3}, Strides: []int{1, 1}, Pads: []int{1, 1, 1, 1}, Dilations: []int{1, 1}}})
